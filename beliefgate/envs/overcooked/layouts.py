@@ -1,0 +1,162 @@
+"""The five classic Overcooked-AI layouts and their static geometry.
+
+Layout names are the classic ones; ``counter_circuit`` maps to the package's
+onion-only ``counter_circuit_o_1order`` grid (the 2019 study's ``random3``).
+Everything here is static per layout and cached in memory.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Dict, Tuple
+
+os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+
+Pos = Tuple[int, int]
+
+#: classic name -> layout file name inside the ``overcooked`` package
+LAYOUT_FILES: Dict[str, str] = {
+    "cramped_room": "cramped_room",
+    "asymmetric_advantages": "asymmetric_advantages",
+    "coordination_ring": "coordination_ring",
+    "forced_coordination": "forced_coordination",
+    "counter_circuit": "counter_circuit_o_1order",
+}
+
+#: names used by the 2019 human-human study -> classic names
+HUMAN_STUDY_NAMES: Dict[str, str] = {
+    "cramped_room": "cramped_room",
+    "asymmetric_advantages": "asymmetric_advantages",
+    "coordination_ring": "coordination_ring",
+    "random1": "coordination_ring",
+    "random0": "forced_coordination",
+    "forced_coordination": "forced_coordination",
+    "random3": "counter_circuit",
+    "counter_circuit": "counter_circuit",
+}
+
+LAYOUTS: Tuple[str, ...] = tuple(LAYOUT_FILES)
+
+# Overcooked direction vectors, in the package's action order.
+NORTH, SOUTH, EAST, WEST = (0, -1), (0, 1), (1, 0), (-1, 0)
+DIRECTIONS: Tuple[Pos, ...] = (NORTH, SOUTH, EAST, WEST)
+DIRECTION_NAMES = ("north", "south", "east", "west")
+
+TERRAIN_NAMES = {
+    "X": "counter",
+    "O": "onion_dispenser",
+    "T": "tomato_dispenser",
+    "D": "dish_dispenser",
+    "P": "pot",
+    "S": "serving",
+    " ": "floor",
+}
+
+
+class UnknownLayoutError(KeyError):
+    """A layout name beliefgate does not support."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown layout"
+
+
+def resolve_layout(name: str) -> str:
+    """Classic layout name for ``name`` (also accepts the 2019 study's names)."""
+    if name in LAYOUT_FILES:
+        return name
+    if name in HUMAN_STUDY_NAMES:
+        return HUMAN_STUDY_NAMES[name]
+    raise UnknownLayoutError(f"unknown layout {name!r}; supported layouts: {', '.join(LAYOUTS)}")
+
+
+@dataclass(frozen=True)
+class LayoutInfo:
+    """Static geometry of one layout.
+
+    ``terrain[y][x]`` is one of ``X O T D P S`` or ``' '`` (floor).
+    ``floor`` lists walkable cells in row-major order; ``interactables`` every
+    non-floor cell in row-major order (the targets of INTERACT).
+    """
+
+    name: str
+    terrain: Tuple[str, ...]
+    start_positions: Tuple[Pos, ...]
+    floor: Tuple[Pos, ...]
+    interactables: Tuple[Pos, ...]
+
+    @property
+    def width(self) -> int:
+        return len(self.terrain[0])
+
+    @property
+    def height(self) -> int:
+        return len(self.terrain)
+
+    def kind(self, pos: Pos) -> str:
+        x, y = pos
+        if not (0 <= y < self.height and 0 <= x < self.width):
+            return "out"
+        return self.terrain[y][x]
+
+    def cells_of(self, kind: str) -> Tuple[Pos, ...]:
+        return tuple(p for p in self.interactables if self.kind(p) == kind)
+
+    @property
+    def pots(self) -> Tuple[Pos, ...]:
+        return self.cells_of("P")
+
+    @property
+    def counters(self) -> Tuple[Pos, ...]:
+        return self.cells_of("X")
+
+    def is_floor(self, pos: Pos) -> bool:
+        return self.kind(pos) == " "
+
+    def describe(self) -> Dict[str, object]:
+        """A JSON-friendly summary (used by ``beliefgate layouts``)."""
+        return {
+            "name": self.name,
+            "size": [self.width, self.height],
+            "grid": list(self.terrain),
+            "start_positions": [list(p) for p in self.start_positions],
+            "floor_cells": len(self.floor),
+            "pots": [list(p) for p in self.pots],
+            "onion_dispensers": [list(p) for p in self.cells_of("O")],
+            "dish_dispensers": [list(p) for p in self.cells_of("D")],
+            "serving": [list(p) for p in self.cells_of("S")],
+            "counters": len(self.counters),
+        }
+
+
+@lru_cache(maxsize=None)
+def make_mdp(name: str, old_dynamics: bool = True):
+    """A fresh ``OvercookedGridworld`` for a classic layout.
+
+    ``old_dynamics=True`` (default) starts cooking automatically at three
+    ingredients, as in the classic papers and the 2019 human data; with
+    ``False`` an INTERACT on a full pot starts it. Cached: the MDP is stateless.
+    """
+    from overcooked.mdp.overcooked_mdp import OvercookedGridworld
+
+    layout = resolve_layout(name)
+    return OvercookedGridworld.from_layout_name(LAYOUT_FILES[layout], old_dynamics=old_dynamics)
+
+
+@lru_cache(maxsize=None)
+def layout_info(name: str) -> LayoutInfo:
+    """Static geometry of a classic layout (cached)."""
+    layout = resolve_layout(name)
+    mdp = make_mdp(layout)
+    terrain = tuple("".join(row) for row in mdp.terrain_mtx)
+    floor = tuple((x, y) for y, row in enumerate(terrain) for x, c in enumerate(row) if c == " ")
+    inter = tuple((x, y) for y, row in enumerate(terrain) for x, c in enumerate(row) if c != " ")
+    return LayoutInfo(
+        name=layout,
+        terrain=terrain,
+        start_positions=tuple(tuple(p) for p in mdp.start_player_positions),
+        floor=floor,
+        interactables=inter,
+    )
