@@ -172,7 +172,7 @@ def detect_events(prev: SymbolicState, nxt: SymbolicState, step: Optional[int] =
     info = layout_info(prev.layout)
     events: List[List[str]] = [[] for _ in prev.players]
     explained_counters: Dict[Pos, str] = {}
-    explained_pots: Dict[Pos, str] = {}
+    explained_pots: Dict[Pos, List[str]] = {}
     for i, (a, b) in enumerate(zip(prev.players, nxt.players)):
         if a.held == b.held or a.position != b.position or a.orientation != b.orientation:
             if a.held != b.held:
@@ -187,7 +187,7 @@ def detect_events(prev: SymbolicState, nxt: SymbolicState, step: Optional[int] =
         if kind == "X":
             explained_counters[a.facing] = ev
         elif kind == "P":
-            explained_pots[a.facing] = ev
+            explained_pots.setdefault(a.facing, []).append(ev)
     _check_counters(prev, nxt, explained_counters, step)
     _check_pots(prev, nxt, explained_pots, events, info, step)
     return events
@@ -211,17 +211,17 @@ def _check_pots(prev, nxt, explained, events, info, step) -> None:
         pb = nxt.pot_at(pa.position)
         if pb is None:
             raise ImpossibleTransitionError(f"pot {pa.position} disappeared", step)
-        ev = explained.get(pa.position)
-        if pb.ingredients > pa.ingredients:
-            if ev is None or not ev.startswith("potting:") or pb.ingredients != pa.ingredients + 1:
+        evs = explained.get(pa.position, [])
+        potted = sum(1 for e in evs if e.startswith("potting:"))
+        scooped = evs.count("pickup:soup")
+        if scooped:
+            if scooped > 1 or potted or not pa.ready or pb.ingredients != 0:
                 raise ImpossibleTransitionError(
-                    f"pot {pa.position}: ingredients {pa.ingredients} -> {pb.ingredients} without potting", step)
-        elif pb.ingredients < pa.ingredients:
-            if ev != "pickup:soup" or not pa.ready or pb.ingredients != 0:
-                raise ImpossibleTransitionError(
-                    f"pot {pa.position}: soup removed without a dish pickup of a ready soup", step)
-        elif ev is not None:
-            raise ImpossibleTransitionError(f"pot {pa.position}: {ev} left the pot unchanged", step)
+                    f"pot {pa.position}: soup removed without a single dish pickup of a ready soup", step)
+        elif pb.ingredients != pa.ingredients + potted:
+            raise ImpossibleTransitionError(
+                f"pot {pa.position}: ingredients {pa.ingredients} -> {pb.ingredients} "
+                f"but {potted} onion(s) were potted", step)
         if not pa.cooking and pb.cooking and not _auto_cook(pb):
             raise ImpossibleTransitionError(f"pot {pa.position} started cooking with {pb.ingredients} onions", step)
 
