@@ -255,7 +255,11 @@ def hazard_predict(log_belief, log_pi0, feasible, hazard, reset):
     log_stay = jnp.where(feasible, log_1mh - log_z, -jnp.inf)
     log_switch = jnp.where(feasible, log_h + log_s - log_z, 0.0)
     switched = logsumexp(log_switch + log_belief)
-    log_sticky = jnp.logaddexp(log_stay + log_belief, log_forced + switched)
+    # Infeasible j would give logaddexp(-inf, -inf): its value is right (-inf) but its
+    # gradient is NaN, which `where` does not stop. Feed it zeros there instead.
+    stay_term = jnp.where(feasible, log_stay + log_belief, 0.0)
+    switch_term = jnp.where(feasible, log_forced + switched, 0.0)
+    log_sticky = jnp.where(feasible, jnp.logaddexp(stay_term, switch_term), -jnp.inf)
     return jnp.where(reset, log_forced, log_sticky)
 
 
