@@ -57,6 +57,17 @@ class OvercookedAdapter:
         self.state = from_overcooked(self.env.state, self.layout)
         return self.state
 
+    def set_state(self, state: SymbolicState) -> SymbolicState:
+        """Continue the episode from a given symbolic state (scenario set-up, forward models)."""
+        from beliefgate.envs.overcooked.state import to_overcooked
+
+        if state.layout != self.layout:
+            raise ValueError(f"state is for layout {state.layout!r}, this adapter runs {self.layout!r}")
+        self.env.state = to_overcooked(state, self.mdp.old_dynamics)
+        self.score = float(state.score)
+        self.state = state
+        return state
+
     def step(self, joint_action: Sequence[int]) -> StepResult:
         if len(joint_action) != self.num_players:
             raise InvalidActionError(f"expected {self.num_players} actions, got {len(joint_action)}")

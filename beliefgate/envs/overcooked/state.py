@@ -274,3 +274,40 @@ def from_human_2019(state: Dict[str, Any] | str, layout: str, score: float = 0.0
         )
     except ValidationError as exc:
         raise StateFormatError(f"malformed 2019 state: {exc}") from exc
+
+
+def to_overcooked(state: SymbolicState, old_dynamics: bool = True):
+    """Build the ``overcooked`` package's state from a symbolic one (scenario set-up, forward models)."""
+    from overcooked.mdp.overcooked_mdp import ObjectState, OvercookedState, PlayerState, SoupState
+
+    from beliefgate.envs.overcooked.layouts import make_mdp
+
+    state.validate_against_layout()
+    mdp = make_mdp(state.layout, old_dynamics)
+
+    def soup(pos, n, cooking_tick):
+        return SoupState(pos, ingredients=[ObjectState("onion", pos) for _ in range(n)], cooking_tick=cooking_tick)
+
+    def obj(name, pos):
+        if name == "soup":
+            return soup(pos, POT_CAPACITY, COOK_TIME)
+        return ObjectState(name, pos)
+
+    players = [
+        PlayerState(p.position, p.orientation, obj(p.held, p.position) if p.held else None) for p in state.players
+    ]
+    objects = {}
+    for o in state.counters:
+        objects[o.position] = obj(o.name, o.position)
+    for pot in state.pots:
+        if pot.ingredients == 0:
+            continue
+        if pot.ready:
+            tick = COOK_TIME
+        elif pot.cooking:
+            tick = COOK_TIME - pot.timer
+        else:
+            tick = -1
+        objects[pot.position] = soup(pot.position, pot.ingredients, tick)
+    return OvercookedState(players, objects, bonus_orders=[], all_orders=mdp.start_all_orders,
+                           timestep=state.timestep)

@@ -1,0 +1,85 @@
+"""Overcooked observations -> :class:`~beliefgate.beliefs.evidence.StepEvidence` for the Gate.
+
+``Gate.for_overcooked(layout)`` uses this: each ``observe(state, next_state)``
+infers the partner's primitive action(s) from the two states, evaluates the
+likelihood controller for every skill, and reads completions from the
+interaction events. Tempering: a step where nothing visible happened (STAY is
+consistent) is excluded (weight 0); a put-down on a counter, which several
+skills can explain (staging or passing), is tempered by ``ambiguous_weight``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Union
+
+import numpy as np
+
+from beliefgate.beliefs.evidence import StepEvidence
+from beliefgate.envs.overcooked.controller import OvercookedController
+from beliefgate.envs.overcooked.dynamics import completed_skills, detect_events, infer_actions
+from beliefgate.envs.overcooked.layouts import resolve_layout
+from beliefgate.envs.overcooked.state import StateFormatError, SymbolicState
+from beliefgate.envs.overcooked.tables import NUM_ACTIONS, STAY
+from beliefgate.skills.library import SkillLibrary
+
+StateLike = Union[SymbolicState, Dict[str, Any], str]
+
+#: BayesBelief's tempering weight for put-down / pass actions
+AMBIGUOUS_WEIGHT = 0.35
+
+
+def as_state(value: StateLike, layout: str) -> SymbolicState:
+    """Accept a :class:`SymbolicState`, its dict or its JSON; check it belongs to ``layout``."""
+    state = value if isinstance(value, SymbolicState) else SymbolicState.from_json(value)
+    if state.layout != layout:
+        raise StateFormatError(f"state is for layout {state.layout!r}, this gate observes {layout!r}")
+    return state.validate_against_layout()
+
+
+class OvercookedObserver:
+    """Turns consecutive Overcooked states into evidence about one partner."""
+
+    def __init__(self, layout: str, params=None, partner: int = 1, library: Optional[SkillLibrary] = None,
+                 ambiguous_weight: float = AMBIGUOUS_WEIGHT, other_blocks: bool = False):
+        self.layout = resolve_layout(layout)
+        self.controller = OvercookedController.create(self.layout, library)
+        self.library = self.controller.library
+        if partner < 0:
+            raise ValueError(f"partner index must be >= 0, got {partner}")
+        self.partner = partner
+        self.beta = float(getattr(params, "beta", 2.0))
+        self.epsilon = float(getattr(params, "epsilon", 0.1))
+        self.ambiguous_weight = float(ambiguous_weight)
+        self.other_blocks = other_blocks
+        self.num_actions = NUM_ACTIONS
+
+    @property
+    def skill_names(self):
+        return self.library.names
+
+    def evidence(self, state: StateLike, next_state: StateLike) -> StepEvidence:
+        """Evidence about the partner's action between two consecutive states."""
+        s0, s1 = as_state(state, self.layout), as_state(next_state, self.layout)
+        if self.partner >= len(s0.players):
+            raise StateFormatError(f"partner index {self.partner} but the state has {len(s0.players)} players")
+        if s1.timestep != s0.timestep + 1:
+            raise StateFormatError(f"states are not consecutive (timestep {s0.timestep} -> {s1.timestep})")
+        actions = infer_actions(s0, s1, self.partner, step=s0.timestep)
+        events = detect_events(s0, s1, step=s0.timestep)[self.partner]
+        mask = np.zeros(NUM_ACTIONS, dtype=bool)
+        mask[list(actions)] = True
+        if STAY in actions:
+            weight = 0.0
+        elif any(e.startswith("drop:") for e in events):
+            weight = self.ambiguous_weight
+        else:
+            weight = 1.0
+        done = completed_skills(events, self.library)
+        logprobs = self.controller.logprobs(s0, self.partner, self.beta, self.epsilon, self.other_blocks)
+        return StepEvidence(
+            logprobs=logprobs,
+            action_mask=mask,
+            weight=weight,
+            completed=done[0] if done else None,
+            feasible=self.controller.feasible(s0, self.partner),
+        )
