@@ -1,0 +1,495 @@
+"""Gates: wrappers with their own counters around the online skill filter.
+
+A gate never changes the belief. It reads what the filter computed for one step
+(the pre-update belief, the likelihood of the new action) and keeps its own small
+state (counters, a cooldown clock), in the manner of optax's ``apply_if_finite``.
+Everything here is a pure function of NamedTuples and NumPy arrays; the
+:class:`beliefgate.beliefs.gate.Gate` class binds the configuration once and swaps
+the states after each step.
+
+Two gates are defined.
+
+Stable-MAP contradiction gate (SPEC §4, BayesBelief Eq. 10-12)
+    Evaluated on the *pre-update* belief ``b`` of step ``t`` (the prediction for
+    ``z_t`` before ``a_t`` is conditioned on)::
+
+        m_t      = argmax_k b(k)                 (lowest index on ties)
+        stable_t = stable_{t-1} + 1 if m_t == m_{t-1} else 0      (stable_0 = 0)
+        conf_t   = b(m_t)
+        l_t      = exp(lambda * r_t(m_t))        r_t(k) = log [pi(a_t|k) / max_a pi(a|k)] <= 0
+        contradiction_t = w_t > 0 and l_t < tau_obs
+        interrupt_t     = contradiction_t and stable_t >= n_stable and conf_t >= c_floor
+                          and t - t_last_interrupt >= cooldown and ego_active
+
+    ``r_t`` is supplied by the caller, so the same gate serves full action tables
+    (best consistent action under ``m``) and bare log-likelihood vectors
+    (``loglik[m] - max_k loglik[k]``).
+
+Change-point gate (beyond the paper)
+    The instantaneous switch probability ``P(z_t != z_{t-1} | a_{0:t})`` of the
+    hazard filter hovers near ``h``: one action rarely proves a switch, and later
+    actions that do prove it never revise that filtered quantity. This gate runs
+    a run-length-augmented forward filter over ``(z_t, r_t)`` with
+    ``r_t`` = steps since the last hidden switch, capped at ``L``
+    (``r_t = 0``: switched at ``t``; ``r_t = L``: no switch in the last ``L`` steps).
+    Its statistic::
+
+        p_t = P(r_t < L | a_{0:t})    # a hidden switch happened within the last L steps
+
+    accumulates the evidence of every action since the switch, so it climbs well
+    above ``h`` after a real switch and falls back once the switch is more than
+    ``L`` steps old. The gate fires when ``p_t >= threshold`` while armed, then
+    disarms until ``p_t < release`` (hysteresis) and honours its own cooldown,
+    so one switch fires once. A *visible* completion is not a hidden switch: the
+    run length restarts at ``L``. The marginal of the augmented filter over ``r``
+    is exactly the hazard model of ``docs/model.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+#: ``t_last`` value of a gate that never fired (any ``t - NEVER`` exceeds any cooldown).
+NEVER = -(1 << 62)
+
+# Reasons a stable-MAP interrupt did not fire, in the order the conditions are checked.
+REASON_EXCLUDED = "excluded_step"  # weight 0: the step carries no evidence
+REASON_NO_CONTRADICTION = "no_contradiction"
+REASON_UNSTABLE = "unstable_map"
+REASON_LOW_CONFIDENCE = "low_confidence"
+REASON_COOLDOWN = "cooldown"
+REASON_EGO_IDLE = "ego_idle"
+# Reasons a change-point detection did not fire.
+REASON_BELOW_THRESHOLD = "below_threshold"
+REASON_DISARMED = "disarmed"
+
+# Below this normaliser the probability-space update may have lost precision to
+# underflow; the update is then redone in log space.
+_TINY = 1e-280
+
+
+# --------------------------------------------------------------------------- numerics
+
+
+def condition(pred: np.ndarray, loglik: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+    """Bayes correction ``post ∝ pred * exp(loglik)`` on float[K] vectors.
+
+    ``pred`` is non-negative and sums to one; ``loglik`` may hold ``-inf`` but no
+    NaN/``+inf``. Returns ``(post, log_z, factor)`` with
+    ``log_z = log sum_k pred(k) exp(loglik(k))`` and ``post = pred * factor``
+    (``factor = exp(loglik - log_z)``, set to 0 where ``pred`` is 0). Works in
+    probability space with the maximum log-likelihood subtracted before ``exp``
+    and falls back to log space when the normaliser underflows. ``log_z = -inf``
+    (``post``, ``factor`` undefined) when the observation is impossible under
+    every skill ``pred`` allows.
+    """
+    mx = max(loglik.tolist())
+    if mx == -math.inf:
+        return pred, -math.inf, pred
+    e = np.exp(loglik - mx)
+    post = pred * e
+    z = sum(post.tolist())
+    if z > _TINY:
+        post /= z
+        return post, math.log(z) + mx, e / z
+    # Underflow (the likeliest skills have negligible predicted mass): log space.
+    with np.errstate(divide="ignore"):
+        lj = np.log(pred) + loglik
+    mj = lj.max()
+    if mj == -math.inf:
+        return pred, -math.inf, pred
+    post = np.exp(lj - mj)
+    z = post.sum()
+    post /= z
+    log_z = math.log(z) + mj
+    factor = np.where(pred > 0.0, np.exp(np.minimum(loglik - log_z, 700.0)), 0.0)
+    return post, log_z, factor
+
+
+# --------------------------------------------------------------------------- stable-MAP gate
+
+
+class StableMapConfig(NamedTuple):
+    """Bound, pre-processed parameters of the stable-MAP gate.
+
+    Fields: ``log_tau`` = log tau_obs (``-inf`` for tau_obs = 0: never contradicts);
+    ``likelihood_scale`` = lambda >= 0; ``confidence_floor`` = c_floor in [0, 1];
+    ``n_stable`` >= 0; ``cooldown`` >= 0 steps.
+    """
+
+    log_tau: float
+    likelihood_scale: float
+    confidence_floor: float
+    n_stable: int
+    cooldown: int
+
+    @classmethod
+    def make(
+        cls,
+        tau_obs: float,
+        likelihood_scale: float,
+        confidence_floor: float,
+        n_stable: int,
+        cooldown: int,
+    ) -> "StableMapConfig":
+        log_tau = math.log(tau_obs) if tau_obs > 0.0 else -math.inf
+        return cls(log_tau, float(likelihood_scale), float(confidence_floor), int(n_stable), int(cooldown))
+
+
+class StableMapState(NamedTuple):
+    """Counters of the stable-MAP gate.
+
+    Fields: ``prev_map`` = m_{t-1} (-1 before the first step); ``stable`` = stable_{t-1};
+    ``t_last_interrupt`` = step of the last interrupt or external replan (:data:`NEVER`);
+    ``num_contradictions`` / ``num_interrupts`` = totals this episode.
+    """
+
+    prev_map: int = -1
+    stable: int = 0
+    t_last_interrupt: int = NEVER
+    num_contradictions: int = 0
+    num_interrupts: int = 0
+
+
+class StableMapInfo(NamedTuple):
+    """Diagnostics of one stable-MAP gate evaluation (logged, never fed back).
+
+    ``map_skill`` / ``confidence`` are m_t and b(m_t) of the pre-update belief;
+    ``log_l`` = lambda * r_t(m_t) and ``l_t`` = exp(log_l); ``suppressed_reason`` is
+    ``None`` when the gate interrupted, else the first failing condition
+    (``"excluded_step"``, ``"no_contradiction"``, ``"unstable_map"``,
+    ``"low_confidence"``, ``"cooldown"``, ``"ego_idle"``).
+    """
+
+    map_skill: int
+    confidence: float
+    stable: int
+    l_t: float
+    log_l: float
+    contradiction: bool
+    interrupt: bool
+    suppressed_reason: Optional[str]
+
+
+def stable_map_init() -> StableMapState:
+    """Counters at the start of an episode."""
+    return StableMapState()
+
+
+def stable_map_update(
+    config: StableMapConfig,
+    state: StableMapState,
+    t: int,
+    prior: np.ndarray,
+    log_ratio: Optional[np.ndarray],
+    weight: float,
+    ego_active: bool = True,
+) -> tuple[StableMapState, StableMapInfo]:
+    """Evaluate the gate at step ``t`` on the pre-update belief ``prior`` (float[K]).
+
+    ``log_ratio[k] = log pi(a_t | s_t, k) - log max_a pi(a | s_t, k)`` (<= 0; -inf
+    allowed; ``None`` when undefined, e.g. an excluded step whose likelihoods are all
+    ``-inf``: then ``l_t = 1``). Returns the new counters and the step's :class:`StableMapInfo`.
+    """
+    m = int(prior.argmax())
+    conf = float(prior[m])
+    stable = state.stable + 1 if m == state.prev_map else 0
+    lam = config.likelihood_scale
+    log_l = lam * float(log_ratio[m]) if lam != 0.0 and log_ratio is not None else 0.0
+    contradiction = weight > 0.0 and log_l < config.log_tau
+    reason: Optional[str]
+    if not contradiction:
+        reason = REASON_NO_CONTRADICTION if weight > 0.0 else REASON_EXCLUDED
+    elif stable < config.n_stable:
+        reason = REASON_UNSTABLE
+    elif conf < config.confidence_floor:
+        reason = REASON_LOW_CONFIDENCE
+    elif t - state.t_last_interrupt < config.cooldown:
+        reason = REASON_COOLDOWN
+    elif not ego_active:
+        reason = REASON_EGO_IDLE
+    else:
+        reason = None
+    interrupt = reason is None
+    new_state = StableMapState(
+        m,
+        stable,
+        t if interrupt else state.t_last_interrupt,
+        state.num_contradictions + contradiction,
+        state.num_interrupts + interrupt,
+    )
+    info = StableMapInfo(m, conf, stable, math.exp(log_l), log_l, contradiction, interrupt, reason)
+    return new_state, info
+
+
+def stable_map_notify_replanned(state: StableMapState, t: int) -> StableMapState:
+    """Start the cooldown at step ``t`` as if the gate had interrupted there."""
+    return state._replace(t_last_interrupt=t)
+
+
+# --------------------------------------------------------------------------- hazard forward step
+
+
+class HazardStep(NamedTuple):
+    """One O(K) forward step of the hazard model, with the pieces the change-point gate reuses.
+
+    Fields
+    ------
+    prior : float[K]
+        ``P(z_t | a_{<t})``, the predicted (pre-update) belief.
+    post : float[K]
+        ``P(z_t | a_{0:t})``, normalised (undefined when ``log_z = -inf``).
+    log_z : float
+        ``log p(a_t | a_{<t}) = log sum_k prior(k) exp(loglik(k))``; 0 for an
+        excluded step, ``-inf`` for an impossible observation.
+    stay : float[K] or None
+        ``g(j)``: factor of the belief mass that keeps skill ``j`` (``None`` on restart).
+    switch : float[K] or None
+        ``sw(j)``: predicted mass that enters ``j`` by a real switch (``None`` on restart);
+        ``prior = stay * belief + switch``.
+    factor : float[K] or None
+        ``exp(loglik - log_z)``, so that ``post = prior * factor`` (``None``: no evidence).
+    """
+
+    prior: np.ndarray
+    post: np.ndarray
+    log_z: float
+    stay: Optional[np.ndarray]
+    switch: Optional[np.ndarray]
+    factor: Optional[np.ndarray]
+
+
+def hazard_constants(pi0: np.ndarray, hazard: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(h pi0, (1-h) + h pi0)``: the all-feasible switch and stay factors for one ``pi0``."""
+    hpi0 = hazard * pi0
+    return hpi0, (1.0 - hazard) + hpi0
+
+
+def hazard_step(
+    belief: np.ndarray,
+    pi0: np.ndarray,
+    feasible: Optional[np.ndarray],
+    restart: bool,
+    hazard: float,
+    loglik: Optional[np.ndarray],
+    constants: Optional[tuple[np.ndarray, np.ndarray]] = None,
+) -> HazardStep:
+    """Predict and correct one step of the hazard model of ``docs/model.md``.
+
+    ``belief``: float[K] posterior of the previous step (ignored when ``restart``);
+    ``pi0``: smoothed prior; ``feasible``: bool[K] or ``None`` (all feasible);
+    ``restart``: episode start or visible completion (forced switch to
+    ``pi0 ∘ feasible``); ``loglik``: tempered float[K] (``None``: excluded step);
+    ``constants``: ``hazard_constants(pi0, hazard)`` if already computed.
+
+    With ``S = sum(pi0 ∘ f)``, ``Zf = (1-h) + h S``, ``B_f`` the belief mass on
+    feasible skills and ``B_x = 1 - B_f`` (rows of infeasible skills switch by force)::
+
+        stay(j)   = f(j) [(1-h) + h pi0(j)] / Zf
+        switch(j) = f(j) pi0(j) [h (B_f - b(j)) / Zf + B_x / S]
+        prior     = stay * b + switch
+
+    (resampling the current skill counts as staying). Never raises: an impossible
+    observation gives ``log_z = -inf``.
+    """
+    if restart:
+        stay = switch = None
+        if feasible is None:
+            prior = pi0
+        else:
+            pf = pi0 * feasible
+            prior = pf / pf.sum()
+    elif feasible is None:
+        hpi0, stay = constants if constants is not None else hazard_constants(pi0, hazard)
+        switch = hpi0 * (1.0 - belief)
+        prior = stay * belief + switch
+    else:
+        h = hazard
+        pf = pi0 * feasible
+        s = pf.sum()
+        zf = (1.0 - h) + h * s
+        b_f = float(belief[feasible].sum())
+        stay = feasible * (((1.0 - h) + h * pi0) / zf)
+        switch = pf * (h * (b_f - belief) / zf + (1.0 - b_f) / s)
+        prior = stay * belief + switch
+    if loglik is None:
+        return HazardStep(prior, prior, 0.0, stay, switch, None)
+    post, log_z, factor = condition(prior, loglik)
+    if log_z == -math.inf:
+        return HazardStep(prior, prior, log_z, stay, switch, None)
+    return HazardStep(prior, post, log_z, stay, switch, factor)
+
+
+# --------------------------------------------------------------------------- change-point gate
+
+
+class ChangePointConfig(NamedTuple):
+    """Bound parameters of the change-point gate.
+
+    ``hazard`` = h of the run-length filter; ``horizon`` = L >= 1 (steps a switch
+    counts as recent); ``threshold`` in (0, 1] fires the gate; ``release`` in
+    [0, threshold] re-arms it; ``cooldown`` >= 0 steps between two firings.
+    """
+
+    hazard: float
+    horizon: int
+    threshold: float
+    release: float
+    cooldown: int
+
+
+class ChangePointState(NamedTuple):
+    """State of the change-point gate: the run-length filter plus the gate's counters.
+
+    Fields
+    ------
+    recent : float[L, K]
+        Ring of ``P(r_t = r, z_t = k | a_{0:t})`` for ``r < L``: row
+        ``(head + r) % L`` holds run length ``r`` (a ring, so a step shifts no data).
+    settled : float[K]
+        ``P(r_t = L, z_t = k | a_{0:t})``: no hidden switch in the last ``L`` steps.
+    head : int
+        Ring row of run length 0.
+    belief : float[K]
+        Marginal over run lengths (= the hazard filter's posterior).
+    armed : bool
+        May fire (re-armed when the statistic falls below ``release``).
+    t_last_fire : int
+        Step of the last firing or external replan (:data:`NEVER`).
+    num_fires : int
+        Firings this episode.
+    """
+
+    recent: np.ndarray
+    settled: np.ndarray
+    head: int
+    belief: np.ndarray
+    armed: bool = True
+    t_last_fire: int = NEVER
+    num_fires: int = 0
+
+
+class ChangePointInfo(NamedTuple):
+    """Diagnostics of one change-point evaluation.
+
+    ``prob`` = P(r_t < L | a_{0:t}) (the gate's statistic); ``switch_prob`` =
+    P(r_t = 0 | a_{0:t}) = P(z_t != z_{t-1} | a_{0:t}), the instantaneous switch
+    probability; ``fired``; ``suppressed_reason`` (``None`` when fired, else
+    ``"below_threshold"``, ``"disarmed"`` or ``"cooldown"``).
+    """
+
+    prob: float
+    switch_prob: float
+    fired: bool
+    suppressed_reason: Optional[str]
+
+
+def changepoint_init(num_skills: int, horizon: int) -> ChangePointState:
+    """State at the start of an episode (all mass on "no recent switch")."""
+    uniform = np.full(num_skills, 1.0 / num_skills)
+    return ChangePointState(np.zeros((horizon, num_skills)), uniform, 0, uniform)
+
+
+def changepoint_joint(state: ChangePointState) -> np.ndarray:
+    """``P(r_t = r, z_t = k | a_{0:t})`` as a float[L+1, K] array ordered by ``r``."""
+    horizon = state.recent.shape[0]
+    order = (state.head + np.arange(horizon)) % horizon
+    return np.vstack([state.recent[order], state.settled[None, :]])
+
+
+def changepoint_update(
+    config: ChangePointConfig,
+    state: ChangePointState,
+    t: int,
+    step: HazardStep,
+    pi0: np.ndarray,
+    feasible: Optional[np.ndarray],
+    loglik: Optional[np.ndarray],
+) -> tuple[ChangePointState, ChangePointInfo]:
+    """Advance the run-length filter by one step and evaluate the gate.
+
+    ``step`` is :func:`hazard_step` applied to ``state.belief`` with this step's
+    ``pi0``, ``feasible`` and ``loglik``. Every run length of skill ``j`` shares
+    the stay factor and the evidence, so with ``keep = stay * factor``::
+
+        P'(r=0, j)   = switch(j) * factor(j)
+        P'(r+1, j)   = P(r, j) * keep(j)                 (r + 1 < L)
+        P'(L, j)     = (P(L-1, j) + P(L, j)) * keep(j)
+
+    A restart (``step.stay is None``) puts all mass on ``r = L``. If the
+    observation is impossible under the filter's own prediction (only possible
+    with ``h = 0``) the filter restarts with a certain switch at ``t``.
+    """
+    recent = state.recent
+    horizon = recent.shape[0]
+    if step.stay is None:  # episode start or visible completion: no hidden switch
+        new_recent, settled, head = np.zeros_like(recent), step.post, 0
+        enter = None
+    elif step.log_z == -math.inf:
+        fresh = hazard_step(step.prior, pi0, feasible, True, config.hazard, loglik)
+        new_recent, settled, head = np.zeros_like(recent), np.zeros_like(fresh.post), 0
+        enter = new_recent[0] = fresh.post
+        step = fresh
+    else:
+        f = step.factor
+        if f is None:
+            keep, enter = step.stay, step.switch
+        else:
+            keep, enter = step.stay * f, step.switch * f
+        head = (state.head - 1) % horizon  # the slot of run length L-1, about to age out
+        settled = (state.settled + recent[head]) * keep
+        new_recent = recent * keep
+        new_recent[head] = enter
+    prob = max(0.0, 1.0 - sum(settled.tolist()))
+    switch_prob = sum(enter.tolist()) if enter is not None else 0.0
+    armed = state.armed or prob < config.release
+    reason: Optional[str]
+    if prob < config.threshold:
+        reason = REASON_BELOW_THRESHOLD
+    elif not armed:
+        reason = REASON_DISARMED
+    elif t - state.t_last_fire < config.cooldown:
+        reason = REASON_COOLDOWN
+    else:
+        reason = None
+    fired = reason is None
+    new_state = ChangePointState(
+        new_recent,
+        settled,
+        head,
+        step.post,
+        armed and not fired,
+        t if fired else state.t_last_fire,
+        state.num_fires + fired,
+    )
+    return new_state, ChangePointInfo(prob, switch_prob, fired, reason)
+
+
+def changepoint_notify_replanned(state: ChangePointState, t: int) -> ChangePointState:
+    """Start the change-point cooldown at step ``t``."""
+    return state._replace(t_last_fire=t)
+
+
+__all__ = [
+    "NEVER",
+    "condition",
+    "StableMapConfig",
+    "StableMapState",
+    "StableMapInfo",
+    "stable_map_init",
+    "stable_map_update",
+    "stable_map_notify_replanned",
+    "HazardStep",
+    "hazard_constants",
+    "hazard_step",
+    "ChangePointConfig",
+    "ChangePointState",
+    "ChangePointInfo",
+    "changepoint_init",
+    "changepoint_joint",
+    "changepoint_update",
+    "changepoint_notify_replanned",
+]
