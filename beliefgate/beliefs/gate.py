@@ -61,6 +61,7 @@ from beliefgate.beliefs.gates import (
 
 _F64 = np.dtype(np.float64)
 _INF = math.inf
+_max_reduce = np.maximum.reduce
 
 
 # --------------------------------------------------------------------------- errors
@@ -117,7 +118,7 @@ class GateParams(BaseModel):
     beta: float = Field(2.0, ge=0.0)
     epsilon: float = Field(0.1, ge=0.0, le=1.0)
     gate: Literal["stable_map", "changepoint", "either"] = "stable_map"
-    cp_horizon: int = Field(5, ge=1)
+    cp_horizon: int = Field(6, ge=1)
     cp_threshold: float = Field(0.5, gt=0.0, le=1.0)
     cp_release: float = Field(0.2, ge=0.0, le=1.0)
     cp_cooldown: int = Field(0, ge=0)
@@ -558,12 +559,10 @@ class Gate:
 
     @staticmethod
     def _weight(weight) -> float:
-        if isinstance(weight, (bool, np.bool_)):
+        if isinstance(weight, (bool, np.bool_)) or not isinstance(
+                weight, (int, float, np.integer, np.floating)):
             raise InvalidWeightError(f"weight must be a number >= 0, got {weight!r}")
-        try:
-            w = float(weight)
-        except (TypeError, ValueError):
-            raise InvalidWeightError(f"weight must be a number >= 0, got {weight!r}") from None
+        w = float(weight)
         if not (math.isfinite(w) and w >= 0.0):
             raise InvalidWeightError(f"weight must be a finite number >= 0, got {weight!r}")
         return w
@@ -583,7 +582,7 @@ class Gate:
     @staticmethod
     def _row_max(lp: np.ndarray) -> np.ndarray:
         """Row maxima of a log-probability table; raises unless every row has a finite max."""
-        rowmax = lp.max(axis=1)
+        rowmax = _max_reduce(lp, axis=1)
         if not math.isfinite(sum(rowmax.tolist())):
             if np.isnan(lp).any() or (lp == _INF).any():
                 raise NonFiniteLoglikError("action_logprobs must not contain NaN or +inf")

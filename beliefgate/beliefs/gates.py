@@ -443,7 +443,7 @@ def changepoint_update(
         settled = (state.settled + recent[head]) * keep
         new_recent = recent * keep
         new_recent[head] = enter
-    prob = max(0.0, 1.0 - sum(settled.tolist()))
+    prob = 0.0 if enter is None else max(0.0, 1.0 - sum(settled.tolist()))
     switch_prob = sum(enter.tolist()) if enter is not None else 0.0
     armed = state.armed or prob < config.release
     reason: Optional[str]

@@ -1,0 +1,295 @@
+"""The gate wrappers of beliefgate.beliefs.gates: stable-MAP semantics, hazard step, change point."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from beliefgate.beliefs import gates as G
+from beliefgate import Gate, GateParams
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def sm_config(tau=0.1, lam=1.0, floor=0.6, n_stable=3, cooldown=5):
+    return G.StableMapConfig.make(tau, lam, floor, n_stable, cooldown)
+
+
+def dense_transition(pi0, feasible, h, restart):
+    """T[i, j] written row by row from docs/model.md (O(K^2), no shortcuts)."""
+    num = len(pi0)
+    f = feasible.astype(float)
+    forced = pi0 * f / np.sum(pi0 * f)
+    mat = np.zeros((num, num))
+    for i in range(num):
+        if restart or not feasible[i]:
+            mat[i] = forced
+        else:
+            row = ((1 - h) * (np.arange(num) == i) + h * pi0) * f
+            mat[i] = row / row.sum()
+    return mat
+
+
+def smoothed(counts, alpha=1.0):
+    c = np.asarray(counts, float) + alpha
+    return c / c.sum()
+
+
+def switching_table(num_skills=3, num_actions=5, p_pref=0.8):
+    """Skill k prefers action k with probability p_pref, the rest share the remainder."""
+    lp = np.full((num_skills, num_actions), math.log((1 - p_pref) / (num_actions - 1)))
+    for k in range(num_skills):
+        lp[k, k] = math.log(p_pref)
+    return lp
+
+
+# --------------------------------------------------------------------------- stable-MAP gate
+
+
+def test_stable_counter_confidence_and_interrupt():
+    cfg = sm_config(n_stable=2, cooldown=0)
+    st = G.stable_map_init()
+    prior = np.array([0.7, 0.2, 0.1])
+    bad = np.array([math.log(0.05), 0.0, 0.0])  # l_t = 0.05 under skill 0
+    stables, interrupts = [], []
+    for t in range(4):
+        st, info = G.stable_map_update(cfg, st, t, prior, bad, 1.0)
+        stables.append(info.stable)
+        interrupts.append(info.interrupt)
+        assert info.map_skill == 0 and info.confidence == pytest.approx(0.7)
+        assert info.contradiction and info.l_t == pytest.approx(0.05)
+    assert stables == [0, 1, 2, 3]
+    assert interrupts == [False, False, True, True]
+    # a new MAP restarts the count
+    st, info = G.stable_map_update(cfg, st, 4, prior[::-1].copy(), bad, 1.0)
+    assert info.map_skill == 2 and info.stable == 0
+    assert st.num_interrupts == 2 and st.num_contradictions == 4  # l_t = 1 under skill 2
+
+
+def test_reasons_in_order():
+    prior = np.array([0.9, 0.1])
+    bad = np.array([math.log(0.01), 0.0])
+    good = np.zeros(2)
+
+    def reason(cfg, state=None, ratio=bad, weight=1.0, ego=True, t=10, prior=prior):
+        state = state or G.StableMapState(prev_map=0, stable=5)
+        return G.stable_map_update(cfg, state, t, prior, ratio, weight, ego)[1].suppressed_reason
+
+    assert reason(sm_config()) is None
+    assert reason(sm_config(), weight=0.0) == "excluded_step"
+    assert reason(sm_config(), ratio=good) == "no_contradiction"
+    assert reason(sm_config(), state=G.StableMapState(prev_map=1, stable=5)) == "unstable_map"
+    assert reason(sm_config(floor=0.95)) == "low_confidence"
+    assert reason(sm_config(), state=G.StableMapState(prev_map=0, stable=5, t_last_interrupt=8)) == "cooldown"
+    assert reason(sm_config(), ego=False) == "ego_idle"
+
+
+def test_cooldown_arithmetic_and_notify():
+    cfg = sm_config(n_stable=0, floor=0.0, cooldown=3)
+    prior = np.array([0.9, 0.1])
+    bad = np.array([-10.0, 0.0])
+    st = G.stable_map_init()
+    fired = []
+    for t in range(10):
+        st, info = G.stable_map_update(cfg, st, t, prior, bad, 1.0)
+        fired.append(info.interrupt)
+    assert [t for t, f in enumerate(fired) if f] == [0, 3, 6, 9]
+    st = G.stable_map_notify_replanned(st, 10)
+    results = [G.stable_map_update(cfg, st, t, prior, bad, 1.0)[1].suppressed_reason for t in (11, 12, 13)]
+    assert results == ["cooldown", "cooldown", None]
+
+
+def test_ego_idle_does_not_start_cooldown():
+    cfg = sm_config(n_stable=0, floor=0.0, cooldown=5)
+    prior = np.array([0.9, 0.1])
+    bad = np.array([-10.0, 0.0])
+    st, info = G.stable_map_update(cfg, G.stable_map_init(), 0, prior, bad, 1.0, ego_active=False)
+    assert not info.interrupt and info.suppressed_reason == "ego_idle"
+    st, info = G.stable_map_update(cfg, st, 1, prior, bad, 1.0, ego_active=True)
+    assert info.interrupt
+
+
+def test_tau_zero_and_lambda_zero_never_contradict():
+    prior = np.array([0.9, 0.1])
+    impossible = np.array([-math.inf, 0.0])
+    for cfg in (sm_config(tau=0.0), sm_config(lam=0.0)):
+        _, info = G.stable_map_update(cfg, G.stable_map_init(), 0, prior, impossible, 1.0)
+        assert not info.contradiction
+    _, info = G.stable_map_update(sm_config(), G.stable_map_init(), 0, prior, impossible, 1.0)
+    assert info.contradiction and info.l_t == 0.0
+    _, info = G.stable_map_update(sm_config(), G.stable_map_init(), 0, prior, None, 0.0)
+    assert info.l_t == 1.0 and not info.contradiction
+
+
+def test_l_t_is_ratio_to_the_power_lambda():
+    prior = np.array([0.2, 0.8])
+    ratio = np.array([0.0, math.log(0.3)])
+    _, info = G.stable_map_update(sm_config(lam=2.5), G.stable_map_init(), 0, prior, ratio, 1.0)
+    assert info.l_t == pytest.approx(0.3 ** 2.5)
+
+
+# --------------------------------------------------------------------------- hazard step
+
+
+@pytest.mark.parametrize("h", [0.0, 0.05, 0.4, 1.0])
+@pytest.mark.parametrize("feasible", [None, [True, False, True, True], [False, True, False, False]])
+@pytest.mark.parametrize("restart", [False, True])
+def test_hazard_step_matches_dense_transition(h, feasible, restart):
+    rng = np.random.default_rng(3)
+    pi0 = smoothed([2, 0, 1, 0])
+    belief = rng.dirichlet(np.ones(4))
+    feas = None if feasible is None else np.array(feasible)
+    ll = np.log(rng.dirichlet(np.ones(4)))
+    step = G.hazard_step(belief, pi0, feas, restart, h, ll)
+    mat = dense_transition(pi0, np.ones(4, bool) if feas is None else feas, h, restart)
+    pred = belief @ mat
+    np.testing.assert_allclose(step.prior, pred, rtol=0, atol=1e-13)
+    post = pred * np.exp(ll)
+    np.testing.assert_allclose(step.post, post / post.sum(), rtol=0, atol=1e-13)
+    assert step.log_z == pytest.approx(math.log(post.sum()), abs=1e-12)
+    np.testing.assert_allclose(step.prior * step.factor, step.post, atol=1e-13)
+    if not restart:
+        np.testing.assert_allclose(step.stay * belief + step.switch, step.prior, atol=1e-13)
+
+
+def test_condition_log_space_fallback_and_impossible():
+    pred = np.array([1.0, 0.0, 0.0])
+    post, log_z, factor = G.condition(pred, np.array([-1000.0, 0.0, 0.0]))
+    np.testing.assert_allclose(post, [1.0, 0.0, 0.0])
+    assert log_z == pytest.approx(-1000.0)
+    assert np.all(np.isfinite(factor))
+    _, log_z, _ = G.condition(np.array([0.5, 0.5, 0.0]), np.array([-math.inf, -math.inf, 0.0]))
+    assert log_z == -math.inf
+
+
+# --------------------------------------------------------------------------- change-point gate
+
+
+def brute_force_changepoint(ll, feasible, completed, h, horizon, alpha=1.0):
+    """Enumerate every skill path: P(switch in the last L steps), P(switch now) at each t.
+
+    A switch at tau is z_tau != z_{tau-1} on a transition that is not a restart
+    (episode start or visible completion at tau-1); a restart forgets earlier switches.
+    """
+    steps, num = ll.shape
+    recent, now = [], []
+    for t in range(steps):
+        total = rec = cur = 0.0
+        for path in itertools.product(range(num), repeat=t + 1):
+            counts = np.zeros(num)
+            weight, restart, switched, start = 1.0, True, [], 0
+            for tau, z in enumerate(path):
+                start = tau if restart else start
+                mat = dense_transition(smoothed(counts, alpha), feasible[tau], h, restart)
+                prev = path[tau - 1] if tau else 0
+                weight *= mat[prev, z] * math.exp(ll[tau, z])
+                switched.append(not restart and z != path[tau - 1])
+                restart = completed[tau] >= 0
+                if restart:
+                    counts[completed[tau]] += 1
+            total += weight
+            rec += weight * any(switched[max(start, t - horizon + 1):])
+            cur += weight * switched[t]
+        recent.append(rec / total)
+        now.append(cur / total)
+    return np.array(recent), np.array(now)
+
+
+@pytest.mark.parametrize("model", ["hazard", "windowed"])
+def test_changepoint_statistics_match_path_enumeration(model):
+    rng = np.random.default_rng(11)
+    steps, num, horizon, h = 6, 3, 2, 0.2
+    ll = np.log(rng.dirichlet(np.ones(num), size=steps))
+    feasible = np.ones((steps, num), bool)
+    feasible[4, 1] = False
+    completed = np.array([-1, -1, 2, -1, -1, -1])
+    recent, now = brute_force_changepoint(ll, feasible, completed, h, horizon)
+    gate = Gate.from_logprobs(num, GateParams(model=model, hazard=h, cp_horizon=horizon, window=2))
+    got_recent, got_now = [], []
+    for t in range(steps):
+        d = gate.step_loglik(ll[t], completed[t] if completed[t] >= 0 else None, feasible=feasible[t])
+        got_recent.append(d.changepoint_prob)
+        got_now.append(d.switch_prob)
+        joint = G.changepoint_joint(gate.state.changepoint)
+        assert joint.shape == (horizon + 1, num)
+        assert joint.sum() == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(got_recent, recent, atol=1e-12)
+    np.testing.assert_allclose(got_now, now, atol=1e-12)
+
+
+def switching_run(seed, params, segment=20, order=(0, 1, 2, 0), p_pref=0.8):
+    rng = np.random.default_rng(seed)
+    lp = switching_table(p_pref=p_pref)
+    truth = [z for z in order for _ in range(segment)]
+    gate = Gate.from_logprobs(3, params)
+    decisions = [gate.step(lp, int(rng.choice(5, p=np.exp(lp[z])))) for z in truth]
+    return decisions
+
+
+def test_changepoint_statistic_rises_after_switches_unlike_instantaneous():
+    """P(switch in the last L steps) climbs far above h after each switch and stays
+    low inside segments; P(z_t != z_{t-1} | a_{0:t}) never leaves the vicinity of h."""
+    h, horizon, segment = 0.05, 6, 20
+    params = GateParams(hazard=h, cp_horizon=horizon, cp_threshold=0.5, cp_release=0.2)
+    peaks, interiors, inst, detected, missed, false_alarms = [], [], [], 0, 0, 0
+    for seed in range(8):
+        ds = switching_run(seed, params, segment)
+        cp = np.array([d.changepoint_prob for d in ds])
+        sw = np.array([d.switch_prob for d in ds])
+        fired = np.array([d.changepoint for d in ds])
+        for s in (segment, 2 * segment, 3 * segment):
+            peaks.append(cp[s:s + horizon + 3].max())
+            hits = int(fired[s:s + horizon + 3].sum())
+            detected += hits > 0
+            missed += hits == 0
+        near = np.zeros(len(ds), bool)
+        for s in (segment, 2 * segment, 3 * segment):
+            near[s:s + horizon + 3] = True
+        false_alarms += int(fired[~near].sum())
+        for s in range(0, 4 * segment, segment):
+            interiors.append(cp[s + horizon + 3:s + segment])
+        inst.append(sw)
+    interiors = np.concatenate(interiors)
+    inst = np.concatenate(inst)
+    assert np.median(peaks) > 0.9 and min(peaks) > 0.5  # well above h = 0.05
+    assert interiors.mean() < 0.1 and np.median(interiors) < 2 * h
+    # the instantaneous switch probability hovers near h and never gets near a threshold
+    assert inst.mean() < 2 * h and inst.max() < 0.3
+    assert detected >= 22 and missed <= 2  # 24 switches in total
+    assert false_alarms <= 4  # over 8 x 80 steps
+
+
+def test_changepoint_fires_once_per_switch():
+    """Hysteresis: on noise-free switching behaviour each switch fires exactly once."""
+    lp = switching_table(p_pref=0.8)
+    gate = Gate.from_logprobs(3, GateParams(hazard=0.05, cp_horizon=6))
+    truth = [0] * 15 + [1] * 15 + [2] * 15 + [0] * 15
+    fired = [t for t, z in enumerate(truth) if gate.step(lp, z).changepoint]
+    assert len(fired) == 3
+    assert all(0 <= f - s < 4 for f, s in zip(fired, (15, 30, 45)))
+
+
+def test_changepoint_cooldown_and_notify():
+    params = GateParams(hazard=0.05, cp_horizon=6, cp_release=0.5, cp_threshold=0.5, cp_cooldown=100)
+    ds = switching_run(0, params)
+    assert sum(d.changepoint for d in ds) == 1  # cooldown outlasts the episode
+    cfg = params.changepoint_config()
+    state = G.changepoint_init(3, 6)
+    state = G.changepoint_notify_replanned(state, 7)
+    assert state.t_last_fire == 7
+
+
+def test_changepoint_ignores_visible_completions():
+    """A visible completion is not a hidden switch: the statistic restarts at zero."""
+    lp = switching_table()
+    gate = Gate.from_logprobs(3, GateParams(hazard=0.05))
+    for _ in range(10):
+        gate.step(lp, 0)
+    d = gate.step(lp, 0, completed=0)
+    d = gate.step(lp, 1)
+    assert d.switch_prob == 0.0 and d.changepoint_prob == 0.0
+    assert d.map_skill == 1
