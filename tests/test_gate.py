@@ -281,7 +281,7 @@ def test_matches_functional_filter(x64):
     rng = np.random.default_rng(2024)
     for params in MODELS + [GateParams(hazard=0.0), GateParams(hazard=1.0), GateParams(alpha=0.3)]:
         for _ in range(3):
-            num = int(rng.integers(2, 6))
+            num = 4  # fixed shapes: one compilation per filter variant
             seq = random_sequence(rng, num, 5, steps=50, impossible_actions=True)
             gate = Gate.from_logprobs(num, params, prior_counts=rng.integers(0, 3, size=num))
             memory = gate.memory
@@ -425,7 +425,7 @@ def test_weight_zero_is_excluded():
     assert not d.contradiction and d.info.suppressed_reason == "excluded_step"
     np.testing.assert_allclose(d.posterior, d.info.prior)
     assert d.info.log_evidence == 0.0
-    assert not np.allclose(d.posterior, before) or True
+    np.testing.assert_allclose(d.posterior, 0.95 * before + 0.05 / 3)  # predict only
 
 
 def test_completion_resets_prior_and_counts():

@@ -277,7 +277,6 @@ def test_changepoint_cooldown_and_notify():
     params = GateParams(hazard=0.05, cp_horizon=6, cp_release=0.5, cp_threshold=0.5, cp_cooldown=100)
     ds = switching_run(0, params)
     assert sum(d.changepoint for d in ds) == 1  # cooldown outlasts the episode
-    cfg = params.changepoint_config()
     state = G.changepoint_init(3, 6)
     state = G.changepoint_notify_replanned(state, 7)
     assert state.t_last_fire == 7

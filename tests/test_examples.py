@@ -1,0 +1,22 @@
+"""Examples are tests too: every documented example runs and says what the docs promise."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "docs" / "examples"
+
+
+def run_example(name: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(EXAMPLES / name), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_gate_quickstart():
+    proc = run_example("gate_quickstart.py")
+    assert proc.returncode == 0, proc.stderr
+    assert "INTERRUPT" in proc.stdout
+    assert "interrupts at steps: [" in proc.stdout and "interrupts at steps: []" not in proc.stdout
