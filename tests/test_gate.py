@@ -148,7 +148,10 @@ def test_contract(entry, model, mode):
         assert type(d.confidence) is float and d.confidence == d.posterior[d.map_skill]
         for flag in (d.contradiction, d.interrupt, d.changepoint):
             assert isinstance(flag, bool)
-        assert 0.0 <= d.switch_prob <= d.changepoint_prob + 1e-12 <= 1.0 + 1e-12
+        if model == "windowed" and mode == "stable_map":  # not tracked by default
+            assert math.isnan(d.changepoint_prob) and math.isnan(d.switch_prob) and not d.changepoint
+        else:
+            assert 0.0 <= d.switch_prob <= d.changepoint_prob + 1e-12 <= 1.0 + 1e-12
         assert d.info.t == t and gate.t == t + 1
         assert 0.0 <= d.info.l_t <= 1.0
         assert (d.info.suppressed_reason is None) == d.interrupt

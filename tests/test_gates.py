@@ -57,7 +57,7 @@ def test_stable_counter_confidence_and_interrupt():
     bad = np.array([math.log(0.05), 0.0, 0.0])  # l_t = 0.05 under skill 0
     stables, interrupts = [], []
     for t in range(4):
-        st, info = G.stable_map_update(cfg, st, t, prior, bad, 1.0)
+        st, info = G.stable_map_update(cfg, st, t, prior, bad, 0.0, 1.0)
         stables.append(info.stable)
         interrupts.append(info.interrupt)
         assert info.map_skill == 0 and info.confidence == pytest.approx(0.7)
@@ -65,7 +65,7 @@ def test_stable_counter_confidence_and_interrupt():
     assert stables == [0, 1, 2, 3]
     assert interrupts == [False, False, True, True]
     # a new MAP restarts the count
-    st, info = G.stable_map_update(cfg, st, 4, prior[::-1].copy(), bad, 1.0)
+    st, info = G.stable_map_update(cfg, st, 4, prior[::-1].copy(), bad, 0.0, 1.0)
     assert info.map_skill == 2 and info.stable == 0
     assert st.num_interrupts == 2 and st.num_contradictions == 4  # l_t = 1 under skill 2
 
@@ -77,7 +77,7 @@ def test_reasons_in_order():
 
     def reason(cfg, state=None, ratio=bad, weight=1.0, ego=True, t=10, prior=prior):
         state = state or G.StableMapState(prev_map=0, stable=5)
-        return G.stable_map_update(cfg, state, t, prior, ratio, weight, ego)[1].suppressed_reason
+        return G.stable_map_update(cfg, state, t, prior, ratio, 0.0, weight, ego)[1].suppressed_reason
 
     assert reason(sm_config()) is None
     assert reason(sm_config(), weight=0.0) == "excluded_step"
@@ -95,11 +95,11 @@ def test_cooldown_arithmetic_and_notify():
     st = G.stable_map_init()
     fired = []
     for t in range(10):
-        st, info = G.stable_map_update(cfg, st, t, prior, bad, 1.0)
+        st, info = G.stable_map_update(cfg, st, t, prior, bad, 0.0, 1.0)
         fired.append(info.interrupt)
     assert [t for t, f in enumerate(fired) if f] == [0, 3, 6, 9]
     st = G.stable_map_notify_replanned(st, 10)
-    results = [G.stable_map_update(cfg, st, t, prior, bad, 1.0)[1].suppressed_reason for t in (11, 12, 13)]
+    results = [G.stable_map_update(cfg, st, t, prior, bad, 0.0, 1.0)[1].suppressed_reason for t in (11, 12, 13)]
     assert results == ["cooldown", "cooldown", None]
 
 
@@ -107,9 +107,9 @@ def test_ego_idle_does_not_start_cooldown():
     cfg = sm_config(n_stable=0, floor=0.0, cooldown=5)
     prior = np.array([0.9, 0.1])
     bad = np.array([-10.0, 0.0])
-    st, info = G.stable_map_update(cfg, G.stable_map_init(), 0, prior, bad, 1.0, ego_active=False)
+    st, info = G.stable_map_update(cfg, G.stable_map_init(), 0, prior, bad, 0.0, 1.0, ego_active=False)
     assert not info.interrupt and info.suppressed_reason == "ego_idle"
-    st, info = G.stable_map_update(cfg, st, 1, prior, bad, 1.0, ego_active=True)
+    st, info = G.stable_map_update(cfg, st, 1, prior, bad, 0.0, 1.0, ego_active=True)
     assert info.interrupt
 
 
@@ -117,18 +117,19 @@ def test_tau_zero_and_lambda_zero_never_contradict():
     prior = np.array([0.9, 0.1])
     impossible = np.array([-math.inf, 0.0])
     for cfg in (sm_config(tau=0.0), sm_config(lam=0.0)):
-        _, info = G.stable_map_update(cfg, G.stable_map_init(), 0, prior, impossible, 1.0)
+        _, info = G.stable_map_update(cfg, G.stable_map_init(), 0, prior, impossible, 0.0, 1.0)
         assert not info.contradiction
-    _, info = G.stable_map_update(sm_config(), G.stable_map_init(), 0, prior, impossible, 1.0)
+    _, info = G.stable_map_update(sm_config(), G.stable_map_init(), 0, prior, impossible, 0.0, 1.0)
     assert info.contradiction and info.l_t == 0.0
-    _, info = G.stable_map_update(sm_config(), G.stable_map_init(), 0, prior, None, 0.0)
+    _, info = G.stable_map_update(sm_config(), G.stable_map_init(), 0, prior, None, 0.0, 0.0)
     assert info.l_t == 1.0 and not info.contradiction
 
 
 def test_l_t_is_ratio_to_the_power_lambda():
     prior = np.array([0.2, 0.8])
     ratio = np.array([0.0, math.log(0.3)])
-    _, info = G.stable_map_update(sm_config(lam=2.5), G.stable_map_init(), 0, prior, ratio, 1.0)
+    top = np.ones(2)
+    _, info = G.stable_map_update(sm_config(lam=2.5), G.stable_map_init(), 0, prior, ratio + top, top, 1.0)
     assert info.l_t == pytest.approx(0.3 ** 2.5)
 
 
@@ -158,7 +159,7 @@ def test_hazard_step_matches_dense_transition(h, feasible, restart):
 
 def test_condition_log_space_fallback_and_impossible():
     pred = np.array([1.0, 0.0, 0.0])
-    post, log_z, factor = G.condition(pred, np.array([-1000.0, 0.0, 0.0]))
+    post, log_z, factor = G.condition(pred, np.array([-1000.0, 0.0, 0.0]), factor=True)
     np.testing.assert_allclose(post, [1.0, 0.0, 0.0])
     assert log_z == pytest.approx(-1000.0)
     assert np.all(np.isfinite(factor))
@@ -208,7 +209,8 @@ def test_changepoint_statistics_match_path_enumeration(model):
     feasible[4, 1] = False
     completed = np.array([-1, -1, 2, -1, -1, -1])
     recent, now = brute_force_changepoint(ll, feasible, completed, h, horizon)
-    gate = Gate.from_logprobs(num, GateParams(model=model, hazard=h, cp_horizon=horizon, window=2))
+    gate = Gate.from_logprobs(num, GateParams(model=model, hazard=h, cp_horizon=horizon, window=2,
+                                              track_changepoint=True))
     got_recent, got_now = [], []
     for t in range(steps):
         d = gate.step_loglik(ll[t], completed[t] if completed[t] >= 0 else None, feasible=feasible[t])

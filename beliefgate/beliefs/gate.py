@@ -62,6 +62,7 @@ from beliefgate.beliefs.gates import (
 _F64 = np.dtype(np.float64)
 _INF = math.inf
 _max_reduce = np.maximum.reduce
+_add_reduce = np.add.reduce
 
 
 # --------------------------------------------------------------------------- errors
@@ -102,6 +103,10 @@ class GateParams(BaseModel):
         level), ``cp_cooldown`` >= 0 steps.
     ``gate``: which gate drives ``Decision.interrupt``: ``"stable_map"``,
     ``"changepoint"`` or ``"either"``.
+    ``track_changepoint``: compute the change-point statistics even when they do
+    not drive the interrupt. ``None`` (default) = always, except for the windowed
+    model with the stable-MAP gate, where they would cost a second (hazard) filter
+    per step; untracked statistics are reported as NaN.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -122,12 +127,16 @@ class GateParams(BaseModel):
     cp_threshold: float = Field(0.5, gt=0.0, le=1.0)
     cp_release: float = Field(0.2, ge=0.0, le=1.0)
     cp_cooldown: int = Field(0, ge=0)
+    track_changepoint: Optional[bool] = None
 
     @model_validator(mode="after")
-    def _release_below_threshold(self) -> "GateParams":
+    def _consistent(self) -> "GateParams":
         if self.cp_release > self.cp_threshold:
             raise ValueError(
                 f"cp_release ({self.cp_release}) must not exceed cp_threshold ({self.cp_threshold})")
+        if self.track_changepoint is False and self.gate != "stable_map":
+            raise ValueError(f"gate={self.gate!r} needs the change-point statistic; "
+                             "track_changepoint cannot be False")
         return self
 
     def replace(self, **changes) -> "GateParams":
@@ -314,9 +323,10 @@ class Decision(NamedTuple):
     changepoint : bool
         The change-point gate fired at this step.
     changepoint_prob : float
-        ``P(a hidden skill switch happened in the last L steps | a_{0:t})``.
+        ``P(a hidden skill switch happened in the last L steps | a_{0:t})``
+        (NaN when not tracked, see ``GateParams.track_changepoint``).
     switch_prob : float
-        ``P(z_t != z_{t-1} | a_{0:t})`` (instantaneous; hovers near h).
+        ``P(z_t != z_{t-1} | a_{0:t})`` (instantaneous; hovers near h; NaN when not tracked).
     predictive : float[K]
         Belief about ``z_{t+1}`` before ``a_{t+1}`` is seen, after any completion
         reset, assuming every skill feasible at ``t+1``.
@@ -421,6 +431,8 @@ class Gate:
         self._sm_config = p.stable_map_config()
         self._cp_config = p.changepoint_config()
         self._mode = p.gate
+        track = p.track_changepoint
+        self._track_cp = (not self._windowed or p.gate != "stable_map") if track is None else track
         self._pi0_ref: Optional[np.ndarray] = None
         self._consts = None
 
@@ -621,7 +633,7 @@ class Gate:
             ll = col
         else:
             ll = col * w if w > 0.0 else None
-        return self._advance(ll, col - rowmax, w, comp, feas, bool(ego_active))
+        return self._advance(ll, col, rowmax, w, comp, feas, bool(ego_active))
 
     def step_evidence(self, ev: StepEvidence, *, ego_active: bool = True) -> Decision:
         """Condition on a :class:`StepEvidence` (the general entry point).
@@ -656,7 +668,7 @@ class Gate:
             ll = raw
         else:
             ll = raw * w if w > 0.0 else None
-        return self._advance(ll, best - rowmax, w, comp, feas, bool(ego_active))
+        return self._advance(ll, best, rowmax, w, comp, feas, bool(ego_active))
 
     def step_loglik(self, loglik, completed=None, *, feasible=None, weight=1.0,
                     ego_active: bool = True) -> Decision:
@@ -679,14 +691,12 @@ class Gate:
         comp = self._completed_index(completed)
         feas = None if feasible is None else self._feasible_mask(feasible)
         w = 1.0 if type(weight) in (float, int) and weight == 1.0 else self._weight(weight)
-        if feas is not None:
-            mx = v[feas].max()
-        ratio = v - mx if mx > -_INF else None
+        top = float(mx if feas is None else v[feas].max())
         if w == 1.0:
             ll = v
         else:
             ll = v * w if w > 0.0 else None
-        return self._advance(ll, ratio, w, comp, feas, bool(ego_active))
+        return self._advance(ll, v if top > -_INF else None, top, w, comp, feas, bool(ego_active))
 
     def observe(self, state, next_state, *, ego_active: bool = True) -> Decision:
         """Overcooked: infer the partner's action from two states and condition on it."""
@@ -700,8 +710,12 @@ class Gate:
 
     # ----------------------------------------------------------------- the core
 
-    def _advance(self, ll, log_ratio, weight, completed, feas, ego_active) -> Decision:
-        """Predict, gate on the prediction, condition, book-keep; swap the state last."""
+    def _advance(self, ll, score, top, weight, completed, feas, ego_active) -> Decision:
+        """Predict, gate on the prediction, condition, book-keep; swap the state last.
+
+        ``ll``: tempered log-likelihood float[K] (``None``: excluded step);
+        ``score``/``top``: the stable-MAP gate's log ratio is ``score[m] - top[m]``.
+        """
         st = self._state
         bs = st.belief
         cps = st.changepoint
@@ -711,9 +725,10 @@ class Gate:
         if pi0 is not self._pi0_ref:
             self._pi0_ref, self._consts = pi0, hazard_constants(pi0, self._h)
 
-        # 1. the run-length filter's hazard step; in the hazard model it *is* the belief
-        hs = hazard_step(cps.belief, pi0, feas, restart, self._h, ll, self._consts)
+        # 1. predict + condition. The change-point gate's run-length filter needs the
+        #    hazard step; in the hazard model that step *is* the belief update.
         if not self._windowed:
+            hs = hazard_step(bs.belief, pi0, feas, restart, self._h, ll, self._consts)
             prior, post, log_z = hs.prior, hs.post, hs.log_z
             buf, pos, wsum = bs.window_buf, bs.window_pos, bs.window_sum
         else:
@@ -723,9 +738,14 @@ class Gate:
                 "the observation has probability zero under every skill the belief allows")
 
         # 2. gates, each with its own counters
-        sm_state, sm = stable_map_update(self._sm_config, st.stable_map, t, prior, log_ratio,
+        sm_state, sm = stable_map_update(self._sm_config, st.stable_map, t, prior, score, top,
                                          weight, ego_active)
-        cp_state, cp = changepoint_update(self._cp_config, cps, t, hs, pi0, feas, ll)
+        if not self._track_cp:
+            cp_state, cp = cps, _CP_UNTRACKED
+        else:
+            if self._windowed:
+                hs = hazard_step(cps.belief, pi0, feas, restart, self._h, ll, self._consts)
+            cp_state, cp = changepoint_update(self._cp_config, cps, t, hs, pi0, feas, ll)
         mode = self._mode
         if mode == "stable_map":
             interrupt, reason = sm.interrupt, sm.suppressed_reason
@@ -784,11 +804,11 @@ class Gate:
             if observed:
                 buf = buf.copy()
                 buf[pos] = 0.0
-                before = buf.sum(axis=0)
+                before = _add_reduce(buf, axis=0)
                 buf[pos] = ll
                 pos = (pos + 1) % self._slots
             else:
-                before = buf.sum(axis=0)
+                before = _add_reduce(buf, axis=0)
         else:
             before = np.zeros(self._K) if restart else wsum
             wsum = before + ll if observed else before
@@ -806,6 +826,10 @@ class Gate:
         else:
             post, log_z = prior, 0.0
         return prior, post, log_z, buf, pos, wsum
+
+
+#: What the change-point gate reports when it is not tracked.
+_CP_UNTRACKED = ChangePointInfo(math.nan, math.nan, False, "not_tracked")
 
 
 def _normalised(x: np.ndarray) -> np.ndarray:

@@ -48,7 +48,7 @@ Change-point gate (beyond the paper)
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -74,13 +74,16 @@ _TINY = 1e-280
 # --------------------------------------------------------------------------- numerics
 
 
-def condition(pred: np.ndarray, loglik: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+def condition(
+    pred: np.ndarray, loglik: np.ndarray, factor: bool = False
+) -> tuple[np.ndarray, float, Optional[np.ndarray]]:
     """Bayes correction ``post ∝ pred * exp(loglik)`` on float[K] vectors.
 
     ``pred`` is non-negative and sums to one; ``loglik`` may hold ``-inf`` but no
-    NaN/``+inf``. Returns ``(post, log_z, factor)`` with
-    ``log_z = log sum_k pred(k) exp(loglik(k))`` and ``post = pred * factor``
-    (``factor = exp(loglik - log_z)``, set to 0 where ``pred`` is 0). Works in
+    NaN/``+inf``. Returns ``(post, log_z, f)`` with
+    ``log_z = log sum_k pred(k) exp(loglik(k))`` and, if ``factor`` is set,
+    ``f = exp(loglik - log_z)`` so that ``post = pred * f`` (0 where ``pred`` is 0;
+    ``None`` otherwise). Works in
     probability space with the maximum log-likelihood subtracted before ``exp``
     and falls back to log space when the normaliser underflows. ``log_z = -inf``
     (``post``, ``factor`` undefined) when the observation is impossible under
@@ -88,25 +91,26 @@ def condition(pred: np.ndarray, loglik: np.ndarray) -> tuple[np.ndarray, float, 
     """
     mx = max(loglik.tolist())
     if mx == -math.inf:
-        return pred, -math.inf, pred
+        return pred, -math.inf, None
     e = np.exp(loglik - mx)
     post = pred * e
     z = sum(post.tolist())
     if z > _TINY:
         post /= z
-        return post, math.log(z) + mx, e / z
+        return post, math.log(z) + mx, e / z if factor else None
     # Underflow (the likeliest skills have negligible predicted mass): log space.
     with np.errstate(divide="ignore"):
         lj = np.log(pred) + loglik
     mj = lj.max()
     if mj == -math.inf:
-        return pred, -math.inf, pred
+        return pred, -math.inf, None
     post = np.exp(lj - mj)
     z = post.sum()
     post /= z
     log_z = math.log(z) + mj
-    factor = np.where(pred > 0.0, np.exp(np.minimum(loglik - log_z, 700.0)), 0.0)
-    return post, log_z, factor
+    if not factor:
+        return post, log_z, None
+    return post, log_z, np.where(pred > 0.0, np.exp(np.minimum(loglik - log_z, 700.0)), 0.0)
 
 
 # --------------------------------------------------------------------------- stable-MAP gate
@@ -184,21 +188,28 @@ def stable_map_update(
     state: StableMapState,
     t: int,
     prior: np.ndarray,
-    log_ratio: Optional[np.ndarray],
+    score: Optional[np.ndarray],
+    top: Union[np.ndarray, float],
     weight: float,
     ego_active: bool = True,
 ) -> tuple[StableMapState, StableMapInfo]:
     """Evaluate the gate at step ``t`` on the pre-update belief ``prior`` (float[K]).
 
-    ``log_ratio[k] = log pi(a_t | s_t, k) - log max_a pi(a | s_t, k)`` (<= 0; -inf
-    allowed; ``None`` when undefined, e.g. an excluded step whose likelihoods are all
-    ``-inf``: then ``l_t = 1``). Returns the new counters and the step's :class:`StableMapInfo`.
+    The log ratio of ``l_t`` under skill ``k`` is ``score[k] - top[k]`` (``top`` may
+    be one float for every skill), e.g. ``score[k] = log pi(a_t | s_t, k)`` and
+    ``top[k] = log max_a pi(a | s_t, k)``; it must be ``<= 0`` (``-inf`` allowed).
+    ``score = None`` means undefined (an excluded step whose likelihoods are all
+    ``-inf``): then ``l_t = 1``. Returns the new counters and the step's
+    :class:`StableMapInfo`.
     """
     m = int(prior.argmax())
     conf = float(prior[m])
     stable = state.stable + 1 if m == state.prev_map else 0
     lam = config.likelihood_scale
-    log_l = lam * float(log_ratio[m]) if lam != 0.0 and log_ratio is not None else 0.0
+    if lam != 0.0 and score is not None:
+        log_l = lam * (float(score[m]) - (top if type(top) is float else float(top[m])))
+    else:
+        log_l = 0.0
     contradiction = weight > 0.0 and log_l < config.log_tau
     reason: Optional[str]
     if not contradiction:
@@ -317,7 +328,7 @@ def hazard_step(
         prior = stay * belief + switch
     if loglik is None:
         return HazardStep(prior, prior, 0.0, stay, switch, None)
-    post, log_z, factor = condition(prior, loglik)
+    post, log_z, factor = condition(prior, loglik, factor=True)
     if log_z == -math.inf:
         return HazardStep(prior, prior, log_z, stay, switch, None)
     return HazardStep(prior, post, log_z, stay, switch, factor)

@@ -1,0 +1,151 @@
+"""Latency of one online Gate step (predict, condition, both gates) for K = 6 skills.
+
+Measures each call separately with ``time.perf_counter_ns`` in this process and
+reports p50/p99 per variant, plus the ratio to one call of the JAX functional
+filter's jitted ``beliefgate.beliefs.filter.update`` (validated, float64 off
+unless JAX_ENABLE_X64 is set) when that module is importable.
+
+    python benchmarks/bench_gate.py            # 20k timed steps per variant
+    python benchmarks/bench_gate.py --quick    # smoke run (a few hundred steps)
+    python benchmarks/bench_gate.py --json out.json
+
+No assertion is made on the numbers; the targets (p50 <= 25 us, p99 <= 100 us
+on the 2-core reference machine) are printed beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from typing import Callable, Optional
+
+import numpy as np
+
+from beliefgate import Gate, GateParams
+from beliefgate.beliefs.evidence import StepEvidence
+
+NUM_SKILLS = 6
+NUM_ACTIONS = 6
+POOL = 512
+TARGET_P50_US = 25.0
+TARGET_P99_US = 100.0
+
+
+def make_pool(seed: int = 0):
+    """Random controller tables and actions, generated before timing starts."""
+    rng = np.random.default_rng(seed)
+    q = rng.normal(0.0, 1.5, size=(POOL, NUM_SKILLS, NUM_ACTIONS))
+    lp = q - q.max(axis=-1, keepdims=True)
+    lp = lp - np.log(np.exp(lp).sum(axis=-1, keepdims=True))
+    actions = [int(a) for a in rng.integers(NUM_ACTIONS, size=POOL)]
+    lls = [np.ascontiguousarray(lp[i][:, actions[i]]) for i in range(POOL)]
+    return [np.ascontiguousarray(t) for t in lp], actions, lls
+
+
+def time_calls(call: Callable[[int], object], steps: int, warmup: int) -> np.ndarray:
+    for i in range(warmup):
+        call(i % POOL)
+    out = np.empty(steps, dtype=np.int64)
+    clock = time.perf_counter_ns
+    for i in range(steps):
+        j = i % POOL
+        t0 = clock()
+        call(j)
+        out[i] = clock() - t0
+    return out / 1000.0  # microseconds
+
+
+def gate_variants(tables, actions, lls):
+    hazard = Gate.from_logprobs(NUM_SKILLS, GateParams())
+    windowed = Gate.from_logprobs(NUM_SKILLS, GateParams(model="windowed", window=5))
+    hazard_ll = Gate.from_logprobs(NUM_SKILLS, GateParams())
+    evidence = Gate.from_logprobs(NUM_SKILLS, GateParams())
+    masks = [np.eye(NUM_ACTIONS, dtype=bool)[a] for a in actions]
+    evs = [StepEvidence(t, m) for t, m in zip(tables, masks)]
+    return {
+        "Gate.step (hazard)": lambda j: hazard.step(tables[j], actions[j]),
+        "Gate.step (windowed, W=5)": lambda j: windowed.step(tables[j], actions[j]),
+        "Gate.step_loglik (hazard)": lambda j: hazard_ll.step_loglik(lls[j]),
+        "Gate.step_evidence (hazard)": lambda j: evidence.step_evidence(evs[j]),
+    }
+
+
+def jax_variant(lls) -> Optional[Callable[[int], object]]:
+    try:
+        from beliefgate.beliefs import filter as F
+    except ImportError:
+        return None
+    params = GateParams().filter_params()
+    holder = {"state": F.init(params, NUM_SKILLS)}
+
+    def call(j):
+        state, info = F.update(params, holder["state"], lls[j])
+        info.log_posterior.block_until_ready()
+        holder["state"] = state
+        return info
+
+    return call
+
+
+def summarise(samples: np.ndarray) -> dict:
+    return {
+        "steps": int(samples.size),
+        "p50_us": float(np.percentile(samples, 50)),
+        "p99_us": float(np.percentile(samples, 99)),
+        "mean_us": float(samples.mean()),
+    }
+
+
+def main(argv: Optional[list[str]] = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run with few steps")
+    parser.add_argument("--steps", type=int, default=None, help="timed steps per Gate variant")
+    parser.add_argument("--json", type=str, default=None, help="write the results here")
+    args = parser.parse_args(argv)
+    steps = args.steps or (300 if args.quick else 20_000)
+    warmup = 50 if args.quick else 2_000
+    jax_steps = 50 if args.quick else 2_000
+
+    tables, actions, lls = make_pool()
+    results = {name: summarise(time_calls(call, steps, warmup))
+               for name, call in gate_variants(tables, actions, lls).items()}
+    jax_call = jax_variant(lls)
+    if jax_call is not None:
+        results["filter.update (JAX jit)"] = summarise(time_calls(jax_call, jax_steps, 20))
+    ref = results.get("filter.update (JAX jit)")
+    for res in results.values():
+        res["speedup_vs_jax_update"] = ref["p50_us"] / res["p50_us"] if ref else None
+
+    report = {
+        "machine": f"{platform.processor() or platform.machine()} ({platform.python_version()})",
+        "num_skills": NUM_SKILLS,
+        "num_actions": NUM_ACTIONS,
+        "targets_us": {"p50": TARGET_P50_US, "p99": TARGET_P99_US},
+        "results": results,
+    }
+    _print(report)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(report, fh, indent=2)
+    return report
+
+
+def _print(report: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"One online step, K={report['num_skills']}, A={report['num_actions']} "
+                        f"(targets: p50 <= {TARGET_P50_US:g} us, p99 <= {TARGET_P99_US:g} us)")
+    for col in ("variant", "steps", "p50 (us)", "p99 (us)", "mean (us)", "x faster than JAX update"):
+        table.add_column(col, justify="left" if col == "variant" else "right")
+    for name, r in report["results"].items():
+        ratio = r["speedup_vs_jax_update"]
+        table.add_row(name, str(r["steps"]), f"{r['p50_us']:.1f}", f"{r['p99_us']:.1f}",
+                      f"{r['mean_us']:.1f}", "-" if ratio is None else f"{ratio:.1f}")
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()
