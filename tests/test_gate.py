@@ -658,3 +658,39 @@ def test_unknown_layout():
     pytest.importorskip("beliefgate.envs.overcooked.observer")
     with pytest.raises(LookupError):
         Gate.for_overcooked("no_such_kitchen")
+
+
+# --------------------------------------------------------------------------- docs and benchmark
+
+
+def test_docs_worked_example():
+    """The table in docs/gate.md, 'Worked example'."""
+    params = GateParams(hazard=0.1, likelihood_scale=2.0, n_stable=1, confidence_floor=0.6,
+                        tau_obs=0.1, cooldown=5)
+    gate = Gate.from_logprobs(2, params, skill_names=["onion", "dish"])
+    table = np.log([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1]])
+    rows = [gate.step(table, a) for a in (0, 0, 1, 1)]
+    np.testing.assert_allclose([d.info.prior[0] for d in rows], [0.5, 0.85, 0.931, 0.614], atol=6e-4)
+    np.testing.assert_allclose([d.posterior[0] for d in rows], [0.889, 0.978, 0.626, 0.166], atol=6e-4)
+    assert [d.info.stable for d in rows] == [0, 1, 2, 3]
+    assert [d.interrupt for d in rows] == [False, False, True, False]
+    assert rows[3].contradiction and rows[3].info.suppressed_reason == "cooldown"
+    assert rows[2].info.l_t == pytest.approx((0.1 / 0.8) ** 2)
+    np.testing.assert_allclose([d.changepoint_prob for d in rows], [0, 0.013, 0.301, 0.681], atol=6e-4)
+    np.testing.assert_allclose([d.switch_prob for d in rows], [0, 0.013, 0.264, 0.073], atol=6e-4)
+    lam1 = Gate.from_logprobs(2, params.replace(likelihood_scale=1.0))
+    assert not any(lam1.step(table, a).contradiction for a in (0, 0, 1, 1))
+
+
+def test_benchmark_smoke(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gate.py"
+    spec = importlib.util.spec_from_file_location("bench_gate", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "bench.json"
+    report = bench.main(["--quick", "--steps", "200", "--json", str(out)])
+    assert "Gate.step (hazard)" in report["results"]
+    assert json.loads(out.read_text())["results"]["Gate.step (hazard)"]["steps"] == 200
