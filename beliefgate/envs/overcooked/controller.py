@@ -100,10 +100,20 @@ class OvercookedController:
                 mask[k, index[c]] = True
         return mask
 
-    def feasible(self, state: SymbolicState, player: int) -> np.ndarray:
-        """bool[K]: skills whose held-object requirement the player meets."""
+    def feasible(self, state: SymbolicState, player: int, require_targets: bool = False,
+                 q: Optional[np.ndarray] = None) -> np.ndarray:
+        """bool[K]: skills whose held-object requirement the player meets.
+
+        With ``require_targets`` a skill must also have a target the player can
+        reach (a skill whose targets vanished, e.g. a pot that filled up, cannot be
+        pursued any more). ``q`` may pass precomputed :meth:`q_values`.
+        """
         held = state.players[player].held
-        return np.array([self.library.requirement_met(k, held) for k in range(self.library.num_skills)])
+        ok = np.array([self.library.requirement_met(k, held) for k in range(self.library.num_skills)])
+        if require_targets:
+            q = self.q_values(state, player) if q is None else q
+            ok &= np.any(q != 0.0, axis=1)  # a flat row means no reachable target
+        return ok
 
     # ---------------------------------------------------------------- Q-values
     def q_values(self, state: SymbolicState, player: int, other_blocks: bool = False,

@@ -6,6 +6,11 @@ likelihood controller for every skill, and reads completions from the
 interaction events. Tempering: a step where nothing visible happened (STAY is
 consistent) is excluded (weight 0); a put-down on a counter, which several
 skills can explain (staging or passing), is tempered by ``ambiguous_weight``.
+
+Feasibility: a skill is feasible when the partner's held object meets its
+requirement and (with ``require_targets``, the default) it has a target the
+partner can reach; a skill whose targets vanish (a pot fills up, a soup is
+taken) is thereby dropped by the transition, like a completion.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from beliefgate.envs.overcooked.dynamics import completed_skills, detect_events,
 from beliefgate.envs.overcooked.layouts import resolve_layout
 from beliefgate.envs.overcooked.state import StateFormatError, SymbolicState
 from beliefgate.envs.overcooked.tables import NUM_ACTIONS, STAY
+from beliefgate.models.controllers.boltzmann import boltzmann_logprobs
 from beliefgate.skills.library import SkillLibrary
 
 StateLike = Union[SymbolicState, Dict[str, Any], str]
@@ -40,7 +46,8 @@ class OvercookedObserver:
     """Turns consecutive Overcooked states into evidence about one partner."""
 
     def __init__(self, layout: str, params=None, partner: int = 1, library: Optional[SkillLibrary] = None,
-                 ambiguous_weight: float = AMBIGUOUS_WEIGHT, other_blocks: bool = False):
+                 ambiguous_weight: float = AMBIGUOUS_WEIGHT, other_blocks: bool = False,
+                 require_targets: bool = True):
         self.layout = resolve_layout(layout)
         self.controller = OvercookedController.create(self.layout, library)
         self.library = self.controller.library
@@ -51,6 +58,7 @@ class OvercookedObserver:
         self.epsilon = float(getattr(params, "epsilon", 0.1))
         self.ambiguous_weight = float(ambiguous_weight)
         self.other_blocks = other_blocks
+        self.require_targets = require_targets
         self.num_actions = NUM_ACTIONS
 
     @property
@@ -75,11 +83,14 @@ class OvercookedObserver:
         else:
             weight = 1.0
         done = completed_skills(events, self.library)
-        logprobs = self.controller.logprobs(s0, self.partner, self.beta, self.epsilon, self.other_blocks)
+        q = self.controller.q_values(s0, self.partner, self.other_blocks)
+        feasible = self.controller.feasible(s0, self.partner, self.require_targets, q=q)
+        if not feasible.any():  # nothing to pursue (e.g. idle): every skill stays possible
+            feasible[:] = True
         return StepEvidence(
-            logprobs=logprobs,
+            logprobs=boltzmann_logprobs(q, self.beta, self.epsilon),
             action_mask=mask,
             weight=weight,
             completed=done[0] if done else None,
-            feasible=self.controller.feasible(s0, self.partner),
+            feasible=feasible,
         )

@@ -168,7 +168,15 @@ class ScriptedAgent:
         """Choose this step's action; ``my_events`` are this player's events of the last step."""
         self._note_drops(state, my_events)
         if self.switch_at is not None and state.timestep >= self.switch_at and self.style is self.spec:
+            # a hidden switch: drop the current skill mid-way and choose under the new preference
             self.style = self.spec.switch_to
+            self.active = None
+            self.executor.stop()
+            held = state.players[self.player].held
+            onion_w, dish_w = self.style.prefer
+            # an item of the abandoned role is put down to free the hands for the new one
+            if (held == "onion" and dish_w > onion_w) or (held == "dish" and onion_w > dish_w):
+                self._start("place_obj_on_counter", state)
         if self.active is not None:
             status = self.executor.update(state, my_events)
             if status is not SkillStatus.RUNNING:

@@ -1,0 +1,176 @@
+"""Replay logged partner behaviour through a gate (offline, deterministic).
+
+The partner's evidence (action log-probabilities, consistent actions, weights,
+completions, feasibility) depends only on the log and the controller's
+(beta, epsilon); :func:`partner_evidence` computes it once so that many gate
+configurations can be replayed over the same sequence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from beliefgate.beliefs.evidence import StepEvidence
+from beliefgate.envs.overcooked.dynamics import completed_skills
+from beliefgate.envs.overcooked.observer import OvercookedObserver
+from beliefgate.envs.trajlog import Trajectory
+
+
+@dataclass
+class ReplayResult:
+    """Per-step gate outputs aligned with the partner's ground truth.
+
+    ``truth[t]`` is the partner's logged active skill at step t (-1 = unknown or
+    idle); ``hidden_switch[t]`` marks a change of the true skill at t that no
+    visible completion at t-1 announced.
+    """
+
+    layout: str
+    partner: int
+    skill_names: Sequence[str]
+    posterior: np.ndarray        # float[T, K]
+    map_skill: np.ndarray        # int[T]
+    confidence: np.ndarray       # float[T]
+    contradiction: np.ndarray    # bool[T]  (the naive rule: l_t < tau_obs)
+    interrupt: np.ndarray        # bool[T]  (stable-MAP gate)
+    changepoint: np.ndarray      # bool[T]  (change-point gate)
+    changepoint_prob: np.ndarray  # float[T]
+    truth: np.ndarray            # int[T]
+    hidden_switch: np.ndarray    # bool[T]
+    l_t: np.ndarray              # float[T]  likelihood ratio of the action under the pre-update MAP
+    weight: np.ndarray           # float[T]  tempering weight (0 = excluded step)
+
+    def naive_alarms(self, tau: float) -> np.ndarray:
+        """The naive rule: alarm whenever the observed action is unlikely under the MAP (l_t < tau)."""
+        return (self.weight > 0) & (self.l_t < tau)
+
+    @property
+    def map_accuracy(self) -> float:
+        known = self.truth >= 0
+        return float(np.mean(self.map_skill[known] == self.truth[known])) if known.any() else float("nan")
+
+
+def partner_evidence(traj: Trajectory, partner: int, params=None) -> List[StepEvidence]:
+    """Evidence about ``partner`` at every logged step."""
+    observer = OvercookedObserver(traj.header.layout, params, partner=partner)
+    states = traj.states()
+    if len(states) < len(traj.steps) + 1:
+        raise ValueError("the log needs its final state to replay the last step")
+    return [observer.evidence(states[t], states[t + 1]) for t in range(len(traj.steps))]
+
+
+def ground_truth(traj: Trajectory, partner: int, names: Sequence[str], min_segment: int = 3,
+                 evidence: Optional[List[StepEvidence]] = None):
+    """True skill indices (-1 unknown) and hidden-switch markers of the partner.
+
+    A hidden switch at step t: the true skill changes from ``truth[t-1]`` to
+    ``truth[t]`` without a visible completion of ``truth[t-1]`` at t-1, and the new
+    skill then runs at least ``min_segment`` steps (a switch completed at once
+    leaves nothing to detect and the completion itself resets the belief). With
+    ``evidence``, a change away from a skill that had become infeasible (its targets
+    vanished) is not hidden either: the state announces it.
+    """
+    from beliefgate.skills import load_builtin
+
+    index = {n: i for i, n in enumerate(names)}
+    truth = np.array([index.get(row.skills[partner], -1) if row.skills[partner] else -1 for row in traj.steps])
+    library = load_builtin("overcooked")
+    hidden = np.zeros(len(truth), dtype=bool)
+    for t in range(1, len(truth)):
+        prev, cur = truth[t - 1], truth[t]
+        if prev >= 0 and cur >= 0 and prev != cur:
+            done = completed_skills(traj.steps[t - 1].events[partner], library)
+            if prev in done:
+                continue
+            if evidence is not None and evidence[t].feasible is not None and not evidence[t].feasible[prev]:
+                continue
+            # detectable: the new skill runs for at least `min_segment` steps before anything else
+            seg = truth[t:t + min_segment]
+            hidden[t] = len(seg) == min_segment and bool(np.all(seg == cur)) and not any(
+                cur in completed_skills(traj.steps[u].events[partner], library)
+                for u in range(t, t + min_segment - 1))
+    return truth, hidden
+
+
+def replay(traj: Trajectory, params=None, partner: Optional[int] = None,
+           evidence: Optional[List[StepEvidence]] = None) -> ReplayResult:
+    """Run a fresh gate over the partner's logged behaviour."""
+    from beliefgate.beliefs.gate import Gate, GateParams
+
+    params = params or GateParams()
+    if partner is None:
+        partner = 1 - traj.header.seat
+    observer_names = OvercookedObserver(traj.header.layout, params, partner=partner).skill_names
+    evidence = evidence if evidence is not None else partner_evidence(traj, partner, params)
+    gate = Gate.from_logprobs(len(observer_names), params, observer_names)
+    T, K = len(evidence), len(observer_names)
+    post = np.empty((T, K))
+    cols = {k: np.empty(T, dtype=d) for k, d in [("map", int), ("conf", float), ("contra", bool),
+                                                   ("intr", bool), ("cp", bool), ("cpp", float),
+                                                   ("lt", float), ("w", float)]}
+    for t, ev in enumerate(evidence):
+        d = gate.step_evidence(ev)
+        post[t] = d.posterior
+        cols["map"][t], cols["conf"][t] = d.map_skill, d.confidence
+        cols["contra"][t], cols["intr"][t] = d.contradiction, d.interrupt
+        cols["cp"][t], cols["cpp"][t] = d.changepoint, d.changepoint_prob
+        cols["lt"][t], cols["w"][t] = d.info.l_t, d.info.weight
+        if d.interrupt:
+            gate.notify_replanned()  # the ego replans on an interrupt, which starts the cooldown
+    truth, hidden = ground_truth(traj, partner, observer_names, evidence=evidence)
+    return ReplayResult(traj.header.layout, partner, observer_names, post, cols["map"], cols["conf"],
+                        cols["contra"], cols["intr"], cols["cp"], cols["cpp"], truth, hidden,
+                        cols["lt"], cols["w"])
+
+
+@dataclass
+class SwitchScores:
+    """Detection of hidden partner switches by one alarm sequence."""
+
+    switches: int
+    detected: int
+    mean_delay: float          # over all switches; a miss counts as the full window
+    false_alarms: int
+    steps: int
+
+    @property
+    def detection_rate(self) -> float:
+        return self.detected / self.switches if self.switches else float("nan")
+
+    @property
+    def false_alarms_per_100(self) -> float:
+        return 100.0 * self.false_alarms / self.steps if self.steps else float("nan")
+
+    def __add__(self, other: "SwitchScores") -> "SwitchScores":
+        n = self.switches + other.switches
+        total = sum(s.mean_delay * s.switches for s in (self, other) if s.switches)
+        delay = total / n if n else float("nan")
+        return SwitchScores(n, self.detected + other.detected, delay,
+                            self.false_alarms + other.false_alarms, self.steps + other.steps)
+
+
+def score_switches(alarms: np.ndarray, hidden_switch: np.ndarray, window: int = 10) -> SwitchScores:
+    """Delay and false alarms of ``alarms`` against the true hidden switches.
+
+    A switch at step s is detected by the first alarm in [s, s + window); its delay
+    is that alarm's step minus s (``window`` when missed). An alarm in no switch's
+    window is a false alarm.
+    """
+    alarms = np.asarray(alarms, dtype=bool)
+    switches = np.flatnonzero(hidden_switch)
+    covered = np.zeros(len(alarms), dtype=bool)
+    delays, detected = [], 0
+    for s in switches:
+        hits = np.flatnonzero(alarms[s:s + window])
+        covered[s:s + window] = True
+        if hits.size:
+            detected += 1
+            delays.append(int(hits[0]))
+        else:
+            delays.append(window)
+    false_alarms = int(np.sum(alarms & ~covered))
+    mean_delay = float(np.mean(delays)) if delays else float("nan")
+    return SwitchScores(len(switches), detected, mean_delay, false_alarms, len(alarms))
