@@ -95,9 +95,16 @@ class OvercookedController:
         info = layout_info(self.layout)
         index = self.tables.inter_index
         mask = np.zeros((self.library.num_skills, len(self.tables.interactables)), dtype=bool)
+        cache: Dict[str, np.ndarray] = {}
         for k, skill in enumerate(self.library.skills):
-            for c in TARGET_PREDICATES[skill.targets](state, info):
-                mask[k, index[c]] = True
+            row = cache.get(skill.targets)
+            if row is None:
+                cells = TARGET_PREDICATES[skill.targets](state, info)
+                row = np.zeros(mask.shape[1], dtype=bool)
+                if cells:
+                    row[[index[c] for c in cells]] = True
+                cache[skill.targets] = row
+            mask[k] = row
         return mask
 
     def feasible(self, state: SymbolicState, player: int, require_targets: bool = False,

@@ -102,7 +102,7 @@ class LayoutInfo:
         return self.terrain[y][x]
 
     def cells_of(self, kind: str) -> Tuple[Pos, ...]:
-        return tuple(p for p in self.interactables if self.kind(p) == kind)
+        return _cells_of(self, kind)
 
     @property
     def pots(self) -> Tuple[Pos, ...]:
@@ -129,6 +129,11 @@ class LayoutInfo:
             "serving": [list(p) for p in self.cells_of("S")],
             "counters": len(self.counters),
         }
+
+
+@lru_cache(maxsize=None)
+def _cells_of(info: LayoutInfo, kind: str) -> Tuple[Pos, ...]:
+    return tuple(p for p in info.interactables if info.kind(p) == kind)
 
 
 @lru_cache(maxsize=None)

@@ -73,7 +73,7 @@ class PoseTables:
 
     @property
     def inter_index(self) -> Dict[Pos, int]:
-        return {c: i for i, c in enumerate(self.interactables)}
+        return _inter_index(self.interactables)
 
     def pose(self, position: Pos, orientation: Pos) -> int:
         try:
@@ -84,6 +84,11 @@ class PoseTables:
     def cell_of_pose(self, pose: int) -> Pos:
         x, y = self.cells[pose // 4]
         return (int(x), int(y))
+
+
+@lru_cache(maxsize=None)
+def _inter_index(interactables: Tuple[Pos, ...]) -> Dict[Pos, int]:
+    return {c: i for i, c in enumerate(interactables)}
 
 
 @lru_cache(maxsize=None)
