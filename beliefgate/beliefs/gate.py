@@ -652,18 +652,20 @@ class Gate:
             mask = mask.astype(bool)
         if mask.shape != (lp.shape[1],):
             raise ShapeMismatchError(f"action_mask must have shape ({lp.shape[1]},), got {mask.shape}")
-        if not mask.any():
+        idx = np.flatnonzero(mask)
+        if idx.size == 0:
             raise ActionIndexError("action_mask selects no action")
         rowmax = self._row_max(lp)
         comp = self._completed_index(ev.completed)
         feas = self._feasible_mask(ev.feasible)
-        w = self._weight(ev.weight)
-        sub = lp[:, mask]
-        if sub.shape[1] == 1:
-            raw = best = sub[:, 0]
+        weight = ev.weight
+        w = 1.0 if type(weight) in (float, int) and weight == 1.0 else self._weight(weight)
+        if idx.size == 1:
+            raw = best = lp[:, int(idx[0])]
         else:
+            sub = lp[:, idx]
             raw = np.logaddexp.reduce(sub, axis=1)
-            best = sub.max(axis=1)
+            best = _max_reduce(sub, axis=1)
         if w == 1.0:
             ll = raw
         else:

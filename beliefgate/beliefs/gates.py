@@ -69,6 +69,9 @@ REASON_DISARMED = "disarmed"
 # Below this normaliser the probability-space update may have lost precision to
 # underflow; the update is then redone in log space.
 _TINY = 1e-280
+# |loglik| below this can be exponentiated without overflow (and the normaliser
+# underflows only where the fallback takes over).
+_SAFE_EXP = 600.0
 
 
 # --------------------------------------------------------------------------- numerics
@@ -92,7 +95,10 @@ def condition(
     mx = max(loglik.tolist())
     if mx == -math.inf:
         return pred, -math.inf, None
-    e = np.exp(loglik - mx)
+    if -_SAFE_EXP < mx < _SAFE_EXP:  # exp cannot overflow: skip the shift
+        e, mx = np.exp(loglik), 0.0
+    else:
+        e = np.exp(loglik - mx)
     post = pred * e
     z = sum(post.tolist())
     if z > _TINY:
@@ -357,11 +363,10 @@ class ChangePointState(NamedTuple):
 
     Fields
     ------
-    recent : float[L, K]
-        Ring of ``P(r_t = r, z_t = k | a_{0:t})`` for ``r < L``: row
-        ``(head + r) % L`` holds run length ``r`` (a ring, so a step shifts no data).
-    settled : float[K]
-        ``P(r_t = L, z_t = k | a_{0:t})``: no hidden switch in the last ``L`` steps.
+    joint : float[L+1, K]
+        ``P(r_t = r, z_t = k | a_{0:t})``. Rows ``0..L-1`` form a ring for the run
+        lengths ``r < L`` (row ``(head + r) % L`` holds ``r``, so a step moves no data);
+        row ``L`` holds ``r = L``: no hidden switch in the last ``L`` steps.
     head : int
         Ring row of run length 0.
     belief : float[K]
@@ -374,8 +379,7 @@ class ChangePointState(NamedTuple):
         Firings this episode.
     """
 
-    recent: np.ndarray
-    settled: np.ndarray
+    joint: np.ndarray
     head: int
     belief: np.ndarray
     armed: bool = True
@@ -400,15 +404,16 @@ class ChangePointInfo(NamedTuple):
 
 def changepoint_init(num_skills: int, horizon: int) -> ChangePointState:
     """State at the start of an episode (all mass on "no recent switch")."""
-    uniform = np.full(num_skills, 1.0 / num_skills)
-    return ChangePointState(np.zeros((horizon, num_skills)), uniform, 0, uniform)
+    joint = np.zeros((horizon + 1, num_skills))
+    joint[horizon] = 1.0 / num_skills
+    return ChangePointState(joint, 0, joint[horizon].copy())
 
 
 def changepoint_joint(state: ChangePointState) -> np.ndarray:
     """``P(r_t = r, z_t = k | a_{0:t})`` as a float[L+1, K] array ordered by ``r``."""
-    horizon = state.recent.shape[0]
-    order = (state.head + np.arange(horizon)) % horizon
-    return np.vstack([state.recent[order], state.settled[None, :]])
+    horizon = state.joint.shape[0] - 1
+    order = np.append((state.head + np.arange(horizon)) % horizon, horizon)
+    return state.joint[order]
 
 
 def changepoint_update(
@@ -434,26 +439,25 @@ def changepoint_update(
     observation is impossible under the filter's own prediction (only possible
     with ``h = 0``) the filter restarts with a certain switch at ``t``.
     """
-    recent = state.recent
-    horizon = recent.shape[0]
+    horizon = state.joint.shape[0] - 1
     if step.stay is None:  # episode start or visible completion: no hidden switch
-        new_recent, settled, head = np.zeros_like(recent), step.post, 0
-        enter = None
+        joint, head, enter = np.zeros_like(state.joint), 0, None
+        joint[horizon] = step.post
     elif step.log_z == -math.inf:
-        fresh = hazard_step(step.prior, pi0, feasible, True, config.hazard, loglik)
-        new_recent, settled, head = np.zeros_like(recent), np.zeros_like(fresh.post), 0
-        enter = new_recent[0] = fresh.post
-        step = fresh
+        step = hazard_step(step.prior, pi0, feasible, True, config.hazard, loglik)
+        joint, head = np.zeros_like(state.joint), 0
+        enter = joint[0] = step.post
     else:
         f = step.factor
         if f is None:
             keep, enter = step.stay, step.switch
         else:
             keep, enter = step.stay * f, step.switch * f
-        head = (state.head - 1) % horizon  # the slot of run length L-1, about to age out
-        settled = (state.settled + recent[head]) * keep
-        new_recent = recent * keep
-        new_recent[head] = enter
+        head = (state.head - 1) % horizon  # ring row of run length L-1, about to age out
+        joint = state.joint * keep
+        joint[horizon] += joint[head]
+        joint[head] = enter
+    settled = joint[horizon]
     prob = 0.0 if enter is None else max(0.0, 1.0 - sum(settled.tolist()))
     switch_prob = sum(enter.tolist()) if enter is not None else 0.0
     armed = state.armed or prob < config.release
@@ -468,8 +472,7 @@ def changepoint_update(
         reason = None
     fired = reason is None
     new_state = ChangePointState(
-        new_recent,
-        settled,
+        joint,
         head,
         step.post,
         armed and not fired,
