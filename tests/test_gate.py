@@ -153,6 +153,8 @@ def test_contract(entry, model, mode):
         else:
             assert 0.0 <= d.switch_prob <= d.changepoint_prob + 1e-12 <= 1.0 + 1e-12
         assert d.info.t == t and gate.t == t + 1
+        with pytest.raises(ValueError):
+            d.posterior[0] = 1.0  # shared with the gate's state: read-only
         assert 0.0 <= d.info.l_t <= 1.0
         assert (d.info.suppressed_reason is None) == d.interrupt
         if s["feasible"] is not None:

@@ -440,6 +440,8 @@ class Gate:
         counts = counts.copy()
         smoothed = counts + self._alpha
         pi0 = smoothed / smoothed.sum()
+        counts.setflags(write=False)
+        pi0.setflags(write=False)
         belief = BeliefState(
             belief=pi0,
             pi0=pi0,
@@ -461,7 +463,7 @@ class Gate:
 
     @property
     def state(self) -> GateState:
-        """The current (immutable) state; never modify its arrays in place."""
+        """The current (immutable) state; its arrays are never modified in place."""
         return self._state
 
     @property
@@ -768,6 +770,8 @@ class Gate:
             counts[completed] += 1.0
             smoothed = counts + self._alpha
             next_pi0 = predictive = smoothed / smoothed.sum()
+            counts.setflags(write=False)
+            next_pi0.setflags(write=False)
         else:
             next_pi0 = pi0
             if not self._windowed:
@@ -777,6 +781,7 @@ class Gate:
             else:
                 predictive = condition(pi0, buf.sum(axis=0) if self._slots else wsum)[0]
 
+        post.setflags(write=False)  # shared by the Decision and the new state
         m = int(post.argmax())
         self._state = GateState(
             BeliefState(post, next_pi0, counts, completed >= 0, buf, pos, wsum,
