@@ -50,6 +50,10 @@ def _pots_cooking_or_ready(s: SymbolicState, info: LayoutInfo):
     return [p.position for p in s.pots if p.cooking or p.ready]
 
 
+def _pots_with_soup(s: SymbolicState, info: LayoutInfo):
+    return [p.position for p in s.pots if p.ingredients > 0 or p.cooking or p.ready]
+
+
 def _serving(s: SymbolicState, info: LayoutInfo):
     return list(info.cells_of("S"))
 
@@ -65,6 +69,7 @@ TARGET_PREDICATES: Dict[str, TargetFn] = {
     "dish_sources": _dish_sources,
     "pots_not_full": _pots_not_full,
     "pots_cooking_or_ready": _pots_cooking_or_ready,
+    "pots_with_soup": _pots_with_soup,
     "serving_cells": _serving,
     "empty_counters": _empty_counters,
 }

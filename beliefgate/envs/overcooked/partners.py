@@ -224,7 +224,7 @@ class ScriptedAgent:
             # no soup cooking yet: wait by a pot, unless onions are needed and nobody brings them
             onions_missing = any(not p.full for p in state.pots) and self._others_holding(state, "onion") == 0
             if not onions_missing and self._start("fill_dish_with_soup", state, override=self.layout_pots()):
-                return
+                return  # (no pot holds anything yet: wait by any pot)
             self._start("place_obj_on_counter", state, allowed=passing)
             return
         if held == "soup":

@@ -1,0 +1,59 @@
+"""The command line, run as a user runs it (a subprocess of the installed console script)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent / "beliefgate"
+
+
+def run(*args, check=True):
+    proc = subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"beliefgate {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.mark.parametrize("sub", ["layouts", "partners", "episode", "demo", "switches"])
+def test_help_on_every_subcommand(sub):
+    out = run(sub, "--help").stdout
+    assert "Usage" in out and sub in out
+
+
+def test_partners_json_schema():
+    rows = json.loads(run("partners", "--json").stdout)
+    assert len(rows) >= 8
+    for r in rows:
+        assert {"name", "description", "switches", "layouts"} <= set(r)
+        assert isinstance(r["switches"], bool)
+        assert r["layouts"] is None or isinstance(r["layouts"], list)
+    assert sum(r["switches"] for r in rows) >= 2
+
+
+def test_layouts_json():
+    rows = json.loads(run("layouts", "--json").stdout)
+    assert [r["name"] for r in rows] == ["cramped_room", "asymmetric_advantages", "coordination_ring",
+                                         "forced_coordination", "counter_circuit"]
+
+
+def test_episode_json_and_log(tmp_path):
+    log = tmp_path / "ep.jsonl"
+    out = run("episode", "--layout", "forced_coordination", "--ego", "balanced", "--partner", "counter-passer",
+              "--seed", "4", "--horizon", "400", "--log", str(log), "--json").stdout
+    summary = json.loads(out)
+    assert {"deliveries", "reward", "steps", "replans", "llm_calls"} <= set(summary)
+    assert summary["steps"] == 400 and summary["replans"] == 0 and summary["llm_calls"] == 0
+    assert summary["deliveries"] >= 1
+    from beliefgate.envs.trajlog import read_log
+
+    assert read_log(log).final.summary["deliveries"] == summary["deliveries"]
+
+
+def test_bad_names_are_clear_errors():
+    proc = run("episode", "--layout", "moon_base", check=False)
+    assert proc.returncode == 2 and "unknown layout 'moon_base'" in proc.stderr
+    proc = run("episode", "--layout", "cramped_room", "--partner", "robot", check=False)
+    assert proc.returncode == 2 and "unknown agent 'robot'" in proc.stderr
