@@ -779,7 +779,7 @@ class Gate:
             elif feas is None:
                 predictive = post
             else:
-                predictive = condition(pi0, buf.sum(axis=0) if self._slots else wsum)[0]
+                predictive = condition(pi0, _add_reduce(buf, axis=0) if self._slots else wsum)[0]
 
         post.setflags(write=False)  # shared by the Decision and the new state
         m = int(post.argmax())

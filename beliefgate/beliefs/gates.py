@@ -86,11 +86,10 @@ def condition(
     NaN/``+inf``. Returns ``(post, log_z, f)`` with
     ``log_z = log sum_k pred(k) exp(loglik(k))`` and, if ``factor`` is set,
     ``f = exp(loglik - log_z)`` so that ``post = pred * f`` (0 where ``pred`` is 0;
-    ``None`` otherwise). Works in
-    probability space with the maximum log-likelihood subtracted before ``exp``
-    and falls back to log space when the normaliser underflows. ``log_z = -inf``
-    (``post``, ``factor`` undefined) when the observation is impossible under
-    every skill ``pred`` allows.
+    ``None`` otherwise). Works in probability space (the maximum log-likelihood is
+    subtracted before ``exp`` unless ``exp`` cannot overflow) and falls back to log
+    space when the normaliser underflows. ``log_z = -inf`` (``post``, ``f``
+    undefined) when the observation is impossible under every skill ``pred`` allows.
     """
     mx = max(loglik.tolist())
     if mx == -math.inf:
