@@ -32,6 +32,7 @@ from beliefgate.beliefs.gate import (
     InvalidWeightError,
     UnknownSkillError,
 )
+from test_gates import dense_transition, smoothed, switching_table
 
 # --------------------------------------------------------------------------- fixtures and helpers
 
@@ -68,13 +69,6 @@ def random_sequence(rng, num_skills=3, num_actions=5, steps=40, completions=True
 def run(gate, seq, **kwargs):
     return [gate.step(s["lp"], s["action"], s["completed"], feasible=s["feasible"],
                       weight=s["weight"], **kwargs) for s in seq]
-
-
-def switching_table(num_skills=3, num_actions=5, p_pref=0.8):
-    lp = np.full((num_skills, num_actions), math.log((1 - p_pref) / (num_actions - 1)))
-    for k in range(num_skills):
-        lp[k, k] = math.log(p_pref)
-    return lp
 
 
 def fixed_switching_sequence(seed=7, segment=15, order=(0, 1, 2, 0, 2)):
@@ -166,19 +160,6 @@ def test_contract(entry, model, mode):
 # --------------------------------------------------------------------------- brute force
 
 
-def dense_transition(pi0, feasible, h, restart):
-    num = len(pi0)
-    f = feasible.astype(float)
-    mat = np.zeros((num, num))
-    for i in range(num):
-        if restart or not feasible[i]:
-            mat[i] = pi0 * f / np.sum(pi0 * f)
-        else:
-            row = ((1 - h) * (np.arange(num) == i) + h * pi0) * f
-            mat[i] = row / row.sum()
-    return mat
-
-
 def enumerate_hazard(ll, feasible, completed, h, alpha=1.0):
     """Filtered posteriors and log marginal by summing over every skill path."""
     steps, num = ll.shape
@@ -189,8 +170,7 @@ def enumerate_hazard(ll, feasible, completed, h, alpha=1.0):
             counts = np.zeros(num)
             weight, restart = 1.0, True
             for tau, z in enumerate(path):
-                pi0 = (counts + alpha) / (counts + alpha).sum()
-                mat = dense_transition(pi0, feasible[tau], h, restart)
+                mat = dense_transition(smoothed(counts, alpha), feasible[tau], h, restart)
                 weight *= mat[path[tau - 1] if tau else 0, z] * math.exp(ll[tau, z])
                 restart = completed[tau] >= 0
                 if restart:
@@ -209,9 +189,9 @@ def windowed_reference(ll, feasible, completed, window, alpha=1.0):
         if np.any(ll[t] != 0):
             rows.append(ll[t])
         kept = rows[-window:] if window else rows
-        pi0 = (counts + alpha) / (counts + alpha).sum()
+        window_sum = np.sum(kept, axis=0) if kept else 0.0
         with np.errstate(divide="ignore"):
-            logb = np.log(pi0 * feasible[t]) + (np.sum(kept, axis=0) if kept else 0.0)
+            logb = np.log(smoothed(counts, alpha) * feasible[t]) + window_sum
         b = np.exp(logb - logb.max())
         posts.append(b / b.sum())
         if completed[t] >= 0:

@@ -558,13 +558,7 @@ class Gate:
     def _feasible_mask(self, feasible) -> Optional[np.ndarray]:
         if feasible is None:
             return None
-        arr = np.asarray(feasible)
-        if arr.dtype != np.bool_:
-            if not np.issubdtype(arr.dtype, np.number) or not np.all((arr == 0) | (arr == 1)):
-                raise ShapeMismatchError(f"feasible must be boolean (or 0/1), got {feasible!r}")
-            arr = arr.astype(bool)
-        if arr.shape != (self._K,):
-            raise ShapeMismatchError(f"feasible must have shape ({self._K},), got {arr.shape}")
+        arr = _bool_vector(feasible, "feasible", self._K)
         if not arr.any():
             raise NoFeasibleSkillError("no skill is feasible at this step")
         if arr.all():
@@ -647,14 +641,7 @@ class Gate:
         if not isinstance(ev, StepEvidence):
             raise ShapeMismatchError(f"step_evidence expects a StepEvidence, got {type(ev).__name__}")
         lp = self._table(ev.logprobs)
-        mask = np.asarray(ev.action_mask)
-        if mask.dtype != np.bool_:
-            if not np.issubdtype(mask.dtype, np.number) or not np.all((mask == 0) | (mask == 1)):
-                raise ShapeMismatchError(f"action_mask must be boolean, got dtype {mask.dtype}")
-            mask = mask.astype(bool)
-        if mask.shape != (lp.shape[1],):
-            raise ShapeMismatchError(f"action_mask must have shape ({lp.shape[1]},), got {mask.shape}")
-        idx = np.flatnonzero(mask)
+        idx = np.flatnonzero(_bool_vector(ev.action_mask, "action_mask", lp.shape[1]))
         if idx.size == 0:
             raise ActionIndexError("action_mask selects no action")
         rowmax = self._row_max(lp)
@@ -837,6 +824,18 @@ class Gate:
 
 #: What the change-point gate reports when it is not tracked.
 _CP_UNTRACKED = ChangePointInfo(math.nan, math.nan, False, "not_tracked")
+
+
+def _bool_vector(x, name: str, length: int) -> np.ndarray:
+    """``x`` as bool[length]; 0/1 numbers are accepted, anything else raises."""
+    arr = np.asarray(x)
+    if arr.dtype != np.bool_:
+        if not np.issubdtype(arr.dtype, np.number) or not np.all((arr == 0) | (arr == 1)):
+            raise ShapeMismatchError(f"{name} must be boolean (or 0/1), got {x!r}")
+        arr = arr.astype(bool)
+    if arr.shape != (length,):
+        raise ShapeMismatchError(f"{name} must have shape ({length},), got {arr.shape}")
+    return arr
 
 
 def _normalised(x: np.ndarray) -> np.ndarray:
