@@ -60,6 +60,8 @@ def time_calls(call: Callable[[int], object], steps: int, warmup: int) -> np.nda
 def gate_variants(tables, actions, lls):
     hazard = Gate.from_logprobs(NUM_SKILLS, GateParams())
     windowed = Gate.from_logprobs(NUM_SKILLS, GateParams(model="windowed", window=5))
+    windowed_cp = Gate.from_logprobs(
+        NUM_SKILLS, GateParams(model="windowed", window=5, track_changepoint=True))
     hazard_ll = Gate.from_logprobs(NUM_SKILLS, GateParams())
     evidence = Gate.from_logprobs(NUM_SKILLS, GateParams())
     masks = [np.eye(NUM_ACTIONS, dtype=bool)[a] for a in actions]
@@ -67,6 +69,7 @@ def gate_variants(tables, actions, lls):
     return {
         "Gate.step (hazard)": lambda j: hazard.step(tables[j], actions[j]),
         "Gate.step (windowed, W=5)": lambda j: windowed.step(tables[j], actions[j]),
+        "Gate.step (windowed, W=5, change point)": lambda j: windowed_cp.step(tables[j], actions[j]),
         "Gate.step_loglik (hazard)": lambda j: hazard_ll.step_loglik(lls[j]),
         "Gate.step_evidence (hazard)": lambda j: evidence.step_evidence(evs[j]),
     }
@@ -138,13 +141,14 @@ def _print(report: dict) -> None:
 
     table = Table(title=f"One online step, K={report['num_skills']}, A={report['num_actions']} "
                         f"(targets: p50 <= {TARGET_P50_US:g} us, p99 <= {TARGET_P99_US:g} us)")
-    for col in ("variant", "steps", "p50 (us)", "p99 (us)", "mean (us)", "x faster than JAX update"):
-        table.add_column(col, justify="left" if col == "variant" else "right")
+    table.add_column("variant", no_wrap=True)
+    for col in ("steps", "p50 (us)", "p99 (us)", "mean (us)", "speed-up vs JAX update"):
+        table.add_column(col, justify="right")
     for name, r in report["results"].items():
         ratio = r["speedup_vs_jax_update"]
         table.add_row(name, str(r["steps"]), f"{r['p50_us']:.1f}", f"{r['p99_us']:.1f}",
                       f"{r['mean_us']:.1f}", "-" if ratio is None else f"{ratio:.1f}")
-    Console().print(table)
+    Console(width=max(Console().width, 110)).print(table)
 
 
 if __name__ == "__main__":
