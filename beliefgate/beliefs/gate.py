@@ -567,6 +567,8 @@ class Gate:
 
     @staticmethod
     def _weight(weight) -> float:
+        if type(weight) is float and weight == 1.0:  # the common case, fast
+            return 1.0
         if isinstance(weight, (bool, np.bool_)) or not isinstance(
                 weight, (int, float, np.integer, np.floating)):
             raise InvalidWeightError(f"weight must be a number >= 0, got {weight!r}")
@@ -622,8 +624,8 @@ class Gate:
             raise ActionIndexError(f"action index {a} outside [0, {lp.shape[1]})")
         rowmax = self._row_max(lp)
         comp = self._completed_index(completed)
-        feas = None if feasible is None else self._feasible_mask(feasible)
-        w = 1.0 if type(weight) in (float, int) and weight == 1.0 else self._weight(weight)
+        feas = self._feasible_mask(feasible)
+        w = self._weight(weight)
         col = lp[:, a]
         if w == 1.0:
             ll = col
@@ -647,8 +649,7 @@ class Gate:
         rowmax = self._row_max(lp)
         comp = self._completed_index(ev.completed)
         feas = self._feasible_mask(ev.feasible)
-        weight = ev.weight
-        w = 1.0 if type(weight) in (float, int) and weight == 1.0 else self._weight(weight)
+        w = self._weight(ev.weight)
         if idx.size == 1:
             raw = best = lp[:, int(idx[0])]
         else:
@@ -680,8 +681,8 @@ class Gate:
         if not mx < _INF:  # NaN or +inf somewhere
             raise NonFiniteLoglikError("loglik must not contain NaN or +inf; use -inf for zero")
         comp = self._completed_index(completed)
-        feas = None if feasible is None else self._feasible_mask(feasible)
-        w = 1.0 if type(weight) in (float, int) and weight == 1.0 else self._weight(weight)
+        feas = self._feasible_mask(feasible)
+        w = self._weight(weight)
         top = float(mx if feas is None else v[feas].max())
         if w == 1.0:
             ll = v
