@@ -318,3 +318,32 @@ def test_skill_data_rejects_bad_input():
     assert np.all(np.isfinite(np.asarray(padded.q)))
     assert issubclass(ShapeMismatchError, BeliefInputError)
     assert issubclass(BeliefInputError, ValueError)
+
+
+# ----------------------------------------------------------------------------------------
+# End to end: fit the marginalised model on prior-predictive data (slow)
+# ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_nuts_recovers_parameters_from_simulated_trajectories():
+    from numpyro.infer import MCMC, NUTS
+
+    truth = {"beta": 3.0, "epsilon": 0.1, "hazard": 0.1, "alpha": 1.0}
+    rng = np.random.default_rng(0)
+    batch, steps, skills, actions = 12, 60, 3, 5
+    q = -rng.integers(0, 5, size=(batch, steps, skills, actions)).astype(float)
+    template = M.skill_data(q, np.ones((batch, steps, actions), bool))
+    masks = []
+    for b in range(batch):
+        one = jax.tree_util.tree_map(lambda x: x[b], template)
+        draw = M.prior_predictive(jax.random.PRNGKey(b), one, truth, num_samples=1)
+        masks.append(np.eye(actions, dtype=bool)[np.asarray(draw["a"][0])])
+    data = M.skill_data(q, np.stack(masks))
+    mcmc = MCMC(NUTS(M.partner_skill_model), num_warmup=300, num_samples=300, progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(1), data)
+    samples = mcmc.get_samples()
+    assert samples["log_lik"].shape == (300, batch)
+    for name in ("beta", "hazard"):
+        lo, hi = np.quantile(np.asarray(samples[name]), [0.01, 0.99])
+        assert lo < truth[name] < hi, (name, lo, hi)

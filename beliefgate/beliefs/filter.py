@@ -41,10 +41,14 @@ Two variants (``FilterParams.model``):
     is exactly the hazard model with ``h = 0`` (tested). It is a filter only: it
     has no transition matrix, so ``smoother`` and ``most_likely_path`` refuse it.
 
-Public API (names are stable; the NumPy ``Gate`` is tested against them):
-``FilterParams, FilterState, UpdateInfo, Observations, FilterResult, init,
-update, update_step, new_episode, observations, filter, filter_batch, smoother,
-most_likely_path, log_smoothed_prior, hazard_predict, hazard_log_transition``.
+Public API (names are stable; the NumPy ``Gate`` is tested against them), in
+three layers: the traceable core (``update_step``, ``scan_filter``,
+``initial_state``, ``log_smoothed_prior``, ``hazard_predict``,
+``hazard_log_transition``, ``log_transition_matrices``); the validated entry
+points (``init, update, new_episode, observations, filter, filter_batch,
+smoother, most_likely_path``) on the containers ``FilterParams, FilterState,
+UpdateInfo, Observations, FilterResult``; and the builder ``make_filter(params)``
+that validates the configuration once and binds it.
 
 ``update``/``filter``/... validate concrete inputs and raise subclasses of
 :class:`beliefgate.beliefs.errors.BeliefInputError`; ``update_step`` and the
@@ -56,7 +60,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -776,7 +780,45 @@ def most_likely_path(params: FilterParams, obs):
     return _viterbi_jit(hazard, alpha, obs)
 
 
+# --------------------------------------------------------------------------------------
+# Builder: bind the configuration once
+# --------------------------------------------------------------------------------------
+
+
+class BoundFilter(NamedTuple):
+    """The entry points of this module with one validated :class:`FilterParams` bound.
+
+    ``f = make_filter(FilterParams(hazard=0.1)); s = f.init(K); s, info = f.update(s, ll)``.
+    """
+
+    params: FilterParams
+    init: Callable[..., FilterState]
+    update: Callable[..., tuple]
+    filter: Callable[..., FilterResult]
+    filter_batch: Callable[..., FilterResult]
+    smoother: Callable[..., tuple]
+    most_likely_path: Callable[..., tuple]
+    new_episode: Callable[..., FilterState]
+
+
+def make_filter(params: FilterParams = FilterParams()) -> BoundFilter:
+    """Validate ``params`` once and return the functions with it bound (builder layer)."""
+    params = _check_params(params)
+    return BoundFilter(
+        params=params,
+        init=partial(init, params),
+        update=partial(update, params),
+        filter=partial(filter, params),
+        filter_batch=partial(filter_batch, params),
+        smoother=partial(smoother, params),
+        most_likely_path=partial(most_likely_path, params),
+        new_episode=partial(new_episode, params),
+    )
+
+
 __all__ = [
+    "BoundFilter",
+    "make_filter",
     "FilterParams",
     "FilterState",
     "UpdateInfo",
