@@ -346,7 +346,7 @@ def test_monotonicity_property(seed, taus, lams, floors, cooldowns, n_stable, mo
 
 def test_cooldown_and_notify_replanned():
     lp = switching_table()
-    params = GateParams(n_stable=0, confidence_floor=0.0, cooldown=4, hazard=0.01)
+    params = GateParams(n_stable=0, confidence_floor=0.0, cooldown=4, hazard=0.01, reference="action")
     gate = Gate.from_logprobs(3, params)
     for _ in range(5):
         gate.step(lp, 0)
@@ -364,7 +364,7 @@ def test_cooldown_and_notify_replanned():
 
 def test_ego_idle_suppresses():
     lp = switching_table()
-    gate = Gate.from_logprobs(3, GateParams(n_stable=0, confidence_floor=0.0))
+    gate = Gate.from_logprobs(3, GateParams(n_stable=0, confidence_floor=0.0, reference="action"))
     for _ in range(5):
         gate.step(lp, 0)
     d = gate.step(lp, 3, ego_active=False)
@@ -545,8 +545,8 @@ def test_params_validation_and_json(tmp_path):
     defaults = GateParams()
     assert (defaults.model, defaults.hazard, defaults.window, defaults.alpha, defaults.tau_obs,
             defaults.likelihood_scale, defaults.confidence_floor, defaults.n_stable, defaults.cooldown,
-            defaults.beta, defaults.epsilon, defaults.gate) == (
-        "hazard", 0.05, 5, 1.0, 0.1, 1.0, 0.6, 3, 5, 2.0, 0.1, "stable_map")
+            defaults.beta, defaults.epsilon, defaults.gate, defaults.reference) == (
+        "hazard", 0.05, 5, 1.0, 0.2, 1.0, 0.7, 1, 5, 2.0, 0.1, "stable_map", "skill")
     for bad in [dict(hazard=1.5), dict(window=0), dict(alpha=0.0), dict(tau_obs=-0.1),
                 dict(confidence_floor=1.1), dict(n_stable=-1), dict(cooldown=-1), dict(model="hmm"),
                 dict(gate="nope"), dict(cp_release=0.9, cp_threshold=0.5), dict(epsilon=2.0),
@@ -600,7 +600,7 @@ def test_reset_with_and_without_memory():
 
 def test_reset_clears_gate_counters():
     lp = switching_table()
-    gate = Gate.from_logprobs(3, GateParams(n_stable=0, confidence_floor=0.0, cooldown=50))
+    gate = Gate.from_logprobs(3, GateParams(n_stable=0, confidence_floor=0.0, cooldown=50, reference="action"))
     for a in [0] * 5 + [3]:
         d = gate.step(lp, a)
     assert d.interrupt
@@ -676,3 +676,30 @@ def test_benchmark_smoke(tmp_path):
     report = bench.main(["--quick", "--steps", "200", "--json", str(out)])
     assert "Gate.step (hazard)" in report["results"]
     assert json.loads(out.read_text())["results"]["Gate.step (hazard)"]["steps"] == 200
+
+
+def test_reference_skill_vs_action():
+    """"action" (BayesBelief Eq. 10) flags any action poor under the MAP skill; "skill" only
+    one that another feasible skill explains better."""
+    lp = np.log(np.array([
+        [0.85, 0.05, 0.05, 0.05],   # skill 0 prefers action 0
+        [0.05, 0.85, 0.05, 0.05],   # skill 1 prefers action 1
+    ]))
+    base = dict(n_stable=0, confidence_floor=0.0, cooldown=0, tau_obs=0.2)
+    for ref, expect_poor, expect_other in (("action", True, True), ("skill", False, True)):
+        gate = Gate.from_logprobs(2, GateParams(reference=ref, **base))
+        for _ in range(4):
+            gate.step(lp, 0)
+        poor = gate.step(lp, 2)           # action 2: equally poor under both skills
+        assert poor.contradiction is expect_poor, ref
+        gate = Gate.from_logprobs(2, GateParams(reference=ref, **base))
+        for _ in range(4):
+            gate.step(lp, 0)
+        other = gate.step(lp, 1)          # action 1: what skill 1 would do
+        assert other.contradiction is expect_other, ref
+        assert other.info.l_t == pytest.approx(0.05 / 0.85)
+    # the feasible mask restricts the reference skills
+    gate = Gate.from_logprobs(2, GateParams(reference="skill", **base))
+    for _ in range(4):
+        gate.step(lp, 0)
+    assert not gate.step(lp, 1, feasible=[True, False]).contradiction

@@ -96,7 +96,9 @@ class GateParams(BaseModel):
     Stable-MAP gate (SPEC §4)
         ``tau_obs`` in [0, 1] (contradiction when l_t < tau_obs),
         ``likelihood_scale`` lambda >= 0, ``confidence_floor`` c_floor in [0, 1],
-        ``n_stable`` >= 0, ``cooldown`` >= 0 steps.
+        ``n_stable`` >= 0, ``cooldown`` >= 0 steps; ``reference``: what l_t compares
+        the observation with -- ``"action"`` is BayesBelief Eq. 10 (the best action
+        under the MAP skill), ``"skill"`` (default) the best feasible skill.
     Change-point gate
         ``cp_horizon`` L >= 1 (a switch is "recent" for L steps),
         ``cp_threshold`` in (0, 1], ``cp_release`` in [0, cp_threshold] (re-arm
@@ -115,16 +117,17 @@ class GateParams(BaseModel):
     hazard: float = Field(0.05, ge=0.0, le=1.0)
     window: Optional[int] = Field(5, ge=1)
     alpha: float = Field(1.0, gt=0.0)
-    tau_obs: float = Field(0.1, ge=0.0, le=1.0)
+    tau_obs: float = Field(0.2, ge=0.0, le=1.0)
     likelihood_scale: float = Field(1.0, ge=0.0)
-    confidence_floor: float = Field(0.6, ge=0.0, le=1.0)
-    n_stable: int = Field(3, ge=0)
+    confidence_floor: float = Field(0.7, ge=0.0, le=1.0)
+    n_stable: int = Field(1, ge=0)
     cooldown: int = Field(5, ge=0)
     beta: float = Field(2.0, ge=0.0)
     epsilon: float = Field(0.1, ge=0.0, le=1.0)
+    reference: Literal["skill", "action"] = "skill"
     gate: Literal["stable_map", "changepoint", "either"] = "stable_map"
     cp_horizon: int = Field(6, ge=1)
-    cp_threshold: float = Field(0.5, gt=0.0, le=1.0)
+    cp_threshold: float = Field(0.3, gt=0.0, le=1.0)
     cp_release: float = Field(0.2, ge=0.0, le=1.0)
     cp_cooldown: int = Field(0, ge=0)
     track_changepoint: Optional[bool] = None
@@ -408,12 +411,12 @@ class Gate:
         return cls(num_skills, params, skill_names, prior_counts)
 
     @classmethod
-    def for_overcooked(cls, layout: str, params: Optional[GateParams] = None) -> "Gate":
-        """A gate for the Overcooked partner on ``layout``; feed it with :meth:`observe`."""
+    def for_overcooked(cls, layout: str, params: Optional[GateParams] = None, partner: int = 1) -> "Gate":
+        """A gate for Overcooked player ``partner`` on ``layout``; feed it with :meth:`observe`."""
         from beliefgate.envs.overcooked.observer import OvercookedObserver
 
         params = GateParams() if params is None else params
-        observer = OvercookedObserver(layout, params)
+        observer = OvercookedObserver(layout, params, partner=partner)
         gate = cls(len(observer.skill_names), params, observer.skill_names)
         gate._layout = layout
         gate._observer = observer
@@ -427,6 +430,7 @@ class Gate:
         self._one_minus_h = 1.0 - self._h
         self._alpha = float(p.alpha)
         self._windowed = p.model == "windowed"
+        self._skill_ref = p.reference == "skill"
         self._slots = int(p.window) if (self._windowed and p.window is not None) else 0
         self._sm_config = p.stable_map_config()
         self._cp_config = p.changepoint_config()
@@ -631,6 +635,8 @@ class Gate:
             ll = col
         else:
             ll = col * w if w > 0.0 else None
+        if self._skill_ref:
+            return self._advance_vs_best_skill(ll, col, w, comp, feas, ego_active)
         return self._advance(ll, col, rowmax, w, comp, feas, bool(ego_active))
 
     def step_evidence(self, ev: StepEvidence, *, ego_active: bool = True) -> Decision:
@@ -660,6 +666,8 @@ class Gate:
             ll = raw
         else:
             ll = raw * w if w > 0.0 else None
+        if self._skill_ref:
+            return self._advance_vs_best_skill(ll, raw, w, comp, feas, ego_active)
         return self._advance(ll, best, rowmax, w, comp, feas, bool(ego_active))
 
     def step_loglik(self, loglik, completed=None, *, feasible=None, weight=1.0,
@@ -683,12 +691,19 @@ class Gate:
         comp = self._completed_index(completed)
         feas = self._feasible_mask(feasible)
         w = self._weight(weight)
-        top = float(mx if feas is None else v[feas].max())
         if w == 1.0:
             ll = v
         else:
             ll = v * w if w > 0.0 else None
-        return self._advance(ll, v if top > -_INF else None, top, w, comp, feas, bool(ego_active))
+        return self._advance_vs_best_skill(ll, v, w, comp, feas, ego_active)
+
+    def _advance_vs_best_skill(self, ll, obs, w, comp, feas, ego_active) -> Decision:
+        """l_t of the observation under the MAP skill against the best feasible skill:
+        ``log l_t = lambda (obs[m] - max_{k feasible} obs[k])`` (``reference="skill"``,
+        and always for :meth:`step_loglik`). An action that every skill finds poor
+        (a detour, a wait) is then no contradiction; one another skill explains is."""
+        top = float(obs.max() if feas is None else obs[feas].max())
+        return self._advance(ll, obs if top > -_INF else None, top, w, comp, feas, bool(ego_active))
 
     def observe(self, state, next_state, *, ego_active: bool = True) -> Decision:
         """Overcooked: infer the partner's action from two states and condition on it."""

@@ -40,12 +40,14 @@ class ReplayResult:
     changepoint_prob: np.ndarray  # float[T]
     truth: np.ndarray            # int[T]
     hidden_switch: np.ndarray    # bool[T]
-    l_t: np.ndarray              # float[T]  likelihood ratio of the action under the pre-update MAP
+    l_t: np.ndarray              # float[T]  the gate's l_t (its GateParams.reference)
     weight: np.ndarray           # float[T]  tempering weight (0 = excluded step)
+    l_action: np.ndarray         # float[T]  pi(a_t | m_t) / max_a pi(a | m_t) under the pre-update MAP m_t
 
     def naive_alarms(self, tau: float) -> np.ndarray:
-        """The naive rule: alarm whenever the observed action is unlikely under the MAP (l_t < tau)."""
-        return (self.weight > 0) & (self.l_t < tau)
+        """The naive rule: alarm whenever the observed action is unlikely under the MAP,
+        ``pi(a_t | m_t) / max_a pi(a | m_t) < tau`` (no stability, confidence or cooldown)."""
+        return (self.weight > 0) & (self.l_action < tau)
 
     @property
     def map_accuracy(self) -> float:
@@ -110,7 +112,7 @@ def replay(traj: Trajectory, params=None, partner: Optional[int] = None,
     post = np.empty((T, K))
     cols = {k: np.empty(T, dtype=d) for k, d in [("map", int), ("conf", float), ("contra", bool),
                                                    ("intr", bool), ("cp", bool), ("cpp", float),
-                                                   ("lt", float), ("w", float)]}
+                                                   ("lt", float), ("w", float), ("la", float)]}
     for t, ev in enumerate(evidence):
         d = gate.step_evidence(ev)
         post[t] = d.posterior
@@ -118,12 +120,15 @@ def replay(traj: Trajectory, params=None, partner: Optional[int] = None,
         cols["contra"][t], cols["intr"][t] = d.contradiction, d.interrupt
         cols["cp"][t], cols["cpp"][t] = d.changepoint, d.changepoint_prob
         cols["lt"][t], cols["w"][t] = d.info.l_t, d.info.weight
+        m = d.info.map_skill
+        row = ev.logprobs[m]
+        cols["la"][t] = float(np.exp(row[ev.action_mask].max() - row.max()))
         if d.interrupt:
             gate.notify_replanned()  # the ego replans on an interrupt, which starts the cooldown
     truth, hidden = ground_truth(traj, partner, observer_names, evidence=evidence)
     return ReplayResult(traj.header.layout, partner, observer_names, post, cols["map"], cols["conf"],
                         cols["contra"], cols["intr"], cols["cp"], cols["cpp"], truth, hidden,
-                        cols["lt"], cols["w"])
+                        cols["lt"], cols["w"], cols["la"])
 
 
 @dataclass

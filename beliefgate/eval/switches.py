@@ -23,7 +23,7 @@ from beliefgate.eval.replay import SwitchScores, replay, score_switches
 
 DEFAULT_PARTNERS = ("switch-sourcer-to-plater", "switch-plater-to-sourcer")
 DEFAULT_LAYOUTS = ("cramped_room", "asymmetric_advantages", "coordination_ring", "counter_circuit")
-NAIVE_TAUS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
+NAIVE_TAUS = (0.01, 0.02, 0.03, 0.04, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5)
 
 
 @dataclass
@@ -43,13 +43,18 @@ class SwitchReport:
             },
         }
 
-    def best_naive_at_delay(self, method: str) -> Optional[str]:
-        """The naive threshold with the fewest false alarms among those whose delay is no better than ``method``'s."""
-        target = self.rows[method].mean_delay
-        slower = [(s.false_alarms_per_100, n) for n, s in self.rows.items()
-                  if n.startswith("naive") and s.mean_delay >= target]
-        return min(slower)[1] if slower else None
+    def naive_false_alarms_at(self, delay: float) -> Optional[float]:
+        """False alarms per 100 steps of the naive rule at the given mean delay.
 
+        The naive rule's thresholds trace a curve of (delay, false alarms); this
+        interpolates it piecewise-linearly in delay (mixing two thresholds at random
+        reaches any point in between). ``None`` outside the range of the sweep.
+        """
+        pts = sorted((s.mean_delay, s.false_alarms_per_100) for n, s in self.rows.items() if n.startswith("naive"))
+        for (d0, f0), (d1, f1) in zip(pts, pts[1:]):
+            if d0 <= delay <= d1:
+                return f0 if d1 == d0 else f0 + (delay - d0) / (d1 - d0) * (f1 - f0)
+        return None
 
 def evaluate_switches(params=None, layouts: Sequence[str] = DEFAULT_LAYOUTS,
                       partners: Sequence[str] = DEFAULT_PARTNERS, seeds: Iterable[int] = range(4),
