@@ -57,3 +57,13 @@ def test_bad_names_are_clear_errors():
     assert proc.returncode == 2 and "unknown layout 'moon_base'" in proc.stderr
     proc = run("episode", "--layout", "cramped_room", "--partner", "robot", check=False)
     assert proc.returncode == 2 and "unknown agent 'robot'" in proc.stderr
+
+
+def test_demo_end_to_end(tmp_path):
+    """The newcomer's first command: every layout played, logged and read by the gate."""
+    out = run("demo", "--horizon", "150", "--seed", "1", "--out", str(tmp_path)).stdout
+    for layout in ("cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination",
+                   "counter_circuit"):
+        assert layout in out
+        assert (tmp_path / f"{layout}_seed1.jsonl").exists()
+    assert "MAP acc" in out
