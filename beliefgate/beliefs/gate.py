@@ -22,7 +22,6 @@ Entry points (all funnel into one private ``_advance``):
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Literal, NamedTuple, Optional, Sequence, Union

@@ -15,9 +15,7 @@ def run_demo(seed: int = 0, horizon: int = 400, partner: str = "switch-sourcer-t
     """Play ``balanced`` with ``partner`` on every layout and replay the partner through the gate."""
     rows = []
     for layout in LAYOUTS:
-        who = partner
-        if layout == "forced_coordination" and partner not in ("counter-passer",):
-            who = partner  # every scripted partner passes over counters where the floor is split
+        who = partner  # on a split floor (forced_coordination) every scripted partner passes over counters
         log = (Path(out_dir) / f"{layout}_seed{seed}.jsonl") if out_dir is not None else None
         if progress is not None:
             progress.log(f"playing {layout} ...")

@@ -14,9 +14,8 @@ and scores three alarm sequences against the partner's true *hidden* switches
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, Optional, Sequence
 
-import numpy as np
 
 from beliefgate.eval.episode import run_episode
 from beliefgate.eval.replay import SwitchScores, replay, score_switches

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
 from beliefgate.envs.overcooked.layouts import LayoutInfo, Pos, layout_info, resolve_layout
 from beliefgate.envs.overcooked.state import SymbolicState
-from beliefgate.envs.overcooked.tables import INTERACT, NUM_ACTIONS, STAY, PoseTables, pose_tables
+from beliefgate.envs.overcooked.tables import INTERACT, STAY, PoseTables, pose_tables
 from beliefgate.models.controllers.boltzmann import boltzmann_logprobs
 from beliefgate.skills.library import SkillLibrary, SkillLibraryError, load_builtin
 

@@ -14,7 +14,7 @@ naming the step.
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence
 
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, LayoutInfo, Pos, layout_info
 from beliefgate.envs.overcooked.state import PlayerView, SymbolicState

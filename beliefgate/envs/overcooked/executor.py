@@ -10,7 +10,7 @@ held-object precondition fails or no target is reachable) or timed out.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 import numpy as np
 

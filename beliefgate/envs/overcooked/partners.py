@@ -9,9 +9,9 @@ moves. Every partner is also usable as an ego agent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -19,7 +19,6 @@ from beliefgate.envs.overcooked.controller import OvercookedController, controll
 from beliefgate.envs.overcooked.executor import Executor, SkillStatus, fidget
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, Pos, layout_info
 from beliefgate.envs.overcooked.state import POT_CAPACITY, SymbolicState
-from beliefgate.envs.overcooked.tables import STAY
 
 
 class UnknownPartnerError(KeyError):
