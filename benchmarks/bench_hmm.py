@@ -12,8 +12,8 @@ log emissions, the identical sticky HMM (initial ``pi0``, transition
 * ``exact``: the log-space hazard filter :func:`beliefgate.beliefs.filter.filter_batch`
   on the same data (the accuracy reference; also used when dynamax is missing).
 
-Times are the best of ``--repeats`` runs after a warm-up, with
-``block_until_ready``. The table shows the ratio dynamax / ours and the largest
+Times are the best of ``--repeats`` rounds after a warm-up (implementations
+timed round-robin within each round), with ``block_until_ready``. The table shows the ratio dynamax / ours and the largest
 absolute difference between log marginals. Run::
 
     .venv/bin/python benchmarks/bench_hmm.py            # full sizes
@@ -29,16 +29,22 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 
-def _best_time(fn: Callable[[], object], repeats: int) -> float:
-    """Best wall time (s) of ``repeats`` calls after one warm-up call."""
+def _best_times(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Best wall time (s) per function: one warm-up each, then ``repeats`` rounds.
+
+    The functions are timed round-robin within each round, so a change in machine
+    load affects all of them alike.
+    """
     import jax
 
-    jax.block_until_ready(fn())
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
+    for fn in fns.values():
         jax.block_until_ready(fn())
-        best = min(best, time.perf_counter() - start)
+    best = {name: float("inf") for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            jax.block_until_ready(fn())
+            best[name] = min(best[name], time.perf_counter() - start)
     return best
 
 
@@ -72,24 +78,27 @@ def run(batch: int, steps: int, skills: Sequence[int], hazard: float = 0.05,
         h = jnp.asarray(hazard)
         transition = (1.0 - hazard) * jnp.eye(num_skills) + hazard * pi0[None, :]
         log_em_btk = jnp.asarray(2.0 * rng.standard_normal((batch, steps, num_skills)))
-        log_em_tkb = jnp.asarray(np.ascontiguousarray(np.transpose(np.asarray(log_em_btk), (1, 2, 0))))
-
-        ours_tkb = sticky_log_marginal_tkb(log_em_tkb, pi0, h)
-        row = {"K": num_skills,
-               "ours_tkb": _best_time(lambda: sticky_log_marginal_tkb(log_em_tkb, pi0, h), repeats),
-               "ours_btk": _best_time(lambda: sticky_log_marginal(log_em_btk, pi0, h), repeats)}
+        log_em_tkb = jnp.asarray(
+            np.ascontiguousarray(np.transpose(np.asarray(log_em_btk), (1, 2, 0))))
 
         params = F.FilterParams("hazard", hazard, alpha, None)
         obs = F.observations(log_em_btk, prior_counts=np.tile(counts, (batch, 1)), batched=True)
-        exact = F.filter_batch(params, obs).log_marginal
-        row["exact"] = _best_time(lambda: F.filter_batch(params, obs).log_marginal, repeats)
-        row["diff_exact"] = float(jnp.max(jnp.abs(exact - ours_tkb)))
-        row["diff_btk"] = float(jnp.max(jnp.abs(sticky_log_marginal(log_em_btk, pi0, h) - ours_tkb)))
-
+        fns = {"ours_tkb": lambda: sticky_log_marginal_tkb(log_em_tkb, pi0, h),
+               "ours_btk": lambda: sticky_log_marginal(log_em_btk, pi0, h)}
         dyn = _dynamax_fn(pi0, transition)
         if dyn is not None:
-            row["dynamax"] = _best_time(lambda: dyn(log_em_btk), repeats)
-            row["diff_dynamax"] = float(jnp.max(jnp.abs(dyn(log_em_btk) - ours_tkb)))
+            fns["dynamax"] = lambda: dyn(log_em_btk)
+        row = {"K": num_skills, **_best_times(fns, repeats)}
+        # The exact log-space filter is the accuracy reference; time it a few times only.
+        row.update(_best_times({"exact": lambda: F.filter_batch(params, obs).log_marginal},
+                               min(repeats, 3)))
+
+        ours_tkb = fns["ours_tkb"]()
+        row["diff_exact"] = float(jnp.max(jnp.abs(F.filter_batch(params, obs).log_marginal
+                                                  - ours_tkb)))
+        row["diff_btk"] = float(jnp.max(jnp.abs(fns["ours_btk"]() - ours_tkb)))
+        if dyn is not None:
+            row["diff_dynamax"] = float(jnp.max(jnp.abs(fns["dynamax"]() - ours_tkb)))
         rows.append(row)
         jax.clear_caches()
     return rows

@@ -228,7 +228,8 @@ def test_fast_hmm_equals_exact_filter():
                            F.observations(log_em, prior_counts=np.tile(counts, (batch, 1))))
     tkb = np.ascontiguousarray(np.transpose(log_em, (1, 2, 0)))
     for chunk in (8, None):
-        got = fast_hmm.sticky_log_marginal_tkb(jnp.asarray(tkb), jnp.asarray(pi0), hazard, chunk=chunk)
+        got = fast_hmm.sticky_log_marginal_tkb(
+            jnp.asarray(tkb), jnp.asarray(pi0), hazard, chunk=chunk)
         np.testing.assert_allclose(got, exact.log_marginal, atol=1e-6, rtol=0)
         np.testing.assert_allclose(got, exact.log_marginal, atol=1e-10, rtol=0)
     got = fast_hmm.log_marginal(log_em, pi0, hazard, chunk=8)

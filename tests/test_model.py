@@ -235,8 +235,8 @@ def test_batched_model_records_per_trajectory_log_lik_and_gradients_are_finite()
         numeric = (float(log_joint(up)) - float(log_joint(down))) / (2 * step)
         assert float(g) == pytest.approx(numeric, rel=1e-5, abs=1e-6), name
 
-    pointwise = M.pointwise_log_likelihood(
-        {k: jnp.asarray([v, v]) for k, v in sampled.items()}, batch, fixed={"alpha": values["alpha"]})
+    draws = {k: jnp.asarray([v, v]) for k, v in sampled.items()}
+    pointwise = M.pointwise_log_likelihood(draws, batch, fixed={"alpha": values["alpha"]})
     np.testing.assert_allclose(np.asarray(pointwise), np.stack([per_traj, per_traj]), atol=1e-10)
 
 

@@ -572,7 +572,8 @@ def init(params: FilterParams, num_skills: int, prior_counts=None) -> FilterStat
         raise ShapeMismatchError(f"num_skills must be an integer >= 1, got {num_skills!r}")
     counts = np.zeros(int(num_skills)) if prior_counts is None else np.asarray(prior_counts, float)
     if counts.shape != (num_skills,):
-        raise ShapeMismatchError(f"prior_counts must have shape ({num_skills},), got {counts.shape}")
+        raise ShapeMismatchError(
+            f"prior_counts must have shape ({num_skills},), got {counts.shape}")
     if not np.all(np.isfinite(counts)) or np.any(counts < 0):
         raise InvalidParameterError("prior_counts must be finite and >= 0")
     return initial_state(params, jnp.asarray(counts, jnp.result_type(float)))

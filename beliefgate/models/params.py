@@ -126,7 +126,8 @@ def sample_params(specs: tuple[ParamSpec, ...] = PARAMS,
     names = {spec.name for spec in specs}
     unknown = (set(fixed) | set(random)) - names
     if unknown:
-        raise InvalidParameterError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(names)}")
+        raise InvalidParameterError(
+            f"unknown parameter(s) {sorted(unknown)}; known: {sorted(names)}")
     values = {}
     for spec in specs:
         if spec.name in fixed:

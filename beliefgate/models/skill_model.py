@@ -265,7 +265,8 @@ def partner_skill_model_explicit(data: SkillData, fixed: Optional[Mapping[str, f
     (padding steps create no site). Meant for small problems and tests.
     """
     if data.q.ndim != 3:
-        raise ShapeMismatchError(f"the explicit model takes one trajectory [T, K, A], got {data.q.shape}")
+        raise ShapeMismatchError(
+            f"the explicit model takes one trajectory [T, K, A], got {data.q.shape}")
     values = sample_params(specs, fixed)
     loglik = controller_loglik(data, values["beta"], values["epsilon"], controller)
     num_skills = loglik.shape[-1]
@@ -329,7 +330,8 @@ def prior_predictive(rng_key, data: SkillData, params: Optional[Mapping[str, flo
     ``{"z": int32[S, T], "a": int32[S, T]}``.
     """
     if data.q.ndim != 3:
-        raise ShapeMismatchError(f"prior_predictive takes one trajectory [T, K, A], got {data.q.shape}")
+        raise ShapeMismatchError(
+            f"prior_predictive takes one trajectory [T, K, A], got {data.q.shape}")
     if int(num_samples) != num_samples or num_samples < 1:
         raise InvalidParameterError(f"num_samples must be an integer >= 1, got {num_samples!r}")
     values = {k: jnp.asarray(v, data.q.dtype) for k, v in check_values(params or {}).items()}
