@@ -216,8 +216,9 @@ def test_batched_model_records_per_trajectory_log_lik_and_gradients_are_finite()
     per_traj = np.asarray(trace["log_lik"]["value"])
     assert per_traj.shape == (3,)
     for b, (data, _) in enumerate(problems):
-        one = M.skill_data(*(np.asarray(x)[: lengths[b]] for x in data[:5]),
-                           prior_counts=np.asarray(data.prior_counts))
+        # The unbatched filter with the same validity mask (test_filter checks that a
+        # masked tail equals truncation); keeps one compiled shape.
+        one = data._replace(valid=jnp.asarray(valid[b]))
         want = F.filter(filter_params(values), observations(one, values)).log_marginal
         assert per_traj[b] == pytest.approx(float(want), abs=1e-10)
 
@@ -238,6 +239,18 @@ def test_batched_model_records_per_trajectory_log_lik_and_gradients_are_finite()
     draws = {k: jnp.asarray([v, v]) for k, v in sampled.items()}
     pointwise = M.pointwise_log_likelihood(draws, batch, fixed={"alpha": values["alpha"]})
     np.testing.assert_allclose(np.asarray(pointwise), np.stack([per_traj, per_traj]), atol=1e-10)
+
+
+@pytest.mark.xfail(reason="boltzmann_logprobs_jax gives a NaN beta-gradient where Q = -inf "
+                          "(0 * -inf in d(beta*Q)/dbeta); fix belongs in models/controllers",
+                   strict=False)
+def test_gradients_finite_with_impossible_actions():
+    data, values = random_problem(0)
+    assert not np.all(np.isfinite(np.asarray(data.q)))
+    sampled = {k: jnp.asarray(values[k]) for k in ("beta", "epsilon", "hazard")}
+    model = partial(M.partner_skill_model, fixed={"alpha": values["alpha"]})
+    grad = jax.jit(jax.grad(lambda p: log_density(model, (data,), {}, p)[0]))(sampled)
+    assert all(np.isfinite(float(g)) for g in grad.values()), grad
 
 
 def test_sample_params_respects_fixed_random_and_specs():
@@ -331,7 +344,7 @@ def test_nuts_recovers_parameters_from_simulated_trajectories():
 
     truth = {"beta": 3.0, "epsilon": 0.1, "hazard": 0.1, "alpha": 1.0}
     rng = np.random.default_rng(0)
-    batch, steps, skills, actions = 12, 60, 3, 5
+    batch, steps, skills, actions = 10, 50, 3, 5
     q = -rng.integers(0, 5, size=(batch, steps, skills, actions)).astype(float)
     template = M.skill_data(q, np.ones((batch, steps, actions), bool))
     masks = []
@@ -340,10 +353,10 @@ def test_nuts_recovers_parameters_from_simulated_trajectories():
         draw = M.prior_predictive(jax.random.PRNGKey(b), one, truth, num_samples=1)
         masks.append(np.eye(actions, dtype=bool)[np.asarray(draw["a"][0])])
     data = M.skill_data(q, np.stack(masks))
-    mcmc = MCMC(NUTS(M.partner_skill_model), num_warmup=300, num_samples=300, progress_bar=False)
+    mcmc = MCMC(NUTS(M.partner_skill_model), num_warmup=150, num_samples=150, progress_bar=False)
     mcmc.run(jax.random.PRNGKey(1), data)
     samples = mcmc.get_samples()
-    assert samples["log_lik"].shape == (300, batch)
+    assert samples["log_lik"].shape == (150, batch)
     for name in ("beta", "hazard"):
         lo, hi = np.quantile(np.asarray(samples[name]), [0.01, 0.99])
         assert lo < truth[name] < hi, (name, lo, hi)

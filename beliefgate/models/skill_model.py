@@ -33,6 +33,7 @@ state sequence.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Mapping, NamedTuple, Optional
 
 import jax
@@ -334,11 +335,17 @@ def prior_predictive(rng_key, data: SkillData, params: Optional[Mapping[str, flo
             f"prior_predictive takes one trajectory [T, K, A], got {data.q.shape}")
     if int(num_samples) != num_samples or num_samples < 1:
         raise InvalidParameterError(f"num_samples must be an integer >= 1, got {num_samples!r}")
-    values = {k: jnp.asarray(v, data.q.dtype) for k, v in check_values(params or {}).items()}
-    logp = action_logprobs(data, values["beta"], values["epsilon"], controller)
+    values = {k: np.asarray(v, data.q.dtype) for k, v in check_values(params or {}).items()}
     keys = jax.random.split(rng_key, int(num_samples))
-    z, a = jax.jit(jax.vmap(lambda k: _sample_path(k, logp, data, values)))(keys)
+    z, a = _sample_paths(keys, data, values, controller)
     return {"z": z, "a": a}
+
+
+@partial(jax.jit, static_argnames=("controller",))
+def _sample_paths(keys, data: SkillData, values, controller: Controller):
+    """Jitted once per shape: ``num_samples`` paths ``(z [S, T], a [S, T])``."""
+    logp = action_logprobs(data, values["beta"], values["epsilon"], controller)
+    return jax.vmap(lambda key: _sample_path(key, logp, data, values))(keys)
 
 
 def pointwise_log_likelihood(samples: Mapping[str, jax.Array], data: SkillData,
@@ -358,11 +365,15 @@ def pointwise_log_likelihood(samples: Mapping[str, jax.Array], data: SkillData,
     constants = {s.name: jnp.asarray(fixed.get(s.name, s.default)) for s in specs
                  if s.name not in drawn}
 
-    def one(draw):
-        return trajectory_log_likelihood(data, {**constants, **draw}, controller)
-
-    out = jax.jit(jax.vmap(one))(drawn)
+    out = _pointwise(drawn, constants, data, controller)
     return out if out.ndim == 2 else out[:, None]
+
+
+@partial(jax.jit, static_argnames=("controller",))
+def _pointwise(drawn, constants, data: SkillData, controller: Controller):
+    """Jitted once per shape: ``trajectory_log_likelihood`` vmapped over draws."""
+    return jax.vmap(lambda draw: trajectory_log_likelihood(
+        data, {**constants, **draw}, controller))(drawn)
 
 
 __all__ = [
