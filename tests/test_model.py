@@ -241,9 +241,6 @@ def test_batched_model_records_per_trajectory_log_lik_and_gradients_are_finite()
     np.testing.assert_allclose(np.asarray(pointwise), np.stack([per_traj, per_traj]), atol=1e-10)
 
 
-@pytest.mark.xfail(reason="boltzmann_logprobs_jax gives a NaN beta-gradient where Q = -inf "
-                          "(0 * -inf in d(beta*Q)/dbeta); fix belongs in models/controllers",
-                   strict=False)
 def test_gradients_finite_with_impossible_actions():
     data, values = random_problem(0)
     assert not np.all(np.isfinite(np.asarray(data.q)))

@@ -51,7 +51,10 @@ def boltzmann_logprobs_jax(q, beta, epsilon):
     from jax.nn import log_softmax
 
     num_actions = q.shape[-1]
-    log_soft = log_softmax(beta * q, axis=-1)
+    # -inf marks impossible actions; keep them out of the product so d/d(beta) stays finite
+    finite = jnp.isfinite(q)
+    z = jnp.where(finite, beta * jnp.where(finite, q, 0.0), -jnp.inf)
+    log_soft = log_softmax(z, axis=-1)
     log_keep = jnp.log1p(-epsilon)
     log_noise = jnp.log(epsilon) - jnp.log(num_actions)
     return jnp.logaddexp(log_keep + log_soft, log_noise)
