@@ -10,6 +10,9 @@ concrete inputs; the jitted cores never validate.
 from __future__ import annotations
 
 
+from beliefgate.skills.library import UnknownSkillError as _LibraryUnknownSkill
+
+
 class BeliefInputError(ValueError):
     """Base class: an input to a belief filter or skill model is malformed."""
 
@@ -57,3 +60,22 @@ __all__ = [
     "ImpossibleObservationError",
     "UnsupportedModelError",
 ]
+
+
+class ActionIndexError(BeliefInputError):
+    """The observed action index is outside ``[0, A)`` or the action mask selects nothing."""
+
+
+class UnknownSkillError(CompletedIndexError, _LibraryUnknownSkill):
+    """A skill is neither a known skill name nor an index in range.
+
+    Also a :class:`beliefgate.skills.UnknownSkillError`, so one ``except`` catches an
+    unknown skill wherever it was named.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown skill"
+
+
+class InvalidWeightError(BeliefInputError):
+    """A tempering weight is not a finite number ``>= 0``."""

@@ -30,8 +30,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from beliefgate.beliefs.errors import (
+    ActionIndexError,
     BeliefInputError,
     CompletedIndexError,
+    InvalidWeightError,
+    UnknownSkillError,
     ImpossibleObservationError,
     InvalidParameterError,
     NoFeasibleSkillError,
@@ -65,18 +68,6 @@ _add_reduce = np.add.reduce
 
 
 # --------------------------------------------------------------------------- errors
-
-
-class ActionIndexError(BeliefInputError):
-    """The observed action index is outside ``[0, A)`` or the action mask selects nothing."""
-
-
-class UnknownSkillError(CompletedIndexError):
-    """A ``completed`` skill is neither a known skill name nor an index in ``[-1, K)``."""
-
-
-class InvalidWeightError(BeliefInputError):
-    """A tempering weight is not a finite number ``>= 0``."""
 
 
 # --------------------------------------------------------------------------- parameters
@@ -864,7 +855,15 @@ __all__ = [
     "BeliefState",
     "GateInfo",
     "Decision",
+    # errors re-exported for callers of the gate (defined in beliefgate.beliefs.errors)
+    "BeliefInputError",
     "ActionIndexError",
+    "CompletedIndexError",
     "UnknownSkillError",
     "InvalidWeightError",
+    "ShapeMismatchError",
+    "NonFiniteLoglikError",
+    "NoFeasibleSkillError",
+    "InvalidParameterError",
+    "ImpossibleObservationError",
 ]
