@@ -62,3 +62,24 @@ def test_gate_beats_naive_rule_on_switching_partners():
     assert gate.switches >= 3 and gate.detection_rate >= 0.5
     naive = report.naive_false_alarms_at(gate.mean_delay)
     assert naive is not None and gate.false_alarms_per_100 < naive
+
+
+def test_table7_directions_on_a_scripted_episode(switching_episode):
+    """Raising tau_obs or lambda never lowers the interrupt count; raising c_floor or cooldown never raises it."""
+    from beliefgate.beliefs.gate import GateParams
+
+    ev = partner_evidence(switching_episode, 1)
+    base = GateParams(n_stable=1, cooldown=3)
+
+    def count(**change):
+        return int(replay(switching_episode, base.replace(**change), partner=1, evidence=ev).interrupt.sum())
+
+    for ref in ("skill", "action"):
+        by_tau = [count(tau_obs=v, reference=ref) for v in (0.02, 0.05, 0.1, 0.2, 0.4, 0.7)]
+        by_lam = [count(likelihood_scale=v, reference=ref) for v in (0.25, 0.5, 1.0, 2.0, 4.0)]
+        by_floor = [count(confidence_floor=v, reference=ref) for v in (0.3, 0.5, 0.7, 0.9, 0.99)]
+        by_cool = [count(cooldown=v, reference=ref) for v in (0, 2, 5, 10, 20)]
+        assert by_tau == sorted(by_tau) and by_tau[-1] > by_tau[0], (ref, by_tau)
+        assert by_lam == sorted(by_lam) and by_lam[-1] > by_lam[0], (ref, by_lam)
+        assert by_floor == sorted(by_floor, reverse=True) and by_floor[0] > by_floor[-1], (ref, by_floor)
+        assert by_cool == sorted(by_cool, reverse=True) and by_cool[0] > by_cool[-1], (ref, by_cool)
