@@ -18,3 +18,14 @@ def _isolated_cache(tmp_path_factory):
         os.environ.pop("BELIEFGATE_CACHE", None)
     else:
         os.environ["BELIEFGATE_CACHE"] = old
+
+
+@pytest.fixture(scope="module")
+def x64():
+    """Float64 JAX for one test module (never at package import time): ``pytestmark = pytest.mark.usefixtures("x64")``."""
+    import jax
+
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", previous)

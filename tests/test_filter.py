@@ -36,13 +36,7 @@ HAZARD = F.FilterParams("hazard", hazard=0.2, alpha=0.7)
 WINDOWED = F.FilterParams("windowed", alpha=0.7, window=3)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def x64():
-    """Enable float64 for this module only (never at package import time)."""
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", previous)
+pytestmark = pytest.mark.usefixtures("x64")
 
 
 def random_sequence(seed: int, num_steps: int = T, segment_feasibility: bool = False):

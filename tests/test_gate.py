@@ -95,15 +95,6 @@ def assert_state_equal(a, b):
         assert a == b or (a != a and b != b)
 
 
-@pytest.fixture
-def x64():
-    import jax
-
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", previous)
-
 
 MODELS = [
     GateParams(),

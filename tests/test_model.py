@@ -35,13 +35,7 @@ PATHS = np.array(list(itertools.product(range(K), repeat=T)), dtype=np.int32)
 SEEDS = [0, 1, 2, 3, 4, 5]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def x64():
-    """Enable float64 for this module only (never at package import time)."""
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", previous)
+pytestmark = pytest.mark.usefixtures("x64")
 
 
 def random_problem(seed: int, weight_zero_after: int | None = None):

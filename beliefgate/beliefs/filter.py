@@ -68,6 +68,7 @@ import numpy as np
 from jax import lax
 from jax.nn import logsumexp
 
+from beliefgate.beliefs.checks import as_bool as _as_bool
 from beliefgate.beliefs.errors import (
     CompletedIndexError,
     ImpossibleObservationError,
@@ -459,13 +460,6 @@ def _check_completed(completed: np.ndarray, num_skills: int, where: np.ndarray) 
             f"completed must lie in [-1, {num_skills}) (-1 = none); got {completed[idx]} at {idx}")
 
 
-def _as_bool(x, name: str) -> np.ndarray:
-    arr = np.asarray(x)
-    if arr.dtype != np.bool_:
-        if not np.issubdtype(arr.dtype, np.number) or not np.all((arr == 0) | (arr == 1)):
-            raise ShapeMismatchError(f"{name} must be boolean (or 0/1), got dtype {arr.dtype}")
-        arr = arr.astype(bool)
-    return arr
 
 
 def _float_dtype(x: np.ndarray):
@@ -706,12 +700,16 @@ def _require_hazard(params: FilterParams, obs) -> tuple[FilterParams, Observatio
     return params, obs
 
 
+def _decoding_inputs(hazard, alpha, obs):
+    """Per-step log transition matrices and the masked log-likelihoods (traced)."""
+    mats = log_transition_matrices(FilterParams("hazard", hazard, alpha, None), obs)
+    loglik = jnp.where(obs.valid[:, None], obs.loglik, 0.0)
+    return mats, loglik, loglik.shape[-1]
+
+
 @jax.jit
 def _smoother_jit(hazard, alpha, obs):
-    params = FilterParams("hazard", hazard, alpha, None)
-    mats = log_transition_matrices(params, obs)
-    loglik = jnp.where(obs.valid[:, None], obs.loglik, 0.0)
-    num_skills = loglik.shape[-1]
+    mats, loglik, num_skills = _decoding_inputs(hazard, alpha, obs)
     log_b0 = jnp.full(num_skills, -jnp.log(num_skills), loglik.dtype)
 
     def forward(log_b, xs):
@@ -749,10 +747,7 @@ def smoother(params: FilterParams, obs):
 
 @jax.jit
 def _viterbi_jit(hazard, alpha, obs):
-    params = FilterParams("hazard", hazard, alpha, None)
-    mats = log_transition_matrices(params, obs)
-    loglik = jnp.where(obs.valid[:, None], obs.loglik, 0.0)
-    num_skills = loglik.shape[-1]
+    mats, loglik, num_skills = _decoding_inputs(hazard, alpha, obs)
 
     def forward(delta, xs):
         mat, ll = xs

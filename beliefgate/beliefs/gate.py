@@ -29,6 +29,7 @@ from typing import Literal, NamedTuple, Optional, Sequence, Union
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from beliefgate.beliefs.checks import as_bool
 from beliefgate.beliefs.errors import (
     ActionIndexError,
     BeliefInputError,
@@ -834,14 +835,7 @@ _CP_UNTRACKED = ChangePointInfo(math.nan, math.nan, False, "not_tracked")
 
 def _bool_vector(x, name: str, length: int) -> np.ndarray:
     """``x`` as bool[length]; 0/1 numbers are accepted, anything else raises."""
-    arr = np.asarray(x)
-    if arr.dtype != np.bool_:
-        if not np.issubdtype(arr.dtype, np.number) or not np.all((arr == 0) | (arr == 1)):
-            raise ShapeMismatchError(f"{name} must be boolean (or 0/1), got {x!r}")
-        arr = arr.astype(bool)
-    if arr.shape != (length,):
-        raise ShapeMismatchError(f"{name} must have shape ({length},), got {arr.shape}")
-    return arr
+    return as_bool(x, name, (length,))
 
 
 def _normalised(x: np.ndarray) -> np.ndarray:

@@ -44,6 +44,7 @@ import numpyro.distributions as dist
 from jax import lax
 from jax.nn import logsumexp
 
+from beliefgate.beliefs.checks import as_bool as _bool
 from beliefgate.beliefs.errors import (
     CompletedIndexError,
     InvalidParameterError,
@@ -100,13 +101,6 @@ class SkillData(NamedTuple):
 # --------------------------------------------------------------------------------------
 
 
-def _bool(x, name: str) -> np.ndarray:
-    arr = np.asarray(x)
-    if arr.dtype != np.bool_:
-        if not np.issubdtype(arr.dtype, np.number) or not np.all((arr == 0) | (arr == 1)):
-            raise ShapeMismatchError(f"{name} must be boolean (or 0/1), got dtype {arr.dtype}")
-        arr = arr.astype(bool)
-    return arr
 
 
 def _first(mask: np.ndarray) -> tuple:
