@@ -115,17 +115,27 @@ def demo(
     from beliefgate.eval.demo import run_demo
 
     out_dir = out or Path(tempfile.mkdtemp(prefix="beliefgate-demo-"))
-    rows = run_demo(seed=seed, horizon=horizon, partner=partner, out_dir=out_dir, progress=console)
-    table = Table(title=f"beliefgate demo: ego 'balanced' + partner '{partner}' (seed {seed}, horizon {horizon})")
-    for col in ("layout", "partner", "deliveries", "reward", "MAP acc", "mean conf", "interrupts", "changepoints", "log"):
-        table.add_column(col, justify="right" if col not in ("layout", "partner", "log") else "left")
+    from rich.progress import Progress
+
+    with Progress(console=err_console, transient=True) as bar:
+        task = bar.add_task("demo", total=5)
+
+        def progress(i, n, label):
+            bar.update(task, total=n, completed=i, description=f"playing {label}")
+
+        rows = run_demo(seed=seed, horizon=horizon, partner=partner, out_dir=out_dir, progress=progress)
+    table = Table(title=f"ego 'balanced' + partner '{partner}', seed {seed}, {horizon} steps")
+    table.add_column("layout", no_wrap=True)
+    for col in ("soups", "reward", "MAP acc", "conf", "interrupts", "change-pts"):
+        table.add_column(col, justify="right")
     for r in rows:
-        table.add_row(r["layout"], r["partner"], str(r["deliveries"]), f"{r['reward']:.0f}",
-                      f"{r['map_accuracy']:.2f}", f"{r['mean_confidence']:.2f}", str(r["interrupts"]),
-                      str(r["changepoints"]), r["log"])
+        table.add_row(r["layout"], str(r["deliveries"]), f"{r['reward']:.0f}", f"{r['map_accuracy']:.2f}",
+                      f"{r['mean_confidence']:.2f}", str(r["interrupts"]), str(r["changepoints"]))
     console.print(table)
-    console.print("MAP acc: share of partner steps (with a known, active skill) where the gate's MAP skill "
-                  "equals the partner's true skill.")
+    console.print("MAP acc: share of the partner's steps (true skill known) where the gate's most probable skill "
+                  "is the true one; conf: mean posterior of that skill; interrupts / change-points: how often "
+                  "the stable-MAP and change-point gates fired.")
+    console.print(f"Trajectory logs: {out_dir}  (next: `beliefgate switches`, `beliefgate episode --help`)")
 
 
 @app.command()

@@ -14,11 +14,11 @@ def run_demo(seed: int = 0, horizon: int = 400, partner: str = "switch-sourcer-t
              out_dir: Optional[Path] = None, progress=None, params=None) -> List[Dict[str, object]]:
     """Play ``balanced`` with ``partner`` on every layout and replay the partner through the gate."""
     rows = []
-    for layout in LAYOUTS:
+    for i, layout in enumerate(LAYOUTS):
         who = partner  # on a split floor (forced_coordination) every scripted partner passes over counters
         log = (Path(out_dir) / f"{layout}_seed{seed}.jsonl") if out_dir is not None else None
         if progress is not None:
-            progress.log(f"playing {layout} ...")
+            progress(i, len(LAYOUTS), layout)
         result = run_episode(layout, "balanced", who, seed=seed, horizon=horizon, seat=0, log_path=log)
         rep = replay(result.trajectory, params, partner=1)
         known = rep.truth >= 0
