@@ -188,6 +188,38 @@ def switches(
                   "true skill that no visible completion or vanished target announced.")
 
 
+# ---------------------------------------------------------------------------- plug-in command groups
+#: shared group for evaluation commands (`beliefgate eval ...`)
+eval_app = typer.Typer(help="Evaluate agents and beliefs (episode grids, human data).", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+#: modules that add their commands with ``register(app, eval_app)``; each keeps heavy
+#: imports inside its command functions so that ``beliefgate --help`` stays fast
+COMMAND_MODULES = (
+    "beliefgate.models.cli",       # fit, diagnose, compare
+    "beliefgate.eval.sensitivity_cli",  # sensitivity oat|global
+    "beliefgate.serve.cli",        # serve
+    "beliefgate.envs.data_cli",    # data fetch-human, eval human
+    "beliefgate.eval.cli",         # eval run|report
+)
+
+
+def _register_command_modules() -> None:
+    import importlib
+
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # that feature is not part of this checkout
+                continue
+            raise
+        module.register(app, eval_app)
+
+
+_register_command_modules()
+
+
 def main() -> None:  # pragma: no cover - console entry
     app()
 

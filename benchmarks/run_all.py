@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["bench_domain.py", "bench_gate.py", "bench_hmm.py"]
+SCRIPTS = sorted(p.name for p in HERE.glob("bench_*.py"))
 
 
 def load(path: Path):
