@@ -10,6 +10,7 @@ policy tree reads (Co-pi-tree appendix A.9).
 
 from __future__ import annotations
 
+import ast
 import json
 from typing import Any, Dict, Iterable, Literal, Optional, Tuple
 
@@ -210,19 +211,25 @@ def _objects_iter(objects: Any) -> Iterable[Dict[str, Any]]:
 
 
 def from_human_2019(state: Dict[str, Any] | str, layout: str, score: float = 0.0,
-                    cook_time: int = COOK_TIME) -> SymbolicState:
+                    cook_time: int = COOK_TIME, timestep: Optional[int] = None) -> SymbolicState:
     """Convert one state of the 2019 human-human data (old dynamics).
 
-    Soups are ``{"name": "soup", "position": [x, y], "state": [type, n, t]}`` where
-    ``t`` counts cook ticks up from 0; a pot starts cooking when it holds three
+    ``state`` is a mapping, its JSON, or the Python ``repr`` the study's pickles
+    store (single quotes, ``False``; parsed with :func:`ast.literal_eval`, never
+    evaluated). Soups are ``{"name": "soup", "position": [x, y], "state": [type, n, t]}``
+    where ``t`` counts cook ticks up from 0; a pot starts cooking when it holds three
     ingredients and is ready once ``t >= cook_time``. Held objects carry the same
-    representation (a held soup is always ready).
+    representation (a held soup is always ready). The study's states carry no
+    timestep: pass ``timestep`` (it overrides a ``"timestep"`` key).
     """
     if isinstance(state, str):
         try:
             state = json.loads(state)
         except json.JSONDecodeError as exc:
-            raise StateFormatError(f"2019 state is not valid JSON: {exc}") from exc
+            try:
+                state = ast.literal_eval(state)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                raise StateFormatError(f"2019 state is neither JSON nor a Python literal: {exc}") from None
     if not isinstance(state, dict) or "players" not in state:
         raise StateFormatError("2019 state must be a mapping with 'players' and 'objects'")
     layout = resolve_layout(layout)
@@ -266,7 +273,7 @@ def from_human_2019(state: Dict[str, Any] | str, layout: str, score: float = 0.0
     try:
         return SymbolicState(
             layout=layout,
-            timestep=int(state.get("timestep", 0)),
+            timestep=int(state.get("timestep", 0)) if timestep is None else int(timestep),
             score=float(score),
             players=tuple(players),
             pots=tuple(pots[p] for p in info.pots),
