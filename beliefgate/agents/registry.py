@@ -1,12 +1,15 @@
 """Agents selectable by name (``--ego NAME``).
 
-Every scripted partner name is a valid agent. Later agents (belief-driven,
-LLM-driven) register themselves here with :func:`register`.
+Names: every scripted partner; ``bayes-belief[:full|no_replan|no_prompt|no_belief]``;
+``proagent``; ``periodic-N``; ``completion-held``; and whatever other modules
+register with :func:`register` (e.g. ``bc:<layout>``).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Protocol, Sequence
+import inspect
+import re
+from typing import Callable, Dict, List, Optional, Protocol, Sequence
 
 from beliefgate.envs.overcooked.partners import PARTNERS, UnknownPartnerError, make_scripted
 from beliefgate.envs.overcooked.state import SymbolicState
@@ -26,23 +29,77 @@ class Agent(Protocol):
         ...
 
 
-_FACTORIES: Dict[str, Callable[[str], Agent]] = {}
+#: factory(name, llm) -> Agent; ``llm`` is an optional LLM client for agents that use one
+Factory = Callable[[str, Optional[object]], Agent]
+_FACTORIES: Dict[str, Factory] = {}
+_DESCRIPTIONS: Dict[str, str] = {}
 
 
-def register(prefix: str, factory: Callable[[str], Agent]) -> None:
-    """Register a factory for agent names ``prefix`` or ``prefix:OPTION``."""
+def register(prefix: str, factory: Callable, description: str = "") -> None:
+    """Register a factory for agent names ``prefix``, ``prefix:OPTION`` or ``prefix-N``.
+
+    ``factory(name)`` or ``factory(name, llm)`` returns a fresh agent.
+    """
     _FACTORIES[prefix] = factory
+    _DESCRIPTIONS[prefix] = description
+
+
+def _builtin() -> None:
+    if "bayes-belief" in _FACTORIES:
+        return
+    from beliefgate.agents import planning as P
+
+    def bayes(name, llm=None):
+        condition = name.split(":", 1)[1] if ":" in name else "full"
+        return P.BayesBeliefAgent(condition, planner=_planner(llm))
+
+    def periodic(name, llm=None):
+        match = re.fullmatch(r"periodic(?:-(\d+))?", name)
+        if match is None:
+            raise UnknownPartnerError(f"bad periodic agent name {name!r}; use periodic-N, e.g. periodic-10")
+        return P.PeriodicAgent(int(match.group(1) or 10), planner=_planner(llm))
+
+    register("bayes-belief", bayes, "posterior in the prompt + gate interrupts; :full|no_replan|no_prompt|no_belief")
+    register("proagent", lambda name, llm=None: P.ProAgentLike(planner=_planner(llm)),
+             "replans only on completion / invalid / time-out")
+    register("periodic", periodic, "posterior in the prompt, replans every N steps (periodic-N)")
+    register("completion-held", lambda name, llm=None: P.CompletionHeldAgent(planner=_planner(llm)),
+             "posterior in the prompt, replans when the partner completes a skill or picks an item up")
+
+
+def _planner(llm):
+    if llm is None:
+        from beliefgate.planners.rule import RulePlanner
+
+        return RulePlanner()
+    from beliefgate.planners.llm import LLMPlanner
+
+    return LLMPlanner(llm)
 
 
 def agent_names() -> List[str]:
+    _builtin()
     return sorted(set(PARTNERS) | set(_FACTORIES))
 
 
-def make_agent(name: str) -> Agent:
+def _prefix(name: str) -> str:
+    if ":" in name:
+        return name.split(":", 1)[0]
+    match = re.fullmatch(r"(.+?)-\d+", name)
+    return match.group(1) if match and match.group(1) in _FACTORIES else name
+
+
+def make_agent(name: str, llm: Optional[object] = None) -> Agent:
     """Build an agent from its name (a scripted partner, or a registered ``prefix[:option]``)."""
     if name in PARTNERS:
         return make_scripted(name)
-    prefix = name.split(":", 1)[0]
+    _builtin()
+    prefix = _prefix(name)
     if prefix in _FACTORIES:
-        return _FACTORIES[prefix](name)
+        factory = _FACTORIES[prefix]
+        if len(inspect.signature(factory).parameters) >= 2:
+            return factory(name, llm)
+        if llm is not None:
+            raise UnknownPartnerError(f"agent {name!r} does not use an LLM")
+        return factory(name)
     raise UnknownPartnerError(f"unknown agent {name!r}; available: {', '.join(agent_names())}")

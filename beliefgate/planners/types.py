@@ -1,0 +1,65 @@
+"""Typed inputs and outputs of planners (no domain logic here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+
+@dataclass(frozen=True)
+class BeliefBlock:
+    """What the ego believes about its partner, as planners see it.
+
+    ``posterior`` maps skill names to probabilities; ``map_skill`` is the most
+    probable one and ``confidence`` its probability; ``band`` is a coarse reading
+    of the confidence ("low" < 0.5 <= "medium" < 0.8 <= "high"); ``gate`` names
+    the control signal that triggered this planning call, if any.
+    """
+
+    posterior: Dict[str, float]
+    map_skill: str
+    confidence: float
+    gate: Optional[str] = None
+
+    @property
+    def band(self) -> str:
+        return "high" if self.confidence >= 0.8 else "medium" if self.confidence >= 0.5 else "low"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One earlier planning turn: when, what was chosen, why the planner was called."""
+
+    timestep: int
+    skill: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PlannerInput:
+    """Everything a planner receives for one decision."""
+
+    scene: str
+    feasible: Tuple[str, ...]
+    history: Tuple[Turn, ...] = ()
+    belief: Optional[BeliefBlock] = None
+    reason: str = "idle"
+    needs: Dict[str, float] = field(default_factory=dict)  # feasible skill -> times the kitchen needs it now
+    roles: Dict[str, str] = field(default_factory=dict)  # skill -> role
+    complementary: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # partner skill -> ego skills
+
+    @property
+    def useful(self) -> Tuple[str, ...]:
+        """Feasible skills with a positive need, in the order of ``feasible``."""
+        return tuple(s for s in self.feasible if self.needs.get(s, 0.0) > 0)
+
+
+@dataclass(frozen=True)
+class PlanDecision:
+    """A planner's answer: the skill and how it was reached."""
+
+    skill: str
+    source: str            # "rule", "llm" or "fallback"
+    attempts: int = 0      # LLM calls spent on this decision
+    reply: str = ""        # the last raw reply (LLM planners)
+    note: str = ""
