@@ -78,16 +78,33 @@ def episode(
     horizon: int = typer.Option(400, min=1, help="episode length in steps"),
     seat: int = typer.Option(0, min=0, max=1, help="player slot of the ego (0 or 1)"),
     log: Optional[Path] = typer.Option(None, help="write the trajectory log (JSONL) here"),
+    llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server for LLM agents "
+                                               "(default: $BELIEFGATE_LLM_BASE_URL; none = offline rule planner)"),
+    llm_model: Optional[str] = typer.Option(None, help="model name (default: $BELIEFGATE_LLM_MODEL)"),
+    llm_timeout: float = typer.Option(30.0, min=0.1, help="seconds per LLM request"),
+    llm_cache: Optional[Path] = typer.Option(None, help="directory for an on-disk LLM response cache"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
 ) -> None:
     """Play one episode on the real Overcooked dynamics and summarise it."""
     from beliefgate.envs.overcooked.layouts import UnknownLayoutError
     from beliefgate.envs.overcooked.partners import UnknownPartnerError
     from beliefgate.eval.episode import run_episode
+    from beliefgate.planners.errors import PlannerConfigError
 
+    llm = None
+    base_url = llm_base_url or os.environ.get("BELIEFGATE_LLM_BASE_URL")
+    if base_url:
+        from beliefgate.planners.client import LLMClient, LLMSettings
+
+        try:
+            llm = LLMClient(LLMSettings(base_url=base_url, model=llm_model or os.environ.get("BELIEFGATE_LLM_MODEL", ""),
+                                        api_key=os.environ.get("OPENAI_API_KEY", "not-needed"),
+                                        timeout_s=llm_timeout, cache_dir=str(llm_cache) if llm_cache else None))
+        except PlannerConfigError as exc:
+            _fail(str(exc))
     try:
-        result = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=seat, log_path=log)
-    except (UnknownLayoutError, UnknownPartnerError) as exc:
+        result = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=seat, log_path=log, llm=llm)
+    except (UnknownLayoutError, UnknownPartnerError, PlannerConfigError) as exc:
         _fail(str(exc))
     if as_json:
         print(json.dumps(result.summary))

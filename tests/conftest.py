@@ -29,3 +29,25 @@ def x64():
     jax.config.update("jax_enable_x64", True)
     yield
     jax.config.update("jax_enable_x64", previous)
+
+
+@pytest.fixture(autouse=True)
+def _loopback_only(monkeypatch):
+    """No test talks to the network from this process except to servers on this machine."""
+    import ipaddress
+    import socket
+
+    real_connect = socket.socket.connect
+
+    def guarded(self, address):
+        host = address[0] if isinstance(address, tuple) else None
+        if host is not None:
+            try:
+                ok = host == "localhost" or ipaddress.ip_address(host).is_loopback
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ConnectionRefusedError(f"tests may only connect to loopback, not {host!r}")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)

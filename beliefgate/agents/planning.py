@@ -61,6 +61,7 @@ class PlanningAgent:
         self.replans = 0
         self.decision: Optional[Decision] = None
         self._info: Dict[str, object] = {}
+        self._last_source: Optional[str] = None
 
     def act(self, state: SymbolicState, my_events: Sequence[str] = ()) -> int:
         decision = None
@@ -96,6 +97,8 @@ class PlanningAgent:
             "plans": self.plans,
             "replans": self.replans,
             "llm_calls": self.llm_calls,
+            "fallbacks": int(getattr(self.planner, "fallbacks", 0)),
+            "plan_source": self._last_source,
         }
         self.prev = state
         return int(action)
@@ -150,6 +153,7 @@ class PlanningAgent:
             self.executor.stop()
             return
         choice: PlanDecision = self.planner.choose(inp)
+        self._last_source = choice.source
         self.plans += 1
         if interrupted:
             self.replans += 1
@@ -227,3 +231,42 @@ class CompletionHeldAgent(PlanningAgent):
             if after is not None and after != before:
                 return "partner_holding"
         return None
+
+
+class LLMJudgeAgent(PlanningAgent):
+    """Belief in the prompt; every ``every`` steps a separate judge decides whether to replan.
+
+    With an LLM client the judge is a model call (role ``judge``); offline it is a
+    rule: replan when the partner's most likely skill is in the ego's own role
+    with confidence >= 0.7 (a duplicate).
+    """
+
+    def __init__(self, client=None, every: int = 5, planner=None, params=None):
+        super().__init__("llm-judge", planner, params)
+        self.client = client
+        self.every = every
+        self.judge_fallbacks = 0
+
+    def extra_llm_calls(self) -> int:
+        return self.client.ledger.calls("judge") if self.client is not None else 0
+
+    def trigger(self, state, decision, partner_events):
+        if state.timestep == 0 or state.timestep % self.every or decision is None:
+            return None
+        own_role = self.library.role_of(self.active)
+        if self.client is None:
+            m = decision.map_skill
+            duplicate = self.library.role_of(m) == own_role and decision.confidence >= 0.7
+            return "judge" if duplicate else None
+        from beliefgate.planners.errors import LLMUnavailableError, ModelOutputError
+        from beliefgate.planners.parse import parse_yes_no
+        from beliefgate.planners.prompts import judge_messages
+
+        actions = ", ".join(partner_events) or "no interaction"
+        messages = judge_messages(scene_text(state, self.player), self.active_skill or "none", actions,
+                                  self.belief_block(None))
+        try:
+            return "judge" if parse_yes_no(self.client.chat(messages, role="judge")) else None
+        except (ModelOutputError, LLMUnavailableError):
+            self.judge_fallbacks += 1  # an unusable or missing judgement keeps the current skill
+            return None

@@ -65,6 +65,8 @@ def _builtin() -> None:
     register("periodic", periodic, "posterior in the prompt, replans every N steps (periodic-N)")
     register("completion-held", lambda name, llm=None: P.CompletionHeldAgent(planner=_planner(llm)),
              "posterior in the prompt, replans when the partner completes a skill or picks an item up")
+    register("llm-judge", lambda name, llm=None: P.LLMJudgeAgent(client=llm, planner=_planner(llm)),
+             "posterior in the prompt, a judge (LLM, or a duplicate-role rule offline) decides replanning")
 
 
 def _planner(llm):

@@ -33,10 +33,12 @@ def agent_seeds(seed: int, num_players: int) -> List[int]:
 
 def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int = DEFAULT_HORIZON,
                 seat: int = 0, log_path: Optional[str | Path] = None, old_dynamics: bool = True,
-                config: Optional[Dict[str, Any]] = None) -> EpisodeResult:
+                config: Optional[Dict[str, Any]] = None, llm=None) -> EpisodeResult:
     """Play ``ego`` (in player slot ``seat``) with ``partner`` for ``horizon`` steps.
 
     Writes a trajectory log to ``log_path`` when given (flushed line by line).
+    ``llm`` (an :class:`~beliefgate.planners.client.LLMClient`) is given to the ego
+    when its agent uses one.
     """
     layout = resolve_layout(layout)
     if seat not in (0, 1):
@@ -44,13 +46,14 @@ def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int
     env = OvercookedAdapter(layout, horizon=horizon, old_dynamics=old_dynamics)
     names = [partner, partner]
     names[seat] = ego
-    agents = [make_agent(n) for n in names]
+    agents = [make_agent(n, llm if i == seat else None) for i, n in enumerate(names)]
     for i, (agent, s) in enumerate(zip(agents, agent_seeds(seed, 2))):
         agent.reset(layout, i, s)
     header = LogHeader(
         layout=layout, horizon=horizon, seed=seed, seat=seat, agents=names, ego=ego, partner=partner,
         version=beliefgate.__version__,
-        config={"old_dynamics": old_dynamics, **(config or {})},
+        config={"old_dynamics": old_dynamics, **(config or {}),
+                **({"llm_model": llm.settings.model, "llm_base_url": llm.settings.base_url} if llm is not None else {})},
     )
     traj = Trajectory(header)
     writer = LogWriter(log_path, header) if log_path is not None else None
@@ -80,6 +83,9 @@ def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int
             "replans": int(ego_info.get("replans", 0)), "llm_calls": int(ego_info.get("llm_calls", 0)),
             "wall_s": round(time.perf_counter() - started, 4),
         }
+        if llm is not None:
+            summary["llm"] = {**llm.ledger.summary(), "model": llm.settings.model,
+                              "fallbacks": int(ego_info.get("fallbacks", 0))}
         traj.final = FinalRow(state=state, summary=summary)
         if writer is not None:
             writer.final(traj.final)

@@ -1,0 +1,68 @@
+"""Prompt templates (package files) rendered by one function from typed inputs."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from string import Template
+from typing import Dict, List, Optional
+
+from beliefgate.planners.errors import PlannerConfigError
+from beliefgate.planners.types import BeliefBlock, PlannerInput
+
+_REASONS = {
+    "start": "the episode starts",
+    "idle": "you have no skill",
+    "completed": "your last skill is done",
+    "invalid": "your last skill can no longer be done",
+    "timed_out": "your last skill took too long",
+    "gate": "your partner's behaviour contradicts what you believed it was doing",
+    "periodic": "a periodic check",
+    "partner_completed": "your partner just finished a skill",
+    "partner_holding": "your partner just picked something up",
+    "judge": "a reviewer suggested reconsidering",
+}
+
+
+@lru_cache(maxsize=None)
+def template(name: str) -> Template:
+    """The template file ``beliefgate/planners/prompts/NAME.txt``."""
+    try:
+        text = resources.files("beliefgate.planners").joinpath("prompts", f"{name}.txt").read_text()
+    except FileNotFoundError:
+        raise PlannerConfigError(f"no prompt template named {name!r}") from None
+    return Template(text)
+
+
+def render(name: str, **fields: str) -> str:
+    """Render a template; a missing field is a :class:`PlannerConfigError`."""
+    try:
+        return template(name).substitute(**fields)
+    except KeyError as exc:
+        raise PlannerConfigError(f"template {name!r} needs field {exc.args[0]!r}") from None
+
+
+def belief_text(belief: Optional[BeliefBlock]) -> str:
+    if belief is None:
+        return ""
+    ranked = sorted(belief.posterior.items(), key=lambda kv: -kv[1])
+    gate = f" Signal: {_REASONS.get(belief.gate, belief.gate)}." if belief.gate else ""
+    return render("belief_block", posterior=", ".join(f"{k} {v:.2f}" for k, v in ranked if v >= 0.01),
+                  map_skill=belief.map_skill, confidence=f"{belief.confidence:.2f}", band=belief.band, gate=gate)
+
+
+def planner_messages(inp: PlannerInput) -> List[Dict[str, str]]:
+    """System + user messages for one planning decision."""
+    history = "\n".join(f"- step {t.timestep}: {t.skill} ({_REASONS.get(t.reason, t.reason)})"
+                        for t in inp.history) or "- none yet"
+    needs = ", ".join(f"{k} x{v:g}" for k, v in inp.needs.items() if v > 0) or "nothing urgent"
+    user = render("planner_user", scene=inp.scene, reason=_REASONS.get(inp.reason, inp.reason),
+                  belief=belief_text(inp.belief), history=history, needs=needs,
+                  feasible="\n".join(f"{i + 1}. {s}" for i, s in enumerate(inp.feasible)))
+    return [{"role": "system", "content": render("planner_system")}, {"role": "user", "content": user}]
+
+
+def judge_messages(scene: str, current: str, partner_actions: str, belief: Optional[BeliefBlock]):
+    user = render("judge_user", scene=scene, current=current, partner_actions=partner_actions,
+                  belief=belief_text(belief))
+    return [{"role": "system", "content": render("judge_system")}, {"role": "user", "content": user}]

@@ -1,0 +1,152 @@
+"""Planner layer control flow with a scripted OpenAI-compatible double (parsing, retries, fallbacks)."""
+
+from types import SimpleNamespace
+
+import httpx
+import openai
+import pytest
+
+from beliefgate.planners.client import LLMClient, LLMSettings
+from beliefgate.planners.errors import LLMUnavailableError, ModelOutputError, PlannerConfigError
+from beliefgate.planners.llm import LLMPlanner
+from beliefgate.planners.parse import parse_skill, parse_yes_no
+from beliefgate.planners.prompts import planner_messages, render
+from beliefgate.planners.types import BeliefBlock, PlannerInput
+
+FEASIBLE = ("pickup_onion", "pickup_dish", "place_obj_on_counter")
+REQ = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+
+
+def _err(cls, status):
+    return cls("boom", response=httpx.Response(status, request=REQ), body=None)
+
+
+class Scripted:
+    """An `openai.OpenAI` stand-in whose replies (or exceptions) are scripted in order."""
+
+    def __init__(self, *script):
+        self.script = list(script)
+        self.requests = []
+        self.chat = SimpleNamespace(completions=SimpleNamespace(create=self._create))
+
+    def _create(self, **kwargs):
+        self.requests.append(kwargs)
+        item = self.script.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        usage = SimpleNamespace(prompt_tokens=10, completion_tokens=3)
+        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=item))], usage=usage)
+
+
+def client(*script, **settings):
+    fake = Scripted(*script)
+    sleeps = []
+    c = LLMClient(LLMSettings(base_url="http://127.0.0.1:1/v1", model="m", **settings), openai_client=fake,
+                  sleep=sleeps.append)
+    return c, fake, sleeps
+
+
+INPUT = PlannerInput(scene="Kitchen 'cramped_room', step 3.", feasible=FEASIBLE,
+                     belief=BeliefBlock({"pickup_onion": 0.8, "pickup_dish": 0.2}, "pickup_onion", 0.8, "gate"),
+                     needs={"pickup_onion": 1.0, "pickup_dish": 1.0}, reason="gate")
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ('{"skill": "pickup_dish", "why": "partner gets onions"}', "pickup_dish"),
+    ("2", "pickup_dish"),
+    ("pickup_onion", "pickup_onion"),
+    ("I will do place_obj_on_counter now.", "place_obj_on_counter"),
+    ('{"skill": "pick up dish"}', "pickup_dish"),
+    ("```json\n{\"skill\": \"pickup_onion\"}\n```", "pickup_onion"),
+])
+def test_parse_skill(reply, expected):
+    assert parse_skill(reply, FEASIBLE) == expected
+
+
+@pytest.mark.parametrize("reply", ["", "7", "bake a cake", '{"skill": "deliver_soup"}'])
+def test_parse_skill_rejects(reply):
+    with pytest.raises(ModelOutputError):
+        parse_skill(reply, FEASIBLE)
+
+
+def test_parse_yes_no():
+    assert parse_yes_no('{"replan": true}') and not parse_yes_no("No, keep going")
+    with pytest.raises(ModelOutputError):
+        parse_yes_no("maybe")
+
+
+def test_prompt_contains_belief_and_feasible_set():
+    messages = planner_messages(INPUT)
+    user = messages[1]["content"]
+    assert "pickup_onion 0.80" in user and "confidence 0.80, high" in user
+    assert "1. pickup_onion" in user and "3. place_obj_on_counter" in user
+    assert "contradicts" in user  # the gate signal is explained
+    with pytest.raises(PlannerConfigError):
+        render("planner_user", scene="x")
+    with pytest.raises(PlannerConfigError):
+        render("no_such_template")
+
+
+def test_planner_happy_path_and_ledger():
+    c, fake, _ = client('{"skill": "pickup_dish"}')
+    d = LLMPlanner(c).choose(INPUT)
+    assert (d.skill, d.source, d.attempts) == ("pickup_dish", "llm", 1)
+    assert fake.requests[0]["temperature"] == 0.0
+    assert fake.requests[0]["response_format"]["type"] == "json_schema"
+    assert c.ledger.calls("planner") == 1 and c.ledger.summary()["prompt_tokens"] == 10
+
+
+def test_reask_then_fallback():
+    c, fake, _ = client("banana", "still banana", '{"skill": "pickup_onion"}')
+    d = LLMPlanner(c).choose(INPUT)
+    assert (d.skill, d.source, d.attempts) == ("pickup_onion", "llm", 3)
+    assert fake.requests[1]["messages"][-1]["content"].startswith("That is not one of the allowed skills")
+    c, _, _ = client(*["nope"] * 4)
+    planner = LLMPlanner(c)
+    d = planner.choose(INPUT)
+    assert d.source == "fallback" and d.skill in FEASIBLE and planner.fallbacks == 1 and d.attempts == 4
+
+
+def test_json_schema_rejected_downgrades_format():
+    c, fake, _ = client(_err(openai.InternalServerError, 500), '{"skill": "pickup_onion"}', '{"skill": "pickup_dish"}')
+    assert LLMPlanner(c).choose(INPUT).skill == "pickup_onion"
+    assert fake.requests[1]["response_format"] == {"type": "json_object"}
+    LLMPlanner(c).choose(INPUT)
+    assert fake.requests[2]["response_format"] == {"type": "json_object"}  # remembered
+    assert [e.outcome for e in c.ledger.entries] == ["format_downgrade", "ok", "ok"]
+
+
+def test_retries_with_backoff_then_unavailable_falls_back():
+    c, _, sleeps = client(_err(openai.RateLimitError, 429), '{"skill": "pickup_dish"}', response_format="json_object")
+    assert LLMPlanner(c).choose(INPUT).skill == "pickup_dish"
+    assert sleeps == [0.5]
+    conn = openai.APIConnectionError(request=REQ)
+    c, _, sleeps = client(conn, conn, conn, conn, response_format="json_object")
+    with pytest.raises(LLMUnavailableError, match="4 attempts"):
+        c.chat([{"role": "user", "content": "x"}])
+    assert sleeps == [0.5, 1.0, 2.0]
+    c, _, _ = client(conn, conn, conn, conn, response_format="json_object")
+    d = LLMPlanner(c).choose(INPUT)
+    assert d.source == "fallback" and "unavailable" in d.note
+
+
+def test_cache(tmp_path):
+    c, fake, _ = client('{"skill": "pickup_dish"}', cache_dir=str(tmp_path))
+    LLMPlanner(c).choose(INPUT)
+    c2, fake2, _ = client(cache_dir=str(tmp_path))
+    assert LLMPlanner(c2).choose(INPUT).skill == "pickup_dish" and fake2.requests == []
+    assert c2.ledger.requests == 0 and c2.ledger.calls() == 1
+
+
+def test_bad_settings():
+    with pytest.raises(PlannerConfigError):
+        LLMSettings(base_url="ftp://x", model="m")
+    with pytest.raises(PlannerConfigError):
+        LLMSettings(base_url="http://127.0.0.1:1", model="")
+
+
+def test_loopback_guard_blocks_external_hosts():
+    import socket
+
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("93.184.216.34", 80), timeout=1)
