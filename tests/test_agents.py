@@ -39,7 +39,8 @@ def test_rule_planner_prefers_complementary_among_useful():
 
 
 @pytest.mark.parametrize("ego", ["bayes-belief", "bayes-belief:no_replan", "bayes-belief:no_prompt",
-                                 "bayes-belief:no_belief", "proagent", "periodic-10", "completion-held"])
+                                 "bayes-belief:no_belief", "proagent", "periodic-10", "completion-held",
+                                 "llm-judge", "hypothetical-minds"])
 def test_every_offline_agent_plays_and_logs(ego):
     result = run_episode("cramped_room", ego, "switch-sourcer-to-plater", seed=1, horizon=150)
     assert result.summary["deliveries"] >= 1
@@ -84,3 +85,18 @@ def test_gap_rate_definition_on_hand_checked_episode():
         if ref.truth[t] >= 0:
             row.skills[0] = LIB.complementary_skills(int(ref.truth[t]))[0]
     assert belief_action_gap_rate(traj, ref) == 0.0
+
+
+def test_hypothetical_minds_rescorla_wagner():
+    from beliefgate.agents.hypothetical_minds import Hypothesis, HypotheticalMindsAgent
+
+    agent = HypotheticalMindsAgent()
+    agent.reset("cramped_room", 0, 0)
+    agent.store = [Hypothesis("onions", "pickup_onion", 0.0, 0), Hypothesis("dishes", "pickup_dish", 0.5, 0)]
+    agent._score(["pickup_onion"])
+    assert agent.store[0].score == pytest.approx(0.3) and agent.store[1].score == pytest.approx(0.5 + 0.3 * -1.5)
+    for _ in range(5):
+        agent._score(["pickup_onion"])
+    assert agent.best.skill == "pickup_onion" and agent.best.score > 0.7
+    result = run_episode("cramped_room", "hypothetical-minds", "onion-sourcer", seed=0, horizon=200)
+    assert result.summary["deliveries"] >= 1

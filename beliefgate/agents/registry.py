@@ -65,8 +65,16 @@ def _builtin() -> None:
     register("periodic", periodic, "posterior in the prompt, replans every N steps (periodic-N)")
     register("completion-held", lambda name, llm=None: P.CompletionHeldAgent(planner=_planner(llm)),
              "posterior in the prompt, replans when the partner completes a skill or picks an item up")
+    register("hypothetical-minds", lambda name, llm=None: _hm(llm),
+             "hypothesis store with Rescorla-Wagner scores (LLM, or the gate's MAP offline)")
     register("llm-judge", lambda name, llm=None: P.LLMJudgeAgent(client=llm, planner=_planner(llm)),
              "posterior in the prompt, a judge (LLM, or a duplicate-role rule offline) decides replanning")
+
+
+def _hm(llm):
+    from beliefgate.agents.hypothetical_minds import HypotheticalMindsAgent
+
+    return HypotheticalMindsAgent(client=llm, planner=_planner(llm))
 
 
 def _planner(llm):

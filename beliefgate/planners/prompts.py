@@ -21,6 +21,7 @@ _REASONS = {
     "partner_completed": "your partner just finished a skill",
     "partner_holding": "your partner just picked something up",
     "judge": "a reviewer suggested reconsidering",
+    "hypothesis": "your hypothesis about the partner changed",
 }
 
 
