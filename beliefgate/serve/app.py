@@ -1,0 +1,560 @@
+"""The gate service: a FastAPI app over :class:`~beliefgate.beliefs.gate.Gate` sessions.
+
+``create_app(ServeSettings(...))`` builds the app; ``beliefgate serve`` runs it under
+uvicorn. Routes live under ``/v1`` (see ``docs/serve.md`` and ``docs/openapi.json``):
+
+    GET    /v1/healthz                              liveness, no auth
+    POST   /v1/sessions                             create (generic or Overcooked)
+    GET    /v1/sessions/{id}                        session state
+    DELETE /v1/sessions/{id}
+    POST   /v1/sessions/{id}/step                   Gate.step
+    POST   /v1/sessions/{id}/step_loglik            Gate.step_loglik
+    POST   /v1/sessions/{id}/step_evidence          Gate.step_evidence
+    POST   /v1/sessions/{id}/observe                Gate.observe (Overcooked sessions)
+    POST   /v1/sessions/{id}/notify_replanned       Gate.notify_replanned
+    POST   /v1/sessions/{id}/reset                  Gate.reset
+
+Server model: one process, one event loop. Gate calls take microseconds and run on
+the loop under the session's :class:`asyncio.Lock`; only building an Overcooked
+gate (first use of a layout loads its tables) runs in a worker thread. An ASGI guard
+in front of the app checks the bearer token and the body size before a request's
+body is parsed.
+
+Status codes: 401 missing/wrong token; 404 unknown session or route; 409 operation
+for another kind of session; 413 body over the limit; 422 malformed request or input
+the gate rejects (the ``error`` field names the exception, e.g. ``ShapeMismatchError``);
+429 session limit; 503 snapshot write failed (the change was rolled back). Every
+error leaves the session as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import math
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import numpy as np
+from fastapi import APIRouter, FastAPI, Request, Security
+from fastapi import Path as PathParam
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from fastapi.security import HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+import beliefgate
+from beliefgate.beliefs.errors import BeliefInputError, InvalidParameterError
+from beliefgate.beliefs.evidence import StepEvidence
+from beliefgate.beliefs.gate import Gate, GateParams
+from beliefgate.serve.schemas import (
+    SESSION_ID_PATTERN,
+    CreateSessionRequest,
+    DecisionOut,
+    ErrorOut,
+    HealthOut,
+    ObserveRequest,
+    ResetRequest,
+    SessionOut,
+    StepEvidenceRequest,
+    StepLoglikRequest,
+    StepRequest,
+    decision_payload,
+    gate_state_payload,
+)
+from beliefgate.serve.sessions import (
+    Session,
+    SessionError,
+    SessionNotFoundError,
+    SessionStore,
+    SnapshotWriteError,
+)
+
+log = logging.getLogger("beliefgate.serve")
+
+API_PREFIX = "/v1"
+#: default request body limit (bytes)
+DEFAULT_MAX_BODY_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """Configuration of one service instance.
+
+    ``token``: bearer token every ``/v1`` route but ``healthz`` requires (``None``:
+    no auth; only sensible on a loopback host). ``max_sessions``: live sessions at
+    most (429 beyond). ``ttl_s``: idle seconds before a session expires (``None``:
+    never). ``max_body_bytes``: request body limit (413 beyond). ``snapshot_path``:
+    file the sessions are snapshotted to after every change and restored from at
+    start (``None``: in memory only). ``sweep_interval_s``: how often expired
+    sessions are collected (default ``min(ttl/4, 30)`` seconds).
+    """
+
+    token: Optional[str] = None
+    max_sessions: int = 1000
+    ttl_s: Optional[float] = 3600.0
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    snapshot_path: Optional[Path] = None
+    sweep_interval_s: Optional[float] = None
+
+    def __post_init__(self):
+        if self.token is not None and not self.token.strip():
+            raise ValueError("token must not be empty")
+        if self.max_sessions < 1:
+            raise ValueError(f"max_sessions must be >= 1, got {self.max_sessions}")
+        if self.ttl_s is not None and not (self.ttl_s > 0 and math.isfinite(self.ttl_s)):
+            raise ValueError(f"ttl_s must be a positive number or None, got {self.ttl_s}")
+        if self.max_body_bytes < 1024:
+            raise ValueError(f"max_body_bytes must be >= 1024, got {self.max_body_bytes}")
+
+    def sweep_interval(self) -> Optional[float]:
+        if self.ttl_s is None:
+            return None
+        if self.sweep_interval_s is not None:
+            return self.sweep_interval_s
+        return min(max(self.ttl_s / 4.0, 0.05), 30.0)
+
+
+class ApiError(Exception):
+    """An error with its HTTP status and ``error`` kind."""
+
+    def __init__(self, status_code: int, kind: str, detail: str):
+        super().__init__(detail)
+        self.status_code = status_code
+        self.kind = kind
+        self.detail = detail
+
+
+# --------------------------------------------------------------------------- responses
+
+
+def _dumps(payload: Any) -> bytes:
+    return json.dumps(payload, allow_nan=False, separators=(",", ":")).encode()
+
+
+def _json(payload: Any, status_code: int = 200, headers: Optional[dict] = None) -> Response:
+    return Response(_dumps(payload), status_code=status_code, media_type="application/json", headers=headers)
+
+
+def _error(status_code: int, kind: str, detail: str, errors: Optional[list] = None,
+           headers: Optional[dict] = None) -> Response:
+    body = {"error": kind, "detail": detail}
+    if errors is not None:
+        body["errors"] = errors
+    return _json(body, status_code, headers)
+
+
+_ERRORS = {
+    401: {"model": ErrorOut, "description": "missing or wrong bearer token"},
+    404: {"model": ErrorOut, "description": "unknown session"},
+    413: {"model": ErrorOut, "description": "request body over the limit"},
+    422: {"model": ErrorOut, "description": "malformed request, or input the gate rejects"},
+    503: {"model": ErrorOut, "description": "snapshot write failed; the change was rolled back"},
+}
+
+
+def _responses(*codes: int) -> dict:
+    return {c: _ERRORS[c] for c in codes}
+
+
+_STEP_RESPONSES = {**_responses(401, 404, 413, 422, 503),
+                   409: {"model": ErrorOut, "description": "operation for another kind of session"}}
+
+
+# --------------------------------------------------------------------------- ASGI guard
+
+
+class _Guard:
+    """Bearer-token check and body-size limit, before the app reads anything.
+
+    The body is read here, counted, and replayed to the app; a body over the limit
+    (by ``Content-Length`` or by what arrives) gets 413 without being parsed.
+    """
+
+    def __init__(self, app, token: Optional[str], max_body_bytes: int):
+        self.app = app
+        self.token = None if token is None else token.encode()
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or ())
+        path = scope.get("path", "")
+        if self.token is not None and path.startswith(API_PREFIX + "/") and path != API_PREFIX + "/healthz":
+            if not self._authorised(headers.get(b"authorization")):
+                await _send(send, _error(401, "unauthorized", "missing or wrong bearer token",
+                                         headers={"WWW-Authenticate": 'Bearer realm="beliefgate"'}))
+                return
+        declared = headers.get(b"content-length")
+        if declared is not None:
+            try:
+                size = int(declared)
+            except ValueError:
+                await _send(send, _error(400, "bad_request", "Content-Length is not an integer"))
+                return
+            if size > self.max_body_bytes:
+                await _send(send, _too_large(self.max_body_bytes))
+                return
+        chunks = []
+        total = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # client went away
+                return
+            chunk = message.get("body", b"")
+            total += len(chunk)
+            if total > self.max_body_bytes:
+                await _send(send, _too_large(self.max_body_bytes))
+                return
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    def _authorised(self, header: Optional[bytes]) -> bool:
+        if not header:
+            return False
+        scheme, _, value = header.partition(b" ")
+        if scheme.lower() != b"bearer":
+            return False
+        return hmac.compare_digest(value.strip(), self.token)
+
+
+def _too_large(limit: int) -> Response:
+    return _error(413, "payload_too_large", f"request body exceeds the limit of {limit} bytes")
+
+
+async def _send(send, response: Response) -> None:
+    await send({"type": "http.response.start", "status": response.status_code,
+                "headers": response.raw_headers})
+    await send({"type": "http.response.body", "body": response.body})
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _store(request: Request) -> SessionStore:
+    return request.app.state.store
+
+
+def _session_payload(store: SessionStore, session: Session) -> dict:
+    payload = gate_state_payload(session.gate)
+    counts = session.prior_counts if session.prior_counts is not None else np.zeros(session.gate.num_skills)
+    payload.update(
+        session_id=session.id,
+        kind=session.kind,
+        layout=session.layout,
+        partner=session.partner,
+        prior_counts=counts.tolist(),
+        version=session.version,
+        created_at=session.created_at,
+        idle_s=store.idle(session),
+        expires_in_s=store.expires_in(session),
+    )
+    return payload
+
+
+async def _mutate(store: SessionStore, session_id: str, apply):
+    """Run ``apply(session)`` under the session's lock; book-keep and persist on success.
+
+    ``apply`` either raises before the gate changed (the Gate validates first) or
+    succeeds; a failed snapshot write rolls the change back.
+    """
+    session = store.get(session_id)
+    async with session.lock:
+        if session.closed:  # deleted or expired while this request waited for the lock
+            raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
+        result = apply(session)
+        undo = store.changed(session)
+        if store.persistent:
+            try:
+                await store.commit()
+            except SnapshotWriteError:
+                store.rollback(session, undo)
+                raise
+    return result
+
+
+def _overcooked_gate(layout: str, params: GateParams, partner: int):
+    """Build an Overcooked gate and its observer (runs in a worker thread)."""
+    from beliefgate.envs.overcooked.layouts import layout_info, resolve_layout
+    from beliefgate.envs.overcooked.observer import OvercookedObserver
+
+    name = resolve_layout(layout)
+    players = len(layout_info(name).start_positions)
+    if partner >= players:
+        raise InvalidParameterError(f"partner index must lie in [0, {players}) on {name}, got {partner}")
+    gate = Gate.for_overcooked(name, params, partner=partner)
+    return name, gate, OvercookedObserver(name, params, partner=partner)
+
+
+SessionId = Annotated[str, PathParam(pattern=SESSION_ID_PATTERN, max_length=64,
+                                     description="id returned by POST /v1/sessions")]
+
+_bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer <token>` when the server has a token")
+
+
+# --------------------------------------------------------------------------- routes
+
+
+def _routes() -> tuple[APIRouter, APIRouter]:
+    public = APIRouter(prefix=API_PREFIX)
+    api = APIRouter(prefix=API_PREFIX, dependencies=[Security(_bearer)])
+
+    @public.get("/healthz", response_model=HealthOut, tags=["service"])
+    async def healthz(request: Request) -> Response:
+        """Liveness: the service answers, and how many sessions it holds (no auth)."""
+        settings: ServeSettings = request.app.state.settings
+        store = _store(request)
+        return _json({"status": "ok", "version": beliefgate.__version__, "sessions": len(store),
+                      "max_sessions": store.max_sessions, "ttl_s": store.ttl_s,
+                      "snapshot": store.persistent, "auth": settings.token is not None})
+
+    @api.post("/sessions", status_code=201, response_model=SessionOut, tags=["sessions"],
+              responses={**_responses(401, 413, 422, 503),
+                         429: {"model": ErrorOut, "description": "session limit reached"}})
+    async def create_session(body: CreateSessionRequest, request: Request) -> Response:
+        """Create a session: a generic gate (`num_skills`/`skill_names`) or an Overcooked gate (`layout`)."""
+        store = _store(request)
+        store.check_capacity()
+        params = body.params.to_gate_params()
+        observer = None
+        if body.kind == "overcooked":
+            from beliefgate.envs.overcooked.layouts import UnknownLayoutError
+
+            partner = 1 if body.partner is None else body.partner
+            try:
+                layout, gate, observer = await asyncio.to_thread(_overcooked_gate, body.layout, params, partner)
+            except UnknownLayoutError as exc:
+                raise ApiError(422, "UnknownLayoutError", str(exc)) from None
+            session = store.add(gate, "overcooked", layout, partner, observer=observer)
+        else:
+            gate = Gate.from_logprobs(body.resolved_num_skills(), params, body.skill_names, body.prior_counts)
+            session = store.add(gate, "logprobs", prior_counts=body.prior_counts)
+        if store.persistent:
+            try:
+                await store.commit()
+            except SnapshotWriteError:
+                store.remove(session)
+                raise
+        return _json(_session_payload(store, session), 201,
+                     headers={"Location": f"{API_PREFIX}/sessions/{session.id}"})
+
+    @api.get("/sessions/{session_id}", response_model=SessionOut, tags=["sessions"],
+             responses=_responses(401, 404, 422))
+    async def get_session(session_id: SessionId, request: Request) -> Response:
+        """The session and its gate's current state (`state_digest` changes iff the state does)."""
+        store = _store(request)
+        session = store.get(session_id)
+        store.touch(session)
+        return _json(_session_payload(store, session))
+
+    @api.delete("/sessions/{session_id}", status_code=204, tags=["sessions"],
+                responses=_responses(401, 404, 422, 503))
+    async def delete_session(session_id: SessionId, request: Request) -> Response:
+        """Delete the session."""
+        store = _store(request)
+        session = store.get(session_id)
+        async with session.lock:
+            if session.closed:
+                raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
+            store.remove(session)
+            if store.persistent:
+                try:
+                    await store.commit()
+                except SnapshotWriteError:
+                    store.reinstate(session)
+                    raise
+        return Response(status_code=204)
+
+    @api.post("/sessions/{session_id}/step", response_model=DecisionOut, tags=["gate"],
+              responses=_STEP_RESPONSES)
+    async def step(session_id: SessionId, body: StepRequest, request: Request) -> Response:
+        """`Gate.step`: condition on the action taken, given every action's log-probability per skill."""
+        table = body.table()
+        decision = await _mutate(_store(request), session_id, lambda s: s.gate.step(
+            table, body.action, body.completed, **body.common_kwargs()))
+        return _json(decision_payload(decision))
+
+    @api.post("/sessions/{session_id}/step_loglik", response_model=DecisionOut, tags=["gate"],
+              responses=_STEP_RESPONSES)
+    async def step_loglik(session_id: SessionId, body: StepLoglikRequest, request: Request) -> Response:
+        """`Gate.step_loglik`: condition on the observed action's log-likelihood under each skill."""
+        loglik = body.vector()
+        decision = await _mutate(_store(request), session_id, lambda s: s.gate.step_loglik(
+            loglik, body.completed, **body.common_kwargs()))
+        return _json(decision_payload(decision))
+
+    @api.post("/sessions/{session_id}/step_evidence", response_model=DecisionOut, tags=["gate"],
+              responses=_STEP_RESPONSES)
+    async def step_evidence(session_id: SessionId, body: StepEvidenceRequest, request: Request) -> Response:
+        """`Gate.step_evidence`: several actions may be consistent with what was observed."""
+        evidence = StepEvidence(body.table(), np.asarray(body.action_mask, dtype=bool), float(body.weight),
+                                body.completed, body.feasible)
+        decision = await _mutate(_store(request), session_id, lambda s: s.gate.step_evidence(
+            evidence, ego_active=body.ego_active))
+        return _json(decision_payload(decision))
+
+    @api.post("/sessions/{session_id}/observe", response_model=DecisionOut, tags=["gate"],
+              responses=_STEP_RESPONSES)
+    async def observe(session_id: SessionId, body: ObserveRequest, request: Request) -> Response:
+        """`Gate.observe`: two consecutive Overcooked states (sessions created with a `layout`)."""
+        from beliefgate.envs.overcooked.dynamics import ImpossibleTransitionError
+        from beliefgate.envs.overcooked.state import StateFormatError
+
+        def apply(session: Session):
+            try:
+                evidence = session.observer.evidence(body.state, body.next_state)
+            except (StateFormatError, ImpossibleTransitionError) as exc:
+                raise ApiError(422, type(exc).__name__, str(exc)) from None
+            return session.gate.step_evidence(evidence, ego_active=body.ego_active)
+
+        decision = await _mutate(_store(request), session_id, apply)
+        return _json(decision_payload(decision))
+
+    @api.post("/sessions/{session_id}/notify_replanned", response_model=SessionOut, tags=["gate"],
+              responses=_responses(401, 404, 422, 503))
+    async def notify_replanned(session_id: SessionId, request: Request) -> Response:
+        """`Gate.notify_replanned`: the ego replanned for its own reasons; cooldowns start now."""
+        store = _store(request)
+        session = await _mutate(store, session_id, lambda s: (s.gate.notify_replanned(), s)[1])
+        return _json(_session_payload(store, session))
+
+    @api.post("/sessions/{session_id}/reset", response_model=SessionOut, tags=["gate"],
+              responses=_responses(401, 404, 413, 422, 503))
+    async def reset(session_id: SessionId, request: Request, body: Optional[ResetRequest] = None) -> Response:
+        """`Gate.reset`: a new episode (`keep_memory` keeps the completion counts)."""
+        store = _store(request)
+        keep = False if body is None else body.keep_memory
+        session = await _mutate(store, session_id, lambda s: (s.gate.reset(keep_memory=keep), s)[1])
+        return _json(_session_payload(store, session))
+
+    return public, api
+
+
+# --------------------------------------------------------------------------- error handlers
+
+
+def _clean_errors(errors) -> list:
+    """Pydantic errors without the offending input (it may hold NaN, which JSON cannot carry)."""
+    out = []
+    for e in errors:
+        loc = [p if isinstance(p, (str, int)) else str(p) for p in e.get("loc", ())]
+        out.append({"loc": loc, "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))})
+    return out
+
+
+def _install_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> Response:
+        errors = _clean_errors(exc.errors())
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"])
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return _error(422, "validation_error", f"{where}: {first['msg']}{more}", errors)
+
+    @app.exception_handler(BeliefInputError)
+    async def _belief(request: Request, exc: BeliefInputError) -> Response:
+        return _error(422, type(exc).__name__, str(exc))
+
+    @app.exception_handler(SessionError)
+    async def _session(request: Request, exc: SessionError) -> Response:
+        return _error(exc.status_code, exc.kind, str(exc))
+
+    @app.exception_handler(SnapshotWriteError)
+    async def _snapshot(request: Request, exc: SnapshotWriteError) -> Response:
+        return _error(503, "snapshot_write_failed", f"{exc}; the change was rolled back")
+
+    @app.exception_handler(ApiError)
+    async def _api(request: Request, exc: ApiError) -> Response:
+        return _error(exc.status_code, exc.kind, exc.detail)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        kinds = {404: "not_found", 405: "method_not_allowed"}
+        return _error(exc.status_code, kinds.get(exc.status_code, "http_error"), str(exc.detail),
+                      headers=getattr(exc, "headers", None))
+
+
+# --------------------------------------------------------------------------- the app
+
+
+async def _sweeper(store: SessionStore, interval: float) -> None:
+    while True:
+        await asyncio.sleep(interval)
+        store.sweep()
+
+
+def create_app(settings: Optional[ServeSettings] = None, **overrides) -> FastAPI:
+    """The FastAPI app of the gate service.
+
+    ``create_app(ServeSettings(token=..., ttl_s=...))`` or ``create_app(token=...)``.
+    With a snapshot path, the sessions in that file are restored here (raises
+    :class:`~beliefgate.serve.sessions.SnapshotError` if it cannot be read).
+    """
+    if settings is None:
+        settings = ServeSettings(**overrides)
+    elif overrides:
+        raise TypeError("give either settings or keyword overrides, not both")
+    store = SessionStore(settings.max_sessions, settings.ttl_s, settings.snapshot_path)
+    restored = store.restore()
+    if restored:
+        log.info("restored %d session(s) from %s", restored, settings.snapshot_path)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        tasks = []
+        interval = settings.sweep_interval()
+        if interval is not None:
+            tasks.append(asyncio.create_task(_sweeper(store, interval)))
+        if store.persistent:
+            tasks.append(asyncio.create_task(store.run_writer()))
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            store.close()
+
+    app = FastAPI(
+        title="beliefgate gate service",
+        version=beliefgate.__version__,
+        description=("The plug-in partner-skill Gate over HTTP: one session per teammate. "
+                     "JSON has no infinities: a log-probability of zero (-inf) is written `null`; "
+                     "NaN and infinities are rejected (422). See docs/serve.md."),
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.store = store
+    public, api = _routes()
+    app.include_router(public)
+    app.include_router(api)
+    _install_handlers(app)
+    app.add_middleware(_Guard, token=settings.token, max_body_bytes=settings.max_body_bytes)
+    return app
+
+
+def openapi_document(app: Optional[FastAPI] = None) -> str:
+    """The OpenAPI document as committed in ``docs/openapi.json`` (sorted keys, 2-space indent)."""
+    app = app or create_app()
+    return json.dumps(app.openapi(), indent=2, sort_keys=True) + "\n"
+
+
+__all__ = ["ServeSettings", "ApiError", "create_app", "openapi_document", "API_PREFIX"]

@@ -1,0 +1,349 @@
+"""Typed Python client of the gate service (needs only httpx).
+
+:class:`Client` mirrors the :class:`~beliefgate.beliefs.gate.Gate` constructors and
+:class:`RemoteGate` mirrors a gate's methods, returning the same
+:class:`~beliefgate.beliefs.gate.Decision` records (NumPy arrays, ``GateInfo`` with
+its ``StableMapInfo``/``ChangePointInfo``), so an agent can swap an in-process gate
+for a remote one::
+
+    from beliefgate.serve import Client
+
+    with Client("http://127.0.0.1:8765", token=None) as client:
+        gate = client.from_logprobs(3, skill_names=["fetch", "cook", "serve"])
+        d = gate.step(table, action)          # float[3, A] log-probabilities, int
+        if d.interrupt:
+            ...
+
+Errors: input the gate rejects raises the same exception class as in process
+(``ShapeMismatchError``, ``UnknownSkillError``, ... -- a subclass that is also a
+:class:`ServeError`); schema violations raise :class:`InvalidRequest` (a
+``ValueError``); the other statuses raise :class:`Unauthorized`,
+:class:`SessionNotFound`, :class:`WrongSessionKind`, :class:`PayloadTooLarge`,
+:class:`SessionLimitReached` or :class:`ServiceUnavailable`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Dict, Optional, Sequence
+
+import httpx
+import numpy as np
+
+from beliefgate.beliefs import errors as _errors
+from beliefgate.beliefs.evidence import StepEvidence
+from beliefgate.beliefs.gate import Decision, GateInfo, GateParams
+from beliefgate.beliefs.gates import ChangePointInfo, StableMapInfo
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+
+
+class ServeError(Exception):
+    """An error answer of the service: HTTP status, ``error`` kind, ``detail``."""
+
+    def __init__(self, status_code: int, kind: str, detail: str, errors: Optional[list] = None):
+        super().__init__(f"{detail} [{status_code} {kind}]")
+        self.status_code = status_code
+        self.kind = kind
+        self.detail = detail
+        self.errors = errors
+
+
+class Unauthorized(ServeError):
+    """401: missing or wrong bearer token."""
+
+
+class SessionNotFound(ServeError, LookupError):
+    """404: the session does not exist (deleted, expired, or never created)."""
+
+
+class WrongSessionKind(ServeError):
+    """409: e.g. ``observe`` on a session that is not an Overcooked gate."""
+
+
+class PayloadTooLarge(ServeError):
+    """413: the request body exceeds the server's limit."""
+
+
+class InvalidRequest(ServeError, ValueError):
+    """422: the request does not match the API's schema."""
+
+
+class SessionLimitReached(ServeError):
+    """429: the server holds its maximum number of sessions."""
+
+
+class ServiceUnavailable(ServeError):
+    """503: the server could not persist the change (it was rolled back)."""
+
+
+_BY_STATUS = {401: Unauthorized, 404: SessionNotFound, 409: WrongSessionKind, 413: PayloadTooLarge,
+              422: InvalidRequest, 429: SessionLimitReached, 503: ServiceUnavailable}
+_REMOTE: Dict[str, type] = {}
+
+
+def _gate_error_class(kind: str) -> Optional[type]:
+    """``RemoteShapeMismatchError(ServeError, ShapeMismatchError)`` for a gate exception name."""
+    if kind in _REMOTE:
+        return _REMOTE[kind]
+    local = getattr(_errors, kind, None)
+    if not (isinstance(local, type) and issubclass(local, _errors.BeliefInputError)):
+        return None
+    cls = type(f"Remote{kind}", (ServeError, local), {"__str__": ServeError.__str__,
+                                                      "__module__": __name__})
+    _REMOTE[kind] = cls
+    return cls
+
+
+def _raise_for(response: httpx.Response) -> None:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    kind = str(body.get("error", "http_error"))
+    detail = str(body.get("detail", response.reason_phrase or "error"))
+    cls = _gate_error_class(kind) if response.status_code == 422 else None
+    if cls is None:
+        cls = _BY_STATUS.get(response.status_code, ServeError)
+    raise cls(response.status_code, kind, detail, body.get("errors"))
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def _logprob_list(values, name: str, ndim: int) -> list:
+    """float arrays -> nested lists, -inf -> None; NaN/+inf cannot be sent."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise _errors.ShapeMismatchError(f"{name} must be a numeric array") from None
+    if arr.ndim != ndim:
+        raise _errors.ShapeMismatchError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
+    if np.isnan(arr).any() or (arr == np.inf).any():
+        raise _errors.NonFiniteLoglikError(f"{name} must not contain NaN or +inf")
+    if ndim == 1:
+        return [None if v == -math.inf else v for v in arr.tolist()]
+    return [[None if v == -math.inf else v for v in row] for row in arr.tolist()]
+
+
+def _plain(x):
+    """NumPy scalars and arrays -> JSON-ready Python values."""
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def _state_json(state) -> Any:
+    if hasattr(state, "model_dump"):
+        return state.model_dump(mode="json")
+    if isinstance(state, (str, bytes)):
+        return json.loads(state)
+    return state
+
+
+def _array(values) -> np.ndarray:
+    out = np.asarray(values, dtype=np.float64)
+    out.setflags(write=False)
+    return out
+
+
+def _prob(x) -> float:
+    return math.nan if x is None else float(x)
+
+
+def _log(x) -> float:
+    return -math.inf if x is None else float(x)
+
+
+def decision_from_payload(p: dict) -> Decision:
+    """The :class:`Decision` a step response encodes (``null`` -> NaN or -inf as documented)."""
+    i = p["info"]
+    sm, cp = i["stable_map"], i["changepoint"]
+    post = _array(p["posterior"])
+    info = GateInfo(
+        t=int(i["t"]),
+        prior=_array(i["prior"]),
+        posterior=_array(i["posterior"]),
+        stable_map=StableMapInfo(int(sm["map_skill"]), float(sm["confidence"]), int(sm["stable"]),
+                                 float(sm["l_t"]), _log(sm["log_l"]), bool(sm["contradiction"]),
+                                 bool(sm["interrupt"]), sm["suppressed_reason"]),
+        changepoint=ChangePointInfo(_prob(cp["prob"]), _prob(cp["switch_prob"]), bool(cp["fired"]),
+                                    cp["suppressed_reason"]),
+        interrupt=bool(i["interrupt"]),
+        suppressed_reason=i["suppressed_reason"],
+        log_evidence=float(i["log_evidence"]),
+        weight=float(i["weight"]),
+        completed=int(i["completed"]),
+        ego_active=bool(i["ego_active"]),
+    )
+    return Decision(post, int(p["map_skill"]), str(p["map_name"]), float(p["confidence"]),
+                    bool(p["contradiction"]), bool(p["interrupt"]), bool(p["changepoint"]),
+                    _prob(p["changepoint_prob"]), _prob(p["switch_prob"]), _array(p["predictive"]), info)
+
+
+# --------------------------------------------------------------------------- client
+
+
+class Client:
+    """HTTP client of one gate service. Thread-safe as far as httpx is; closes with ``with``."""
+
+    def __init__(self, base_url: str = DEFAULT_URL, token: Optional[str] = None, *, timeout: float = 30.0,
+                 transport: Optional[httpx.BaseTransport] = None):
+        headers = {"Accept": "application/json"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout, transport=transport)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def request(self, method: str, path: str, payload: Any = None) -> Any:
+        """One call: JSON in (strict: no NaN), JSON out; error statuses raise."""
+        content = None if payload is None else json.dumps(payload, allow_nan=False).encode()
+        headers = None if payload is None else {"Content-Type": "application/json"}
+        response = self._http.request(method, "/v1" + path, content=content, headers=headers)
+        if response.status_code >= 400:
+            _raise_for(response)
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    # ----------------------------------------------------------------- service
+
+    def healthz(self) -> dict:
+        return self.request("GET", "/healthz")
+
+    def from_logprobs(self, num_skills: Optional[int] = None, params: Optional[GateParams] = None,
+                      skill_names: Optional[Sequence[str]] = None, prior_counts=None) -> "RemoteGate":
+        """A remote :meth:`Gate.from_logprobs <beliefgate.beliefs.gate.Gate.from_logprobs>`."""
+        body: Dict[str, Any] = {}
+        if num_skills is not None:
+            body["num_skills"] = _plain(num_skills)
+        if skill_names is not None:
+            body["skill_names"] = [str(n) for n in skill_names]
+        if prior_counts is not None:
+            body["prior_counts"] = _plain(np.asarray(prior_counts, dtype=np.float64))
+        if params is not None:
+            body["params"] = params.model_dump(mode="json")
+        return RemoteGate(self, self.request("POST", "/sessions", body))
+
+    def for_overcooked(self, layout: str, params: Optional[GateParams] = None, partner: int = 1) -> "RemoteGate":
+        """A remote :meth:`Gate.for_overcooked <beliefgate.beliefs.gate.Gate.for_overcooked>`."""
+        body: Dict[str, Any] = {"layout": layout, "partner": _plain(partner)}
+        if params is not None:
+            body["params"] = params.model_dump(mode="json")
+        return RemoteGate(self, self.request("POST", "/sessions", body))
+
+    def attach(self, session_id: str) -> "RemoteGate":
+        """A handle on an existing session (e.g. after a client restart)."""
+        return RemoteGate(self, self.request("GET", f"/sessions/{session_id}"))
+
+
+class RemoteGate:
+    """One session: the methods of :class:`~beliefgate.beliefs.gate.Gate`, over HTTP."""
+
+    def __init__(self, client: Client, info: dict):
+        self._client = client
+        self.session_id: str = info["session_id"]
+        self.kind: str = info["kind"]
+        self.layout: Optional[str] = info.get("layout")
+        self.partner: Optional[int] = info.get("partner")
+        self.skill_names: tuple = tuple(info["skill_names"])
+        self.num_skills: int = int(info["num_skills"])
+        self.params: GateParams = GateParams.model_validate(info["params"])
+
+    def __repr__(self) -> str:
+        return f"RemoteGate({self.session_id!r}, kind={self.kind!r}, num_skills={self.num_skills})"
+
+    def _path(self, suffix: str = "") -> str:
+        return f"/sessions/{self.session_id}{suffix}"
+
+    def _common(self, completed, feasible, weight, ego_active) -> dict:
+        return {
+            "completed": _plain(completed),
+            "feasible": None if feasible is None else [bool(v) for v in np.asarray(feasible).tolist()],
+            "weight": float(weight) if isinstance(weight, (int, float, np.number)) and not isinstance(
+                weight, (bool, np.bool_)) else weight,
+            "ego_active": bool(ego_active),
+        }
+
+    def step(self, action_logprobs, action, completed=None, *, feasible=None, weight=1.0,
+             ego_active: bool = True) -> Decision:
+        """Remote :meth:`Gate.step`."""
+        body = self._common(completed, feasible, weight, ego_active)
+        body["action_logprobs"] = _logprob_list(action_logprobs, "action_logprobs", 2)
+        body["action"] = _plain(action)
+        return decision_from_payload(self._client.request("POST", self._path("/step"), body))
+
+    def step_loglik(self, loglik, completed=None, *, feasible=None, weight=1.0,
+                    ego_active: bool = True) -> Decision:
+        """Remote :meth:`Gate.step_loglik`."""
+        body = self._common(completed, feasible, weight, ego_active)
+        body["loglik"] = _logprob_list(loglik, "loglik", 1)
+        return decision_from_payload(self._client.request("POST", self._path("/step_loglik"), body))
+
+    def step_evidence(self, ev: StepEvidence, *, ego_active: bool = True) -> Decision:
+        """Remote :meth:`Gate.step_evidence`."""
+        body = self._common(ev.completed, ev.feasible, ev.weight, ego_active)
+        body["action_logprobs"] = _logprob_list(ev.logprobs, "logprobs", 2)
+        body["action_mask"] = [bool(v) for v in np.asarray(ev.action_mask).tolist()]
+        return decision_from_payload(self._client.request("POST", self._path("/step_evidence"), body))
+
+    def observe(self, state, next_state, *, ego_active: bool = True) -> Decision:
+        """Remote :meth:`Gate.observe` (``SymbolicState`` objects, their dicts or JSON)."""
+        body = {"state": _state_json(state), "next_state": _state_json(next_state), "ego_active": bool(ego_active)}
+        return decision_from_payload(self._client.request("POST", self._path("/observe"), body))
+
+    def notify_replanned(self) -> None:
+        """Remote :meth:`Gate.notify_replanned`."""
+        self._client.request("POST", self._path("/notify_replanned"))
+
+    def reset(self, keep_memory: bool = False) -> None:
+        """Remote :meth:`Gate.reset`."""
+        self._client.request("POST", self._path("/reset"), {"keep_memory": bool(keep_memory)})
+
+    def state(self) -> dict:
+        """The session's state (``SessionOut``: ``t``, ``posterior``, ``memory``, ``state_digest``, ...)."""
+        return self._client.request("GET", self._path())
+
+    @property
+    def t(self) -> int:
+        """Index of the next step (one request)."""
+        return int(self.state()["t"])
+
+    @property
+    def memory(self) -> np.ndarray:
+        """Completion counts (one request)."""
+        return np.asarray(self.state()["memory"], dtype=np.float64)
+
+    def delete(self) -> None:
+        """Delete the session on the server."""
+        self._client.request("DELETE", self._path())
+
+
+
+__all__ = [
+    "Client",
+    "RemoteGate",
+    "ServeError",
+    "Unauthorized",
+    "SessionNotFound",
+    "WrongSessionKind",
+    "PayloadTooLarge",
+    "InvalidRequest",
+    "SessionLimitReached",
+    "ServiceUnavailable",
+    "decision_from_payload",
+]

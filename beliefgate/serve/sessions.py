@@ -1,0 +1,434 @@
+"""Sessions of the gate service: one :class:`~beliefgate.beliefs.gate.Gate` each.
+
+The store lives on the server's event loop; every mutation of a session runs
+under that session's :class:`asyncio.Lock` (FIFO), so concurrent requests on one
+session are applied one at a time, in the order they reached the lock, and a
+request that fails leaves the gate and the session's book-keeping as they were.
+
+Expiry
+    A session idle (no successful request) for ``ttl_s`` seconds is removed, lazily
+    when it is next looked up and by :meth:`SessionStore.sweep`, which the app calls
+    periodically. ``ttl_s=None`` disables expiry.
+
+Snapshots (optional, ``snapshot_path``)
+    After each mutation the session's gate is pickled (the Gate's own persistence
+    format) and the handler waits in :meth:`SessionStore.commit` until a snapshot
+    containing it has been written: the file is rewritten atomically (temporary
+    file in the same directory, ``fsync``, ``os.replace``, directory ``fsync``) by
+    one writer task that batches every change made since its last write (group
+    commit). A response is therefore sent only once its effect is on disk, and a
+    restart from the file loses nothing that was acknowledged. If the write fails
+    the mutation is rolled back and the request fails with 503.
+    The file is a pickle: it is created with mode 0600 and must be trusted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import pickle
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, Optional, Union
+
+import numpy as np
+
+from beliefgate.beliefs.gate import Gate
+
+log = logging.getLogger("beliefgate.serve")
+
+SNAPSHOT_FORMAT = "beliefgate-serve-snapshot"
+SNAPSHOT_VERSION = 1
+
+
+class SessionError(Exception):
+    """A request about sessions that cannot be served (mapped to an HTTP status by the app)."""
+
+    status_code = 400
+    kind = "session_error"
+
+
+class SessionNotFoundError(SessionError, LookupError):
+    """No live session has this id (never created, deleted or expired)."""
+
+    status_code = 404
+    kind = "session_not_found"
+
+
+class SessionLimitError(SessionError):
+    """The store holds ``max_sessions`` sessions already."""
+
+    status_code = 429
+    kind = "session_limit"
+
+
+class WrongSessionKindError(SessionError):
+    """The operation needs another kind of session (e.g. ``observe`` on a generic gate)."""
+
+    status_code = 409
+    kind = "wrong_session_kind"
+
+
+class SnapshotError(RuntimeError):
+    """A snapshot file cannot be read (corrupt, foreign) or written."""
+
+
+class SnapshotWriteError(SnapshotError):
+    """Writing the snapshot failed; the change that waited for it was rolled back."""
+
+
+def new_session_id() -> str:
+    """128 random bits, URL-safe base64 (22 characters): unguessable."""
+    return secrets.token_urlsafe(16)
+
+
+@dataclass(eq=False)
+class Session:
+    """One gate plus the service's book-keeping about it.
+
+    ``version`` counts acknowledged state changes; ``last_used`` is on the
+    monotonic clock; ``blob`` is ``(version, pickled gate)`` as of the last change
+    (only when snapshots are on).
+    """
+
+    id: str
+    gate: Gate
+    kind: str
+    layout: Optional[str] = None
+    partner: Optional[int] = None
+    prior_counts: Optional[np.ndarray] = None
+    created_at: float = 0.0
+    last_used: float = 0.0
+    version: int = 0
+    closed: bool = False
+    blob: Optional[tuple] = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+    _observer: object = field(default=None, repr=False)
+
+    @property
+    def observer(self):
+        """The Overcooked observer of this session (partner index kept by the service)."""
+        if self.kind != "overcooked":
+            raise WrongSessionKindError(
+                f"session {self.id} is a generic gate; observe needs a session created with a layout")
+        if self._observer is None:
+            from beliefgate.envs.overcooked.observer import OvercookedObserver
+
+            self._observer = OvercookedObserver(self.layout, self.gate.params, partner=self.partner)
+        return self._observer
+
+    def record(self, now_mono: float) -> dict:
+        """What the snapshot stores about this session (its last committed gate)."""
+        version, gate_bytes = self.blob
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "layout": self.layout,
+            "partner": self.partner,
+            "prior_counts": None if self.prior_counts is None else self.prior_counts.tolist(),
+            "created_at": self.created_at,
+            "idle_s": max(0.0, now_mono - self.last_used),
+            "version": version,
+            "gate": gate_bytes,
+        }
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` atomically and durably (mode 0600)."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    tmp = directory / f".{path.name}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+class SessionStore:
+    """Live sessions, their expiry and (optionally) their snapshot file."""
+
+    def __init__(
+        self,
+        max_sessions: int = 1000,
+        ttl_s: Optional[float] = 3600.0,
+        snapshot_path: Union[str, Path, None] = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        writer: Callable[[Path, bytes], None] = atomic_write,
+    ):
+        if max_sessions < 1:
+            raise ValueError(f"max_sessions must be >= 1, got {max_sessions}")
+        if ttl_s is not None and not ttl_s > 0:
+            raise ValueError(f"ttl_s must be > 0 or None, got {ttl_s}")
+        self.max_sessions = int(max_sessions)
+        self.ttl_s = None if ttl_s is None else float(ttl_s)
+        self.snapshot_path = None if snapshot_path is None else Path(snapshot_path)
+        self._clock = clock
+        self._wall = wall_clock
+        self._writer = writer
+        self._sessions: Dict[str, Session] = {}
+        # group commit
+        self._seq = 0
+        self._durable = 0
+        self._dirty: Optional[asyncio.Event] = None
+        self._waiters: list = []
+        self._writes = 0
+
+    # ----------------------------------------------------------------- lookup
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    @property
+    def persistent(self) -> bool:
+        return self.snapshot_path is not None
+
+    @property
+    def writes(self) -> int:
+        """Snapshot files written so far."""
+        return self._writes
+
+    def now(self) -> float:
+        return self._clock()
+
+    def idle(self, session: Session) -> float:
+        return max(0.0, self._clock() - session.last_used)
+
+    def expires_in(self, session: Session) -> Optional[float]:
+        return None if self.ttl_s is None else max(0.0, self.ttl_s - self.idle(session))
+
+    def _expired(self, session: Session, now: float) -> bool:
+        return self.ttl_s is not None and now - session.last_used > self.ttl_s and not session.lock.locked()
+
+    def get(self, session_id: str) -> Session:
+        """The live session ``session_id``; raises :class:`SessionNotFoundError`."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
+        if self._expired(session, self._clock()):
+            self._drop(session)
+            raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
+        return session
+
+    def touch(self, session: Session) -> None:
+        session.last_used = self._clock()
+
+    def check_capacity(self) -> None:
+        if len(self._sessions) >= self.max_sessions:
+            self.sweep()
+        if len(self._sessions) >= self.max_sessions:
+            raise SessionLimitError(
+                f"the service holds its maximum of {self.max_sessions} sessions; delete one or wait for expiry")
+
+    # ----------------------------------------------------------------- changes
+
+    def add(self, gate: Gate, kind: str, layout: Optional[str] = None, partner: Optional[int] = None,
+            prior_counts=None, observer=None) -> Session:
+        """Register a new session (raises :class:`SessionLimitError` when full)."""
+        self.check_capacity()
+        sid = new_session_id()
+        while sid in self._sessions:  # pragma: no cover - 2^-128
+            sid = new_session_id()
+        counts = None if prior_counts is None else np.asarray(prior_counts, dtype=np.float64)
+        session = Session(sid, gate, kind, layout, partner, counts, created_at=self._wall(),
+                          last_used=self._clock(), _observer=observer)
+        self._sessions[sid] = session
+        if self.persistent:
+            session.blob = (0, pickle.dumps(gate, protocol=pickle.HIGHEST_PROTOCOL))
+        return session
+
+    def _drop(self, session: Session) -> None:
+        if self._sessions.get(session.id) is session:
+            del self._sessions[session.id]
+        session.closed = True
+        if self.persistent:
+            self._mark()
+
+    def remove(self, session: Session) -> None:
+        """Delete a session (call under its lock)."""
+        self._drop(session)
+
+    def reinstate(self, session: Session) -> None:
+        """Undo :meth:`remove` after a failed snapshot write."""
+        session.closed = False
+        self._sessions[session.id] = session
+        self._mark()
+
+    def sweep(self) -> list:
+        """Remove every expired session; returns their ids."""
+        now = self._clock()
+        gone = [s for s in self._sessions.values() if self._expired(s, now)]
+        for session in gone:
+            self._drop(session)
+        if gone:
+            log.info("expired %d idle session(s)", len(gone))
+        return [s.id for s in gone]
+
+    def changed(self, session: Session) -> Optional[tuple]:
+        """Book-keep a successful mutation (under the session's lock).
+
+        Returns what :meth:`rollback` needs to undo it.
+        """
+        undo = (session.version, session.blob)
+        session.version += 1
+        session.last_used = self._clock()
+        if self.persistent:
+            session.blob = (session.version, pickle.dumps(session.gate, protocol=pickle.HIGHEST_PROTOCOL))
+        return undo
+
+    def rollback(self, session: Session, undo: tuple) -> None:
+        """Undo :meth:`changed` after a failed snapshot write: restore the last committed gate."""
+        version, blob = undo
+        session.version = version
+        session.blob = blob
+        if blob is not None:
+            session.gate = pickle.loads(blob[1])
+        if self.persistent:
+            self._mark()
+
+    # ----------------------------------------------------------------- snapshots
+
+    def _event(self) -> asyncio.Event:
+        if self._dirty is None:
+            self._dirty = asyncio.Event()
+        return self._dirty
+
+    def _mark(self) -> int:
+        self._seq += 1
+        self._event().set()
+        return self._seq
+
+    async def commit(self) -> None:
+        """Wait until the current state of every session is in the snapshot file.
+
+        No-op without a snapshot path. Raises :class:`SnapshotWriteError` if the
+        write that should have contained it failed.
+        """
+        if not self.persistent:
+            return
+        seq = self._mark()
+        future = asyncio.get_running_loop().create_future()
+        self._waiters.append((seq, future))
+        await future
+
+    def snapshot_bytes(self) -> bytes:
+        """The snapshot of every live session's last committed state."""
+        now = self._clock()
+        payload = {
+            "format": SNAPSHOT_FORMAT,
+            "version": SNAPSHOT_VERSION,
+            "written_at": self._wall(),
+            "sessions": [s.record(now) for s in self._sessions.values() if s.blob is not None],
+        }
+        return pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def write_snapshot(self) -> None:
+        """Write the snapshot now (synchronously)."""
+        if self.persistent:
+            self._writer(self.snapshot_path, self.snapshot_bytes())
+            self._writes += 1
+
+    async def run_writer(self) -> None:
+        """Background task: write the snapshot whenever something changed (batched)."""
+        dirty = self._event()
+        while True:
+            await dirty.wait()
+            dirty.clear()
+            target = self._seq
+            data = self.snapshot_bytes()
+            error: Optional[Exception] = None
+            try:
+                await asyncio.to_thread(self._writer, self.snapshot_path, data)
+            except OSError as exc:
+                log.error("snapshot write to %s failed: %s", self.snapshot_path, exc)
+                error = SnapshotWriteError(f"could not write the snapshot {self.snapshot_path}: {exc}")
+            else:
+                self._durable = target
+                self._writes += 1
+            pending = []
+            for seq, future in self._waiters:
+                if seq > target:
+                    pending.append((seq, future))
+                elif not future.done():
+                    if error is None:
+                        future.set_result(None)
+                    else:
+                        future.set_exception(error)
+            self._waiters = pending
+
+    def restore(self) -> int:
+        """Load the snapshot file if it exists; returns the number of sessions restored.
+
+        Sessions whose idle time (at the snapshot, plus the time since it was
+        written) exceeds the TTL are dropped. Raises :class:`SnapshotError` if the
+        file is not a readable beliefgate snapshot.
+        """
+        if not self.persistent or not self.snapshot_path.exists():
+            return 0
+        try:
+            payload = pickle.loads(self.snapshot_path.read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError,
+                TypeError, IndexError) as exc:
+            raise SnapshotError(f"cannot read snapshot {self.snapshot_path}: {exc}") from exc
+        if not isinstance(payload, dict) or payload.get("format") != SNAPSHOT_FORMAT:
+            raise SnapshotError(f"{self.snapshot_path} is not a beliefgate-serve snapshot")
+        if payload.get("version") != SNAPSHOT_VERSION:
+            raise SnapshotError(f"snapshot {self.snapshot_path} has version {payload.get('version')}, "
+                                f"this server reads version {SNAPSHOT_VERSION}")
+        since = max(0.0, self._wall() - float(payload["written_at"]))
+        now = self._clock()
+        restored = 0
+        for rec in payload["sessions"]:
+            gate = pickle.loads(rec["gate"])
+            if not isinstance(gate, Gate):
+                raise SnapshotError(f"snapshot {self.snapshot_path}: session {rec['id']} holds no Gate")
+            idle = float(rec["idle_s"]) + since
+            if self.ttl_s is not None and idle > self.ttl_s:
+                continue
+            if len(self._sessions) >= self.max_sessions:
+                log.warning("snapshot holds more sessions than max_sessions=%d; the rest are dropped",
+                            self.max_sessions)
+                break
+            counts = rec["prior_counts"]
+            session = Session(rec["id"], gate, rec["kind"], rec["layout"], rec["partner"],
+                              None if counts is None else np.asarray(counts, dtype=np.float64),
+                              created_at=float(rec["created_at"]), last_used=now - idle,
+                              version=int(rec["version"]))
+            session.blob = (session.version, rec["gate"])
+            self._sessions[session.id] = session
+            restored += 1
+        return restored
+
+    def close(self) -> None:
+        """Final synchronous snapshot (at shutdown)."""
+        if self.persistent:
+            self.write_snapshot()
+
+
+__all__ = [
+    "Session",
+    "SessionStore",
+    "SessionError",
+    "SessionNotFoundError",
+    "SessionLimitError",
+    "WrongSessionKindError",
+    "SnapshotError",
+    "SnapshotWriteError",
+    "atomic_write",
+    "new_session_id",
+]
