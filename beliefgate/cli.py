@@ -121,27 +121,39 @@ def episode(
 
 @app.command()
 def demo(
-    seed: int = typer.Option(0, help="seed of every episode"),
+    seed: int = typer.Option(0, help="first seed"),
+    seeds: int = typer.Option(3, min=1, help="seeds per agent and partner in the agent comparison"),
     horizon: int = typer.Option(400, min=1, help="episode length"),
-    partner: str = typer.Option("switch-sourcer-to-plater", help="partner whose skills the gate infers"),
-    out: Optional[Path] = typer.Option(None, help="directory for the trajectory logs (default: a temp dir)"),
+    partner: str = typer.Option("switch-sourcer-to-plater", help="partner for the per-layout gate tour"),
+    out: Optional[Path] = typer.Option(None, help="directory for the tour's trajectory logs (default: a temp dir)"),
 ) -> None:
-    """Offline tour: one scripted episode per layout, with the gate reading the partner."""
+    """Offline tour: belief-driven agents vs baselines with switching partners, then the gate on every layout."""
     import tempfile
 
-    from beliefgate.eval.demo import run_demo
-
-    out_dir = out or Path(tempfile.mkdtemp(prefix="beliefgate-demo-"))
     from rich.progress import Progress
 
+    from beliefgate.eval.demo import compare_agents, run_demo
+
+    out_dir = out or Path(tempfile.mkdtemp(prefix="beliefgate-demo-"))
     with Progress(console=err_console, transient=True) as bar:
-        task = bar.add_task("demo", total=5)
+        task = bar.add_task("demo", total=None)
 
         def progress(i, n, label):
-            bar.update(task, total=n, completed=i, description=f"playing {label}")
+            bar.update(task, total=n, completed=i, description=label)
 
+        agents = compare_agents(seeds=range(seed, seed + seeds), horizon=horizon, progress=progress)
         rows = run_demo(seed=seed, horizon=horizon, partner=partner, out_dir=out_dir, progress=progress)
-    table = Table(title=f"ego 'balanced' + partner '{partner}', seed {seed}, {horizon} steps")
+    table = Table(title=f"cramped_room, role-switching partners, {seeds} seeds x 2 partners, {horizon} steps")
+    table.add_column("agent", no_wrap=True)
+    for col in ("reward", "soups", "replans/ep", "MAP acc", "gap rate"):
+        table.add_column(col, justify="right")
+    for r in agents:
+        table.add_row(r["agent"], f"{r['reward']:.1f}", f"{r['deliveries']:.2f}", f"{r['replans']:.1f}",
+                      f"{r['map_accuracy']:.3f}", f"{r['gap_rate']:.3f}")
+    console.print(table)
+    console.print("replans/ep: interruptions of a running skill; gap rate: share of steps with a correct partner "
+                  "belief where the ego's skill is not complementary to the partner's true skill.")
+    table = Table(title=f"the gate on every layout: ego 'balanced' + '{partner}', seed {seed}")
     table.add_column("layout", no_wrap=True)
     for col in ("soups", "reward", "MAP acc", "conf", "interrupts", "change-pts"):
         table.add_column(col, justify="right")
@@ -150,8 +162,7 @@ def demo(
                       f"{r['mean_confidence']:.2f}", str(r["interrupts"]), str(r["changepoints"]))
     console.print(table)
     console.print("MAP acc: share of the partner's steps (true skill known) where the gate's most probable skill "
-                  "is the true one; conf: mean posterior of that skill; interrupts / change-points: how often "
-                  "the stable-MAP and change-point gates fired.")
+                  "is the true one; conf: mean posterior of that skill.")
     console.print(f"Trajectory logs: {out_dir}  (next: `beliefgate switches`, `beliefgate episode --help`)")
 
 

@@ -61,7 +61,9 @@ def test_bad_names_are_clear_errors():
 
 def test_demo_end_to_end(tmp_path):
     """The newcomer's first command: every layout played, logged and read by the gate."""
-    out = run("demo", "--horizon", "150", "--seed", "1", "--out", str(tmp_path)).stdout
+    out = run("demo", "--horizon", "150", "--seed", "1", "--seeds", "1", "--out", str(tmp_path)).stdout
+    for agent in ("bayes-belief", "bayes-belief:no_replan", "periodic-10"):
+        assert agent in out
     for layout in ("cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination",
                    "counter_circuit"):
         assert layout in out

@@ -30,3 +30,30 @@ def run_demo(seed: int = 0, horizon: int = 400, partner: str = "switch-sourcer-t
             "log": str(log) if log else "-",
         })
     return rows
+
+
+AGENT_COMPARISON = ("bayes-belief", "bayes-belief:no_replan", "periodic-10")
+SWITCHERS = ("switch-sourcer-to-plater", "switch-plater-to-sourcer")
+
+
+def compare_agents(layout: str = "cramped_room", agents=AGENT_COMPARISON, partners=SWITCHERS,
+                   seeds=range(3), horizon: int = 400, progress=None) -> List[Dict[str, object]]:
+    """Offline agents against role-switching partners: mean metrics per agent over partners x seeds."""
+    import numpy as np
+
+    from beliefgate.eval.metrics import episode_metrics
+
+    jobs = [(a, p, s) for a in agents for p in partners for s in seeds]
+    per_agent: Dict[str, List[Dict[str, float]]] = {a: [] for a in agents}
+    for i, (agent, partner, seed) in enumerate(jobs):
+        if progress is not None:
+            progress(i, len(jobs), f"{agent} + {partner} (seed {seed})")
+        traj = run_episode(layout, agent, partner, seed=seed, horizon=horizon).trajectory
+        per_agent[agent].append(episode_metrics(traj))
+    rows = []
+    for agent, metrics in per_agent.items():
+        row = {"agent": agent, "episodes": len(metrics)}
+        for key in ("reward", "deliveries", "replans", "map_accuracy", "gap_rate"):
+            row[key] = float(np.nanmean([m[key] for m in metrics]))
+        rows.append(row)
+    return rows
