@@ -328,7 +328,7 @@ def parse_range(text: str, mode: Literal["oat", "global"], base: Optional[GatePa
             raise RangeSpecError(f"{name} is an integer parameter: bounds and values must be integers, "
                                  f"got {_fmt(bad[0])}")
     for v in (values or (low, high)):
-        _check_value(base, name, v)
+        _check_field(name, v)
     if scale is None:
         scale = "log" if (low > 0 and high / low >= AUTO_LOG_RATIO) else "linear"
     if values is not None:
@@ -350,7 +350,24 @@ def _check_relevant(info: ParamSpec, base: GateParams) -> None:
             f"{info.name} only changes interrupts of the stable-MAP gate; the base uses gate='changepoint'")
 
 
+def _check_field(name: str, value: float) -> None:
+    """The field's own constraints (e.g. tau_obs in [0, 1]), not the model's joint ones."""
+    from typing import Annotated
+
+    from pydantic import TypeAdapter
+
+    info = GateParams.model_fields[name]
+    v = int(value) if PARAMETERS[name].integer else float(value)
+    try:
+        TypeAdapter(Annotated[(info.annotation, *info.metadata)]).validate_python(v)
+    except ValueError as exc:
+        errors = exc.errors() if hasattr(exc, "errors") else None
+        detail = errors[0].get("msg", str(exc)) if errors else str(exc)
+        raise RangeSpecError(f"{name}={_fmt(value)} is not a valid GateParams value: {detail}") from None
+
+
 def _check_value(base: GateParams, name: str, value: float) -> None:
+    """``base`` with ``name = value`` must be a valid GateParams (joint constraints included)."""
     v = int(value) if PARAMETERS[name].integer else float(value)
     try:
         base.replace(**{name: v})
