@@ -12,11 +12,11 @@ export PYGAME_HIDE_SUPPORT_PROMPT := 1
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[test,serve,sensitivity,data]"
+	$(BIN)/python -m pip install -q -e ".[test,serve,sensitivity,data,dist]"
 	touch $(STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e ".[test,serve,sensitivity,data,bench]"
+	$(BIN)/python -m pip install -q -e ".[test,serve,sensitivity,data,dist,bench]"
 	touch $(BENCH_STAMP)
 
 install: $(STAMP)
