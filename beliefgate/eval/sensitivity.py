@@ -53,6 +53,7 @@ from typing import Callable, Dict, List, Literal, Mapping, Optional, Sequence, T
 
 import numpy as np
 
+from beliefgate.beliefs.errors import BeliefInputError
 from beliefgate.beliefs.gate import Gate, GateParams
 from beliefgate.beliefs.gates import NEVER
 
@@ -831,7 +832,12 @@ def evaluate_configs(episodes: Sequence[LoggedEpisode], configs: ConfigTable, wi
         for ep in episodes:
             if progress is not None:
                 progress(done, jobs, f"{Path(ep.name).name} ({len(idx)} configs)")
-            trace = belief_trace(ep.evidence(*ekey), ep.skill_names, bparams)
+            try:
+                trace = belief_trace(ep.evidence(*ekey), ep.skill_names, bparams)
+            except BeliefInputError as exc:
+                changed = {n: v for n, v in zip(BELIEF_PARAMS, key) if v != getattr(base, n)}
+                raise SensitivityError(f"{ep.name}: the belief pass failed with {changed or 'the base parameters'}: "
+                                       f"{exc}") from exc
             alarms = vectorised_interrupts(trace, dec, base.gate)
             T = len(trace)
             totals.interrupts[idx] += alarms.sum(axis=0)
