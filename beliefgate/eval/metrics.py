@@ -1,61 +1,364 @@
-"""Episode metrics computed from trajectory logs alone.
+"""Episode metrics computed from trajectory logs alone (SPEC §7).
 
-Each function documents its exact definition. The partner-belief quantities use a
-*reference* gate replayed on the log (the same for every agent), so that agents
-with and without a belief of their own are measured alike.
+Every metric is a function of one :class:`~beliefgate.envs.trajlog.Trajectory`
+(what :func:`~beliefgate.envs.trajlog.read_log` returns) and documents its exact
+definition. Conventions shared by all of them:
+
+* The **ego** is player ``traj.header.seat``; the **partner** is the other player
+  (``1 - seat``; the Overcooked layouts have two players).
+* Row ``t`` of the log holds the state ``s_t``, the joint action ``a_t`` taken in it,
+  the reward and the interaction ``events`` of the transition ``s_t -> s_{t+1}``,
+  each player's *true* active skill while choosing ``a_t`` (``skills``) and each
+  agent's own diagnostics (``info``).
+* Partner-belief quantities (``map_accuracy``, ``gap_rate``, ``comp3``) use a
+  **reference gate** (default :class:`~beliefgate.beliefs.gate.GateParams`)
+  replayed on the log by :func:`~beliefgate.eval.replay.replay`, the same for
+  every agent, so that agents with and without a belief of their own are
+  measured alike. ``intent_accuracy`` instead scores the ego's *own* logged
+  prediction, and is undefined (NaN) for agents that log none.
+* A rate whose denominator is empty is NaN (not 0): "no such step" is not "never".
+
+:func:`episode_metrics` returns every metric of one log as a flat dict; the
+evaluation runner stores one such row per episode.
 """
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional
 
 import numpy as np
 
+from beliefgate.envs.overcooked.dynamics import completed_skills
+from beliefgate.envs.overcooked.layouts import DIRECTIONS, layout_info
+from beliefgate.envs.overcooked.tables import INTERACT
 from beliefgate.envs.trajlog import Trajectory
 from beliefgate.eval.replay import ReplayResult, replay
 from beliefgate.skills import load_builtin
 
+#: bump when a definition changes: stored metric rows of another version are recomputed
+METRICS_VERSION = 1
 
-def ego_skills(traj: Trajectory):
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """How a metric is labelled in tables and which direction is better."""
+
+    label: str
+    better: str          # "higher", "lower" or "" (neither: a cost or a count to read in context)
+    description: str
+
+    @property
+    def arrow(self) -> str:
+        return {"higher": "↑", "lower": "↓"}.get(self.better, "")
+
+
+#: every column :func:`episode_metrics` returns, in table order
+METRICS: Dict[str, MetricInfo] = {
+    "reward": MetricInfo("reward", "higher", "team reward of the episode"),
+    "deliveries": MetricInfo("D", "higher", "soups delivered by either player"),
+    "map_accuracy": MetricInfo("skill acc", "higher", "reference-gate MAP equals the partner's true skill"),
+    "gap_rate": MetricInfo("gap", "lower", "belief-action gap rate"),
+    "comp3": MetricInfo("Comp@3", "higher", "complementary skill within 3 steps of a detected contradiction"),
+    "duplicate_rate": MetricInfo("dup", "lower", "share of steps both players pursue the same skill"),
+    "replans": MetricInfo("replans", "", "interruptions of a running ego skill per episode"),
+    "llm_calls": MetricInfo("LLM calls", "", "ego LLM calls per episode"),
+    "llm_calls_per_step": MetricInfo("c/s", "", "ego LLM calls per agent-step"),
+    "failed_interaction_rate": MetricInfo("FI", "lower", "ego INTERACTs with no effect"),
+    "blocking_rate": MetricInfo("MB", "lower", "ego steps whose move the partner blocked"),
+    "intent_accuracy": MetricInfo("IA", "higher", "ego's own partner-skill prediction is right"),
+    "abandoned": MetricInfo("Σ⁻", "lower", "ego sub-tasks abandoned per episode"),
+    "steps": MetricInfo("steps", "", "logged steps"),
+}
+
+
+class MetricError(ValueError):
+    """A log cannot be scored (e.g. a seat that is not a player of the log)."""
+
+
+def _players(traj: Trajectory) -> tuple[int, int]:
+    seat = traj.header.seat
+    n = len(traj.header.agents)
+    if n != 2:
+        raise MetricError(f"metrics need a two-player log, got {n} players ({traj.header.agents})")
+    if seat not in (0, 1):
+        raise MetricError(f"ego seat {seat} is not a player of this log")
+    return seat, 1 - seat
+
+
+def _nan_ratio(num: float, den: float) -> float:
+    return float(num) / float(den) if den else float("nan")
+
+
+def _summary(traj: Trajectory) -> Dict[str, object]:
+    return traj.final.summary if traj.final is not None else {}
+
+
+def _ego_counter(traj: Trajectory, key: str) -> int:
+    """The ego's cumulative ``key`` counter: the final summary's value, else its last logged info."""
+    summary = _summary(traj)
+    if key in summary:
+        return int(summary[key])
+    seat = traj.header.seat
+    for row in reversed(traj.steps):
+        if seat < len(row.info) and key in row.info[seat]:
+            return int(row.info[seat][key])
+    return 0
+
+
+def ego_skills(traj: Trajectory) -> List[Optional[str]]:
     """The ego's logged active skill per step (None when idle)."""
     seat = traj.header.seat
     return [row.skills[seat] for row in traj.steps]
 
 
+def reference_replay(traj: Trajectory, params=None) -> ReplayResult:
+    """The reference gate (``params``, default :class:`GateParams`) replayed on the partner of ``traj``."""
+    _, partner = _players(traj)
+    return replay(traj, params, partner=partner)
+
+
+def _truth_names(ref: ReplayResult) -> List[Optional[str]]:
+    return [ref.skill_names[int(k)] if k >= 0 else None for k in ref.truth]
+
+
+# --------------------------------------------------------------------------- task outcome
+def reward(traj: Trajectory) -> float:
+    """Team reward: the sum of the logged per-step rewards ``Σ_t r_t``.
+
+    Equals the episode's final score (the summary's ``reward``) for a complete log.
+    """
+    return float(sum(row.reward for row in traj.steps))
+
+
+def deliveries(traj: Trajectory) -> int:
+    """Soups delivered, D: the number of ``deliver:soup`` events of either player over all logged steps."""
+    return int(sum(ev.count("deliver:soup") for row in traj.steps for ev in row.events))
+
+
+# --------------------------------------------------------------------------- planning cost
 def replans(traj: Trajectory) -> int:
-    """Planner calls that interrupted a skill still running (the ego's final ``replans`` count)."""
-    return int(traj.final.summary.get("replans", 0)) if traj.final else 0
+    """Replans per episode: planner calls that interrupted an ego skill still running.
+
+    The ego's own cumulative ``replans`` counter at the end of the episode (the
+    final summary, else its last logged info). Planner calls after a completion,
+    an invalid skill or a time-out are not replans.
+    """
+    return _ego_counter(traj, "replans")
 
 
-def belief_action_gap_rate(traj: Trajectory, reference: Optional[ReplayResult] = None) -> float:
+def llm_calls(traj: Trajectory) -> int:
+    """LLM calls per episode: the ego's cumulative ``llm_calls`` counter at the end (0 offline)."""
+    return _ego_counter(traj, "llm_calls")
+
+
+def llm_calls_per_step(traj: Trajectory) -> float:
+    """LLM calls per agent-step, c/s: ``llm_calls(traj)`` divided by the number of logged ego steps."""
+    return _nan_ratio(llm_calls(traj), len(traj.steps))
+
+
+# --------------------------------------------------------------------------- partner beliefs
+def skill_accuracy(traj: Trajectory, reference: Optional[ReplayResult] = None) -> float:
+    """Teammate-skill prediction accuracy (literal theory of mind).
+
+    Over the steps t where the partner's true skill is known (``skills[partner]``
+    not None), the share where the reference gate's MAP skill after seeing the
+    partner's action ``a_t`` equals that true skill.
+    """
+    ref = reference if reference is not None else reference_replay(traj)
+    known = ref.truth >= 0
+    return float(np.mean(ref.map_skill[known] == ref.truth[known])) if known.any() else float("nan")
+
+
+def belief_action_gap_rate(traj: Trajectory, reference: Optional[ReplayResult] = None,
+                           confidence_floor: Optional[float] = None) -> float:
     """Share of decision points with a correct partner belief where the ego's skill is not complementary.
 
-    Decision points: steps where the ego has an active skill and the partner's
-    true skill is known. Of those, only steps where the reference gate's MAP
-    equals the partner's true skill count (the belief was right). A gap is an
-    ego skill that is not complementary to the partner's true skill (SPEC §2:
-    stale, duplicate or non-complementary). NaN when there is no such step.
+    Decision points: steps t where the ego has an active skill (it selects or
+    continues one) and the partner's true skill is known. Of those, only steps
+    where the reference gate's MAP equals the partner's true skill count (the
+    belief was right) -- or, with ``confidence_floor``, steps where the reference
+    gate's confidence is at least that floor. A gap is an ego skill that is not
+    complementary (:meth:`SkillLibrary.is_complementary`) to the partner's true
+    skill at t: stale, duplicate or non-complementary (SPEC §2). NaN when no step
+    counts.
     """
     library = load_builtin("overcooked")
-    ref = reference if reference is not None else replay(traj, partner=1 - traj.header.seat)
+    ref = reference if reference is not None else reference_replay(traj)
+    truth = _truth_names(ref)
     gaps = total = 0
     for t, skill in enumerate(ego_skills(traj)):
-        truth = ref.truth[t]
-        if skill is None or truth < 0 or ref.map_skill[t] != truth:
+        if skill is None or truth[t] is None:
+            continue
+        if confidence_floor is None:
+            if ref.map_skill[t] != ref.truth[t]:
+                continue
+        elif ref.confidence[t] < confidence_floor:
             continue
         total += 1
-        gaps += not library.is_complementary(skill, int(truth))
-    return gaps / total if total else float("nan")
+        gaps += not library.is_complementary(skill, truth[t])
+    return _nan_ratio(gaps, total)
 
 
-def episode_metrics(traj: Trajectory) -> Dict[str, float]:
-    """Reward, deliveries, replans, partner-skill MAP accuracy and belief-action gap rate of one log."""
-    ref = replay(traj, partner=1 - traj.header.seat)
-    summary = traj.final.summary if traj.final else {}
-    return {
-        "reward": float(summary.get("reward", np.nan)),
-        "deliveries": float(summary.get("deliveries", np.nan)),
-        "replans": float(replans(traj)),
-        "map_accuracy": ref.map_accuracy,
+def comp_at_k(traj: Trajectory, reference: Optional[ReplayResult] = None, k: int = 3,
+              signal: str = "interrupt") -> float:
+    """Comp@k: share of detected contradictions after which the ego is on a complementary skill within k steps.
+
+    A detected contradiction is a step t where the reference gate fires
+    (``signal="interrupt"``: the stable-MAP gate's interrupt, Eq. 12; or
+    ``"contradiction"``: the raw ``l_t < tau_obs`` signal, Eq. 11) on the partner's
+    action ``a_t``. The ego first sees that action at row t+1, so the window is
+    rows ``u = t+1 .. t+k``. The contradiction counts as recovered when at some u
+    in the window the ego has an active skill complementary to the partner's
+    true skill at u. Contradictions whose window holds no row with a known
+    partner skill (e.g. at the very end of the log) are not counted. NaN when
+    none counts.
+    """
+    if k < 1:
+        raise MetricError(f"k must be >= 1, got {k}")
+    if signal not in ("interrupt", "contradiction"):
+        raise MetricError(f"signal must be 'interrupt' or 'contradiction', got {signal!r}")
+    library = load_builtin("overcooked")
+    ref = reference if reference is not None else reference_replay(traj)
+    fired = ref.interrupt if signal == "interrupt" else ref.contradiction
+    truth = _truth_names(ref)
+    ego = ego_skills(traj)
+    T = len(ego)
+    hits = total = 0
+    for t in np.flatnonzero(fired):
+        window = [u for u in range(t + 1, min(t + k, T - 1) + 1) if truth[u] is not None]
+        if not window:
+            continue
+        total += 1
+        hits += any(ego[u] is not None and library.is_complementary(ego[u], truth[u]) for u in window)
+    return _nan_ratio(hits, total)
+
+
+def partner_intent_accuracy(traj: Trajectory) -> float:
+    """Partner-intent accuracy, IA: how often the ego's *own* prediction of the partner's skill is right.
+
+    Over the steps t where the ego logged a prediction (``info[ego]["partner_map"]``,
+    made from the states up to ``s_t``) and the partner's true skill at t is
+    known, the share where they are equal: a one-step-ahead prediction of the
+    skill the partner executes when both act at t. NaN for agents that log no
+    prediction (no belief of their own).
+    """
+    ego, partner = _players(traj)
+    hits = total = 0
+    for row in traj.steps:
+        guess = row.info[ego].get("partner_map") if ego < len(row.info) else None
+        truth = row.skills[partner]
+        if guess is None or truth is None:
+            continue
+        total += 1
+        hits += guess == truth
+    return _nan_ratio(hits, total)
+
+
+# --------------------------------------------------------------------------- coordination
+def duplicate_skill_rate(traj: Trajectory) -> float:
+    """Duplicate-skill rate: over steps where both players have an active skill, the share where it is the same skill."""
+    ego, partner = _players(traj)
+    same = total = 0
+    for row in traj.steps:
+        a, b = row.skills[ego], row.skills[partner]
+        if a is None or b is None:
+            continue
+        total += 1
+        same += a == b
+    return _nan_ratio(same, total)
+
+
+def failed_interaction_rate(traj: Trajectory) -> float:
+    """Failed-interaction rate, FI: the share of the ego's INTERACT actions that produced no interaction event.
+
+    An INTERACT at row t fails when the ego's ``events`` of the transition
+    ``s_t -> s_{t+1}`` are empty (nothing picked up, put down, potted, scooped or
+    delivered). NaN when the ego never interacts.
+    """
+    ego, _ = _players(traj)
+    tried = failed = 0
+    for row in traj.steps:
+        if row.actions[ego] != INTERACT:
+            continue
+        tried += 1
+        failed += not row.events[ego]
+    return _nan_ratio(failed, tried)
+
+
+def blocking_rate(traj: Trajectory) -> float:
+    """Blocking rate, MB: the share of the ego's steps on which its move was blocked by the partner.
+
+    The ego's move at row t (N/S/E/W) is blocked when its target cell is a floor
+    cell yet the ego's position in ``s_{t+1}`` is unchanged. With two players only
+    the partner can cause that (it stands there, or both tried to enter one cell,
+    or to swap). A move into a counter only turns the player: not blocked.
+    Denominator: every logged ego step.
+    """
+    ego, _ = _players(traj)
+    states = traj.states()
+    info = layout_info(traj.header.layout)
+    blocked = 0
+    for t, row in enumerate(traj.steps):
+        a = row.actions[ego]
+        if a >= len(DIRECTIONS) or t + 1 >= len(states):
+            continue
+        pos = row.state.players[ego].position
+        d = DIRECTIONS[a]
+        target = (pos[0] + d[0], pos[1] + d[1])
+        blocked += info.is_floor(target) and states[t + 1].players[ego].position == pos
+    return _nan_ratio(blocked, len(traj.steps))
+
+
+def subtasks_abandoned(traj: Trajectory) -> int:
+    """Sub-tasks abandoned, Σ⁻: ego skills that ended without their completion event.
+
+    Counted at each row t >= 1 where the ego's active skill at t-1 was ψ, its skill
+    at t is different (another skill or none), and ψ's completion event is not among
+    the ego's events of the transition ``s_{t-1} -> s_t``. A skill still running
+    when the log ends is not abandoned.
+    """
+    ego, _ = _players(traj)
+    library = load_builtin("overcooked")
+    names = library.names
+    count = 0
+    for prev, row in zip(traj.steps, traj.steps[1:]):
+        before, after = prev.skills[ego], row.skills[ego]
+        if before is None or before == after:
+            continue
+        done = {names[k] for k in completed_skills(prev.events[ego], library)}
+        count += before not in done
+    return count
+
+
+# --------------------------------------------------------------------------- everything
+def episode_metrics(traj: Trajectory, reference: Optional[ReplayResult] = None,
+                    params=None) -> Dict[str, float]:
+    """Every metric of :data:`METRICS` for one log (floats; NaN where undefined).
+
+    ``reference`` is the reference-gate replay (computed with ``params`` when not given).
+    """
+    ref = reference if reference is not None else reference_replay(traj, params)
+    out = {
+        "reward": reward(traj),
+        "deliveries": deliveries(traj),
+        "map_accuracy": skill_accuracy(traj, ref),
         "gap_rate": belief_action_gap_rate(traj, ref),
+        "comp3": comp_at_k(traj, ref, k=3),
+        "duplicate_rate": duplicate_skill_rate(traj),
+        "replans": replans(traj),
+        "llm_calls": llm_calls(traj),
+        "llm_calls_per_step": llm_calls_per_step(traj),
+        "failed_interaction_rate": failed_interaction_rate(traj),
+        "blocking_rate": blocking_rate(traj),
+        "intent_accuracy": partner_intent_accuracy(traj),
+        "abandoned": subtasks_abandoned(traj),
+        "steps": len(traj.steps),
     }
+    return {k: float(v) for k, v in out.items()}
+
+
+def is_missing(value) -> bool:
+    """True for None and NaN (a metric that is undefined for an episode)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))

@@ -1,0 +1,425 @@
+"""Evaluation grids: agents x layouts x partners x seeds x seats, as a validated file.
+
+A grid file (YAML or JSON) names what to play; :func:`load_grid` parses it into a
+:class:`GridSpec` and :func:`resolve_grid` checks every name (layouts, agents,
+partners, the LLM settings) *before any episode runs*, then expands the grid
+into :class:`EpisodeSpec` objects, one per episode::
+
+    name: small
+    agents: [bayes-belief:full, bayes-belief:no_replan, periodic-10]
+    layouts: [cramped_room, coordination_ring]
+    partners:
+      - onion-sourcer
+      - plater
+      - {name: "bc", group: human-proxy, optional: true}   # skipped when no BC model can be loaded
+    seeds: {start: 0, count: 5}        # or a list: [0, 1, 2]
+    seats: [0, 1]                      # ego as player 0 and as player 1
+    horizon: 400
+    llm: {base_url: "http://127.0.0.1:8080/v1", model: smollm2}   # optional
+
+``{layout}`` in an agent or partner name is replaced by the episode's layout
+(``bc:{layout}``). A scripted partner restricted to some layouts
+(``counter-passer``) is skipped on the others, and the skip is listed.
+Every partner belongs to a *group* (the report's columns): by default its role
+preference (``sourcing``, ``logistics`` or ``generalist`` for the scripted
+population, from its preference weights; ``human-proxy`` for ``bc``; ``agents``
+otherwise), or the ``group`` given in the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+GRID_FORMAT = "beliefgate.grid/1"
+
+#: agent-name prefixes registered by a module that must be imported first
+AGENT_PLUGINS = {"bc": "beliefgate.agents.bc"}
+
+
+class GridError(ValueError):
+    """A grid file that cannot be read, or names something that does not exist."""
+
+
+class SeedRange(BaseModel):
+    """``count`` consecutive seeds starting at ``start``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: int = Field(0, ge=0)
+    count: int = Field(ge=1, le=100_000)
+
+
+class PartnerEntry(BaseModel):
+    """A partner with options: its report group, and whether it may be skipped when unavailable."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    group: Optional[str] = Field(None, min_length=1)
+    optional: bool = False
+
+
+class LLMConfig(BaseModel):
+    """How LLM-using agents reach their model (the API key comes from the environment, never the file)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str
+    model: str = Field(min_length=1)
+    timeout_s: float = Field(30.0, gt=0)
+    max_retries: int = Field(3, ge=0)
+    cache_dir: Optional[str] = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if not v.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must be an http(s) URL, got {v!r}")
+        return v
+
+
+class GridSpec(BaseModel):
+    """The grid file. ``agents`` are the conditions compared; the rest is the matched design."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("grid", min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+    description: str = ""
+    agents: List[str] = Field(min_length=1)
+    layouts: List[str] = Field(min_length=1)
+    partners: List[Union[str, PartnerEntry]] = Field(min_length=1)
+    seeds: Union[List[int], SeedRange]
+    seats: List[int] = Field(min_length=1)
+    horizon: int = Field(ge=1, le=100_000)
+    llm: Optional[LLMConfig] = None
+
+    @field_validator("seats")
+    @classmethod
+    def _seats(cls, v: List[int]) -> List[int]:
+        bad = [s for s in v if s not in (0, 1)]
+        if bad:
+            raise ValueError(f"seats must be 0 or 1 (the ego's player slot), got {bad}")
+        return _unique(v, "seats")
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v):
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("give at least one seed")
+            if any(s < 0 for s in v):
+                raise ValueError(f"seeds must be >= 0, got {v}")
+            return _unique(v, "seeds")
+        return v
+
+    @field_validator("agents", "layouts")
+    @classmethod
+    def _names(cls, v: List[str], info) -> List[str]:
+        if any(not isinstance(n, str) or not n.strip() for n in v):
+            raise ValueError(f"{info.field_name} must be non-empty names")
+        return _unique([n.strip() for n in v], info.field_name)
+
+    @model_validator(mode="after")
+    def _partner_names(self) -> "GridSpec":
+        names = [p if isinstance(p, str) else p.name for p in self.partners]
+        _unique(names, "partners")
+        return self
+
+    @property
+    def seed_list(self) -> List[int]:
+        if isinstance(self.seeds, SeedRange):
+            return list(range(self.seeds.start, self.seeds.start + self.seeds.count))
+        return list(self.seeds)
+
+    @property
+    def partner_entries(self) -> List[PartnerEntry]:
+        return [PartnerEntry(name=p) if isinstance(p, str) else p for p in self.partners]
+
+    def canonical(self) -> Dict[str, Any]:
+        """The grid as plain data with expanded seeds (what the run directory stores)."""
+        data = self.model_dump(mode="json")
+        data["seeds"] = self.seed_list
+        data["partners"] = [e.model_dump(mode="json") for e in self.partner_entries]
+        return data
+
+    def digest(self) -> str:
+        """A short hash of :meth:`canonical` (the grid that made a results table)."""
+        text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _unique(values: List, what: str) -> List:
+    seen, dups = set(), []
+    for v in values:
+        if v in seen:
+            dups.append(v)
+        seen.add(v)
+    if dups:
+        raise ValueError(f"duplicate {what}: {sorted(set(map(str, dups)))}")
+    return values
+
+
+def _format_validation(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def parse_grid(data: Any, source: str = "grid") -> GridSpec:
+    """Validate already-parsed grid data (a mapping)."""
+    if not isinstance(data, dict):
+        raise GridError(f"{source}: a grid must be a mapping with keys agents, layouts, partners, seeds, "
+                        f"seats and horizon; got {type(data).__name__}")
+    try:
+        return GridSpec.model_validate(data)
+    except ValidationError as exc:
+        raise GridError(f"{source}: {_format_validation(exc)}") from None
+
+
+def load_grid(path: str | Path) -> GridSpec:
+    """Read a grid file (``.yaml``/``.yml`` or ``.json``) and validate its structure."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise GridError(f"cannot read grid file {path}: {exc}") from None
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise GridError(f"{path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {exc}") from None
+    return parse_grid(data, str(path))
+
+
+# ------------------------------------------------------------------------------ episodes
+def slug(name: str) -> str:
+    """A file-name-safe form of an agent name (``bayes-belief:full`` -> ``bayes-belief_full``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "x"
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """One episode of a grid: everything that determines it, and its deterministic file name."""
+
+    agent: str
+    layout: str
+    partner: str          # the partner's agent name on this layout
+    partner_entry: str    # the grid's partner entry (``bc:{layout}`` before expansion)
+    group: str
+    seed: int
+    seat: int
+    horizon: int
+    llm_model: Optional[str] = None
+    llm_base_url: Optional[str] = None
+
+    def identity(self) -> Dict[str, Any]:
+        """The fields that make two episodes the same episode (the group is a label, not identity)."""
+        return {"agent": self.agent, "layout": self.layout, "partner": self.partner, "seed": self.seed,
+                "seat": self.seat, "horizon": self.horizon, "llm_model": self.llm_model,
+                "llm_base_url": self.llm_base_url}
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:10]
+
+    @property
+    def stem(self) -> str:
+        """Path of the episode's files inside the run directory, without suffix."""
+        return (f"episodes/{self.layout}/{slug(self.agent)}__{slug(self.partner)}"
+                f"__seed{self.seed}__seat{self.seat}__{self.key}")
+
+    @property
+    def log_name(self) -> str:
+        return self.stem + ".jsonl"
+
+    @property
+    def metrics_name(self) -> str:
+        return self.stem + ".metrics.json"
+
+    @property
+    def label(self) -> str:
+        return f"{self.agent} + {self.partner} on {self.layout}, seed {self.seed}, seat {self.seat}"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "EpisodeSpec":
+        return cls(**data)
+
+
+@dataclass
+class ResolvedGrid:
+    """A validated grid: its episodes in a stable order, and what was left out and why."""
+
+    spec: GridSpec
+    episodes: List[EpisodeSpec]
+    skipped: List[str] = field(default_factory=list)
+    llm_agents: Tuple[str, ...] = ()
+
+    @property
+    def conditions(self) -> List[str]:
+        return list(self.spec.agents)
+
+
+def ensure_agent_plugins(names) -> None:
+    """Import the modules that register agent prefixes used in ``names`` (e.g. ``bc``)."""
+    for name in names:
+        prefix = re.split(r"[:]", name, maxsplit=1)[0]
+        module = AGENT_PLUGINS.get(prefix)
+        if module is None:
+            continue
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name == module:
+                raise GridError(f"agent {name!r} needs {module}, which is not part of this installation") from None
+            raise
+
+
+def default_group(name: str) -> str:
+    """The report group of a partner: its role preference for the scripted population."""
+    from beliefgate.envs.overcooked.partners import PARTNERS
+
+    spec = PARTNERS.get(name)
+    if spec is not None:
+        onion, dish = spec.prefer
+        return "sourcing" if onion > dish else "logistics" if dish > onion else "generalist"
+    if name == "bc" or name.startswith("bc:"):
+        return "human-proxy"
+    return "agents"
+
+
+def uses_llm(name: str) -> bool:
+    """Does agent ``name`` accept an LLM client (its factory takes one)? Scripted partners do not."""
+    from beliefgate.agents import registry
+    from beliefgate.envs.overcooked.partners import PARTNERS
+
+    if name in PARTNERS:
+        return False
+    registry.agent_names()  # registers the built-in factories
+    factory = registry._FACTORIES.get(registry._prefix(name))
+    return factory is not None and len(inspect.signature(factory).parameters) >= 2
+
+
+def _check_agent(name: str, role: str) -> None:
+    from beliefgate.agents.registry import make_agent
+    from beliefgate.envs.overcooked.partners import UnknownPartnerError
+
+    try:
+        make_agent(name)
+    except UnknownPartnerError as exc:
+        raise GridError(f"{role} {name!r}: {exc}") from None
+    except ValueError as exc:
+        raise GridError(f"{role} {name!r}: {exc}") from None
+
+
+def _available(name: str, layout: str) -> Optional[str]:
+    """None when ``name`` can play on ``layout``, else why not (probes an optional partner once)."""
+    from beliefgate.agents.registry import make_agent
+
+    try:
+        make_agent(name).reset(layout, 1, 0)
+    except (RuntimeError, OSError, KeyError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def resolve_grid(spec: GridSpec) -> ResolvedGrid:
+    """Check every name of ``spec`` and expand it into episodes (agents x layouts x partners x seeds x seats).
+
+    Raises :class:`GridError` naming the first unknown layout, agent or partner.
+    Optional partners that cannot play (e.g. ``bc`` without a trained model) and
+    scripted partners restricted to other layouts are skipped and listed in
+    :attr:`ResolvedGrid.skipped`.
+    """
+    from beliefgate.envs.overcooked.layouts import UnknownLayoutError, resolve_layout
+    from beliefgate.envs.overcooked.partners import PARTNERS
+
+    layouts = []
+    for name in spec.layouts:
+        try:
+            layouts.append(resolve_layout(name))
+        except UnknownLayoutError as exc:
+            raise GridError(f"layouts: {exc}") from None
+    if len(set(layouts)) != len(layouts):
+        raise GridError(f"layouts: the same layout twice (after resolving names): {layouts}")
+
+    def expand(name: str, layout: str) -> str:
+        return name.replace("{layout}", layout)
+
+    for role, names in (("agent", spec.agents), ("partner", [e.name for e in spec.partner_entries])):
+        for raw in names:
+            if "{" in raw.replace("{layout}", ""):
+                raise GridError(f"{role} {raw!r}: the only placeholder is {{layout}}")
+            # a layout-independent name is checked once, a templated one on every layout
+            for layout in (layouts if "{layout}" in raw else layouts[:1]):
+                ensure_agent_plugins([expand(raw, layout)])
+                _check_agent(expand(raw, layout), role)
+
+    llm_agents: List[str] = []
+    if spec.llm is not None:
+        from beliefgate.planners.client import LLMSettings
+        from beliefgate.planners.errors import PlannerConfigError
+
+        try:
+            LLMSettings(base_url=spec.llm.base_url, model=spec.llm.model, timeout_s=spec.llm.timeout_s,
+                        max_retries=spec.llm.max_retries, cache_dir=spec.llm.cache_dir)
+        except PlannerConfigError as exc:
+            raise GridError(f"llm: {exc}") from None
+        llm_agents = [a for a in spec.agents if uses_llm(expand(a, layouts[0]))]
+
+    skipped: List[str] = []
+    usable: Dict[Tuple[str, str], bool] = {}
+    for entry in spec.partner_entries:
+        for layout in layouts:
+            name = expand(entry.name, layout)
+            scripted = PARTNERS.get(name)
+            if scripted is not None and scripted.layouts and layout not in scripted.layouts:
+                usable[(entry.name, layout)] = False
+                skipped.append(f"partner {name} on {layout}: it only plays {', '.join(scripted.layouts)}")
+                continue
+            if entry.optional:
+                why = _available(name, layout)
+                if why is not None:
+                    usable[(entry.name, layout)] = False
+                    skipped.append(f"optional partner {name} on {layout}: unavailable ({why})")
+                    continue
+            usable[(entry.name, layout)] = True
+
+    episodes: List[EpisodeSpec] = []
+    llm = spec.llm
+    for agent in spec.agents:
+        for layout in layouts:
+            ego = expand(agent, layout)
+            with_llm = llm is not None and agent in llm_agents
+            for entry in spec.partner_entries:
+                if not usable[(entry.name, layout)]:
+                    continue
+                partner = expand(entry.name, layout)
+                group = entry.group or default_group(partner)
+                for seed in spec.seed_list:
+                    for seat in spec.seats:
+                        episodes.append(EpisodeSpec(
+                            agent=ego, layout=layout, partner=partner, partner_entry=entry.name, group=group,
+                            seed=seed, seat=seat, horizon=spec.horizon,
+                            llm_model=llm.model if with_llm else None,
+                            llm_base_url=llm.base_url if with_llm else None))
+    keys = {}
+    for ep in episodes:
+        if ep.stem in keys:
+            raise GridError(f"two episodes of the grid are the same episode: {ep.label}")
+        keys[ep.stem] = ep
+    return ResolvedGrid(spec, episodes, skipped, tuple(llm_agents))

@@ -1,0 +1,401 @@
+"""Markdown report of a results table: the BayesBelief paper's Tables 1-4 with paired bootstrap CIs.
+
+Input: the rows of a run directory's results table (:func:`beliefgate.eval.runner.load_results`).
+A *condition* is an ego agent of the grid; a *setting* is a layout x partner group.
+
+* Table 1 -- reward (mean ± sd over episodes) by setting, one column per condition;
+* Table 2 -- mechanism metrics per layout and condition (skill accuracy, gap rate,
+  Comp@3, duplicate rate, intent accuracy, FI, MB, Σ⁻, replans, LLM calls per step);
+* Table 3 -- the BayesBelief ablations (``full``, ``no_replan``, ``no_prompt``,
+  ``no_belief``): reward by setting;
+* Table 4 -- replanning triggers (``full``, ``periodic-N``, ``completion-held``,
+  ``llm-judge``): reward / replans per episode by setting.
+
+Each table is followed by the paired differences *condition − baseline* with a
+95% bootstrap interval (:func:`paired_bootstrap`), and a sentence naming the
+intervals that include zero (no reliable difference under this analysis).
+
+Pairing: an episode of a condition is matched with the baseline's episode of the
+same layout, partner, seat and seed (same seeds give both the same partner
+randomness). The bootstrap resamples **matched seeds** (``unit="seed"``, default):
+for each seed s, ``d_s`` is the mean difference over the matched (partner, seat)
+pairs of the setting with that seed; the estimate is the mean of ``d_s`` and the
+interval is the 2.5/97.5 percentiles of that mean over ``n_boot`` resamples of
+the seeds with replacement. ``unit="episode"`` resamples matched episodes instead.
+The resampling generator is seeded by ``seed`` and the comparison's name, so a
+report is reproducible and does not depend on table order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from beliefgate.eval.metrics import METRICS
+
+Row = Dict[str, Any]
+PAIR_KEYS = ("layout", "partner", "seat", "seed")
+ABLATIONS = ("full", "no_replan", "no_prompt", "no_belief")
+MECHANISM = ("map_accuracy", "gap_rate", "comp3", "duplicate_rate", "intent_accuracy", "failed_interaction_rate",
+             "blocking_rate", "abandoned", "replans", "llm_calls_per_step")
+
+
+class ReportError(ValueError):
+    """A results table that cannot be reported as asked (e.g. an unknown baseline)."""
+
+
+@dataclass(frozen=True)
+class Diff:
+    """A paired difference (condition − baseline) with its bootstrap interval."""
+
+    mean: float
+    lo: float
+    hi: float
+    units: int        # resampled units (seeds, or episodes)
+    pairs: int        # matched episode pairs
+
+    @property
+    def has_interval(self) -> bool:
+        return self.units >= 2 and math.isfinite(self.lo) and math.isfinite(self.hi)
+
+    @property
+    def includes_zero(self) -> bool:
+        return self.has_interval and self.lo <= 0.0 <= self.hi
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON-able (NaN as None)."""
+        def num(x: float) -> Optional[float]:
+            return None if math.isnan(x) else float(x)
+
+        return {"mean": num(self.mean), "lo": num(self.lo), "hi": num(self.hi), "units": self.units,
+                "pairs": self.pairs, "includes_zero": self.includes_zero}
+
+
+def _stable_seed(seed: int, name: str) -> List[int]:
+    return [int(seed), zlib.crc32(name.encode())]
+
+
+def bootstrap_mean_ci(values: Sequence[float], n_boot: int = 10_000, level: float = 0.95,
+                      seed: int = 0, name: str = "") -> Tuple[float, float, float]:
+    """Mean of ``values`` and its percentile bootstrap interval (resampling the values with replacement).
+
+    With fewer than two values the interval is (NaN, NaN).
+    """
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    mean = float(x.mean())
+    if x.size < 2:
+        return mean, float("nan"), float("nan")
+    if not 0.0 < level < 1.0:
+        raise ReportError(f"level must be in (0, 1), got {level}")
+    rng = np.random.default_rng(_stable_seed(seed, name))
+    idx = rng.integers(0, x.size, size=(int(n_boot), x.size))
+    means = x[idx].mean(axis=1)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
+    return mean, float(lo), float(hi)
+
+
+def paired_bootstrap(cond: Iterable[Row], base: Iterable[Row], metric: str, unit: str = "seed",
+                     n_boot: int = 10_000, level: float = 0.95, seed: int = 0, name: str = "") -> Diff:
+    """Paired difference ``metric(cond) − metric(base)`` over matched episodes, with a bootstrap interval.
+
+    Episodes are matched on layout, partner, seat and seed; a pair where either
+    value is NaN is dropped. ``unit="seed"`` averages the pairs of each seed and
+    resamples seeds; ``unit="episode"`` resamples pairs.
+    """
+    if unit not in ("seed", "episode"):
+        raise ReportError(f"unit must be 'seed' or 'episode', got {unit!r}")
+    base_by = {tuple(r[k] for k in PAIR_KEYS): r[metric] for r in base}
+    per_unit: Dict[Any, List[float]] = {}
+    pairs = 0
+    for r in cond:
+        key = tuple(r[k] for k in PAIR_KEYS)
+        if key not in base_by:
+            continue
+        a, b = float(r[metric]), float(base_by[key])
+        if math.isnan(a) or math.isnan(b):
+            continue
+        pairs += 1
+        per_unit.setdefault(r["seed"] if unit == "seed" else key, []).append(a - b)
+    values = [float(np.mean(v)) for _, v in sorted(per_unit.items(), key=lambda kv: str(kv[0]))]
+    mean, lo, hi = bootstrap_mean_ci(values, n_boot, level, seed, name)
+    return Diff(mean, lo, hi, len(values), pairs)
+
+
+# ------------------------------------------------------------------------------ formatting
+def _fmt(metric: str, value: float, signed: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    digits = 1 if metric in ("reward", "replans", "deliveries", "abandoned", "llm_calls", "steps") else 2
+    if metric == "llm_calls_per_step":
+        digits = 3
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def _mean_sd(metric: str, values: List[float]) -> str:
+    x = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
+    if x.size == 0:
+        return "–"
+    if x.size == 1:
+        return _fmt(metric, float(x[0]))
+    return f"{_fmt(metric, float(x.mean()))} ± {_fmt(metric, float(x.std(ddof=1)))}"
+
+
+def _nanmean(values: List[float]) -> float:
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    return float(x.mean()) if x.size else float("nan")
+
+
+def _diff_cell(metric: str, d: Diff) -> str:
+    if d.pairs == 0:
+        return "–"
+    if not d.has_interval:
+        return f"{_fmt(metric, d.mean, True)} (n={d.units})"
+    mark = " †" if d.includes_zero else ""
+    return f"{_fmt(metric, d.mean, True)} [{_fmt(metric, d.lo, True)}, {_fmt(metric, d.hi, True)}]{mark}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align_first: int = 1) -> str:
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join(["---"] * align_first + ["---:"] * (len(header) - align_first)) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def condition_kind(name: str) -> Optional[str]:
+    """``full``/``no_replan``/... for BayesBelief conditions, ``trigger`` for trigger baselines, else None."""
+    if name == "bayes-belief":
+        return "full"
+    if name.startswith("bayes-belief:"):
+        return name.split(":", 1)[1]
+    if re.fullmatch(r"periodic(-\d+)?", name) or name in ("completion-held", "llm-judge"):
+        return "trigger"
+    return None
+
+
+# ------------------------------------------------------------------------------ the report
+class Report:
+    """Builds the markdown and a JSON-able record of every paired difference."""
+
+    def __init__(self, rows: List[Row], baseline: Optional[str] = None, conditions: Optional[List[str]] = None,
+                 n_boot: int = 10_000, seed: int = 0, unit: str = "seed", level: float = 0.95,
+                 title: str = "Evaluation report", source: str = ""):
+        if not rows:
+            raise ReportError("the results table is empty: no finished episodes to report")
+        if n_boot < 100:
+            raise ReportError(f"--bootstrap must be >= 100 resamples, got {n_boot}")
+        if unit not in ("seed", "episode"):
+            raise ReportError(f"unit must be 'seed' or 'episode', got {unit!r}")
+        present = list(dict.fromkeys(r["agent"] for r in rows))
+        self.conditions = [c for c in (conditions or present) if c in present] or present
+        self.baseline = baseline or self.conditions[0]
+        if self.baseline not in self.conditions:
+            raise ReportError(f"baseline {self.baseline!r} is not a condition of these results; "
+                              f"choose from: {', '.join(self.conditions)}")
+        self.rows, self.n_boot, self.seed, self.unit, self.level = rows, n_boot, seed, unit, level
+        self.title, self.source = title, source
+        self.layouts = list(dict.fromkeys(r["layout"] for r in rows))
+        self.groups = list(dict.fromkeys(r["group"] for r in rows))
+        self.settings = [(l, g) for l in self.layouts for g in self.groups
+                         if any(r["layout"] == l and r["group"] == g for r in rows)]
+        self.diffs: List[Dict[str, Any]] = []
+
+    # -------------------------------------------------------------- selection
+    def _select(self, agent: str, layout: Optional[str] = None, group: Optional[str] = None) -> List[Row]:
+        return [r for r in self.rows if r["agent"] == agent and (layout is None or r["layout"] == layout)
+                and (group is None or r["group"] == group)]
+
+    def _values(self, agent: str, metric: str, layout=None, group=None) -> List[float]:
+        return [float(r[metric]) for r in self._select(agent, layout, group)]
+
+    def diff(self, cond: str, metric: str, layout=None, group=None) -> Diff:
+        name = f"{cond}|{self.baseline}|{metric}|{layout}|{group}"
+        d = paired_bootstrap(self._select(cond, layout, group), self._select(self.baseline, layout, group), metric,
+                             self.unit, self.n_boot, self.level, self.seed, name)
+        self.diffs.append({"condition": cond, "baseline": self.baseline, "metric": metric, "layout": layout,
+                           "group": group, **d.to_dict()})
+        return d
+
+    @staticmethod
+    def _setting(layout, group) -> str:
+        return f"{layout} / {group}" if group is not None else (layout or "all")
+
+    def _zero_sentence(self, found: List[Tuple[str, str, str]], total: int) -> str:
+        """``found``: (condition, metric, where) of the intervals that include zero."""
+        if total == 0:
+            return "_No paired comparison is possible (no condition besides the baseline, or no matched episodes)._"
+        if not found:
+            return f"Every one of the {total} intervals excludes zero."
+        by: Dict[Tuple[str, str], List[str]] = {}
+        for cond, metric, where in found:
+            by.setdefault((cond, metric), []).append(where)
+        parts = [f"{METRICS[m].label} of {c} in {', '.join(w)}" for (c, m), w in by.items()]
+        return (f"† The 95% interval includes zero ({len(found)} of {total} intervals), so these differences are "
+                f"not reliable under this analysis: " + "; ".join(parts) + ".")
+
+    def _diff_table(self, conds: List[str], metric: str, per: str = "setting") -> List[str]:
+        """A differences table (rows: settings + all) for one metric; returns markdown lines."""
+        conds = [c for c in conds if c != self.baseline]
+        if not conds:
+            return [f"_No condition to compare with the baseline `{self.baseline}` here._"]
+        keys = ([(l, g) for l, g in self.settings] if per == "setting" else [(l, None) for l in self.layouts])
+        keys.append((None, None))
+        rows, found, total = [], [], 0
+        for layout, group in keys:
+            cells = [self._setting(layout, group) if layout else "**all**"]
+            for c in conds:
+                d = self.diff(c, metric, layout, group)
+                cells.append(_diff_cell(metric, d))
+                if d.has_interval:
+                    total += 1
+                    if d.includes_zero:
+                        found.append((c, metric, self._setting(layout, group)))
+            rows.append(cells)
+        header = ["setting"] + [f"{c} − {self.baseline}" for c in conds]
+        return [_table(header, rows), "", self._zero_sentence(found, total)]
+
+    # -------------------------------------------------------------- tables
+    def table1(self) -> List[str]:
+        out = ["## Table 1 — Reward by layout and partner group",
+               "", "Mean ± sd of the team reward over episodes (partners of the group × seeds × seats); "
+               "bold: best condition of the row.", ""]
+        rows = []
+        for layout, group in self.settings:
+            means = {c: _nanmean(self._values(c, "reward", layout, group)) for c in self.conditions}
+            finite = [m for m in means.values() if not math.isnan(m)]
+            best = max(finite) if finite else None
+            cells = [self._setting(layout, group)]
+            for c in self.conditions:
+                text = _mean_sd("reward", self._values(c, "reward", layout, group))
+                cells.append(f"**{text}**" if best is not None and means[c] == best and len(self.conditions) > 1
+                             else text)
+            rows.append(cells)
+        out += [_table(["setting"] + self.conditions, rows), ""]
+        out += [f"**Table 1′** — paired reward differences against `{self.baseline}` "
+                f"(mean [95% CI]).", ""]
+        out += self._diff_table(self.conditions, "reward")
+        return out
+
+    def table2(self) -> List[str]:
+        metrics = [m for m in MECHANISM if any(not math.isnan(float(r[m])) for r in self.rows)]
+        out = ["## Table 2 — Mechanism metrics",
+               "", "Mean over the episodes of each layout (all partner groups); NaN-valued episodes "
+               "(metric undefined) are left out. Arrows: better direction.", ""]
+        header = ["layout", "condition"] + [f"{METRICS[m].label} {METRICS[m].arrow}".strip() for m in metrics]
+        rows = []
+        for layout in self.layouts:
+            for c in self.conditions:
+                if not self._select(c, layout):
+                    continue
+                rows.append([layout, c] + [_fmt(m, _nanmean(self._values(c, m, layout))) for m in metrics])
+        out += [_table(header, rows, align_first=2), ""]
+        out += [f"**Table 2′** — paired differences against `{self.baseline}` per layout "
+                f"(mean [95% CI]): belief–action gap rate, Comp@3, duplicate-skill rate.", ""]
+        for m in ("gap_rate", "comp3", "duplicate_rate"):
+            out += [f"*{METRICS[m].label} {METRICS[m].arrow}*", ""]
+            out += self._diff_table(self.conditions, m, per="layout")
+            out.append("")
+        return out
+
+    def table3(self) -> List[str]:
+        conds = [c for c in self.conditions if condition_kind(c) in ABLATIONS]
+        conds.sort(key=lambda c: ABLATIONS.index(condition_kind(c)))
+        out = ["## Table 3 — Posterior-guided control ablations", ""]
+        if len(conds) < 2:
+            return out + ["_Fewer than two BayesBelief conditions (full, no_replan, no_prompt, no_belief) "
+                          "in these results._"]
+        out += ["Mean ± sd of the team reward; `full` = posterior in the prompt + gate interrupts, "
+                "`no_replan` = prompt only, `no_prompt` = interrupts only, `no_belief` = neither.", ""]
+        rows = [[self._setting(l, g)] + [_mean_sd("reward", self._values(c, "reward", l, g)) for c in conds]
+                for l, g in self.settings]
+        out += [_table(["setting"] + conds, rows), ""]
+        out += [f"**Table 3′** — paired belief–action gap-rate differences against `{self.baseline}` "
+                f"(mean [95% CI]; negative = smaller gap).", ""]
+        out += self._diff_table(conds, "gap_rate")
+        return out
+
+    def table4(self) -> List[str]:
+        conds = [c for c in self.conditions if condition_kind(c) in ("full", "trigger")]
+        out = ["## Table 4 — Replanning triggers", ""]
+        if len(conds) < 2:
+            return out + ["_Fewer than two of full, periodic-N, completion-held, llm-judge in these results._"]
+        out += ["Mean reward / mean replans per episode (replans: interruptions of a running ego skill).", ""]
+        rows = []
+        for l, g in self.settings:
+            rows.append([self._setting(l, g)] + [
+                f"{_fmt('reward', _nanmean(self._values(c, 'reward', l, g)))} / "
+                f"{_fmt('replans', _nanmean(self._values(c, 'replans', l, g)))}" for c in conds])
+        out += [_table(["setting"] + conds, rows), ""]
+        out += [f"**Table 4′** — paired differences in replans per episode against `{self.baseline}` "
+                f"(mean [95% CI]).", ""]
+        out += self._diff_table(conds, "replans")
+        return out
+
+    def headline(self) -> List[str]:
+        """Replans per episode of full vs periodic-10 vs completion-held; gap rate of full vs no_replan."""
+        def find(kind: str, name: Optional[str] = None) -> Optional[str]:
+            for c in self.conditions:
+                if (name is not None and c == name) or (name is None and condition_kind(c) == kind):
+                    return c
+            return None
+
+        full, no_replan = find("full"), find("no_replan")
+        periodic, held = find("", "periodic-10"), find("", "completion-held")
+        lines = []
+        trig = [c for c in (full, periodic, held) if c is not None]
+        if len(trig) >= 2:
+            parts = [f"`{c}` {_fmt('replans', _nanmean(self._values(c, 'replans')))}" for c in trig]
+            lines.append(f"- Replans per episode (all settings): " + ", ".join(parts) + ".")
+        if full is not None and no_replan is not None:
+            g_full, g_nr = _nanmean(self._values(full, "gap_rate")), _nanmean(self._values(no_replan, "gap_rate"))
+            saved = self.baseline
+            self.baseline = no_replan
+            d = self.diff(full, "gap_rate")
+            self.baseline = saved
+            ci = (f"[{_fmt('gap_rate', d.lo, True)}, {_fmt('gap_rate', d.hi, True)}]" if d.has_interval
+                  else "(no interval)")
+            lines.append(f"- Belief–action gap rate: `{full}` {_fmt('gap_rate', g_full)} vs `{no_replan}` "
+                         f"{_fmt('gap_rate', g_nr)} (paired difference {_fmt('gap_rate', d.mean, True)} {ci}"
+                         f"{'; the interval includes zero' if d.includes_zero else ''}).")
+        return (["## Headline", ""] + lines) if lines else []
+
+    def markdown(self) -> str:
+        n = len(self.rows)
+        seeds = sorted({r["seed"] for r in self.rows})
+        seats = sorted({r["seat"] for r in self.rows})
+        versions = sorted({str(r.get("version", "")) for r in self.rows})
+        horizons = sorted({r["horizon"] for r in self.rows})
+        intro = [f"# {self.title}", "",
+                 f"{n} episodes{f' from `{self.source}`' if self.source else ''}: conditions "
+                 f"{', '.join(f'`{c}`' for c in self.conditions)}; layouts {', '.join(self.layouts)}; partner groups "
+                 f"{', '.join(self.groups)}; seeds {', '.join(map(str, seeds))}; ego seats "
+                 f"{', '.join(map(str, seats))}; horizon {', '.join(map(str, horizons))}; beliefgate "
+                 f"{', '.join(versions)}.", "",
+                 f"Differences are *condition − `{self.baseline}`* over episodes matched on layout, partner, seat "
+                 f"and seed, with {int(self.level * 100)}% percentile bootstrap intervals over matched "
+                 f"{'seeds' if self.unit == 'seed' else 'episodes'} ({self.n_boot} resamples, seed {self.seed}). "
+                 "An interval that includes zero is marked † and listed below its table; as the intervals are not "
+                 "corrected for multiple comparisons, read them only as including zero or not.", ""]
+        parts = intro + self.headline() + [""] + self.table1() + [""] + self.table2() + [""] + self.table3() + \
+            [""] + self.table4() + ["", "## Metric definitions", ""]
+        parts += [f"- **{info.label}** (`{name}`{', ' + info.better + ' is better' if info.better else ''}): "
+                  f"{info.description}." for name, info in METRICS.items() if name != "steps"]
+        parts += ["", "Exact definitions: `beliefgate/eval/metrics.py` and docs/eval.md."]
+        return "\n".join(parts).rstrip() + "\n"
+
+
+def build_report(rows: List[Row], baseline: Optional[str] = None, conditions: Optional[List[str]] = None,
+                 n_boot: int = 10_000, seed: int = 0, unit: str = "seed", title: str = "Evaluation report",
+                 source: str = "") -> Tuple[str, List[Dict[str, Any]]]:
+    """The markdown report and the list of every paired difference it contains."""
+    rep = Report(rows, baseline, conditions, n_boot, seed, unit, title=title, source=source)
+    text = rep.markdown()
+    return text, rep.diffs

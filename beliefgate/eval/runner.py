@@ -1,0 +1,511 @@
+"""Run an evaluation grid into a directory, resumably.
+
+Layout of a run directory ``DIR``::
+
+    DIR/grid.json                     the resolved grid (spec, digest, episodes, skips)
+    DIR/episodes/<layout>/<agent>__<partner>__seed<S>__seat<P>__<key>.jsonl          trajectory log
+    DIR/episodes/<layout>/<agent>__<partner>__seed<S>__seat<P>__<key>.metrics.json   its metric row
+    DIR/results.parquet, DIR/results.csv   one row per finished episode of the grid
+    DIR/run.json                      what the last run did (counts, executor, failures, report lines)
+
+File names are deterministic (``<key>`` hashes everything that determines the
+episode), so rerunning the same command finds its work:
+
+* an episode whose log and metric row agree (the row records the log's SHA-256)
+  is **done** and skipped;
+* a log without a (valid, current) metric row is re-scored from the log, not
+  replayed;
+* a log that does not read back (:class:`~beliefgate.envs.trajlog.LogFormatError`),
+  or belongs to another episode, is **corrupt**: reported, deleted and rerun.
+
+Workers play an episode into a private temporary file and send the log back;
+this process writes it with an atomic rename, then its metric row. A killed run
+therefore leaves only complete files and loses at most the episodes in flight.
+The results table is rebuilt from the metric rows after every run (also an
+interrupted one), one row per episode of the grid, so rows are never duplicated.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import os
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import beliefgate
+from beliefgate.eval.grid import EpisodeSpec, GridSpec, ResolvedGrid, ensure_agent_plugins, resolve_grid
+
+ROW_FORMAT = "beliefgate.eval-row/1"
+RUN_FORMAT = "beliefgate.eval-run/1"
+
+#: config columns of the results table, in order; the metric columns follow
+CONFIG_COLUMNS = ("grid", "grid_digest", "agent", "layout", "partner", "partner_entry", "group", "seed", "seat",
+                  "horizon", "llm_model", "version", "metrics_version", "episode_key", "log", "wall_s")
+
+Progress = Callable[[int, int, str], None]
+Reporter = Callable[[str], None]
+
+
+class RunError(ValueError):
+    """A run directory or results table that cannot be used."""
+
+
+# ------------------------------------------------------------------------------ worker side
+@dataclass
+class EpisodeTask:
+    """What a worker needs to play one episode (picklable)."""
+
+    spec: EpisodeSpec
+    llm: Optional[Dict[str, Any]] = None     # LLMSettings fields, api_key included; never written anywhere
+
+
+@dataclass
+class EpisodeOutcome:
+    """What a worker sends back: the log's bytes and its metrics, or the error."""
+
+    spec: EpisodeSpec
+    ok: bool
+    log: bytes = b""
+    metrics: Dict[str, float] = field(default_factory=dict)
+    version: str = ""
+    wall_s: float = 0.0
+    error: str = ""
+    detail: str = ""
+
+
+def _episode_config(spec: EpisodeSpec) -> Dict[str, Any]:
+    return {"episode_key": spec.key, "grid_episode": spec.identity()}
+
+
+def play_episode(task: EpisodeTask) -> EpisodeOutcome:
+    """Play one grid episode into a private temporary log, score it from the log, return both.
+
+    Runs in a worker process. Any failure of the episode itself comes back as an
+    outcome with ``ok=False`` (the run records it and goes on; a rerun retries it).
+    """
+    from beliefgate.envs.trajlog import read_log
+    from beliefgate.eval.episode import run_episode
+    from beliefgate.eval.metrics import episode_metrics
+
+    spec = task.spec
+    started = time.perf_counter()
+    try:
+        ensure_agent_plugins([spec.agent, spec.partner])
+        llm = None
+        if task.llm is not None:
+            from beliefgate.planners.client import LLMClient, LLMSettings
+
+            llm = LLMClient(LLMSettings(**task.llm))
+        with tempfile.TemporaryDirectory(prefix="beliefgate-episode-") as tmp:
+            path = Path(tmp) / "episode.jsonl"
+            run_episode(spec.layout, spec.agent, spec.partner, seed=spec.seed, horizon=spec.horizon,
+                        seat=spec.seat, log_path=path, config=_episode_config(spec), llm=llm)
+            traj = read_log(path)
+            metrics = episode_metrics(traj)
+            data = path.read_bytes()
+    except Exception as exc:  # noqa: BLE001 -- a task boundary: the error is recorded per episode, never dropped
+        return EpisodeOutcome(spec, ok=False, error=f"{type(exc).__name__}: {exc}", detail=traceback.format_exc(),
+                              wall_s=time.perf_counter() - started)
+    return EpisodeOutcome(spec, ok=True, log=data, metrics=metrics, version=traj.header.version,
+                          wall_s=round(time.perf_counter() - started, 4))
+
+
+def lost_episode(task: EpisodeTask, exc: BaseException) -> EpisodeOutcome:
+    """The outcome of a task whose worker died."""
+    return EpisodeOutcome(task.spec, ok=False, error=f"worker lost: {type(exc).__name__}: {exc}")
+
+
+# ------------------------------------------------------------------------------ files
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _metric_value(value: Any) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def metric_row(spec: EpisodeSpec, metrics: Dict[str, float], log_sha256: str, version: str,
+               wall_s: float) -> Dict[str, Any]:
+    """The metric row stored beside a log (JSON; NaN as null)."""
+    from beliefgate.eval.metrics import METRICS_VERSION
+
+    return {"format": ROW_FORMAT, "metrics_version": METRICS_VERSION, "episode": spec.to_dict(),
+            "episode_key": spec.key, "log_sha256": log_sha256, "version": version, "wall_s": wall_s,
+            "metrics": {k: _json_safe(v) for k, v in metrics.items()}}
+
+
+@dataclass
+class EpisodeState:
+    """What the run directory holds for one episode."""
+
+    spec: EpisodeSpec
+    status: str                      # done | rescore | run
+    reason: str = ""                 # why it must be rescored / rerun
+    row: Optional[Dict[str, Any]] = None
+
+
+def _read_row(path: Path) -> Optional[Dict[str, Any]]:
+    try:
+        row = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return row if isinstance(row, dict) and row.get("format") == ROW_FORMAT else None
+
+
+def _check_log(spec: EpisodeSpec, path: Path) -> Optional[str]:
+    """None when the log at ``path`` is a complete log of ``spec``, else what is wrong with it."""
+    from beliefgate.envs.trajlog import LogFormatError, read_log
+
+    try:
+        traj = read_log(path)
+    except LogFormatError as exc:
+        return str(exc)
+    h = traj.header
+    expected = (spec.layout, spec.seed, spec.seat, spec.horizon, spec.agent, spec.partner, spec.key)
+    found = (h.layout, h.seed, h.seat, h.horizon, h.ego, h.partner, h.config.get("episode_key"))
+    if found != expected:
+        return f"{path}: the log is of another episode ({found} instead of {expected})"
+    return None
+
+
+def inspect_episode(out: Path, spec: EpisodeSpec) -> EpisodeState:
+    """Classify one episode of the grid from the files in ``out`` (see the module docstring)."""
+    from beliefgate.eval.metrics import METRICS_VERSION
+
+    log_path, row_path = out / spec.log_name, out / spec.metrics_name
+    if not log_path.exists():
+        return EpisodeState(spec, "run", "new" if not row_path.exists() else "log missing")
+    row = _read_row(row_path) if row_path.exists() else None
+    data = log_path.read_bytes()
+    if row is not None and row.get("log_sha256") == _sha256(data) and row.get("episode_key") == spec.key:
+        if row.get("metrics_version") == METRICS_VERSION:
+            return EpisodeState(spec, "done", row=row)
+        reason = f"metrics version {row.get('metrics_version')} -> {METRICS_VERSION}"
+    elif row is None:
+        reason = "metric row missing" if not row_path.exists() else "metric row unreadable"
+    else:
+        reason = "log changed since it was scored"
+    problem = _check_log(spec, log_path)
+    if problem is not None:
+        return EpisodeState(spec, "run", f"corrupt log: {problem}")
+    return EpisodeState(spec, "rescore", reason)
+
+
+def _rescore(out: Path, spec: EpisodeSpec) -> Dict[str, Any]:
+    from beliefgate.envs.trajlog import read_log
+    from beliefgate.eval.metrics import episode_metrics
+
+    log_path = out / spec.log_name
+    data = log_path.read_bytes()
+    traj = read_log(log_path)
+    row = metric_row(spec, episode_metrics(traj), _sha256(data), traj.header.version,
+                     float((traj.final.summary if traj.final else {}).get("wall_s", float("nan"))))
+    _atomic_write(out / spec.metrics_name, (json.dumps(row, indent=1) + "\n").encode())
+    return row
+
+
+def _store(out: Path, outcome: EpisodeOutcome) -> Dict[str, Any]:
+    """Write a finished episode: the log first (atomic), then its metric row (atomic)."""
+    spec = outcome.spec
+    _atomic_write(out / spec.log_name, outcome.log)
+    row = metric_row(spec, outcome.metrics, _sha256(outcome.log), outcome.version, outcome.wall_s)
+    _atomic_write(out / spec.metrics_name, (json.dumps(row, indent=1) + "\n").encode())
+    return row
+
+
+def _remove_stale_temporaries(out: Path) -> List[str]:
+    """Temporary files of writes a killed run left half-done."""
+    removed = []
+    root = out / "episodes"
+    if root.is_dir():
+        for tmp in sorted(root.rglob("*.tmp")):
+            tmp.unlink()
+            removed.append(str(tmp.relative_to(out)))
+    return removed
+
+
+# ------------------------------------------------------------------------------ the table
+def table_row(grid: GridSpec, digest: str, row: Dict[str, Any]) -> Dict[str, Any]:
+    """One results-table row: the grid's config, the episode's config, its version, its metrics."""
+    from beliefgate.eval.metrics import METRICS
+
+    spec = EpisodeSpec.from_dict(row["episode"])
+    out: Dict[str, Any] = {
+        "grid": grid.name, "grid_digest": digest, "agent": spec.agent, "layout": spec.layout,
+        "partner": spec.partner, "partner_entry": spec.partner_entry, "group": spec.group, "seed": spec.seed,
+        "seat": spec.seat, "horizon": spec.horizon, "llm_model": spec.llm_model or "", "version": row["version"],
+        "metrics_version": row["metrics_version"], "episode_key": spec.key, "log": spec.log_name,
+        "wall_s": _metric_value(row.get("wall_s")),
+    }
+    for name in METRICS:
+        out[name] = _metric_value(row["metrics"].get(name))
+    return out
+
+
+def write_results(out: Path, rows: List[Dict[str, Any]]) -> List[Path]:
+    """``results.csv`` (always) and ``results.parquet`` (when pyarrow is installed), written atomically."""
+    from beliefgate.eval.metrics import METRICS
+
+    columns = list(CONFIG_COLUMNS) + list(METRICS)
+    written = []
+    text = _csv_text(columns, rows)
+    _atomic_write(out / "results.csv", text.encode())
+    written.append(out / "results.csv")
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        pyarrow = None
+    else:
+        pyarrow = pa
+    if pyarrow is not None:
+        types = {c: pa.string() for c in columns}
+        for c in ("seed", "seat", "horizon", "metrics_version"):
+            types[c] = pa.int64()
+        for c in ("wall_s", *METRICS):
+            types[c] = pa.float64()
+        table = pa.table({c: pa.array([r[c] for r in rows], type=types[c]) for c in columns})
+        fd, tmp = tempfile.mkstemp(dir=out, prefix="results.parquet.", suffix=".tmp")
+        os.close(fd)
+        try:
+            pq.write_table(table, tmp)
+            os.replace(tmp, out / "results.parquet")
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        written.append(out / "results.parquet")
+    return written
+
+
+def _csv_text(columns: Sequence[str], rows: List[Dict[str, Any]]) -> str:
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({c: ("" if isinstance(r[c], float) and math.isnan(r[c]) else
+                             repr(r[c]) if isinstance(r[c], float) else r[c]) for c in columns})
+    return buf.getvalue()
+
+
+def load_results(out: str | Path) -> List[Dict[str, Any]]:
+    """The results table of a run directory as a list of dicts (Parquet when present, else CSV)."""
+    from beliefgate.eval.metrics import METRICS
+
+    out = Path(out)
+    parquet, csv_path = out / "results.parquet", out / "results.csv"
+    if parquet.exists():
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            pq = None
+        if pq is not None:
+            try:
+                return pq.read_table(parquet).to_pylist()
+            except OSError as exc:
+                raise RunError(f"{parquet}: not a readable Parquet file: {exc}") from None
+    if not csv_path.exists():
+        raise RunError(f"{out} has no results table (results.parquet / results.csv); run `beliefgate eval run` first")
+    ints = {"seed", "seat", "horizon", "metrics_version"}
+    floats = {"wall_s", *METRICS}
+    rows = []
+    with open(csv_path, newline="", encoding="utf-8") as fh:
+        for n, raw in enumerate(csv.DictReader(fh), start=2):
+            try:
+                rows.append({k: (int(v) if k in ints else (float(v) if v != "" else float("nan")) if k in floats
+                                 else v) for k, v in raw.items()})
+            except (TypeError, ValueError) as exc:
+                raise RunError(f"{csv_path}:{n}: malformed row: {exc}") from None
+    return rows
+
+
+# ------------------------------------------------------------------------------ the run
+@dataclass
+class RunSummary:
+    """What one call of :func:`run_grid` did."""
+
+    out: Path
+    episodes: int
+    skipped_done: int = 0
+    ran: int = 0
+    rescored: int = 0
+    failed: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    rows: List[Dict[str, Any]] = field(default_factory=list)
+    tables: List[Path] = field(default_factory=list)
+    executor: str = ""
+    wall_s: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return len(self.rows) == self.episodes
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"format": RUN_FORMAT, "out": str(self.out), "episodes": self.episodes,
+                "skipped_done": self.skipped_done, "ran": self.ran, "rescored": self.rescored,
+                "failed": self.failed, "notes": self.notes, "rows": len(self.rows),
+                "tables": [str(p) for p in self.tables], "executor": self.executor,
+                "wall_s": round(self.wall_s, 3), "interrupted": self.interrupted, "complete": self.complete,
+                "version": beliefgate.__version__}
+
+
+def prepare_out(out: Path, resolved: ResolvedGrid) -> None:
+    """Create ``out`` and record the resolved grid in ``out/grid.json``."""
+    out.mkdir(parents=True, exist_ok=True)
+    if not out.is_dir():
+        raise RunError(f"{out} is not a directory")
+    record = {"format": "beliefgate.grid-run/1", "spec": resolved.spec.canonical(),
+              "digest": resolved.spec.digest(), "conditions": resolved.conditions,
+              "skipped": resolved.skipped, "episodes": len(resolved.episodes),
+              "version": beliefgate.__version__}
+    _atomic_write(out / "grid.json", (json.dumps(record, indent=1) + "\n").encode())
+
+
+def load_grid_record(out: str | Path) -> Dict[str, Any]:
+    """``out/grid.json`` (the grid a run directory was made with)."""
+    path = Path(out) / "grid.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError:
+        raise RunError(f"{out} is not a run directory (no grid.json); run `beliefgate eval run` first") from None
+    except json.JSONDecodeError as exc:
+        raise RunError(f"{path}: not valid JSON: {exc}") from None
+
+
+def run_grid(grid: GridSpec | ResolvedGrid, out: str | Path, executor=None, progress: Optional[Progress] = None,
+             report: Optional[Reporter] = None, api_key: Optional[str] = None,
+             stop_after: Optional[int] = None) -> RunSummary:
+    """Play every episode of ``grid`` not yet finished in ``out``; rebuild the results table.
+
+    ``executor`` defaults to this process. ``progress(done, total, label)`` is called
+    as episodes finish; ``report(line)`` gets one line per notable event (a corrupt
+    log rerun, a re-scored log, a failed episode). ``api_key`` is given to LLM
+    agents when the grid has ``llm`` settings. ``stop_after`` stops after that many
+    played episodes (tests use it to simulate an interrupted run).
+    """
+    from beliefgate.eval.executors import InlineExecutor
+
+    started = time.perf_counter()
+    resolved = grid if isinstance(grid, ResolvedGrid) else resolve_grid(grid)
+    spec = resolved.spec
+    out = Path(out)
+    prepare_out(out, resolved)
+    say = report or (lambda line: None)
+    summary = RunSummary(out=out, episodes=len(resolved.episodes))
+    for line in resolved.skipped:
+        summary.notes.append(f"skipped {line}")
+    for tmp in _remove_stale_temporaries(out):
+        line = f"removed the partial write {tmp} of an interrupted run"
+        summary.notes.append(line)
+        say(line)
+
+    states = [inspect_episode(out, ep) for ep in resolved.episodes]
+    rows: Dict[str, Dict[str, Any]] = {}
+    for st in states:
+        if st.status == "done":
+            rows[st.spec.key] = st.row
+            summary.skipped_done += 1
+        elif st.status == "rescore":
+            line = f"re-scoring {st.spec.log_name} ({st.reason})"
+            summary.notes.append(line)
+            say(line)
+            rows[st.spec.key] = _rescore(out, st.spec)
+            summary.rescored += 1
+        elif st.reason.startswith("corrupt"):
+            line = f"{st.reason}; deleting and rerunning {st.spec.label}"
+            summary.notes.append(line)
+            say(line)
+            for name in (st.spec.log_name, st.spec.metrics_name):
+                if (out / name).exists():
+                    (out / name).unlink()
+
+    todo = [st.spec for st in states if st.status == "run"]
+    llm_settings = None
+    if spec.llm is not None:
+        llm_settings = {"base_url": spec.llm.base_url, "model": spec.llm.model, "timeout_s": spec.llm.timeout_s,
+                        "max_retries": spec.llm.max_retries, "cache_dir": spec.llm.cache_dir,
+                        "api_key": api_key or "not-needed"}
+    tasks = [EpisodeTask(ep, llm_settings if ep.llm_model is not None else None) for ep in todo]
+    executor = executor or InlineExecutor()
+    summary.executor = executor.description
+    if progress is not None:
+        progress(0, len(tasks), f"{len(tasks)} episodes to play ({summary.skipped_done} already done)")
+    try:
+        done = 0
+        for outcome in executor.map_unordered(play_episode, tasks, lost_episode):
+            done += 1
+            if outcome.ok:
+                rows[outcome.spec.key] = _store(out, outcome)
+                summary.ran += 1
+            else:
+                line = f"FAILED {outcome.spec.label}: {outcome.error}"
+                summary.failed.append(line)
+                say(line)
+            if progress is not None:
+                progress(done, len(tasks), outcome.spec.label)
+            if stop_after is not None and done >= stop_after:
+                summary.interrupted = True
+                break
+    except KeyboardInterrupt:
+        summary.interrupted = True
+        raise
+    finally:
+        ordered = [rows[ep.key] for ep in resolved.episodes if ep.key in rows]
+        digest = spec.digest()
+        summary.rows = [table_row(spec, digest, r) for r in ordered]
+        summary.tables = write_results(out, summary.rows)
+        summary.wall_s = time.perf_counter() - started
+        _atomic_write(out / "run.json", (json.dumps(summary.to_dict(), indent=1) + "\n").encode())
+    return summary
+
+
+# ------------------------------------------------------------------------------ summaries
+def summarize(rows: List[Dict[str, Any]], by: Sequence[str] = ("agent",),
+              metrics: Sequence[str] = ("reward", "deliveries", "replans", "map_accuracy", "gap_rate", "comp3",
+                                        "duplicate_rate", "intent_accuracy")) -> List[Dict[str, Any]]:
+    """Mean of each metric per group of rows (NaN-skipping), groups in first-seen order, with episode counts."""
+    import numpy as np
+
+    groups: Dict[tuple, List[Dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in by), []).append(r)
+    out = []
+    for key, members in groups.items():
+        entry: Dict[str, Any] = dict(zip(by, key))
+        entry["episodes"] = len(members)
+        for m in metrics:
+            vals = np.array([r[m] for r in members], dtype=float)
+            vals = vals[~np.isnan(vals)]
+            entry[m] = float(vals.mean()) if vals.size else float("nan")
+        out.append(entry)
+    return out
