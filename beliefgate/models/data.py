@@ -1,0 +1,458 @@
+"""Trajectory logs -> padded, batched model data for one player ("the partner").
+
+:func:`load_logs` reads beliefgate trajectory logs (``beliefgate.envs.trajlog``)
+and turns the chosen player's steps into the inputs of the partner-skill model of
+``docs/model.md``: per step the Overcooked controller's action values
+``Q[t, k, a]``, the actions consistent with the observed change, the tempering
+weight, feasibility and visible completions. The per-step evidence comes from the
+Gate's own :class:`~beliefgate.envs.overcooked.observer.OvercookedObserver`, so
+a fitted model and the online gate read a log in exactly the same way; only the
+action values (which the observer turns into log-probabilities at fixed
+``beta, epsilon``) are taken from the controller here, because fitting needs them
+as a function of ``beta`` and ``epsilon``.
+
+Everything is validated before any sampling: a corrupt, truncated or empty log, a
+player index the log does not have, a step whose states are not consecutive, or a
+partner that never acts (every step excluded, nothing to learn from) raises
+:class:`FitDataError` naming the file (and the step).
+
+:func:`simulate` replaces the actions of a :class:`FitData` with draws from the
+model at known parameters (same states, feasibility and completions), for
+parameter-recovery and calibration checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Callable, Mapping, NamedTuple, Optional, Sequence, Union
+
+import numpy as np
+
+from beliefgate.models.skill_model import SkillData, skill_data
+
+PathLike = Union[str, Path]
+Progress = Callable[[int, int, str], None]
+
+
+class FitDataError(ValueError):
+    """A log (or a set of logs) cannot be turned into model data."""
+
+
+class FitData(NamedTuple):
+    """Model data for one player across ``B`` trajectories, padded to ``T`` steps.
+
+    Fields
+    ------
+    skill : SkillData
+        Batched model inputs ``[B, T, ...]`` (see
+        :class:`beliefgate.models.skill_model.SkillData`); ``skill.valid`` marks
+        the real steps of each trajectory.
+    ambiguous : bool[B, T]
+        Steps whose tempering weight is the ambiguous (put-down) weight; a fit
+        with a free tempering weight replaces their weight.
+    action : int32[B, T]
+        The action the player took (from the log, or simulated); -1 on padding
+        or when unknown.
+    true_skill : int32[B, T]
+        Ground-truth (or hindsight) skill index logged for the player; -1 when
+        unknown (idle, unlabelled, padding).
+    skill_names : tuple[str, ...]
+        Names of the ``K`` skills (library order).
+    action_names : tuple[str, ...]
+        Names of the ``A`` actions.
+    excluded_actions : tuple[int, ...]
+        Actions whose observation gets weight 0 (Overcooked: STAY); the posterior
+        predictive check leaves them out on both sides.
+    sources : tuple[str, ...]
+        Where each trajectory came from (log path, or a label).
+    meta : dict
+        Provenance: layouts, player sides, ambiguous weight, ... (JSON-ready).
+    """
+
+    skill: SkillData
+    ambiguous: np.ndarray
+    action: np.ndarray
+    true_skill: np.ndarray
+    skill_names: tuple
+    action_names: tuple
+    excluded_actions: tuple
+    sources: tuple
+    meta: dict
+
+    @property
+    def num_trajectories(self) -> int:
+        return int(self.action.shape[0])
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Number of real steps of each trajectory, int[B]."""
+        return np.asarray(self.skill.valid).sum(axis=1)
+
+    @property
+    def num_steps(self) -> int:
+        """Total number of real steps."""
+        return int(self.lengths.sum())
+
+    @property
+    def has_true_skills(self) -> bool:
+        return bool(np.any(self.true_skill >= 0))
+
+    def fingerprint(self) -> str:
+        """sha256 of the observed arrays (two fits are comparable only on equal data)."""
+        digest = hashlib.sha256()
+        for arr in (self.skill.action_mask, self.skill.weight, self.skill.feasible,
+                    self.skill.completed, self.skill.valid, self.skill.q):
+            arr = np.ascontiguousarray(np.asarray(arr))
+            digest.update(str(arr.shape).encode())
+            digest.update(arr.tobytes())
+        return digest.hexdigest()
+
+    # ------------------------------------------------------------ ArviZ round trip
+    def to_datasets(self):
+        """``(observed_data, constant_data)`` as ``xarray.Dataset`` (ArviZ groups).
+
+        ``observed_data`` holds what the model conditions on (the consistent-action
+        mask) and the taken action; ``constant_data`` the covariates (``q``,
+        weights, feasibility, completions, ...) and the logged true skills.
+        """
+        import xarray as xr
+
+        s = self.skill
+        coords = {
+            "trajectory": np.arange(self.num_trajectories),
+            "step": np.arange(self.action.shape[1]),
+            "skill": list(self.skill_names),
+            "action_kind": list(self.action_names),
+        }
+        observed = xr.Dataset(
+            {
+                "action_mask": (("trajectory", "step", "action_kind"), np.asarray(s.action_mask)),
+                "action": (("trajectory", "step"), self.action.astype(np.int32)),
+            },
+            coords={k: coords[k] for k in ("trajectory", "step", "action_kind")},
+        )
+        constant = xr.Dataset(
+            {
+                "q": (("trajectory", "step", "skill", "action_kind"), np.asarray(s.q)),
+                "weight": (("trajectory", "step"), np.asarray(s.weight)),
+                "feasible": (("trajectory", "step", "skill"), np.asarray(s.feasible)),
+                "completed": (("trajectory", "step"), np.asarray(s.completed, np.int32)),
+                "prior_counts": (("trajectory", "skill"), np.asarray(s.prior_counts)),
+                "valid": (("trajectory", "step"), np.asarray(s.valid)),
+                "ambiguous": (("trajectory", "step"), self.ambiguous),
+                "true_skill": (("trajectory", "step"), self.true_skill.astype(np.int32)),
+                "source": (("trajectory",), np.array(self.sources, dtype=str)),
+            },
+            coords=coords,
+            attrs={"excluded_actions": list(self.excluded_actions),
+                   "meta": _json(self.meta)},
+        )
+        return observed, constant
+
+    @classmethod
+    def from_idata(cls, idata) -> "FitData":
+        """Rebuild the data stored in a fit's ``observed_data``/``constant_data`` groups."""
+        import json
+
+        if "constant_data" not in idata.groups() or "observed_data" not in idata.groups():
+            raise FitDataError("this InferenceData has no observed_data/constant_data groups "
+                               "(was it written by `beliefgate fit`?)")
+        obs, const = idata.observed_data, idata.constant_data
+        skill = skill_data(
+            np.asarray(const["q"].values), np.asarray(obs["action_mask"].values, bool),
+            np.asarray(const["weight"].values), np.asarray(const["feasible"].values, bool),
+            np.asarray(const["completed"].values).astype(np.int64),
+            np.asarray(const["prior_counts"].values), np.asarray(const["valid"].values, bool))
+        excluded = const.attrs.get("excluded_actions", [])
+        excluded = tuple(int(a) for a in np.atleast_1d(excluded))
+        return cls(
+            skill=skill,
+            ambiguous=np.asarray(const["ambiguous"].values, bool),
+            action=np.asarray(obs["action"].values, np.int32),
+            true_skill=np.asarray(const["true_skill"].values, np.int32),
+            skill_names=tuple(str(x) for x in const["skill"].values),
+            action_names=tuple(str(x) for x in obs["action_kind"].values),
+            excluded_actions=excluded,
+            sources=tuple(str(x) for x in const["source"].values),
+            meta=json.loads(const.attrs.get("meta", "{}")),
+        )
+
+
+def _json(value) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+# --------------------------------------------------------------------------------------
+# From arrays
+# --------------------------------------------------------------------------------------
+
+
+def from_arrays(q, action_mask, weight=None, feasible=None, completed=None, prior_counts=None,
+                valid=None, *, action=None, true_skill=None, ambiguous=None,
+                skill_names: Optional[Sequence[str]] = None,
+                action_names: Optional[Sequence[str]] = None,
+                excluded_actions: Sequence[int] = (), sources: Optional[Sequence[str]] = None,
+                meta: Optional[Mapping] = None) -> FitData:
+    """Package batched arrays ``[B, T, ...]`` (any domain) as :class:`FitData`.
+
+    The model inputs are validated by :func:`beliefgate.models.skill_model.skill_data`;
+    ``action`` and ``true_skill`` default to -1 (unknown), ``ambiguous`` to False.
+    """
+    skill = skill_data(q, action_mask, weight, feasible, completed, prior_counts, valid)
+    if skill.q.ndim != 4:
+        raise FitDataError(f"from_arrays takes batched arrays [B, T, K, A], got q {skill.q.shape}")
+    num_traj, num_steps, num_skills, num_actions = skill.q.shape
+    lead = (num_traj, num_steps)
+
+    def ints(x, name):
+        if x is None:
+            return np.full(lead, -1, np.int32)
+        x = np.asarray(x)
+        if x.shape != lead or not np.issubdtype(x.dtype, np.integer):
+            raise FitDataError(f"{name} must be integers of shape {lead}, got {x.shape} {x.dtype}")
+        return x.astype(np.int32)
+
+    act = ints(action, "action")
+    truth = ints(true_skill, "true_skill")
+    if np.any((act < -1) | (act >= num_actions)):
+        raise FitDataError(f"action must lie in [-1, {num_actions})")
+    if np.any((truth < -1) | (truth >= num_skills)):
+        raise FitDataError(f"true_skill must lie in [-1, {num_skills})")
+    amb = np.zeros(lead, bool) if ambiguous is None else np.asarray(ambiguous, bool)
+    if amb.shape != lead:
+        raise FitDataError(f"ambiguous must have shape {lead}, got {amb.shape}")
+    valid_np = np.asarray(skill.valid)
+    names = tuple(skill_names) if skill_names is not None else tuple(f"skill_{k}" for k in range(num_skills))
+    anames = tuple(action_names) if action_names is not None else tuple(f"a{a}" for a in range(num_actions))
+    if len(names) != num_skills or len(anames) != num_actions:
+        raise FitDataError(f"need {num_skills} skill names and {num_actions} action names, got "
+                           f"{len(names)} and {len(anames)}")
+    if any(not 0 <= int(a) < num_actions for a in excluded_actions):
+        raise FitDataError(f"excluded_actions must lie in [0, {num_actions})")
+    srcs = tuple(sources) if sources is not None else tuple(f"trajectory_{b}" for b in range(num_traj))
+    if len(srcs) != num_traj:
+        raise FitDataError(f"need {num_traj} sources, got {len(srcs)}")
+    return FitData(skill, amb & valid_np, np.where(valid_np, act, -1).astype(np.int32),
+                   np.where(valid_np, truth, -1).astype(np.int32), names, anames,
+                   tuple(int(a) for a in excluded_actions), srcs, dict(meta or {}))
+
+
+# --------------------------------------------------------------------------------------
+# From Overcooked trajectory logs
+# --------------------------------------------------------------------------------------
+
+
+class _Steps(NamedTuple):
+    q: np.ndarray
+    mask: np.ndarray
+    weight: np.ndarray
+    feasible: np.ndarray
+    completed: np.ndarray
+    ambiguous: np.ndarray
+    action: np.ndarray
+    true_skill: np.ndarray
+
+
+def q_and_evidence(observer, state, next_state):
+    """``(Q[K, A], StepEvidence)`` for the observer's player between two states.
+
+    The evidence (consistent actions, tempering weight, completion, feasibility)
+    is the Gate's own (:meth:`OvercookedObserver.evidence`); ``Q`` comes from the
+    same controller, unreduced, so that ``beta`` and ``epsilon`` can be fitted.
+    """
+    evidence = observer.evidence(state, next_state)
+    q = observer.controller.q_values(state, observer.partner, observer.other_blocks)
+    return q, evidence
+
+
+def _trajectory_steps(path: Path, traj, side: int, observer) -> _Steps:
+    from beliefgate.envs.overcooked.dynamics import ImpossibleTransitionError
+    from beliefgate.envs.overcooked.state import StateFormatError
+
+    states = traj.states()
+    num_steps = len(states) - 1
+    library = observer.library
+    index = {name: k for k, name in enumerate(library.names)}
+    num_skills, num_actions = library.num_skills, observer.num_actions
+    out = _Steps(
+        q=np.zeros((num_steps, num_skills, num_actions)),
+        mask=np.zeros((num_steps, num_actions), bool),
+        weight=np.zeros(num_steps),
+        feasible=np.zeros((num_steps, num_skills), bool),
+        completed=np.full(num_steps, -1, np.int64),
+        ambiguous=np.zeros(num_steps, bool),
+        action=np.full(num_steps, -1, np.int32),
+        true_skill=np.full(num_steps, -1, np.int32),
+    )
+    for t in range(num_steps):
+        try:
+            q, ev = q_and_evidence(observer, states[t], states[t + 1])
+        except (StateFormatError, ImpossibleTransitionError) as exc:
+            raise FitDataError(f"{path}: step {t}: {exc}") from None
+        out.q[t], out.mask[t], out.weight[t], out.feasible[t] = q, ev.action_mask, ev.weight, ev.feasible
+        out.completed[t] = -1 if ev.completed is None else int(ev.completed)
+        out.ambiguous[t] = 0.0 < ev.weight < 1.0
+        row = traj.steps[t]
+        if side < len(row.actions) and 0 <= row.actions[side] < num_actions \
+                and ev.action_mask[row.actions[side]]:
+            out.action[t] = row.actions[side]
+        if side < len(row.skills) and row.skills[side] in index:
+            out.true_skill[t] = index[row.skills[side]]
+    return out
+
+
+def load_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None, *,
+              allow_incomplete: bool = False, ambiguous_weight: Optional[float] = None,
+              progress: Optional[Progress] = None) -> FitData:
+    """Read trajectory logs and build the model data of one player (the partner).
+
+    ``partner_side``: the player whose actions are modelled; default: the seat
+    that is not the ego's (``1 - header.seat``). ``allow_incomplete`` accepts a
+    log without its final row (its last step, which has no successor state, is
+    dropped). ``ambiguous_weight`` overrides the observer's put-down weight
+    (default 0.35). ``progress(i, n, label)`` is called after each log.
+
+    Raises :class:`FitDataError` (naming the file) for an unreadable, corrupt,
+    truncated or empty log, a bad ``partner_side``, inconsistent states, or a
+    partner that never acts (every step has weight 0).
+    """
+    from beliefgate.envs.overcooked.observer import AMBIGUOUS_WEIGHT, OvercookedObserver
+    from beliefgate.envs.overcooked.tables import ACTION_NAMES, STAY
+    from beliefgate.envs.trajlog import LogFormatError, read_log
+
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise FitDataError("no trajectory logs given")
+    if partner_side is not None and partner_side < 0:
+        raise FitDataError(f"partner side must be >= 0, got {partner_side}")
+    amb_w = AMBIGUOUS_WEIGHT if ambiguous_weight is None else float(ambiguous_weight)
+    if not 0.0 < amb_w <= 1.0:
+        raise FitDataError(f"ambiguous weight must lie in (0, 1], got {amb_w}")
+    observers: dict = {}
+    per_traj: list[_Steps] = []
+    layouts, sides, names = [], [], None
+    for i, path in enumerate(paths):
+        if not path.is_file():
+            raise FitDataError(f"{path}: no such file")
+        try:
+            traj = read_log(path, allow_incomplete=allow_incomplete)
+        except LogFormatError as exc:
+            raise FitDataError(f"cannot read trajectory log: {exc}") from None
+        if not traj.steps or len(traj.states()) < 2:
+            raise FitDataError(f"{path}: the log has no steps (empty episode)")
+        num_players = len(traj.steps[0].state.players)
+        side = (1 - traj.header.seat if num_players == 2 else None) if partner_side is None \
+            else partner_side
+        if side is None:
+            raise FitDataError(f"{path}: {num_players} players; say which one with --partner-side")
+        if not 0 <= side < num_players:
+            raise FitDataError(f"{path}: partner side {side} but the log has {num_players} players")
+        key = (traj.header.layout, side)
+        if key not in observers:
+            observers[key] = OvercookedObserver(traj.header.layout, partner=side,
+                                                ambiguous_weight=amb_w)
+        observer = observers[key]
+        if names is None:
+            names = tuple(observer.library.names)
+        elif tuple(observer.library.names) != names:
+            raise FitDataError(f"{path}: skill library differs from the other logs'")
+        steps = _trajectory_steps(path, traj, side, observer)
+        if not np.any(steps.weight > 0):
+            raise FitDataError(
+                f"{path}: player {side} never acts in this log (all {len(steps.weight)} steps are "
+                "excluded, e.g. STAY): there is nothing to fit; check --partner-side")
+        per_traj.append(steps)
+        layouts.append(traj.header.layout)
+        sides.append(side)
+        if progress is not None:
+            progress(i + 1, len(paths), path.name)
+    return _pad(per_traj, names, tuple(ACTION_NAMES), (STAY,), tuple(str(p) for p in paths),
+                {"layouts": layouts, "partner_sides": sides, "ambiguous_weight": amb_w,
+                 "domain": "overcooked"})
+
+
+def _pad(per_traj: list, skill_names, action_names, excluded, sources, meta) -> FitData:
+    num_traj = len(per_traj)
+    horizon = max(len(s.weight) for s in per_traj)
+    num_skills, num_actions = per_traj[0].q.shape[1:]
+    q = np.zeros((num_traj, horizon, num_skills, num_actions))
+    mask = np.ones((num_traj, horizon, num_actions), bool)
+    weight = np.zeros((num_traj, horizon))
+    feasible = np.ones((num_traj, horizon, num_skills), bool)
+    completed = np.full((num_traj, horizon), -1, np.int64)
+    valid = np.zeros((num_traj, horizon), bool)
+    ambiguous = np.zeros((num_traj, horizon), bool)
+    action = np.full((num_traj, horizon), -1, np.int32)
+    truth = np.full((num_traj, horizon), -1, np.int32)
+    for b, s in enumerate(per_traj):
+        n = len(s.weight)
+        q[b, :n], mask[b, :n], weight[b, :n], feasible[b, :n] = s.q, s.mask, s.weight, s.feasible
+        completed[b, :n], valid[b, :n], ambiguous[b, :n] = s.completed, True, s.ambiguous
+        action[b, :n], truth[b, :n] = s.action, s.true_skill
+    return from_arrays(q, mask, weight, feasible, completed, None, valid, action=action,
+                       true_skill=truth, ambiguous=ambiguous, skill_names=skill_names,
+                       action_names=action_names, excluded_actions=excluded, sources=sources,
+                       meta=meta)
+
+
+# --------------------------------------------------------------------------------------
+# Simulation at known parameters
+# --------------------------------------------------------------------------------------
+
+
+def simulate(data: FitData, params: Mapping[str, float], seed: int) -> FitData:
+    """Actions (and skills) drawn from the hazard model at ``params`` on ``data``'s states.
+
+    Keeps ``q``, feasibility, completions and validity; replaces the action
+    mask by the one-hot simulated action, every weight by 1 (a proper
+    likelihood), ``action`` by the draw and ``true_skill`` by the simulated skill
+    path. ``params`` holds scalar ``beta, epsilon, hazard, alpha`` (missing ones
+    take their defaults). Deterministic in ``seed``.
+    """
+    import jax
+
+    from beliefgate.models.skill_model import prior_predictive
+
+    skill = data.skill
+    keys = jax.random.split(jax.random.PRNGKey(int(seed)), data.num_trajectories)
+    actions, skills = [], []
+    for b in range(data.num_trajectories):
+        one = jax.tree_util.tree_map(lambda x: x[b], skill)
+        draw = prior_predictive(keys[b], one, dict(params), num_samples=1)
+        actions.append(np.asarray(draw["a"][0]))
+        skills.append(np.asarray(draw["z"][0]))
+    action = np.stack(actions).astype(np.int32)
+    valid = np.asarray(skill.valid)
+    num_actions = skill.q.shape[-1]
+    mask = np.eye(num_actions, dtype=bool)[np.maximum(action, 0)] | ~valid[..., None]
+    truth = np.where(valid, np.stack(skills), -1).astype(np.int32)
+    meta = {**data.meta, "simulated": {"params": {k: float(v) for k, v in params.items()},
+                                       "seed": int(seed)}}
+    return from_arrays(np.asarray(skill.q), mask, np.where(valid, 1.0, 0.0),
+                       np.asarray(skill.feasible), np.asarray(skill.completed).astype(np.int64),
+                       np.asarray(skill.prior_counts), valid, action=action, true_skill=truth,
+                       ambiguous=np.zeros_like(valid), skill_names=data.skill_names,
+                       action_names=data.action_names, excluded_actions=(),
+                       sources=data.sources, meta=meta)
+
+
+def subset(data: FitData, trajectories: Sequence[int], max_steps: Optional[int] = None) -> FitData:
+    """A :class:`FitData` with some trajectories (and optionally the first ``max_steps``)."""
+    idx = np.asarray(list(trajectories), int)
+    cut = slice(None) if max_steps is None else slice(0, int(max_steps))
+    s = data.skill
+    return from_arrays(
+        np.asarray(s.q)[idx, cut], np.asarray(s.action_mask)[idx, cut], np.asarray(s.weight)[idx, cut],
+        np.asarray(s.feasible)[idx, cut], np.asarray(s.completed)[idx, cut].astype(np.int64),
+        np.asarray(s.prior_counts)[idx], np.asarray(s.valid)[idx, cut],
+        action=data.action[idx, cut], true_skill=data.true_skill[idx, cut],
+        ambiguous=data.ambiguous[idx, cut], skill_names=data.skill_names,
+        action_names=data.action_names, excluded_actions=data.excluded_actions,
+        sources=[data.sources[i] for i in idx], meta=data.meta)
+
+
+__all__ = ["FitData", "FitDataError", "from_arrays", "load_logs", "q_and_evidence", "simulate",
+           "subset"]

@@ -1,0 +1,540 @@
+"""Fit the partner-skill model to trajectories: NUTS or SVI, results as ArviZ InferenceData.
+
+The fitted model is the marginalised NumPyro model of ``docs/model.md`` (skills
+summed out by the forward algorithm of the online filter,
+:func:`beliefgate.beliefs.filter.scan_filter`), with options that
+:func:`beliefgate.models.skill_model.partner_skill_model` does not have, added by
+the wrapper :func:`belief_model` here:
+
+``model="windowed"``
+    The paper-faithful filter (no hazard; each segment keeps its last ``window``
+    observed steps). Its likelihood is the product of the filter's one-step
+    predictive probabilities ``p(a_t | a_{<t})`` (a prequential likelihood): what
+    the gate would have predicted, so LOO compares it fairly with the hazard model.
+``per_skill_beta``
+    One rationality ``beta_k`` per skill (a ``skill`` plate) instead of a shared one.
+``fit_weight``
+    A free tempering weight ``w`` for ambiguous (put-down) steps, prior
+    ``Beta(2, 2)``. A tempered term ``w log p(a | k)`` alone is not a likelihood
+    (it always prefers ``w -> 0``), so these steps use the *normalised* power
+    likelihood ``p(a | k)^w / sum_a' p(a' | k)^w`` (``w = 1``: the controller;
+    ``w = 0``: uninformative). Other steps are unchanged.
+``fixed``
+    Pin parameters (``{"hazard": 0.0}`` fits a non-switching partner). ``h = 0`` is
+    evaluated as ``h = 1e-30``: the same likelihood to rounding, while an exact 0
+    gives NaN gradients in the filter's predict step.
+
+With the defaults (hazard model, shared ``beta``, fixed weights) the log density
+equals :func:`partner_skill_model`'s (tested).
+
+:func:`fit` returns an ``arviz.InferenceData`` with ``posterior`` (parameters),
+``sample_stats`` (NUTS: divergences, energy, tree depth, ...; SVI: the ELBO loss
+per optimisation step), ``log_likelihood`` (``log_lik``: each trajectory's log
+marginal likelihood per draw, the unit for LOO because steps within a trajectory
+are dependent), ``observed_data``/``constant_data`` (the model inputs, see
+:meth:`FitData.to_datasets`) and the configuration as attributes
+(``attrs["beliefgate_fit"]``, JSON). :func:`save_fit`/:func:`load_fit` write and
+read it as NetCDF.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any, Dict, Literal, Mapping, NamedTuple, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from beliefgate.models.data import FitData
+
+#: hazard values below this are evaluated at this value (exact 0 has NaN gradients)
+MIN_HAZARD = 1e-30
+#: attribute of the InferenceData that holds the fit configuration (JSON)
+CONFIG_ATTR = "beliefgate_fit"
+FORMAT = "beliefgate.fit/1"
+
+
+class FitError(ValueError):
+    """A fit cannot be configured, run or read."""
+
+
+class FitConfig(BaseModel):
+    """Validated configuration of one fit (stored in the result's attributes).
+
+    Model: ``model`` (``hazard``/``windowed``), ``window`` (windowed model; ``None``
+    = whole segment), ``per_skill_beta``, ``fit_weight`` (free tempering weight of
+    ambiguous steps), ``fixed`` (pinned parameter values).
+    Inference: ``method`` (``nuts``/``svi``), ``chains``, ``draws``, ``warmup``,
+    ``seed``, ``chain_method`` (NumPyro's ``parallel``/``sequential``/``vectorized``;
+    ``parallel`` needs as many JAX devices as chains), ``target_accept``,
+    ``max_tree_depth``; SVI: ``svi_steps``, ``learning_rate``, ``guide``
+    (``normal`` = mean field, ``mvn`` = full-rank Gaussian), and ``chains x draws``
+    draws from the fitted guide.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: Literal["hazard", "windowed"] = "hazard"
+    window: Optional[int] = Field(None, ge=1)
+    per_skill_beta: bool = False
+    fit_weight: bool = False
+    fixed: Dict[str, float] = Field(default_factory=dict)
+    method: Literal["nuts", "svi"] = "nuts"
+    chains: int = Field(4, ge=1)
+    draws: int = Field(1000, ge=1)
+    warmup: int = Field(1000, ge=0)
+    seed: int = 0
+    chain_method: Literal["parallel", "sequential", "vectorized"] = "sequential"
+    target_accept: float = Field(0.8, gt=0.0, lt=1.0)
+    max_tree_depth: int = Field(10, ge=1, le=15)
+    svi_steps: int = Field(2000, ge=1)
+    learning_rate: float = Field(0.02, gt=0.0)
+    guide: Literal["normal", "mvn"] = "normal"
+
+    @field_validator("fixed")
+    @classmethod
+    def _known(cls, fixed: Dict[str, float]) -> Dict[str, float]:
+        known = {"beta", "epsilon", "hazard", "alpha", "ambiguous_weight"}
+        unknown = set(fixed) - known
+        if unknown:
+            raise ValueError(f"cannot fix unknown parameter(s) {sorted(unknown)}; known: {sorted(known)}")
+        for name, value in fixed.items():
+            if not math.isfinite(value):
+                raise ValueError(f"fixed {name} must be finite, got {value}")
+        return fixed
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "FitConfig":
+        if self.model == "hazard" and self.window is not None:
+            raise ValueError("window applies to the windowed model only")
+        if self.model == "windowed" and "hazard" in self.fixed:
+            raise ValueError("the windowed model has no hazard to fix")
+        if self.per_skill_beta and "beta" in self.fixed:
+            raise ValueError("per_skill_beta and a fixed beta exclude each other")
+        if "ambiguous_weight" in self.fixed and not self.fit_weight:
+            raise ValueError("ambiguous_weight can only be fixed together with fit_weight")
+        from beliefgate.models.params import check_values
+
+        try:
+            check_values({k: v for k, v in self.fixed.items() if k != "ambiguous_weight"})
+        except ValueError as exc:
+            raise ValueError(str(exc)) from None
+        w = self.fixed.get("ambiguous_weight")
+        if w is not None and not 0.0 <= w <= 1.0:
+            raise ValueError(f"ambiguous_weight must lie in [0, 1], got {w}")
+        return self
+
+    def parameter_names(self) -> list[str]:
+        """Names of the sampled parameters, in model order."""
+        names = [s.name for s in _specs(self) if not s.fixed]
+        if self.per_skill_beta:
+            names = ["beta"] + names
+        if self.fit_weight and "ambiguous_weight" not in self.fixed:
+            names.append("ambiguous_weight")
+        return [n for n in names if n not in self.fixed]
+
+
+# --------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------
+
+
+def _specs(config: FitConfig):
+    """ParamSpecs of the scalar parameters the model samples or fixes (beta excluded if per skill)."""
+    from beliefgate.models.params import PARAMS
+
+    drop = set()
+    if config.per_skill_beta:
+        drop.add("beta")
+    if config.model == "windowed":
+        drop.add("hazard")
+    return tuple(s for s in PARAMS if s.name not in drop)
+
+
+class ModelInputs(NamedTuple):
+    """Arrays the fitted model reads (a pytree; built once on the host by :func:`prepare`).
+
+    The controller part is reduced to sufficient statistics. With
+    ``d[t, k, a] = Q[t, k, a] - max_a Q[t, k, a]`` taking few distinct values
+    ``v_u`` (Overcooked: 0, -1, -2, -3), ``Z = sum_a exp(beta d)`` and the masked
+    sum ``S = sum_{a in M_t} exp(beta d)`` are ``counts @ exp(beta v)`` and
+    ``mask_counts @ exp(beta v)``; then
+    ``log pi_hat(M_t | k) = log((1 - eps) S / Z + eps |M_t| / A)``, the same
+    number as :func:`beliefgate.models.skill_model.controller_loglik` (tested).
+    With more distinct values than actions, ``values`` is empty and ``d`` is
+    used directly (``counts`` then holds ``d``, ``mask_counts`` the mask).
+
+    Fields
+    ------
+    values : float[U]           distinct finite values of ``d`` (``U = 0``: direct path)
+    counts : float[B, T, K, U]  number of actions with ``d == v_u`` (direct: ``d``, ``-inf`` -> 0)
+    mask_counts : float[B, T, K, U]  the same over consistent actions (direct: finite & mask)
+    finite : bool[B, T, K, A]   direct path: finite ``Q``; table path: ``[1, 1, 1, A]`` zeros
+                                (its last axis always gives ``A``)
+    num_mask : float[B, T]      ``|M_t|``
+    weight : float[B, T]        tempering weight ``w_t`` (0 at excluded or padding steps)
+    ambiguous : bool[B, T]      steps whose weight is the ambiguous weight
+    feasible, completed, valid, prior_counts
+        As in :class:`~beliefgate.models.skill_model.SkillData`.
+    """
+
+    values: Any
+    counts: Any
+    mask_counts: Any
+    finite: Any
+    num_mask: Any
+    weight: Any
+    ambiguous: Any
+    feasible: Any
+    completed: Any
+    valid: Any
+    prior_counts: Any
+
+
+def prepare(data: FitData) -> ModelInputs:
+    """Host-side precomputation of :class:`ModelInputs` from :class:`FitData`."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    s = data.skill
+    q = np.asarray(s.q, np.float64)
+    dtype = np.asarray(s.q).dtype
+    finite = np.isfinite(q)
+    qmax = np.max(np.where(finite, q, -np.inf), axis=-1, keepdims=True)
+    d = np.where(finite, q - qmax, -np.inf)
+    mask = np.asarray(s.action_mask, bool)[..., None, :]  # [B, T, 1, A]
+    num_actions = q.shape[-1]
+    values = np.unique(d[np.isfinite(d)])
+    if len(values) <= num_actions:
+        index = np.searchsorted(values, np.where(finite, d, values[0]))
+        onehot = (index[..., None] == np.arange(len(values))) & finite[..., None]  # [B,T,K,A,U]
+        counts = onehot.sum(axis=-2)
+        mask_counts = (onehot & mask[..., None]).sum(axis=-2)
+        finite_arr = np.zeros((1, 1, 1, num_actions), bool)
+    else:
+        values = np.zeros(0)
+        counts = np.where(finite, d, 0.0)
+        mask_counts = finite & mask
+        finite_arr = finite
+    return ModelInputs(
+        values=jnp.asarray(values, dtype),
+        counts=jnp.asarray(counts, dtype),
+        mask_counts=jnp.asarray(mask_counts, dtype),
+        finite=jnp.asarray(finite_arr),
+        num_mask=jnp.asarray(np.asarray(s.action_mask).sum(axis=-1), dtype),
+        weight=s.weight,
+        ambiguous=jnp.asarray(data.ambiguous & np.asarray(s.valid)),
+        feasible=s.feasible,
+        completed=s.completed,
+        valid=s.valid,
+        prior_counts=s.prior_counts,
+    )
+
+
+def _exp_terms(inputs: ModelInputs, beta):
+    """``(Z, S, E)``: row sums, masked sums and the per-value terms ``exp(beta v)``."""
+    import jax.numpy as jnp
+
+    beta = jnp.asarray(beta)
+    if inputs.values.shape[0] > 0:
+        b = beta[:, None] if beta.ndim == 1 else beta  # [K, 1] or scalar
+        e = jnp.exp(b * inputs.values)  # [U] or [K, U]
+        if e.ndim == 1:
+            return inputs.counts @ e, inputs.mask_counts @ e, e
+        return (jnp.einsum("btku,ku->btk", inputs.counts, e),
+                jnp.einsum("btku,ku->btk", inputs.mask_counts, e), e)
+    b = beta[:, None] if beta.ndim == 1 else beta
+    e = jnp.where(inputs.finite, jnp.exp(b * inputs.counts), 0.0)  # [B, T, K, A]
+    return jnp.sum(e, axis=-1), jnp.sum(jnp.where(inputs.mask_counts, e, 0.0), axis=-1), e
+
+
+def model_loglik(inputs: ModelInputs, beta, epsilon, weight=None):
+    """Per-step, per-skill log-likelihood rows ``[B, T, K]`` of the fitted model.
+
+    ``beta`` is a scalar or ``[K]`` (per skill). ``weight`` None: the data's
+    tempering weights, ``w_t log pi_hat(M_t | k)`` exactly as
+    :func:`~beliefgate.models.skill_model.controller_loglik`; else the ambiguous
+    steps use the normalised power likelihood
+    ``weight * log pi_hat(M_t | k) - log sum_a pi_hat(a | k)^weight``.
+    """
+    import jax.numpy as jnp
+    from jax.nn import logsumexp
+
+    z, s, e = _exp_terms(inputs, beta)
+    num_actions = inputs.finite.shape[-1]
+    noise = epsilon / num_actions
+    used = (inputs.weight > 0) & inputs.valid & (inputs.num_mask > 0)
+    prob = (1.0 - epsilon) * s / z + noise * inputs.num_mask[..., None]
+    log_prob = jnp.log(jnp.where(used[..., None], prob, 1.0))
+    if weight is None:
+        return jnp.where(used[..., None], inputs.weight[..., None] * log_prob, 0.0)
+    amb = inputs.ambiguous & used
+    # log sum_a pi_hat(a | k)^w, per distinct value (or per action on the direct path)
+    if inputs.values.shape[0] > 0:
+        per_value = (1.0 - epsilon) * e / z[..., None] + noise  # [B, T, K, U]
+        # actions with Q = -inf (not counted in any value) have probability eps / A
+        n_inf = num_actions - jnp.sum(inputs.counts, axis=-1, keepdims=True)
+        counts = jnp.concatenate([inputs.counts, n_inf], axis=-1)
+        per_value = jnp.concatenate([per_value, jnp.broadcast_to(noise, n_inf.shape)], axis=-1)
+        present = counts > 0
+        terms = jnp.where(present, jnp.log(jnp.where(present, counts, 1.0)) + weight * jnp.log(per_value),
+                          -jnp.inf)
+    else:
+        per_action = (1.0 - epsilon) * e / z[..., None] + noise
+        terms = weight * jnp.log(per_action)
+    log_norm = logsumexp(jnp.where(amb[..., None, None], terms, 0.0), axis=-1)
+    tempered = jnp.where(amb[..., None], weight * log_prob - log_norm, inputs.weight[..., None] * log_prob)
+    return jnp.where(used[..., None], tempered, 0.0)
+
+
+def log_marginal(inputs: ModelInputs, loglik, config: FitConfig, hazard, alpha):
+    """Each trajectory's log marginal likelihood ``[B]``: the online filter's scan, vmapped."""
+    import jax
+    import jax.numpy as jnp
+
+    from beliefgate.beliefs.filter import FilterParams, Observations, scan_filter
+
+    if config.model == "hazard":
+        params = FilterParams("hazard", jnp.maximum(hazard, MIN_HAZARD), alpha, None)
+    else:
+        params = FilterParams("windowed", 0.0, alpha, config.window)
+    obs = Observations(loglik, inputs.feasible, inputs.completed, inputs.valid, inputs.prior_counts)
+    return jax.vmap(lambda o: scan_filter(params, o)[0].log_marginal)(obs)
+
+
+def belief_model(inputs: ModelInputs, config: FitConfig = FitConfig()) -> None:
+    """The fitted NumPyro model over :class:`ModelInputs` (see the module doc).
+
+    Sites: the sampled parameters (``beta`` ``[K]`` under a ``skill`` plate when
+    per skill; ``ambiguous_weight`` with ``fit_weight``), ``log_lik``
+    (deterministic ``[B]``) and the factor ``obs``.
+    """
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    from beliefgate.models.params import BETA, sample_params
+
+    fixed = {k: v for k, v in config.fixed.items() if k != "ambiguous_weight"}
+    values = sample_params(_specs(config), fixed)
+    if config.per_skill_beta:
+        with numpyro.plate("skill", inputs.feasible.shape[-1]):
+            values["beta"] = numpyro.sample("beta", BETA.prior())
+    weight = None
+    if config.fit_weight:
+        if "ambiguous_weight" in config.fixed:
+            weight = jnp.asarray(config.fixed["ambiguous_weight"])
+        else:
+            weight = numpyro.sample("ambiguous_weight", dist.Beta(2.0, 2.0))
+    loglik = model_loglik(inputs, values["beta"], values["epsilon"], weight)
+    log_lik = log_marginal(inputs, loglik, config, values.get("hazard", 0.0), values["alpha"])
+    numpyro.deterministic("log_lik", log_lik)
+    numpyro.factor("obs", jnp.sum(log_lik))
+
+
+def point_values(idata, point: str = "median") -> dict:
+    """Point estimates ``{name: float or list}`` of a fit (posterior median or mean), fixed values included."""
+    import numpy as np
+
+    if point not in ("median", "mean"):
+        raise FitError(f"point must be 'median' or 'mean', got {point!r}")
+    config = fit_config(idata)
+    post = idata.posterior
+    out: dict = {}
+    for name in config.parameter_names():
+        arr = np.asarray(post[name].values)
+        arr = arr.reshape((-1,) + arr.shape[2:])
+        est = np.median(arr, axis=0) if point == "median" else np.mean(arr, axis=0)
+        out[name] = est.tolist() if est.ndim else float(est)
+    from beliefgate.models.params import PARAMS
+
+    for spec in PARAMS:
+        out.setdefault(spec.name, float(config.fixed.get(spec.name, spec.default)))
+    if config.model == "windowed":
+        out.pop("hazard", None)
+    if config.fit_weight:
+        out.setdefault("ambiguous_weight", float(config.fixed.get("ambiguous_weight", 0.35)))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Running a fit
+# --------------------------------------------------------------------------------------
+
+
+def _coords(data: FitData, config: FitConfig):
+    coords = {"skill": list(data.skill_names), "trajectory": list(range(data.num_trajectories))}
+    dims = {"log_lik": ["trajectory"]}
+    if config.per_skill_beta:
+        dims["beta"] = ["skill"]
+    return coords, dims
+
+
+def _nuts(data: FitData, config: FitConfig, progress: bool):
+    import arviz as az
+    import jax
+    from numpyro.infer import MCMC, NUTS
+
+    kernel = NUTS(partial(belief_model, config=config), target_accept_prob=config.target_accept,
+                  max_tree_depth=config.max_tree_depth)
+    chain_method = config.chain_method
+    if chain_method == "parallel" and jax.local_device_count() < config.chains:
+        chain_method = "sequential"  # NumPyro would warn and do the same
+    mcmc = MCMC(kernel, num_warmup=config.warmup, num_samples=config.draws,
+                num_chains=config.chains, chain_method=chain_method, progress_bar=progress)
+    mcmc.run(jax.random.PRNGKey(config.seed), prepare(data),
+             extra_fields=("diverging", "num_steps", "accept_prob", "adapt_state.step_size",
+                           "potential_energy", "energy"))
+    coords, dims = _coords(data, config)
+    idata = az.from_numpyro(mcmc, log_likelihood=False, coords=coords, dims=dims)
+    return idata, {"chain_method_used": chain_method}
+
+
+def _svi(data: FitData, config: FitConfig, progress: bool):
+    import arviz as az
+    import jax
+    import numpy as np
+    import xarray as xr
+    from numpyro import optim
+    from numpyro.infer import SVI, Predictive, Trace_ELBO
+    from numpyro.infer.autoguide import AutoMultivariateNormal, AutoNormal
+
+    guide_cls = AutoNormal if config.guide == "normal" else AutoMultivariateNormal
+    model = partial(belief_model, config=config)
+    guide = guide_cls(model)
+    svi = SVI(model, guide, optim.Adam(config.learning_rate), Trace_ELBO())
+    key_fit, key_draw = jax.random.split(jax.random.PRNGKey(config.seed))
+    inputs = prepare(data)
+    result = svi.run(key_fit, config.svi_steps, inputs,
+                     progress_bar=progress)
+    losses = np.asarray(result.losses)
+    if not np.all(np.isfinite(losses[-max(1, len(losses) // 10):])):
+        raise FitError("SVI diverged (non-finite ELBO); lower --learning-rate")
+    names = config.parameter_names()
+    total = config.chains * config.draws
+    draws = Predictive(model, guide=guide, params=result.params, num_samples=total,
+                       return_sites=names + ["log_lik"])(key_draw, inputs)
+    shaped = {k: np.asarray(v).reshape((config.chains, config.draws) + np.shape(v)[1:])
+              for k, v in draws.items()}
+    coords, dims = _coords(data, config)
+    idata = az.from_dict(posterior=shaped, coords=coords, dims=dims)
+    stats = xr.Dataset({"loss": (("svi_step",), losses)},
+                       coords={"svi_step": np.arange(len(losses))})
+    idata.add_groups(sample_stats=stats)
+    return idata, {"final_loss": float(losses[-1])}
+
+
+def fit(data: FitData, config: FitConfig = FitConfig(), *, progress: bool = False,
+        extra_attrs: Optional[Mapping[str, Any]] = None):
+    """Fit ``config``'s model to ``data``; returns ``arviz.InferenceData`` (see module doc).
+
+    ``progress`` shows NumPyro's progress bar. ``extra_attrs`` (JSON-ready) are
+    stored with the configuration (e.g. the command line).
+    """
+    import numpy as np
+    import xarray as xr
+
+    import beliefgate
+
+    if not isinstance(data, FitData):
+        raise FitError(f"expected FitData (see beliefgate.models.data.load_logs), got {type(data).__name__}")
+    if not np.any(np.asarray(data.skill.weight) > 0):
+        raise FitError("the data hold no weighted step: nothing to fit")
+    started = time.perf_counter()
+    if config.method == "nuts":
+        idata, info = _nuts(data, config, progress)
+    else:
+        idata, info = _svi(data, config, progress)
+    wall = time.perf_counter() - started
+    for group in ("observed_data", "constant_data", "log_likelihood"):
+        if group in idata.groups():  # from_numpyro may create empty ones
+            delattr(idata, group)
+    log_lik = idata.posterior["log_lik"]
+    idata.posterior = idata.posterior.drop_vars("log_lik")
+    idata.add_groups(log_likelihood=xr.Dataset({"log_lik": log_lik}))
+    observed, constant = data.to_datasets()
+    idata.add_groups(observed_data=observed, constant_data=constant)
+    record = {
+        "format": FORMAT,
+        "config": config.model_dump(),
+        "parameters": config.parameter_names(),
+        "skill_names": list(data.skill_names),
+        "num_trajectories": data.num_trajectories,
+        "num_steps": data.num_steps,
+        "data_fingerprint": data.fingerprint(),
+        "sources": list(data.sources),
+        "data_meta": data.meta,
+        "wall_s": round(wall, 3),
+        "beliefgate_version": beliefgate.__version__,
+        "jax_x64": bool(np.asarray(data.skill.q).dtype == np.float64),
+        **info,
+        **dict(extra_attrs or {}),
+    }
+    text = json.dumps(record, sort_keys=True, default=str)
+    idata.attrs[CONFIG_ATTR] = text
+    for group in ("posterior", "sample_stats", "log_likelihood"):
+        getattr(idata, group).attrs[CONFIG_ATTR] = text
+    return idata
+
+
+def fit_record(idata) -> dict:
+    """The JSON record stored by :func:`fit` (configuration, data provenance, timing)."""
+    text = getattr(idata, "attrs", {}).get(CONFIG_ATTR)
+    if text is None and "posterior" in idata.groups():
+        text = idata.posterior.attrs.get(CONFIG_ATTR)
+    if text is None:
+        raise FitError("not a beliefgate fit: no 'beliefgate_fit' attribute (write it with `beliefgate fit`)")
+    record = json.loads(text)
+    if record.get("format") != FORMAT:
+        raise FitError(f"unsupported fit format {record.get('format')!r} (expected {FORMAT})")
+    return record
+
+
+def fit_config(idata) -> FitConfig:
+    """The :class:`FitConfig` a fit was made with."""
+    return FitConfig(**fit_record(idata)["config"])
+
+
+def save_fit(idata, path: Union[str, Path]) -> Path:
+    """Write a fit as NetCDF (parent directories created); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    idata.to_netcdf(str(path))
+    return path
+
+
+def load_fit(path: Union[str, Path]):
+    """Read a fit written by :func:`save_fit`; raises :class:`FitError` with the reason."""
+    import arviz as az
+
+    path = Path(path)
+    if not path.is_file():
+        raise FitError(f"{path}: no such file")
+    try:
+        with az.rc_context({"data.load": "eager"}):  # read it all, close the file
+            idata = az.from_netcdf(str(path))
+    except (OSError, ValueError) as exc:
+        raise FitError(f"{path}: not a readable NetCDF fit ({exc})") from None
+    fit_record(idata)  # validates
+    if "posterior" not in idata.groups() or "log_likelihood" not in idata.groups():
+        raise FitError(f"{path}: the fit has no posterior/log_likelihood group")
+    return idata
+
+
+__all__ = [
+    "FitConfig",
+    "FitError",
+    "belief_model",
+    "model_loglik",
+    "log_marginal",
+    "fit",
+    "fit_record",
+    "fit_config",
+    "point_values",
+    "save_fit",
+    "load_fit",
+    "MIN_HAZARD",
+]
