@@ -60,7 +60,8 @@ def _write_report(out_dir: Path, path: Path, baseline: Optional[str], n_boot: in
         record = load_grid_record(out_dir)
         spec = record.get("spec", {})
         title = f"Evaluation report: {spec.get('name', 'grid')}"
-        rep = Report(rows, baseline, record.get("conditions"), n_boot, seed, unit, title=title, source=str(out_dir))
+        rep = Report(rows, baseline, record.get("conditions"), n_boot, seed, unit, title=title, source=str(out_dir),
+                     description=spec.get("description", ""))
         text = rep.markdown()
     except (RunError, ReportError) as exc:
         _fail(str(exc))

@@ -187,7 +187,7 @@ class Report:
 
     def __init__(self, rows: List[Row], baseline: Optional[str] = None, conditions: Optional[List[str]] = None,
                  n_boot: int = 10_000, seed: int = 0, unit: str = "seed", level: float = 0.95,
-                 title: str = "Evaluation report", source: str = ""):
+                 title: str = "Evaluation report", source: str = "", description: str = ""):
         if not rows:
             raise ReportError("the results table is empty: no finished episodes to report")
         if n_boot < 100:
@@ -201,7 +201,7 @@ class Report:
             raise ReportError(f"baseline {self.baseline!r} is not a condition of these results; "
                               f"choose from: {', '.join(self.conditions)}")
         self.rows, self.n_boot, self.seed, self.unit, self.level = rows, n_boot, seed, unit, level
-        self.title, self.source = title, source
+        self.title, self.source, self.description = title, source, description.strip()
         self.layouts = list(dict.fromkeys(r["layout"] for r in rows))
         self.groups = list(dict.fromkeys(r["group"] for r in rows))
         self.settings = [(l, g) for l in self.layouts for g in self.groups
@@ -373,7 +373,7 @@ class Report:
         seats = sorted({r["seat"] for r in self.rows})
         versions = sorted({str(r.get("version", "")) for r in self.rows})
         horizons = sorted({r["horizon"] for r in self.rows})
-        intro = [f"# {self.title}", "",
+        intro = [f"# {self.title}", ""] + ([self.description, ""] if self.description else []) + [
                  f"{n} episodes{f' from `{self.source}`' if self.source else ''}: conditions "
                  f"{', '.join(f'`{c}`' for c in self.conditions)}; layouts {', '.join(self.layouts)}; partner groups "
                  f"{', '.join(self.groups)}; seeds {', '.join(map(str, seeds))}; ego seats "
@@ -394,8 +394,8 @@ class Report:
 
 def build_report(rows: List[Row], baseline: Optional[str] = None, conditions: Optional[List[str]] = None,
                  n_boot: int = 10_000, seed: int = 0, unit: str = "seed", title: str = "Evaluation report",
-                 source: str = "") -> Tuple[str, List[Dict[str, Any]]]:
+                 source: str = "", description: str = "") -> Tuple[str, List[Dict[str, Any]]]:
     """The markdown report and the list of every paired difference it contains."""
-    rep = Report(rows, baseline, conditions, n_boot, seed, unit, title=title, source=source)
+    rep = Report(rows, baseline, conditions, n_boot, seed, unit, title=title, source=source, description=description)
     text = rep.markdown()
     return text, rep.diffs
