@@ -239,17 +239,19 @@ def eval_bc_cmd(
         print(json.dumps(rows, indent=2))
         return
     table = Table(title=f"BC human proxy: held-out test actions, and {episodes} x {horizon}-step episodes with {partner!r}")
-    for col in ("agent", "test acc", "always-stay acc", "test log-loss", "freq log-loss", "reward (sd)",
-                f"{partner}+{partner}"):
-        table.add_column(col, justify="left" if col == "agent" else "right")
+    table.add_column("agent", overflow="fold")
+    for col in ("test acc", "stay acc", "test LL", "freq LL", "reward", "sd", "ref"):
+        table.add_column(col, justify="right", no_wrap=True)
     for r in rows:
         t, p, ref = r["test"], r["play"], r["reference"]
         table.add_row(f"bc:{r['layout']}", _fmt(t["accuracy"]), _fmt(t["majority_accuracy"]), _fmt(t["log_loss"]),
-                      _fmt(t["marginal_log_loss"]), f"{p['reward_mean']:.1f} ({p['reward_sd']:.1f})",
+                      _fmt(t["marginal_log_loss"]), f"{p['reward_mean']:.1f}", f"{p['reward_sd']:.1f}",
                       f"{ref['reward_mean']:.1f}")
     console.print(table)
-    console.print("Test accuracy over both players of every test game; 'always-stay' predicts the most frequent train "
-                  "action; 'freq log-loss' uses the train action frequencies. Rewards: simulator units (20 per soup).")
+    console.print(f"test acc / test LL: action accuracy and log-loss on both players of every test game; stay acc: "
+                  f"always predicting the most frequent train action (STAY); freq LL: the train action frequencies. "
+                  f"reward (sd): bc + {partner} (seat alternating), ref: {partner} + {partner}, same seeds; "
+                  f"simulator units (20 per soup).")
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

@@ -427,10 +427,12 @@ class HumanEvalResult:
     config: Dict[str, Any] = field(default_factory=dict)
     #: method -> layout -> (confidence[N], correct[N]) of labelled steps (for reliability diagrams)
     calibration: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict, repr=False)
+    #: method -> filter's advantage over it, with paired bootstrap intervals (:func:`paired_bootstrap`)
+    comparison: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"overall": self.overall, "by_layout": self.by_layout, "split": self.split,
-                "params": self.params, "config": self.config}
+        return {"overall": self.overall, "by_layout": self.by_layout, "comparison": self.comparison,
+                "split": self.split, "params": self.params, "config": self.config}
 
 
 def method_posteriors(tracks: Sequence[Track], tables: Dict[str, LayoutTables],
@@ -450,8 +452,13 @@ def method_posteriors(tracks: Sequence[Track], tables: Dict[str, LayoutTables],
 
 
 def evaluate_tracks(tracks: Sequence[Track], train_tracks: Sequence[Track], params: Optional[Dict[str, float]] = None,
-                    split: str = "test", config: Optional[Dict[str, Any]] = None) -> HumanEvalResult:
-    """Score the filter and the baselines on ``tracks``; the counted baselines are fitted on ``train_tracks``."""
+                    split: str = "test", config: Optional[Dict[str, Any]] = None,
+                    bootstrap_seed: int = 0) -> HumanEvalResult:
+    """Score the filter and the baselines on ``tracks``; the counted baselines are fitted on ``train_tracks``.
+
+    ``result.comparison`` holds paired bootstrap intervals (over tracks, seeded by
+    ``bootstrap_seed``) of the filter's advantage over each other method.
+    """
     params = {**HUMAN_PARAMS, **(params or {})}
     if not tracks:
         raise HumanEvalError("no tracks to evaluate")
@@ -490,7 +497,49 @@ def evaluate_tracks(tracks: Sequence[Track], train_tracks: Sequence[Track], para
                "last_completed": tables["last_completed"].to_dict(names, ["none yet", *names]),
            },
            **(config or {})}
-    return HumanEvalResult(split, params, overall, by_layout, cfg, calibration)
+    result = HumanEvalResult(split, params, overall, by_layout, cfg, calibration)
+    result.comparison = paired_bootstrap(tracks, posts, seed=bootstrap_seed)
+    return result
+
+
+def paired_bootstrap(tracks: Sequence[Track], posts: Dict[str, List[np.ndarray]], reference: str = "filter",
+                     resamples: int = 2000, seed: int = 0) -> Dict[str, Dict[str, Any]]:
+    """Paired bootstrap over tracks (a partner in a game) of ``reference - method`` in accuracy and log-loss.
+
+    Steps within a game are dependent, so whole tracks are resampled; returns the
+    point difference and a 95% percentile interval for every other method.
+    """
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(tracks), size=(resamples, len(tracks)))
+    n = np.array([(t.label >= 0).sum() for t in tracks], float)
+
+    def sums(plist):
+        correct, loss = np.zeros(len(tracks)), np.zeros(len(tracks))
+        for i, (p, t) in enumerate(zip(plist, tracks)):
+            keep = t.label >= 0
+            y = t.label[keep]
+            q = p[keep]
+            correct[i] = np.sum(q.argmax(axis=1) == y)
+            loss[i] = -np.sum(np.log(np.clip(q[np.arange(len(y)), y], 1e-12, 1.0)))
+        return correct, loss
+
+    ref_c, ref_l = sums(posts[reference])
+    out: Dict[str, Dict[str, Any]] = {}
+    for method, plist in posts.items():
+        if method == reference:
+            continue
+        c, l = sums(plist)
+        dc, dl = ref_c - c, ref_l - l
+        boot_acc = dc[idx].sum(axis=1) / n[idx].sum(axis=1)
+        boot_ll = dl[idx].sum(axis=1) / n[idx].sum(axis=1)
+        out[method] = {
+            "accuracy_diff": float(dc.sum() / n.sum()),
+            "accuracy_diff_ci95": [float(x) for x in np.percentile(boot_acc, [2.5, 97.5])],
+            "log_loss_diff": float(dl.sum() / n.sum()),
+            "log_loss_diff_ci95": [float(x) for x in np.percentile(boot_ll, [2.5, 97.5])],
+            "resamples": resamples, "unit": "track (one partner in one game)", "seed": seed,
+        }
+    return out
 
 
 def select_params(train_tracks: Sequence[Track], grid: Optional[Dict[str, Sequence[float]]] = None,
