@@ -258,7 +258,7 @@ def partner_intent_accuracy(traj: Trajectory) -> float:
 
 # --------------------------------------------------------------------------- coordination
 def duplicate_skill_rate(traj: Trajectory) -> float:
-    """Duplicate-skill rate: over steps where both players have an active skill, the share where it is the same skill."""
+    """Duplicate-skill rate: over steps where both players have an active skill, the share with the same skill."""
     ego, partner = _players(traj)
     same = total = 0
     for row in traj.steps:

@@ -204,8 +204,8 @@ class Report:
         self.title, self.source, self.description = title, source, description.strip()
         self.layouts = list(dict.fromkeys(r["layout"] for r in rows))
         self.groups = list(dict.fromkeys(r["group"] for r in rows))
-        self.settings = [(l, g) for l in self.layouts for g in self.groups
-                         if any(r["layout"] == l and r["group"] == g for r in rows)]
+        self.settings = [(lay, g) for lay in self.layouts for g in self.groups
+                         if any(r["layout"] == lay and r["group"] == g for r in rows)]
         self.diffs: List[Dict[str, Any]] = []
 
     # -------------------------------------------------------------- selection
@@ -246,7 +246,7 @@ class Report:
         conds = [c for c in conds if c != self.baseline]
         if not conds:
             return [f"_No condition to compare with the baseline `{self.baseline}` here._"]
-        keys = ([(l, g) for l, g in self.settings] if per == "setting" else [(l, None) for l in self.layouts])
+        keys = (list(self.settings) if per == "setting" else [(lay, None) for lay in self.layouts])
         keys.append((None, None))
         rows, found, total = [], [], 0
         for layout, group in keys:
@@ -314,8 +314,8 @@ class Report:
                           "in these results._"]
         out += ["Mean ± sd of the team reward; `full` = posterior in the prompt + gate interrupts, "
                 "`no_replan` = prompt only, `no_prompt` = interrupts only, `no_belief` = neither.", ""]
-        rows = [[self._setting(l, g)] + [_mean_sd("reward", self._values(c, "reward", l, g)) for c in conds]
-                for l, g in self.settings]
+        rows = [[self._setting(lay, g)] + [_mean_sd("reward", self._values(c, "reward", lay, g)) for c in conds]
+                for lay, g in self.settings]
         out += [_table(["setting"] + conds, rows), ""]
         out += [f"**Table 3′** — paired belief–action gap-rate differences against `{self.baseline}` "
                 f"(mean [95% CI]; negative = smaller gap).", ""]
@@ -329,10 +329,10 @@ class Report:
             return out + ["_Fewer than two of full, periodic-N, completion-held, llm-judge in these results._"]
         out += ["Mean reward / mean replans per episode (replans: interruptions of a running ego skill).", ""]
         rows = []
-        for l, g in self.settings:
-            rows.append([self._setting(l, g)] + [
-                f"{_fmt('reward', _nanmean(self._values(c, 'reward', l, g)))} / "
-                f"{_fmt('replans', _nanmean(self._values(c, 'replans', l, g)))}" for c in conds])
+        for lay, g in self.settings:
+            rows.append([self._setting(lay, g)] + [
+                f"{_fmt('reward', _nanmean(self._values(c, 'reward', lay, g)))} / "
+                f"{_fmt('replans', _nanmean(self._values(c, 'replans', lay, g)))}" for c in conds])
         out += [_table(["setting"] + conds, rows), ""]
         out += [f"**Table 4′** — paired differences in replans per episode against `{self.baseline}` "
                 f"(mean [95% CI]).", ""]
@@ -353,7 +353,7 @@ class Report:
         trig = [c for c in (full, periodic, held) if c is not None]
         if len(trig) >= 2:
             parts = [f"`{c}` {_fmt('replans', _nanmean(self._values(c, 'replans')))}" for c in trig]
-            lines.append(f"- Replans per episode (all settings): " + ", ".join(parts) + ".")
+            lines.append("- Replans per episode (all settings): " + ", ".join(parts) + ".")
         if full is not None and no_replan is not None:
             g_full, g_nr = _nanmean(self._values(full, "gap_rate")), _nanmean(self._values(no_replan, "gap_rate"))
             saved = self.baseline

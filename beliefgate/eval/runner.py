@@ -282,26 +282,23 @@ def write_results(out: Path, rows: List[Dict[str, Any]]) -> List[Path]:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
-    except ImportError:
-        pyarrow = None
-    else:
-        pyarrow = pa
-    if pyarrow is not None:
-        types = {c: pa.string() for c in columns}
-        for c in ("seed", "seat", "horizon", "metrics_version"):
-            types[c] = pa.int64()
-        for c in ("wall_s", *METRICS):
-            types[c] = pa.float64()
-        table = pa.table({c: pa.array([r[c] for r in rows], type=types[c]) for c in columns})
-        fd, tmp = tempfile.mkstemp(dir=out, prefix="results.parquet.", suffix=".tmp")
-        os.close(fd)
-        try:
-            pq.write_table(table, tmp)
-            os.replace(tmp, out / "results.parquet")
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        written.append(out / "results.parquet")
+    except ImportError:  # the `dist` extra is not installed: CSV only
+        return written
+    types = {c: pa.string() for c in columns}
+    for c in ("seed", "seat", "horizon", "metrics_version"):
+        types[c] = pa.int64()
+    for c in ("wall_s", *METRICS):
+        types[c] = pa.float64()
+    table = pa.table({c: pa.array([r[c] for r in rows], type=types[c]) for c in columns})
+    fd, tmp = tempfile.mkstemp(dir=out, prefix="results.parquet.", suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, out / "results.parquet")
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    written.append(out / "results.parquet")
     return written
 
 
