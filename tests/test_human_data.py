@@ -479,11 +479,17 @@ def test_bc_unstuck_rule_moves_a_frozen_agent(bc_policy):
 
 
 # ----------------------------------------------------------------------------- the real thing (network)
-@pytest.mark.slow
-def test_full_fetch_and_conversion(tmp_path_factory):
-    """Downloads overcooked-ai==1.1.0 with pip, checks it, converts all 76 games (~1 min)."""
+@pytest.fixture(scope="module")
+def full_data(tmp_path_factory):
+    """The real data: overcooked-ai==1.1.0 downloaded with pip, checked and converted (~1 min)."""
     cache = tmp_path_factory.mktemp("human-full")
     ds, converted = hd.fetch_human(cache)
+    return cache, ds, converted
+
+
+@pytest.mark.slow
+def test_full_fetch_and_conversion(full_data):
+    cache, ds, converted = full_data
     assert converted
     m = ds.manifest
     assert (m["splits"]["train"]["games"], m["splits"]["train"]["steps"]) == (39, 46729)
@@ -494,3 +500,14 @@ def test_full_fetch_and_conversion(tmp_path_factory):
     assert traj.header.config["study_layout"] == "random0" and len(traj.steps) > 1000
     again, converted_again = hd.fetch_human(cache, pip_command=["/nonexistent/pip"])
     assert not converted_again and len(again.logs("train")) == 39
+
+
+@pytest.mark.slow
+def test_committed_parameters_are_the_train_grid_choice(full_data):
+    """HUMAN_PARAMS is what the grid on the TRAIN split picks (~1.5 min)."""
+    from beliefgate.eval.human import HUMAN_PARAMS, cached_tracks, select_params
+
+    cache, _, _ = full_data
+    best, rows = select_params(cached_tracks("train", cache))
+    assert best == HUMAN_PARAMS
+    assert len([r for r in rows if "hazard" in r]) == 350
