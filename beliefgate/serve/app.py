@@ -40,17 +40,18 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import numpy as np
-from fastapi import APIRouter, FastAPI, Request, Security
+from fastapi import APIRouter, FastAPI, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
-from fastapi.security import HTTPBearer
+from fastapi.openapi.utils import get_openapi
+from pydantic_core import to_json
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import beliefgate
 from beliefgate.beliefs.errors import BeliefInputError, InvalidParameterError
 from beliefgate.beliefs.evidence import StepEvidence
-from beliefgate.beliefs.gate import Gate, GateParams
+from beliefgate.beliefs.gate import Decision, Gate, GateParams
 from beliefgate.serve.schemas import (
     SESSION_ID_PATTERN,
     CreateSessionRequest,
@@ -63,6 +64,7 @@ from beliefgate.serve.schemas import (
     StepEvidenceRequest,
     StepLoglikRequest,
     StepRequest,
+    decision_is_finite,
     decision_payload,
     gate_state_payload,
 )
@@ -133,7 +135,9 @@ class ApiError(Exception):
 
 
 def _dumps(payload: Any) -> bytes:
-    return json.dumps(payload, allow_nan=False, separators=(",", ":")).encode()
+    """Strict JSON. Payload builders map the legitimately non-finite fields to ``None``
+    explicitly; ``inf_nan_mode="null"`` only guarantees that no ``NaN`` token ever leaves."""
+    return to_json(payload, inf_nan_mode="null")
 
 
 def _json(payload: Any, status_code: int = 200, headers: Optional[dict] = None) -> Response:
@@ -149,6 +153,7 @@ def _error(status_code: int, kind: str, detail: str, errors: Optional[list] = No
 
 
 _ERRORS = {
+    400: {"model": ErrorOut, "description": "unreadable request (body not UTF-8 JSON, bad Content-Length)"},
     401: {"model": ErrorOut, "description": "missing or wrong bearer token"},
     404: {"model": ErrorOut, "description": "unknown session"},
     413: {"model": ErrorOut, "description": "request body over the limit"},
@@ -158,10 +163,11 @@ _ERRORS = {
 
 
 def _responses(*codes: int) -> dict:
-    return {c: _ERRORS[c] for c in codes}
+    """Documented error responses: ``codes`` plus those any /v1 request can get (400, 401, 413, 422)."""
+    return {c: _ERRORS[c] for c in sorted({400, 401, 413, 422, *codes})}
 
 
-_STEP_RESPONSES = {**_responses(401, 404, 413, 422, 503),
+_STEP_RESPONSES = {**_responses(404, 503),
                    409: {"model": ErrorOut, "description": "operation for another kind of session"}}
 
 
@@ -280,7 +286,13 @@ async def _mutate(store: SessionStore, session_id: str, apply):
     async with session.lock:
         if session.closed:  # deleted or expired while this request waited for the lock
             raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
+        previous = session.gate.state
         result = apply(session)
+        if isinstance(result, Decision) and not decision_is_finite(result):
+            _restore_state(session.gate, previous)
+            raise ApiError(422, "NonFiniteResultError",
+                           "the step produced a non-finite belief (inputs too extreme for float64); "
+                           "it was rejected and the session is unchanged")
         undo = store.changed(session)
         if store.persistent:
             try:
@@ -289,6 +301,13 @@ async def _mutate(store: SessionStore, session_id: str, apply):
                 store.rollback(session, undo)
                 raise
     return result
+
+
+def _restore_state(gate: Gate, state) -> None:
+    """Put ``state`` (an earlier ``gate.state``) back, through the Gate's pickling protocol."""
+    data = gate.__getstate__()
+    data["state"] = state
+    gate.__setstate__(data)
 
 
 def _overcooked_gate(layout: str, params: GateParams, partner: int):
@@ -307,7 +326,8 @@ def _overcooked_gate(layout: str, params: GateParams, partner: int):
 SessionId = Annotated[str, PathParam(pattern=SESSION_ID_PATTERN, max_length=64,
                                      description="id returned by POST /v1/sessions")]
 
-_bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer <token>` when the server has a token")
+#: OpenAPI name of the bearer scheme (the guard middleware enforces it, not a dependency)
+BEARER_SCHEME = "bearerAuth"
 
 
 # --------------------------------------------------------------------------- routes
@@ -315,7 +335,7 @@ _bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer <toke
 
 def _routes() -> tuple[APIRouter, APIRouter]:
     public = APIRouter(prefix=API_PREFIX)
-    api = APIRouter(prefix=API_PREFIX, dependencies=[Security(_bearer)])
+    api = APIRouter(prefix=API_PREFIX)
 
     @public.get("/healthz", response_model=HealthOut, tags=["service"])
     async def healthz(request: Request) -> Response:
@@ -327,7 +347,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
                       "snapshot": store.persistent, "auth": settings.token is not None})
 
     @api.post("/sessions", status_code=201, response_model=SessionOut, tags=["sessions"],
-              responses={**_responses(401, 413, 422, 503),
+              responses={**_responses(503),
                          429: {"model": ErrorOut, "description": "session limit reached"}})
     async def create_session(body: CreateSessionRequest, request: Request) -> Response:
         """Create a session: a generic gate (`num_skills`/`skill_names`) or an Overcooked gate (`layout`)."""
@@ -357,7 +377,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
                      headers={"Location": f"{API_PREFIX}/sessions/{session.id}"})
 
     @api.get("/sessions/{session_id}", response_model=SessionOut, tags=["sessions"],
-             responses=_responses(401, 404, 422))
+             responses=_responses(404))
     async def get_session(session_id: SessionId, request: Request) -> Response:
         """The session and its gate's current state (`state_digest` changes iff the state does)."""
         store = _store(request)
@@ -366,7 +386,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
         return _json(_session_payload(store, session))
 
     @api.delete("/sessions/{session_id}", status_code=204, tags=["sessions"],
-                responses=_responses(401, 404, 422, 503))
+                responses=_responses(404, 503))
     async def delete_session(session_id: SessionId, request: Request) -> Response:
         """Delete the session."""
         store = _store(request)
@@ -429,7 +449,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
         return _json(decision_payload(decision))
 
     @api.post("/sessions/{session_id}/notify_replanned", response_model=SessionOut, tags=["gate"],
-              responses=_responses(401, 404, 422, 503))
+              responses=_responses(404, 503))
     async def notify_replanned(session_id: SessionId, request: Request) -> Response:
         """`Gate.notify_replanned`: the ego replanned for its own reasons; cooldowns start now."""
         store = _store(request)
@@ -437,7 +457,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
         return _json(_session_payload(store, session))
 
     @api.post("/sessions/{session_id}/reset", response_model=SessionOut, tags=["gate"],
-              responses=_responses(401, 404, 413, 422, 503))
+              responses=_responses(404, 503))
     async def reset(session_id: SessionId, request: Request, body: Optional[ResetRequest] = None) -> Response:
         """`Gate.reset`: a new episode (`keep_memory` keeps the completion counts)."""
         store = _store(request)
@@ -543,12 +563,32 @@ def create_app(settings: Optional[ServeSettings] = None, **overrides) -> FastAPI
     )
     app.state.settings = settings
     app.state.store = store
+    app.openapi = lambda: _openapi(app)
     public, api = _routes()
     app.include_router(public)
     app.include_router(api)
     _install_handlers(app)
     app.add_middleware(_Guard, token=settings.token, max_body_bytes=settings.max_body_bytes)
     return app
+
+
+def _openapi(app: FastAPI) -> dict:
+    """FastAPI's document plus the bearer scheme on every /v1 route but healthz.
+
+    Auth is enforced by the ASGI guard (before the body is read), so it is declared
+    here rather than through a per-route dependency.
+    """
+    if app.openapi_schema is None:
+        doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        doc.setdefault("components", {})["securitySchemes"] = {BEARER_SCHEME: {
+            "type": "http", "scheme": "bearer",
+            "description": "`Authorization: Bearer <token>`, required when the server was started with a token"}}
+        for path, item in doc.get("paths", {}).items():
+            if path.startswith(API_PREFIX + "/") and path != API_PREFIX + "/healthz":
+                for operation in item.values():
+                    operation["security"] = [{BEARER_SCHEME: []}]
+        app.openapi_schema = doc
+    return app.openapi_schema
 
 
 def openapi_document(app: Optional[FastAPI] = None) -> str:

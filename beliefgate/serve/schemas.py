@@ -11,6 +11,11 @@ Encoding of ``log 0``
     itself. ``-Infinity``, ``Infinity``, ``NaN`` and numbers that overflow a double
     (``1e999``) are rejected with 422.
 
+Bounds
+    Finite log-probabilities lie in ``[-1e9, 1e9]`` and weights in ``[0, 1000]`` (422
+    otherwise), so that the tempered log-likelihood ``weight * loglik`` stays far from
+    overflow.
+
 Non-finite numbers in responses
     ``null`` again: ``log_l = null`` means ``-inf`` (``l_t = 0``);
     ``changepoint_prob``/``switch_prob = null`` mean "not tracked" (NaN in Python,
@@ -44,13 +49,18 @@ MAX_NAME_LENGTH = 64
 MAX_HORIZON = 512
 #: highest player index of an Overcooked partner
 MAX_PLAYER_INDEX = 15
+#: largest magnitude of a finite log-probability (a probability of e^-1e9 is zero in practice)
+LOGPROB_BOUND = 1e9
+#: largest tempering weight
+MAX_WEIGHT = 1e3
 #: session ids: URL-safe base64, 22 characters from 16 random bytes
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
 _REQUEST = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
 
-#: a log-probability; ``None`` (JSON ``null``) is log 0 = -inf
-LogProb = Optional[StrictFloat]
+#: a log-probability; ``None`` (JSON ``null``) is log 0 = -inf. Finite values are bounded so
+#: that tempering (``weight * loglik``) cannot overflow inside the gate.
+LogProb = Optional[Annotated[StrictFloat, Field(ge=-LOGPROB_BOUND, le=LOGPROB_BOUND)]]
 #: a skill named by index or by name
 SkillRef = Union[StrictInt, Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME_LENGTH)]]
 SkillName = Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME_LENGTH)]
@@ -127,7 +137,7 @@ class _StepCommon(BaseModel):
         None, description="skill (name or index; -1 = none) the action visibly completed")
     feasible: Optional[list[StrictBool]] = Field(
         None, min_length=1, max_length=MAX_SKILLS, description="bool[K]: skills whose preconditions hold (null: all)")
-    weight: Annotated[StrictFloat, Field(ge=0.0)] = Field(
+    weight: Annotated[StrictFloat, Field(ge=0.0, le=MAX_WEIGHT)] = Field(
         1.0, description="tempering weight w >= 0 of the step's log-likelihood (0 excludes the step)")
     ego_active: StrictBool = Field(True, description="whether the ego runs a skill an interrupt could stop")
 
@@ -387,6 +397,16 @@ def decision_payload(d: Decision) -> dict:
     }
 
 
+def decision_is_finite(d: Decision) -> bool:
+    """Whether every number a Decision must carry is finite (NaN is allowed only where
+    the change-point statistics are untracked, ``log_l`` may be -inf)."""
+    info = d.info
+    arrays = (d.posterior, d.predictive, info.prior)
+    return (all(bool(np.isfinite(a).all()) for a in arrays)
+            and math.isfinite(info.log_evidence) and math.isfinite(d.confidence)
+            and math.isfinite(info.stable_map.l_t) and math.isfinite(info.stable_map.confidence))
+
+
 def _never(t: int) -> Optional[int]:
     from beliefgate.beliefs.gates import NEVER
 
@@ -460,6 +480,8 @@ __all__ = [
     "MAX_SKILLS",
     "MAX_ACTIONS",
     "MAX_HORIZON",
+    "LOGPROB_BOUND",
+    "MAX_WEIGHT",
     "SESSION_ID_PATTERN",
     "ServiceGateParams",
     "CreateSessionRequest",
@@ -477,6 +499,7 @@ __all__ = [
     "HealthOut",
     "ErrorOut",
     "decision_payload",
+    "decision_is_finite",
     "gate_state_payload",
     "state_digest",
 ]

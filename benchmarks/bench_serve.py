@@ -1,0 +1,304 @@
+"""Load test of the gate service on 127.0.0.1: concurrent sessions stepping over HTTP.
+
+Starts ``beliefgate serve`` in a subprocess on a free loopback port (no token, no
+snapshot unless ``--snapshot``), opens ``--sessions`` sessions (K = 6 skills) and
+drives them concurrently from one asyncio/httpx client process, one keep-alive
+connection per session, until ``--steps`` steps have been taken in total (the
+default: 200 sessions, 50,000 steps). Every request is timed on its own.
+
+Reported: throughput (steps/s), p50/p99 latency per step, the server's CPU time per
+step (from /proc, Linux only), and the ratios to the same work done in this
+process with ``Gate.step`` (the baseline, timed here first). The final posterior of
+every session is compared with the in-process gates (exact equality).
+
+    python benchmarks/bench_serve.py               # 200 sessions, 50,000 steps
+    python benchmarks/bench_serve.py --quick       # 20 sessions, 1,000 steps
+    python benchmarks/bench_serve.py --json out.json --snapshot
+
+The client and the server share the machine's cores, so the HTTP numbers include
+the client's own cost. It stops by itself: the server is terminated at the end and
+the whole run is abandoned after ``--max-seconds``. Nothing binds other than 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from beliefgate import Gate, GateParams
+
+HOST = "127.0.0.1"
+NUM_SKILLS = 6
+NUM_ACTIONS = 6
+POOL = 512
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make_pool(seed: int):
+    """Random controller tables and actions, plus their pre-encoded request bodies."""
+    rng = np.random.default_rng(seed)
+    q = rng.normal(0.0, 1.5, size=(POOL, NUM_SKILLS, NUM_ACTIONS))
+    lp = q - np.log(np.exp(q).sum(axis=-1, keepdims=True))
+    actions = [int(a) for a in rng.integers(NUM_ACTIONS, size=POOL)]
+    tables = [np.ascontiguousarray(t) for t in lp]
+    bodies = [json.dumps({"action_logprobs": t.tolist(), "action": a}).encode() for t, a in zip(tables, actions)]
+    return tables, actions, bodies
+
+
+def schedule(session: int, step: int) -> int:
+    """Which pool entry session ``session`` uses at its step ``step`` (same in both runs)."""
+    return (session * 7919 + step * 31) % POOL
+
+
+def split_steps(total: int, sessions: int) -> list:
+    base, extra = divmod(total, sessions)
+    return [base + (1 if s < extra else 0) for s in range(sessions)]
+
+
+def in_process(params: GateParams, tables, actions, per_session) -> dict:
+    """The same work with ``Gate.step``, one gate per session, round-robin like the server sees it."""
+    gates = [Gate.from_logprobs(NUM_SKILLS, params) for _ in per_session]
+    lat = np.empty(sum(per_session))
+    clock = time.perf_counter
+    i = 0
+    started = clock()
+    for step in range(max(per_session)):
+        for s, gate in enumerate(gates):
+            if step < per_session[s]:
+                j = schedule(s, step)
+                t0 = clock()
+                gate.step(tables[j], actions[j])
+                lat[i] = clock() - t0
+                i += 1
+    wall = clock() - started
+    return {"steps": i, "wall_s": wall, "throughput": i / wall, "p50_us": float(np.percentile(lat, 50) * 1e6),
+            "p99_us": float(np.percentile(lat, 99) * 1e6), "posteriors": [g.state.belief.belief for g in gates]}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> Optional[float]:
+    """utime + stime of a process, from /proc (None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def start_server(port: int, sessions: int, snapshot: Optional[Path]) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "beliefgate.cli", "serve", "--host", HOST, "--port", str(port),
+           "--max-sessions", str(sessions + 10), "--ttl", "0", "--log-level", "warning"]
+    if snapshot is not None:
+        cmd += ["--snapshot", str(snapshot)]
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if proc.stderr is not None:
+        proc.stderr.close()
+
+
+async def wait_healthy(client, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            if (await client.get("/v1/healthz")).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        await asyncio.sleep(0.05)
+    raise RuntimeError("server did not become healthy")
+
+
+class RawConnection:
+    """A minimal keep-alive HTTP/1.1 client on asyncio streams (POST with a JSON body).
+
+    The default stepping client: httpx's AsyncClient costs several times the server's
+    own CPU per request, which on a 2-core machine would measure the client.
+    """
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+        self.reader = self.writer = None
+
+    async def open(self) -> "RawConnection":
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        return self
+
+    async def post(self, path: str, body: bytes) -> tuple:
+        head = (f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+        self.writer.write(head + body)
+        status = int((await self.reader.readline()).split(b" ", 2)[1])
+        length = 0
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        return status, await self.reader.readexactly(length)
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            await self.writer.wait_closed()
+
+
+async def drive(url: str, proc, params: GateParams, bodies, per_session, use_httpx: bool = False) -> dict:
+    """Create the sessions, then step them all concurrently; every request timed."""
+    import httpx
+
+    n = len(per_session)
+    limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+    headers = {"Content-Type": "application/json"}
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60.0) as client:
+        await wait_healthy(client, proc)
+        create = {"num_skills": NUM_SKILLS, "params": params.model_dump(mode="json")}
+        ids = []
+        for _ in range(n):
+            r = await client.post("/v1/sessions", json=create)
+            r.raise_for_status()
+            ids.append(r.json()["session_id"])
+        latencies = [[] for _ in range(n)]
+        finals: list = [None] * n
+        errors = 0
+
+        host, port = url.rsplit("//", 1)[1].split(":")
+
+        async def worker(s: int) -> None:
+            nonlocal errors
+            path = f"/v1/sessions/{ids[s]}/step"
+            clock = time.perf_counter
+            lat = latencies[s]
+            last = None
+            conn = None if use_httpx else await RawConnection(host, int(port)).open()
+            try:
+                for step in range(per_session[s]):
+                    body = bodies[schedule(s, step)]
+                    t0 = clock()
+                    if conn is None:
+                        r = await client.post(path, content=body, headers=headers)
+                        status, content = r.status_code, r.content
+                    else:
+                        status, content = await conn.post(path, body)
+                    lat.append(clock() - t0)
+                    if status != 200:
+                        errors += 1
+                    else:
+                        last = content
+            finally:
+                if conn is not None:
+                    await conn.close()
+            finals[s] = None if last is None else json.loads(last)["posterior"]
+
+        cpu0 = cpu_seconds(proc.pid)
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(s) for s in range(n)))
+        wall = time.perf_counter() - started
+        cpu1 = cpu_seconds(proc.pid)
+    lat = np.concatenate([np.asarray(x) for x in latencies])
+    return {"sessions": n, "steps": int(lat.size), "errors": errors, "wall_s": wall,
+            "throughput": lat.size / wall, "p50_us": float(np.percentile(lat, 50) * 1e6),
+            "p99_us": float(np.percentile(lat, 99) * 1e6), "mean_us": float(lat.mean() * 1e6),
+            "server_cpu_us_per_step": None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) / lat.size * 1e6,
+            "finals": finals}
+
+
+def main(argv: Optional[list] = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: 20 sessions, 1,000 steps")
+    parser.add_argument("--sessions", type=int, default=None, help="concurrent sessions (default 200)")
+    parser.add_argument("--steps", type=int, default=None, help="steps in total (default 50,000)")
+    parser.add_argument("--snapshot", action="store_true", help="run the server with a snapshot file (durable acks)")
+    parser.add_argument("--client", choices=("raw", "httpx"), default="raw",
+                        help="stepping client: a minimal asyncio HTTP/1.1 client (default) or httpx.AsyncClient")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random tables")
+    parser.add_argument("--max-seconds", type=float, default=900.0, help="abandon the run after this long")
+    parser.add_argument("--json", type=str, default=None, help="write the results here")
+    args = parser.parse_args(argv)
+    sessions = args.sessions or (20 if args.quick else 200)
+    total = args.steps or (1_000 if args.quick else 50_000)
+    if sessions < 1 or total < sessions:
+        parser.error("need --sessions >= 1 and --steps >= --sessions")
+    params = GateParams()
+    tables, actions, bodies = make_pool(args.seed)
+    per_session = split_steps(total, sessions)
+
+    base = in_process(params, tables, actions, per_session)
+    snap_dir = tempfile.TemporaryDirectory(prefix="bench-serve-") if args.snapshot else None
+    port = free_port()
+    proc = start_server(port, sessions, Path(snap_dir.name) / "s.pkl" if snap_dir else None)
+    try:
+        http = asyncio.run(asyncio.wait_for(
+            drive(f"http://{HOST}:{port}", proc, params, bodies, per_session, args.client == "httpx"),
+            timeout=args.max_seconds))
+    finally:
+        stop_server(proc)
+        if snap_dir is not None:
+            snap_dir.cleanup()
+    equal = all(f is not None and np.array_equal(np.asarray(f), b) for f, b in zip(http.pop("finals"),
+                                                                                     base.pop("posteriors")))
+    http["final_posteriors_equal"] = bool(equal)
+    result = {
+        "config": {"sessions": sessions, "steps": total, "num_skills": NUM_SKILLS, "num_actions": NUM_ACTIONS,
+                   "snapshot": args.snapshot, "client": args.client, "seed": args.seed, "params": params.model_dump(mode="json"),
+                   "quick": args.quick},
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                    "load_avg": os.getloadavg() if hasattr(os, "getloadavg") else None},
+        "in_process": base,
+        "http": http,
+        "ratios": {
+            "throughput_in_process_over_http": base["throughput"] / http["throughput"],
+            "p50_http_over_in_process": http["p50_us"] / base["p50_us"],
+            "p99_http_over_in_process": http["p99_us"] / base["p99_us"],
+        },
+    }
+    print(f"gate service load test: {sessions} sessions, {http['steps']} steps over HTTP on {HOST} "
+          f"({'snapshot on' if args.snapshot else 'no snapshot'}, {args.client} client); "
+          f"{os.cpu_count()} CPUs shared by client and server")
+    print(f"{'':28s}{'steps/s':>12s}{'p50 (us)':>12s}{'p99 (us)':>12s}")
+    print(f"{'in-process Gate.step':28s}{base['throughput']:12.0f}{base['p50_us']:12.1f}{base['p99_us']:12.1f}")
+    print(f"{'HTTP /step (end to end)':28s}{http['throughput']:12.0f}{http['p50_us']:12.1f}{http['p99_us']:12.1f}")
+    r = result["ratios"]
+    cpu = http["server_cpu_us_per_step"]
+    print(f"in-process is {r['throughput_in_process_over_http']:.0f}x the HTTP throughput; HTTP p50 is "
+          f"{r['p50_http_over_in_process']:.0f}x, p99 {r['p99_http_over_in_process']:.0f}x the in-process call"
+          + (f"; server CPU {cpu:.0f} us/step" if cpu is not None else ""))
+    print(f"errors: {http['errors']}; final posteriors equal to in-process: {equal}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
