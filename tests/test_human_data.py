@@ -340,7 +340,7 @@ def test_evaluation_on_the_fixture(tracks, tmp_path):
     assert set(res.overall) == set(METHODS)
     n = res.overall["filter"]["n"]
     assert n == sum(int((t.label >= 0).sum()) for t in test) and n > 4000
-    for method, m in res.overall.items():
+    for m in res.overall.values():
         assert m["n"] == n
         assert 0.0 <= m["accuracy"] <= 1.0 and m["log_loss"] >= 0 and 0 <= m["brier"] <= 2 and 0 <= m["ece"] <= 1
     assert sum(res.by_layout[lay]["filter"]["n"] for lay in res.by_layout) == n

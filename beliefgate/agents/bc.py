@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -349,7 +349,8 @@ def evaluate_accuracy(policy: BCPolicy, paths: Sequence[Path]) -> Dict[str, floa
     moving = y != STAY
     return {"accuracy": float(np.mean(p.argmax(axis=1) == y)),
             "log_loss": float(-np.mean(np.log(np.clip(p[np.arange(len(y)), y], 1e-12, 1.0)))),
-            "accuracy_non_stay": float(np.mean(p[moving].argmax(axis=1) == y[moving])) if moving.any() else float("nan"),
+            "accuracy_non_stay": (float(np.mean(p[moving].argmax(axis=1) == y[moving])) if moving.any()
+                                  else float("nan")),
             "majority_action": majority, "majority_accuracy": float(np.mean(y == majority)),
             "marginal_log_loss": float(-np.mean(np.log(np.clip(freq[y], 1e-12, 1.0)))),
             "n": int(len(y))}

@@ -90,7 +90,8 @@ def fetch_human_cmd(
 # ----------------------------------------------------------------------------- data train-bc
 @data_app.command("train-bc")
 def train_bc_cmd(
-    layouts: Optional[List[str]] = typer.Option(None, "--layout", help="layouts to train (repeatable; default: all five)"),
+    layouts: Optional[List[str]] = typer.Option(None, "--layout",
+                                                help="layouts to train (repeatable; default: all five)"),
     seed: int = typer.Option(0, help="training seed (initialisation and held-out game choice)"),
     force: bool = typer.Option(False, "--force", help="retrain even if a model of this version is cached"),
     as_json: bool = typer.Option(False, "--json", help="print the training records as JSON"),
@@ -144,7 +145,8 @@ def eval_human_cmd(
     layouts: Optional[List[str]] = typer.Option(None, "--layout", help="only these layouts (repeatable)"),
     plots: Optional[Path] = typer.Option(None, help="directory for the reliability diagrams "
                                          "(default: <cache>/human_eval/<split>)"),
-    tune: bool = typer.Option(False, "--tune", help="choose beta, epsilon, hazard again by the grid on the TRAIN split"),
+    tune: bool = typer.Option(False, "--tune",
+                              help="choose beta, epsilon, hazard again by the grid on the TRAIN split"),
     params_file: Optional[Path] = typer.Option(None, "--params", help="GateParams JSON: use its beta, epsilon, hazard"),
     as_json: bool = typer.Option(False, "--json", help="print {overall, by_layout, ...} as JSON"),
 ) -> None:
@@ -195,8 +197,9 @@ def eval_human_cmd(
             table.add_row(lay if i == 0 else "", method, _fmt(s["accuracy"]), _fmt(s["log_loss"]), _fmt(s["brier"]),
                           _fmt(s["ece"]), str(s["n"]), end_section=i == len(METHODS) - 1)
     console.print(table)
-    console.print("held_object / last_completed: skill frequencies counted per layout on the train split; nearest_target: uniform "
-                  "prior; one_step: the filter's likelihood without memory (ablation). Unlabelled steps are skipped.")
+    console.print("held_object / last_completed: skill frequencies counted per layout on the train split; "
+                  "nearest_target: uniform prior; one_step: the filter's likelihood without memory (ablation). "
+                  "Unlabelled steps are skipped.")
     console.print(f"Reliability diagrams: {Path(written[0]).parent}")
 
 
@@ -238,7 +241,8 @@ def eval_bc_cmd(
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table(title=f"BC human proxy: held-out test actions, and {episodes} x {horizon}-step episodes with {partner!r}")
+    table = Table(title=f"BC human proxy: held-out test actions, and {episodes} x {horizon}-step episodes "
+                        f"with {partner!r}")
     table.add_column("agent", overflow="fold")
     for col in ("test acc", "stay acc", "test LL", "freq LL", "reward", "sd", "ref"):
         table.add_column(col, justify="right", no_wrap=True)

@@ -532,7 +532,8 @@ def load_dataset(cache: Optional[str | Path] = None, sdist_sha256: str = SDIST_S
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise HumanDataMissingError(f"{path} is unreadable ({exc}); run `beliefgate data fetch-human --force`") from None
+        raise HumanDataMissingError(
+            f"{path} is unreadable ({exc}); run `beliefgate data fetch-human --force`") from None
     if not _manifest_ok(manifest, sdist_sha256):
         raise HumanDataMissingError(
             f"{path} was written by another converter version; run `beliefgate data fetch-human --force`")
@@ -634,7 +635,7 @@ def write_fixture(frames: Dict[str, Any], out: str | Path, games_per_layout: int
     with gzip.open(out, "wt", encoding="utf-8", compresslevel=9) as fh:
         for split, df in frames.items():
             seen: Dict[str, int] = {}
-            for (run, worker, study), rows in _games(df):
+            for (_run, _worker, study), rows in _games(df):
                 if seen.get(study, 0) >= games_per_layout:
                     continue
                 seen[study] = seen.get(study, 0) + 1

@@ -528,8 +528,8 @@ def paired_bootstrap(tracks: Sequence[Track], posts: Dict[str, List[np.ndarray]]
     for method, plist in posts.items():
         if method == reference:
             continue
-        c, l = sums(plist)
-        dc, dl = ref_c - c, ref_l - l
+        correct, loss = sums(plist)
+        dc, dl = ref_c - correct, ref_l - loss
         boot_acc = dc[idx].sum(axis=1) / n[idx].sum(axis=1)
         boot_ll = dl[idx].sum(axis=1) / n[idx].sum(axis=1)
         out[method] = {
