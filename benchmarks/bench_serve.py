@@ -174,7 +174,8 @@ class RawConnection:
             await self.writer.wait_closed()
 
 
-async def drive(url: str, proc, params: GateParams, bodies, per_session, use_httpx: bool = False) -> dict:
+async def drive(url: str, proc, params: GateParams, bodies, per_session, use_httpx: bool = False,
+                serial_steps: int = 1000) -> dict:
     """Create the sessions, then step them all concurrently; every request timed."""
     import httpx
 
@@ -192,8 +193,8 @@ async def drive(url: str, proc, params: GateParams, bodies, per_session, use_htt
         latencies = [[] for _ in range(n)]
         finals: list = [None] * n
         errors = 0
-
         host, port = url.rsplit("//", 1)[1].split(":")
+
 
         async def worker(s: int) -> None:
             nonlocal errors
@@ -221,13 +222,36 @@ async def drive(url: str, proc, params: GateParams, bodies, per_session, use_htt
                     await conn.close()
             finals[s] = None if last is None else json.loads(last)["posterior"]
 
+        # unloaded latency: one extra session, one request at a time
+        serial = []
+        r = await client.post("/v1/sessions", json=create)
+        r.raise_for_status()
+        path = f"/v1/sessions/{r.json()['session_id']}/step"
+        conn = None if use_httpx else await RawConnection(host, int(port)).open()
+        try:
+            for step in range(serial_steps):
+                body = bodies[schedule(n, step)]
+                t0 = time.perf_counter()
+                if conn is None:
+                    status = (await client.post(path, content=body, headers=headers)).status_code
+                else:
+                    status = (await conn.post(path, body))[0]
+                serial.append(time.perf_counter() - t0)
+                errors += status != 200
+        finally:
+            if conn is not None:
+                await conn.close()
+
         cpu0 = cpu_seconds(proc.pid)
         started = time.perf_counter()
         await asyncio.gather(*(worker(s) for s in range(n)))
         wall = time.perf_counter() - started
         cpu1 = cpu_seconds(proc.pid)
     lat = np.concatenate([np.asarray(x) for x in latencies])
-    return {"sessions": n, "steps": int(lat.size), "errors": errors, "wall_s": wall,
+    serial = np.asarray(serial)
+    return {"serial_steps": int(serial.size), "serial_throughput": serial.size / serial.sum(),
+            "serial_p50_us": float(np.percentile(serial, 50) * 1e6),
+            "serial_p99_us": float(np.percentile(serial, 99) * 1e6), "sessions": n, "steps": int(lat.size), "errors": errors, "wall_s": wall,
             "throughput": lat.size / wall, "p50_us": float(np.percentile(lat, 50) * 1e6),
             "p99_us": float(np.percentile(lat, 99) * 1e6), "mean_us": float(lat.mean() * 1e6),
             "server_cpu_us_per_step": None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) / lat.size * 1e6,
@@ -260,7 +284,8 @@ def main(argv: Optional[list] = None) -> dict:
     proc = start_server(port, sessions, Path(snap_dir.name) / "s.pkl" if snap_dir else None)
     try:
         http = asyncio.run(asyncio.wait_for(
-            drive(f"http://{HOST}:{port}", proc, params, bodies, per_session, args.client == "httpx"),
+            drive(f"http://{HOST}:{port}", proc, params, bodies, per_session, args.client == "httpx",
+                  serial_steps=100 if args.quick else 1000),
             timeout=args.max_seconds))
     finally:
         stop_server(proc)
@@ -281,6 +306,7 @@ def main(argv: Optional[list] = None) -> dict:
             "throughput_in_process_over_http": base["throughput"] / http["throughput"],
             "p50_http_over_in_process": http["p50_us"] / base["p50_us"],
             "p99_http_over_in_process": http["p99_us"] / base["p99_us"],
+            "serial_p50_http_over_in_process": http["serial_p50_us"] / base["p50_us"],
         },
     }
     print(f"gate service load test: {sessions} sessions, {http['steps']} steps over HTTP on {HOST} "
@@ -288,11 +314,16 @@ def main(argv: Optional[list] = None) -> dict:
           f"{os.cpu_count()} CPUs shared by client and server")
     print(f"{'':28s}{'steps/s':>12s}{'p50 (us)':>12s}{'p99 (us)':>12s}")
     print(f"{'in-process Gate.step':28s}{base['throughput']:12.0f}{base['p50_us']:12.1f}{base['p99_us']:12.1f}")
-    print(f"{'HTTP /step (end to end)':28s}{http['throughput']:12.0f}{http['p50_us']:12.1f}{http['p99_us']:12.1f}")
+    print(f"{'HTTP /step, one at a time':28s}{http['serial_throughput']:12.0f}"
+          f"{http['serial_p50_us']:12.1f}{http['serial_p99_us']:12.1f}")
+    print(f"{'HTTP /step, ' + str(sessions) + ' concurrent':28s}{http['throughput']:12.0f}"
+          f"{http['p50_us']:12.1f}{http['p99_us']:12.1f}")
     r = result["ratios"]
     cpu = http["server_cpu_us_per_step"]
-    print(f"in-process is {r['throughput_in_process_over_http']:.0f}x the HTTP throughput; HTTP p50 is "
-          f"{r['p50_http_over_in_process']:.0f}x, p99 {r['p99_http_over_in_process']:.0f}x the in-process call"
+    print(f"in-process throughput is {r['throughput_in_process_over_http']:.0f}x the concurrent HTTP throughput; "
+          f"one request alone takes {r['serial_p50_http_over_in_process']:.0f}x the in-process call (p50); "
+          f"under load p50/p99 are {r['p50_http_over_in_process']:.0f}x/{r['p99_http_over_in_process']:.0f}x "
+          f"(queueing: {sessions} requests in flight)"
           + (f"; server CPU {cpu:.0f} us/step" if cpu is not None else ""))
     print(f"errors: {http['errors']}; final posteriors equal to in-process: {equal}")
     if args.json:

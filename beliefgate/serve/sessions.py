@@ -415,9 +415,13 @@ class SessionStore:
         return restored
 
     def close(self) -> None:
-        """Final synchronous snapshot (at shutdown)."""
+        """Final synchronous snapshot (at shutdown); a failure is logged, not raised
+        (every acknowledged change is already on disk)."""
         if self.persistent:
-            self.write_snapshot()
+            try:
+                self.write_snapshot()
+            except OSError as exc:
+                log.error("final snapshot write to %s failed: %s", self.snapshot_path, exc)
 
 
 __all__ = [
