@@ -251,7 +251,8 @@ async def drive(url: str, proc, params: GateParams, bodies, per_session, use_htt
     serial = np.asarray(serial)
     return {"serial_steps": int(serial.size), "serial_throughput": serial.size / serial.sum(),
             "serial_p50_us": float(np.percentile(serial, 50) * 1e6),
-            "serial_p99_us": float(np.percentile(serial, 99) * 1e6), "sessions": n, "steps": int(lat.size), "errors": errors, "wall_s": wall,
+            "serial_p99_us": float(np.percentile(serial, 99) * 1e6),
+            "sessions": n, "steps": int(lat.size), "errors": errors, "wall_s": wall,
             "throughput": lat.size / wall, "p50_us": float(np.percentile(lat, 50) * 1e6),
             "p99_us": float(np.percentile(lat, 99) * 1e6), "mean_us": float(lat.mean() * 1e6),
             "server_cpu_us_per_step": None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) / lat.size * 1e6,
@@ -296,7 +297,8 @@ def main(argv: Optional[list] = None) -> dict:
     http["final_posteriors_equal"] = bool(equal)
     result = {
         "config": {"sessions": sessions, "steps": total, "num_skills": NUM_SKILLS, "num_actions": NUM_ACTIONS,
-                   "snapshot": args.snapshot, "client": args.client, "seed": args.seed, "params": params.model_dump(mode="json"),
+                   "snapshot": args.snapshot, "client": args.client, "seed": args.seed,
+                   "params": params.model_dump(mode="json"),
                    "quick": args.quick},
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                     "load_avg": os.getloadavg() if hasattr(os, "getloadavg") else None},

@@ -12,10 +12,11 @@ document finds no 5xx.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
-import re
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -284,7 +285,7 @@ def test_http_observe_equals_in_process_gate(server, episode_states, partner):
         remote = client.for_overcooked("cramped_room", params, partner=partner)
         assert remote.kind == "overcooked" and remote.partner == partner
         assert remote.skill_names == local.skill_names
-        for i, (s0, s1) in enumerate(zip(episode_states[:-1], episode_states[1:])):
+        for i, (s0, s1) in enumerate(itertools.pairwise(episode_states)):
             # alternate the three encodings a caller may use
             enc = [lambda s: s, lambda s: s.model_dump(mode="json"), lambda s: s.to_json()][i % 3]
             same(remote.observe(enc(s0), enc(s1), ego_active=i % 5 != 0),
@@ -537,7 +538,7 @@ def test_snapshot_restore_across_real_restarts(tmp_path, episode_states):
     local = Gate.from_logprobs(3, params, skill_names=names, prior_counts=[0.0, 2.0, 1.0])
     local_oc = Gate.for_overcooked("cramped_room", oc_params, partner=0)
     ops = [op for op in random_ops(5, 3, 4, 60, names) if op[0] in ("step", "replan")]
-    pairs = list(zip(episode_states[:-1], episode_states[1:]))
+    pairs = list(itertools.pairwise(episode_states))
 
     def drive(remote, remote_oc, ops_part, pairs_part):
         for op in ops_part:

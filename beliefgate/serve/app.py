@@ -43,8 +43,8 @@ import numpy as np
 from fastapi import APIRouter, FastAPI, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import Response
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import Response
 from pydantic_core import to_json
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -192,11 +192,11 @@ class _Guard:
             return
         headers = dict(scope.get("headers") or ())
         path = scope.get("path", "")
-        if self.token is not None and path.startswith(API_PREFIX + "/") and path != API_PREFIX + "/healthz":
-            if not self._authorised(headers.get(b"authorization")):
-                await _send(send, _error(401, "unauthorized", "missing or wrong bearer token",
-                                         headers={"WWW-Authenticate": 'Bearer realm="beliefgate"'}))
-                return
+        protected = path.startswith(API_PREFIX + "/") and path != API_PREFIX + "/healthz"
+        if self.token is not None and protected and not self._authorised(headers.get(b"authorization")):
+            await _send(send, _error(401, "unauthorized", "missing or wrong bearer token",
+                                     headers={"WWW-Authenticate": 'Bearer realm="beliefgate"'}))
+            return
         declared = headers.get(b"content-length")
         if declared is not None:
             try:

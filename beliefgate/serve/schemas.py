@@ -36,7 +36,6 @@ from typing import Annotated, Any, Literal, Optional, Union
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
-
 from beliefgate.beliefs.gate import Decision, Gate, GateParams
 
 #: most skills a session may have
