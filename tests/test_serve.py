@@ -479,13 +479,13 @@ def test_auth_and_isolation():
 
 
 def test_idle_sessions_expire():
-    with ThreadServer(ttl_s=1.0, sweep_interval_s=0.1) as srv, Client(srv.url) as client:
+    with ThreadServer(ttl_s=1.5, sweep_interval_s=0.1) as srv, Client(srv.url) as client:
         idle = client.from_logprobs(2)
         busy = client.from_logprobs(2)
-        assert 0.0 < idle.state()["expires_in_s"] <= 1.0
+        assert 0.0 < idle.state()["expires_in_s"] <= 1.5
         idle_id = idle.session_id
         started = time.monotonic()
-        while time.monotonic() - started < 1.8:
+        while time.monotonic() - started < 2.4:
             busy.step(np.log([[0.5, 0.5], [0.9, 0.1]]), 0)  # activity keeps it alive
             time.sleep(0.15)
         assert busy.state()["t"] > 0
