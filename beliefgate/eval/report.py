@@ -226,10 +226,11 @@ class Report:
 
     @staticmethod
     def _setting(layout, group) -> str:
-        return f"{layout} / {group}" if group is not None else (layout or "all")
+        return f"{layout} / {group}" if group is not None else (layout or "all (pooled)")
 
-    def _zero_sentence(self, found: List[Tuple[str, str, str]], total: int) -> str:
-        """``found``: (condition, metric, where) of the intervals that include zero."""
+    def _zero_sentence(self, found: List[Tuple[str, str, str]], rows_of: Dict[str, List[str]], total: int) -> str:
+        """``found``: (condition, metric, row) of the intervals that include zero; ``rows_of``: each
+        condition's rows that have an interval."""
         if total == 0:
             return "_No paired comparison is possible (no condition besides the baseline, or no matched episodes)._"
         if not found:
@@ -237,9 +238,18 @@ class Report:
         by: Dict[Tuple[str, str], List[str]] = {}
         for cond, metric, where in found:
             by.setdefault((cond, metric), []).append(where)
-        parts = [f"{METRICS[m].label} of {c} in {', '.join(w)}" for (c, m), w in by.items()]
-        return (f"† The 95% interval includes zero ({len(found)} of {total} intervals), so these differences are "
-                f"not reliable under this analysis: " + "; ".join(parts) + ".")
+        parts = []
+        for (c, m), where in by.items():
+            rows = rows_of[c]
+            if len(where) == len(rows):
+                text = "every row"
+            elif len(where) > len(rows) / 2:
+                text = "every row but " + ", ".join(r for r in rows if r not in where)
+            else:
+                text = ", ".join(where)
+            parts.append(f"`{c}` ({METRICS[m].label}): {text}")
+        return (f"† The 95% interval includes zero in {len(found)} of {total} cells, so these differences are "
+                f"not reliable under this analysis — " + "; ".join(parts) + ".")
 
     def _diff_table(self, conds: List[str], metric: str, per: str = "setting") -> List[str]:
         """A differences table (rows: settings + all) for one metric; returns markdown lines."""
@@ -249,18 +259,22 @@ class Report:
         keys = (list(self.settings) if per == "setting" else [(lay, None) for lay in self.layouts])
         keys.append((None, None))
         rows, found, total = [], [], 0
+        rows_of: Dict[str, List[str]] = {c: [] for c in conds}
         for layout, group in keys:
-            cells = [self._setting(layout, group) if layout else "**all**"]
+            name = self._setting(layout, group)
+            cells = [name if layout else "**all (pooled)**"]
             for c in conds:
                 d = self.diff(c, metric, layout, group)
                 cells.append(_diff_cell(metric, d))
                 if d.has_interval:
                     total += 1
+                    rows_of[c].append(name)
                     if d.includes_zero:
-                        found.append((c, metric, self._setting(layout, group)))
+                        found.append((c, metric, name))
             rows.append(cells)
-        header = ["setting"] + [f"{c} − {self.baseline}" for c in conds]
-        return [_table(header, rows), "", self._zero_sentence(found, total)]
+        header = ["setting"] + conds
+        return [f"Each column: that condition − `{self.baseline}`, mean [95% CI].", "", _table(header, rows), "",
+                self._zero_sentence(found, rows_of, total)]
 
     # -------------------------------------------------------------- tables
     def table1(self) -> List[str]:
@@ -279,8 +293,7 @@ class Report:
                              else text)
             rows.append(cells)
         out += [_table(["setting"] + self.conditions, rows), ""]
-        out += [f"**Table 1′** — paired reward differences against `{self.baseline}` "
-                f"(mean [95% CI]).", ""]
+        out += [f"**Table 1′** — paired reward differences against `{self.baseline}`.", ""]
         out += self._diff_table(self.conditions, "reward")
         return out
 
@@ -297,8 +310,8 @@ class Report:
                     continue
                 rows.append([layout, c] + [_fmt(m, _nanmean(self._values(c, m, layout))) for m in metrics])
         out += [_table(header, rows, align_first=2), ""]
-        out += [f"**Table 2′** — paired differences against `{self.baseline}` per layout "
-                f"(mean [95% CI]): belief–action gap rate, Comp@3, duplicate-skill rate.", ""]
+        out += [f"**Table 2′** — paired differences against `{self.baseline}` per layout: belief–action gap "
+                f"rate, Comp@3, duplicate-skill rate.", ""]
         for m in ("gap_rate", "comp3", "duplicate_rate"):
             out += [f"*{METRICS[m].label} {METRICS[m].arrow}*", ""]
             out += self._diff_table(self.conditions, m, per="layout")
@@ -318,7 +331,7 @@ class Report:
                 for lay, g in self.settings]
         out += [_table(["setting"] + conds, rows), ""]
         out += [f"**Table 3′** — paired belief–action gap-rate differences against `{self.baseline}` "
-                f"(mean [95% CI]; negative = smaller gap).", ""]
+                f"(negative = smaller gap).", ""]
         out += self._diff_table(conds, "gap_rate")
         return out
 
@@ -334,8 +347,7 @@ class Report:
                 f"{_fmt('reward', _nanmean(self._values(c, 'reward', lay, g)))} / "
                 f"{_fmt('replans', _nanmean(self._values(c, 'replans', lay, g)))}" for c in conds])
         out += [_table(["setting"] + conds, rows), ""]
-        out += [f"**Table 4′** — paired differences in replans per episode against `{self.baseline}` "
-                f"(mean [95% CI]).", ""]
+        out += [f"**Table 4′** — paired differences in replans per episode against `{self.baseline}`.", ""]
         out += self._diff_table(conds, "replans")
         return out
 
