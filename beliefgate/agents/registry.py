@@ -47,6 +47,7 @@ def register(prefix: str, factory: Callable, description: str = "") -> None:
 def _builtin() -> None:
     if "bayes-belief" in _FACTORIES:
         return
+    from beliefgate.agents import bc  # noqa: F401  (registers bc and bc:<layout>)
     from beliefgate.agents import planning as P
 
     def bayes(name, llm=None):
@@ -85,6 +86,15 @@ def _planner(llm):
     from beliefgate.planners.llm import LLMPlanner
 
     return LLMPlanner(llm)
+
+
+def uses_llm(name: str) -> bool:
+    """Does agent ``name`` take an LLM client (its factory accepts one)? Scripted partners do not."""
+    if name in PARTNERS:
+        return False
+    _builtin()
+    factory = _FACTORIES.get(_prefix(name))
+    return factory is not None and len(inspect.signature(factory).parameters) >= 2
 
 
 def agent_names() -> List[str]:

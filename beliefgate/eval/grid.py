@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import inspect
 import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+from beliefgate.agents.registry import uses_llm  # noqa: F401  (re-exported for grid users)
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 GRID_FORMAT = "beliefgate.grid/1"
@@ -300,18 +300,6 @@ def default_group(name: str) -> str:
     if name == "bc" or name.startswith("bc:"):
         return "human-proxy"
     return "agents"
-
-
-def uses_llm(name: str) -> bool:
-    """Does agent ``name`` accept an LLM client (its factory takes one)? Scripted partners do not."""
-    from beliefgate.agents import registry
-    from beliefgate.envs.overcooked.partners import PARTNERS
-
-    if name in PARTNERS:
-        return False
-    registry.agent_names()  # registers the built-in factories
-    factory = registry._FACTORIES.get(registry._prefix(name))
-    return factory is not None and len(inspect.signature(factory).parameters) >= 2
 
 
 def _check_agent(name: str, role: str) -> None:
