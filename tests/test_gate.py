@@ -694,3 +694,26 @@ def test_reference_skill_vs_action():
     for _ in range(4):
         gate.step(lp, 0)
     assert not gate.step(lp, 1, feasible=[True, False]).contradiction
+
+
+def test_pickled_overcooked_gate_keeps_its_partner():
+    import pickle
+
+    from beliefgate.eval.episode import run_episode
+
+    states = run_episode("cramped_room", "balanced", "plater", seed=0, horizon=12).trajectory.states()
+    gate = Gate.for_overcooked("cramped_room", partner=0)
+    clone = pickle.loads(pickle.dumps(gate))
+    for s0, s1 in zip(states[:-1], states[1:]):
+        np.testing.assert_array_equal(gate.observe(s0, s1).posterior, clone.observe(s0, s1).posterior)
+    assert clone._observer.partner == 0
+
+
+def test_overflowing_tempered_loglik_is_rejected_and_state_kept():
+    gate = Gate.from_logprobs(3)
+    gate.step_loglik([0.0, -1.0, -2.0])
+    before = gate.state
+    with pytest.raises(NonFiniteLoglikError), np.errstate(all="ignore"):
+        gate.step_loglik([-np.inf, 2.6e16, -np.inf], weight=6.3e306)
+    assert gate.state is before
+    assert np.isfinite(gate.step_loglik([0.0, -1.0, -2.0]).posterior).all()

@@ -154,6 +154,49 @@ class GateParams(BaseModel):
     def load(cls, path: Union[str, Path]) -> "GateParams":
         return cls.from_json(Path(path).read_text(encoding="utf-8"))
 
+    @classmethod
+    def from_fit(cls, path: Union[str, Path], point: str = "median", **overrides) -> "GateParams":
+        """Parameters from a fit written by ``beliefgate fit`` (ArviZ NetCDF).
+
+        ``beta``, ``epsilon``, ``hazard`` (hazard model) and ``alpha`` take the
+        posterior ``point`` estimate (``"median"`` or ``"mean"``) or the value the
+        fit pinned; ``model`` and ``window`` follow the fitted model. A per-skill
+        ``beta`` is pooled (``point`` over skills and draws): the gate takes one
+        ``beta``. A fitted tempering weight is not a gate parameter (pass it to the
+        domain observer). ``overrides`` set any other field (``tau_obs=0.3``, ...).
+        Raises ``ValueError`` when the file is not such a fit.
+        """
+        import json
+
+        import arviz as az
+
+        if point not in ("median", "mean"):
+            raise ValueError(f"point must be 'median' or 'mean', got {point!r}")
+        path = Path(path)
+        if not path.is_file():
+            raise ValueError(f"{path}: no such fit file")
+        try:
+            with az.rc_context({"data.load": "eager"}):
+                idata = az.from_netcdf(str(path))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: not a readable NetCDF fit ({exc})") from None
+        text = idata.attrs.get("beliefgate_fit") if hasattr(idata, "attrs") else None
+        if text is None or "posterior" not in idata.groups():
+            raise ValueError(f"{path}: not a beliefgate fit (no 'beliefgate_fit' attribute or posterior)")
+        config = json.loads(text)["config"]
+        reduce = np.median if point == "median" else np.mean
+        values = {"model": config["model"]}
+        if config["model"] == "windowed":
+            values["window"] = config.get("window")
+        for name in ("beta", "epsilon", "hazard", "alpha"):
+            if name == "hazard" and config["model"] == "windowed":
+                continue
+            if name in idata.posterior:
+                values[name] = float(reduce(np.asarray(idata.posterior[name].values)))
+            elif name in config.get("fixed", {}):
+                values[name] = float(config["fixed"][name])
+        return cls(**{**values, **overrides})
+
     def filter_params(self):
         """The equivalent :class:`beliefgate.beliefs.filter.FilterParams` (imports JAX)."""
         from beliefgate.beliefs.filter import FilterParams
@@ -384,6 +427,7 @@ class Gate:
         self._names = names
         self._prior_counts = counts
         self._layout: Optional[str] = None
+        self._partner = 1
         self._observer = None
         self._bind()
         self._state = self._initial_state(counts)
@@ -410,6 +454,7 @@ class Gate:
         observer = OvercookedObserver(layout, params, partner=partner)
         gate = cls(len(observer.skill_names), params, observer.skill_names)
         gate._layout = layout
+        gate._partner = partner
         gate._observer = observer
         return gate
 
@@ -515,6 +560,7 @@ class Gate:
             "skill_names": self._names,
             "prior_counts": self._prior_counts,
             "layout": self._layout,
+            "partner": self._partner,
             "state": self._state,
         }
 
@@ -523,6 +569,7 @@ class Gate:
         self._names = tuple(data["skill_names"])
         self._prior_counts = np.asarray(data["prior_counts"], dtype=np.float64)
         self._layout = data["layout"]
+        self._partner = int(data.get("partner", 1))
         self._observer = None
         self._bind()
         self._state = data["state"]
@@ -703,7 +750,7 @@ class Gate:
                 raise InvalidParameterError("observe() needs a gate built with Gate.for_overcooked")
             from beliefgate.envs.overcooked.observer import OvercookedObserver
 
-            self._observer = OvercookedObserver(self._layout, self._params)
+            self._observer = OvercookedObserver(self._layout, self._params, partner=self._partner)
         return self.step_evidence(self._observer.evidence(state, next_state), ego_active=ego_active)
 
     # ----------------------------------------------------------------- the core
@@ -734,6 +781,9 @@ class Gate:
         if log_z == -_INF:
             raise ImpossibleObservationError(
                 "the observation has probability zero under every skill the belief allows")
+        if not log_z < _INF or not np.isfinite(post).all():  # NaN or overflow: reject, state untouched
+            raise NonFiniteLoglikError(
+                "the tempered log-likelihood overflows (weight x log-probability too large); the gate is unchanged")
 
         # 2. gates, each with its own counters
         sm_state, sm = stable_map_update(self._sm_config, st.stable_map, t, prior, score, top,
