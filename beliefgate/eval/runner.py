@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import beliefgate
+from beliefgate.fileio import atomic_write
 from beliefgate.eval.grid import EpisodeSpec, GridSpec, ResolvedGrid, ensure_agent_plugins, resolve_grid
 
 ROW_FORMAT = "beliefgate.eval-row/1"
@@ -124,18 +125,7 @@ def lost_episode(task: EpisodeTask, exc: BaseException) -> EpisodeOutcome:
 
 # ------------------------------------------------------------------------------ files
 def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, data)
 
 
 def _sha256(data: bytes) -> str:

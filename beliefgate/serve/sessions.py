@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import pickle
 import secrets
 import time
@@ -36,6 +35,7 @@ from typing import Callable, Dict, Optional, Union
 
 import numpy as np
 
+from beliefgate.fileio import atomic_write as _atomic_write
 from beliefgate.beliefs.gate import Gate
 
 log = logging.getLogger("beliefgate.serve")
@@ -138,24 +138,7 @@ class Session:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` by ``data`` atomically and durably (mode 0600)."""
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    tmp = directory / f".{path.name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    _atomic_write(path, data, mode=0o600, make_parents=False)
 
 
 class SessionStore:
