@@ -740,6 +740,7 @@ def test_non_finite_result_is_rejected_and_rolled_back():
     ``weight * loglik`` that overflows (NonFiniteLoglikError), and the service would also
     catch a non-finite result and restore the previous state (NonFiniteResultError).
     """
+    from beliefgate.beliefs.errors import NonFiniteLoglikError
     from beliefgate.serve.app import ApiError, _mutate
     from beliefgate.serve.sessions import SessionStore
 
