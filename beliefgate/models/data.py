@@ -321,7 +321,7 @@ def load_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None, *,
     """
     from beliefgate.envs.overcooked.observer import AMBIGUOUS_WEIGHT, OvercookedObserver
     from beliefgate.envs.overcooked.tables import ACTION_NAMES, STAY
-    from beliefgate.envs.trajlog import LogFormatError, read_log
+    from beliefgate.envs.trajlog import LogFormatError, TruncatedLogError, read_log
 
     paths = [Path(p) for p in paths]
     if not paths:
@@ -339,8 +339,11 @@ def load_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None, *,
             raise FitDataError(f"{path}: no such file")
         try:
             traj = read_log(path, allow_incomplete=allow_incomplete)
+        except TruncatedLogError as exc:
+            raise FitDataError(f"truncated trajectory log (interrupted run? --allow-incomplete keeps "
+                               f"its finished steps): {exc}") from None
         except LogFormatError as exc:
-            raise FitDataError(f"cannot read trajectory log: {exc}") from None
+            raise FitDataError(f"corrupt trajectory log: {exc}") from None
         if not traj.steps or len(traj.states()) < 2:
             raise FitDataError(f"{path}: the log has no steps (empty episode)")
         num_players = len(traj.steps[0].state.players)

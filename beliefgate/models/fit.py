@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Dict, Literal, Mapping, NamedTuple, Optional, Union
 
@@ -305,6 +305,30 @@ def log_marginal(inputs: ModelInputs, loglik, config: FitConfig, hazard, alpha):
     return jax.vmap(lambda o: scan_filter(params, o)[0].log_marginal)(obs)
 
 
+@lru_cache(maxsize=None)
+def _jitted_log_lik():
+    import jax
+
+    def log_lik(inputs, beta, epsilon, hazard, alpha, weight, model, window):
+        config = FitConfig(model=model, window=window)
+        loglik = model_loglik(inputs, beta, epsilon, weight)
+        return log_marginal(inputs, loglik, config, hazard, alpha)
+
+    return jax.jit(log_lik, static_argnames=("model", "window"))
+
+
+def trajectories_log_lik(inputs: ModelInputs, values: Mapping[str, Any], config: FitConfig):
+    """Each trajectory's log marginal likelihood ``[B]`` at parameter ``values`` (traceable).
+
+    One jitted function per (model, window, shapes): NumPyro's eager model runs
+    (initialisation, ``Predictive``) reuse its compilation instead of compiling
+    every operation on its own.
+    """
+    weight = values.get("ambiguous_weight") if config.fit_weight else None
+    return _jitted_log_lik()(inputs, values["beta"], values["epsilon"], values.get("hazard", 0.0),
+                             values["alpha"], weight, config.model, config.window)
+
+
 def belief_model(inputs: ModelInputs, config: FitConfig = FitConfig()) -> None:
     """The fitted NumPyro model over :class:`ModelInputs` (see the module doc).
 
@@ -323,14 +347,12 @@ def belief_model(inputs: ModelInputs, config: FitConfig = FitConfig()) -> None:
     if config.per_skill_beta:
         with numpyro.plate("skill", inputs.feasible.shape[-1]):
             values["beta"] = numpyro.sample("beta", BETA.prior())
-    weight = None
     if config.fit_weight:
         if "ambiguous_weight" in config.fixed:
-            weight = jnp.asarray(config.fixed["ambiguous_weight"])
+            values["ambiguous_weight"] = jnp.asarray(config.fixed["ambiguous_weight"])
         else:
-            weight = numpyro.sample("ambiguous_weight", dist.Beta(2.0, 2.0))
-    loglik = model_loglik(inputs, values["beta"], values["epsilon"], weight)
-    log_lik = log_marginal(inputs, loglik, config, values.get("hazard", 0.0), values["alpha"])
+            values["ambiguous_weight"] = numpyro.sample("ambiguous_weight", dist.Beta(2.0, 2.0))
+    log_lik = trajectories_log_lik(inputs, values, config)
     numpyro.deterministic("log_lik", log_lik)
     numpyro.factor("obs", jnp.sum(log_lik))
 

@@ -1,0 +1,286 @@
+"""``beliefgate fit``, ``beliefgate diagnose`` and ``beliefgate compare``.
+
+Registered by :mod:`beliefgate.cli` through :func:`register`. Heavy imports (JAX,
+NumPyro, ArviZ) happen inside the commands so that ``beliefgate --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+class ModelChoice(str, Enum):
+    hazard = "hazard"
+    windowed = "windowed"
+
+
+class MethodChoice(str, Enum):
+    nuts = "nuts"
+    svi = "svi"
+
+
+class ChainMethod(str, Enum):
+    auto = "auto"
+    parallel = "parallel"
+    sequential = "sequential"
+    vectorized = "vectorized"
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def _quiet_arviz() -> None:
+    """Silence ArviZ's import notice, its one-chain log line and its Pareto-k warning.
+
+    The commands report the same facts themselves (warnings list, compare's
+    ``warning`` column).
+    """
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore", module="arviz")
+    warnings.filterwarnings("ignore", category=FutureWarning, module="arviz")
+    logging.getLogger("arviz").setLevel(logging.ERROR)
+
+
+def _parse_fixed(items: List[str]) -> dict:
+    fixed = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            _fail(f"--fix takes NAME=VALUE (e.g. hazard=0), got {item!r}")
+        try:
+            fixed[name.strip()] = float(value)
+        except ValueError:
+            _fail(f"--fix {item!r}: {value!r} is not a number")
+    return fixed
+
+
+def _fmt(value: float, digits: int = 3) -> str:
+    import math
+
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def _print_summary(parameters) -> None:
+    table = Table(title="Posterior summary (94% HDI)")
+    for col in ("parameter", "mean", "sd", "hdi_low", "hdi_high", "ess_bulk", "ess_tail", "r_hat"):
+        table.add_column(col, justify="left" if col == "parameter" else "right")
+    for name, row in parameters.items():
+        table.add_row(name, _fmt(row.mean), _fmt(row.sd), _fmt(row.hdi_low), _fmt(row.hdi_high),
+                      _fmt(row.ess_bulk, 0), _fmt(row.ess_tail, 0), _fmt(row.r_hat))
+    console.print(table)
+
+
+def register(app: typer.Typer, eval_app: typer.Typer) -> None:
+    """Add ``fit``, ``diagnose`` and ``compare`` to the main app."""
+
+    @app.command("fit")
+    def fit_command(
+        logs: List[Path] = typer.Argument(..., help="trajectory logs (JSONL, `beliefgate episode --log`)"),
+        model: ModelChoice = typer.Option(ModelChoice.hazard, help="hazard (sticky switching) or windowed "
+                                          "(paper-faithful segment window)"),
+        method: MethodChoice = typer.Option(MethodChoice.nuts, help="nuts (MCMC) or svi (variational)"),
+        out: Path = typer.Option(..., "--out", "-o", help="write the fit here (ArviZ NetCDF, e.g. fit.nc)"),
+        partner_side: Optional[int] = typer.Option(None, min=0, help="player whose actions are modelled "
+                                                   "(default: the seat that is not the ego's)"),
+        chains: int = typer.Option(4, min=1, help="MCMC chains (SVI: draws are reported as chains x draws)"),
+        draws: int = typer.Option(1000, min=1, help="posterior draws per chain"),
+        warmup: int = typer.Option(1000, min=0, help="NUTS warm-up iterations per chain"),
+        seed: int = typer.Option(0, help="random seed"),
+        window: Optional[int] = typer.Option(None, min=1, help="windowed model: observed steps kept "
+                                             "(default: whole segment)"),
+        per_skill_beta: bool = typer.Option(False, "--per-skill-beta", help="one rationality beta per skill"),
+        fit_weight: bool = typer.Option(False, "--fit-weight", help="infer the tempering weight of "
+                                        "ambiguous (put-down) steps"),
+        fix: List[str] = typer.Option([], "--fix", help="pin a parameter, NAME=VALUE (repeatable), "
+                                      "e.g. --fix hazard=0"),
+        chain_method: ChainMethod = typer.Option(ChainMethod.auto, help="how chains run; auto = parallel "
+                                                 "on CPU cores when there are enough, else sequential"),
+        target_accept: float = typer.Option(0.8, min=0.01, max=0.99, help="NUTS target acceptance"),
+        svi_steps: int = typer.Option(2000, min=1, help="SVI optimisation steps"),
+        learning_rate: float = typer.Option(0.02, min=1e-6, help="SVI Adam learning rate"),
+        x64: bool = typer.Option(False, "--x64/--no-x64", help="float64 JAX (slower, more precise)"),
+        allow_incomplete: bool = typer.Option(False, "--allow-incomplete",
+                                              help="accept logs without their final row"),
+        progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bars"),
+        as_json: bool = typer.Option(False, "--json", help="print the fit's record and summary as JSON"),
+    ) -> None:
+        """Fit beta, epsilon, h (skills summed out by the forward algorithm) to the partner's actions."""
+        from pydantic import ValidationError
+
+        _quiet_arviz()
+        cores = os.cpu_count() or 1
+        import numpyro  # before JAX creates its backend: one CPU device per chain, up to the cores
+
+        numpyro.set_host_device_count(max(1, min(chains, cores)))
+        import jax
+
+        if x64:
+            jax.config.update("jax_enable_x64", True)
+        method_name = chain_method.value
+        if method_name == "auto":
+            method_name = "parallel" if chains > 1 and jax.local_device_count() >= chains else "sequential"
+        from beliefgate.models.fit import FitConfig, FitError
+
+        try:
+            config = FitConfig(model=model.value, method=method.value, chains=chains, draws=draws,
+                               warmup=warmup, seed=seed, window=window, per_skill_beta=per_skill_beta,
+                               fit_weight=fit_weight, fixed=_parse_fixed(fix), chain_method=method_name,
+                               target_accept=target_accept, svi_steps=svi_steps,
+                               learning_rate=learning_rate)
+        except ValidationError as exc:
+            _fail("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors()))
+        if out.exists() and out.is_dir():
+            _fail(f"--out {out} is a directory; give a file name such as fit.nc")
+        from rich.progress import Progress
+
+        from beliefgate.models.data import FitDataError, load_logs
+
+        try:
+            with Progress(console=err_console, transient=True, disable=not progress) as bar:
+                task = bar.add_task("reading logs", total=len(logs))
+
+                def tick(i, n, label):
+                    bar.update(task, completed=i, description=f"reading {label}")
+
+                data = load_logs(logs, partner_side, allow_incomplete=allow_incomplete, progress=tick)
+        except FitDataError as exc:
+            _fail(str(exc))
+        err_console.print(f"fitting the {config.model} model by {config.method.upper()} on "
+                          f"{data.num_trajectories} trajectories, {data.num_steps} steps "
+                          f"({config.chains} chains x {config.draws} draws, {config.chain_method})")
+        from beliefgate.models.diagnose import summarize
+        from beliefgate.models.fit import fit, save_fit
+
+        command = {"argv": ["beliefgate", "fit", *[str(p) for p in logs]], "out": str(out),
+                   "partner_side": partner_side, "x64": x64}
+        try:
+            idata = fit(data, config, progress=progress, extra_attrs={"command": command})
+        except FitError as exc:
+            _fail(str(exc))
+        save_fit(idata, out)
+        parameters = summarize(idata)
+        if as_json:
+            from beliefgate.models.fit import fit_record
+
+            record = fit_record(idata)
+            record.pop("sources", None)
+            record["out"] = str(out)
+            record["summary"] = {k: v._asdict() for k, v in parameters.items()}
+            print(json.dumps(record, default=str))
+            return
+        _print_summary(parameters)
+        console.print(f"wrote {out}  (next: `beliefgate diagnose {out}`)")
+
+    @app.command("diagnose")
+    def diagnose_command(
+        fit_file: Path = typer.Argument(..., help="a fit written by `beliefgate fit`"),
+        as_json: bool = typer.Option(False, "--json", help='print {"parameters", "divergences", "warnings"}'),
+        plots: Optional[Path] = typer.Option(None, "--plots", help="write trace, rank, predictive-check and "
+                                             "calibration plots (PNG) and diagnosis.json here"),
+        ppc_draws: int = typer.Option(100, min=1, help="posterior draws used by the predictive check"),
+        seed: int = typer.Option(0, help="seed of the predictive replications"),
+        ppc: bool = typer.Option(True, "--ppc/--no-ppc", help="run the posterior predictive check"),
+        calibrate: bool = typer.Option(True, "--calibration/--no-calibration",
+                                       help="score the filtered posterior against logged skills"),
+        strict: bool = typer.Option(False, "--strict", help="exit with status 1 when there is any warning"),
+    ) -> None:
+        """Convergence summary and warnings, posterior predictive check, calibration of the filter."""
+        _quiet_arviz()
+        from beliefgate.models.diagnose import diagnose, write_plots
+        from beliefgate.models.fit import FitError, load_fit
+
+        try:
+            idata = load_fit(fit_file)
+            result = diagnose(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc, calibrate=calibrate)
+        except FitError as exc:
+            _fail(str(exc))
+        written = write_plots(idata, result, plots) if plots is not None else []
+        if as_json:
+            print(json.dumps(result.to_json_dict()))
+        else:
+            _print_diagnosis(result, written)
+        if strict and result.warnings:
+            raise typer.Exit(1)
+
+    @app.command("compare")
+    def compare_command(
+        fits: List[Path] = typer.Argument(..., help="two or more fits of the same logs"),
+        as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON"),
+    ) -> None:
+        """LOO comparison (elpd, se, stacking weights) of model variants fitted to the same logs."""
+        _quiet_arviz()
+        from beliefgate.models.compare import compare_files, variant_name
+        from beliefgate.models.fit import FitError
+
+        try:
+            result = compare_files(fits)
+        except FitError as exc:
+            _fail(str(exc))
+        if as_json:
+            print(json.dumps(result.to_dict(), default=str))
+            return
+        table = Table(title=f"PSIS-LOO over {result.num_trajectories} trajectories (higher elpd is better)")
+        for col in ("rank", "fit", "variant", "elpd_loo", "se", "elpd_diff", "dse", "p_loo", "weight", "warning"):
+            table.add_column(col, justify="left" if col in ("fit", "variant") else "right")
+        for r in result.rows:
+            variant = variant_name({"config": result.configs[r.name]})
+            table.add_row(str(r.rank), r.name, variant, f"{r.elpd_loo:.1f}", f"{r.se:.1f}", f"{r.elpd_diff:.1f}",
+                          f"{r.dse:.1f}", f"{r.p_loo:.1f}", f"{r.weight:.2f}", "yes" if r.warning else "")
+        console.print(table)
+        best, second = result.rows[0], result.rows[1]
+        verdict = ("clearly" if second.elpd_diff > 2 * second.dse else "not clearly")
+        console.print(f"'{best.name}' is {verdict} better than '{second.name}' (elpd_diff {second.elpd_diff:.1f}, "
+                      f"dse {second.dse:.1f}). warning = Pareto k > 0.7 for some trajectory: LOO is unreliable.")
+
+
+def _print_diagnosis(result, written) -> None:
+    _print_summary(result.parameters)
+    console.print(f"method {result.method}, {result.chains} chains x {result.draws} draws, "
+                  f"divergences: {result.divergences}")
+    for view in result.predictive:
+        table = Table(title=f"Posterior predictive check, {view.view} view: ppp {view.ppp:.3f}, "
+                            f"TV {view.tv:.3f}, X^2 {view.chi2_observed:.1f} obs / {view.chi2_replicated:.1f} rep")
+        table.add_column("skill-state bucket")
+        table.add_column("steps", justify="right")
+        table.add_column("TV", justify="right")
+        for name in view.actions:
+            table.add_column(name + "\nobs / pred", justify="right")
+        for b in view.buckets:
+            table.add_row(b.label, str(b.steps), f"{b.tv:.3f}",
+                          *(f"{o:.2f} / {p:.2f}" for o, p in zip(b.observed, b.predicted)))
+        console.print(table)
+    if result.calibration is not None:
+        cal = result.calibration
+        table = Table(title=f"Calibration of the filtered skill posterior ({cal.fitted.n} steps with known skill)")
+        for col in ("parameters", "MAP accuracy", "Brier", "log loss", "ECE"):
+            table.add_column(col, justify="left" if col == "parameters" else "right")
+        for name, row in (("fitted (" + cal.point + ")", cal.fitted), ("package defaults", cal.defaults)):
+            table.add_row(name, f"{row.accuracy:.3f}", f"{row.brier:.3f}", f"{row.log_loss:.3f}", f"{row.ece:.3f}")
+        console.print(table)
+    if result.warnings:
+        for w in result.warnings:
+            err_console.print(f"[bold yellow]warning:[/] {w}")
+    else:
+        console.print("no warnings: r_hat <= 1.01, ESS >= 400, no divergences, predictive check passed")
+    for path in written:
+        console.print(f"wrote {path}")
+
+
+__all__ = ["register"]

@@ -1,0 +1,636 @@
+"""Diagnose a fit: convergence, posterior predictive check, calibration of the filter.
+
+:func:`diagnose` reads an InferenceData written by :func:`beliefgate.models.fit.fit`
+and returns a :class:`Diagnosis`:
+
+* **summary** (``arviz.summary``, 94% HDI): mean, sd, HDI, ``ess_bulk``,
+  ``ess_tail``, ``r_hat`` per parameter (``beta[skill]`` when per skill);
+* **warnings**: ``r_hat > 1.01``, ``ess_bulk`` or ``ess_tail < 400``, any divergent
+  transition, fewer than two chains, and a failed predictive check;
+* **posterior predictive check** (:func:`predictive_check`) of the action
+  frequencies per *skill-state bucket*. A step's bucket is the set of skills
+  feasible in its state (in Overcooked: what the player holds and which targets
+  exist). For a posterior draw ``theta`` the model predicts each step's action
+  one step ahead, ``p(a_t | a_{<t}, theta) = sum_k p(z_t = k | a_{<t}) pi_hat(a | s_t, k)``
+  (the filter's predicted belief: exactly what the gate works with, for both the
+  hazard and the windowed model), so the expected counts ``E`` per bucket are
+  exact and a replication draws one action per step. Two views of the actions:
+
+  - ``skill``: each action classed relative to the skill the model predicts at
+    that step (the MAP of the predicted belief): *toward* it (maximises its
+    ``Q``), *toward another feasible skill*, or *neither*. A model that misses
+    switches (e.g. ``h`` fixed at 0 on a switching partner) predicts too few
+    "toward another skill" actions and too many "neither" ones (it explains the
+    switches as noise): this view catches it where raw frequencies cannot;
+  - ``primitive``: the actions themselves (north, ..., interact).
+
+  The discrepancy is Pearson's ``X^2 = sum (n - E)^2 / E`` over (bucket, class)
+  cells with ``E >= 1``; its posterior predictive p-value
+  ``ppp = P(X^2(rep) >= X^2(obs))`` is near 0 when the observed frequencies are
+  further from the model than its own replications (a warning below 0.05). Also
+  reported: the count-weighted total-variation distance between observed and
+  predicted frequencies. Steps with weight 0 (STAY in Overcooked) are left out on
+  both sides: replicated actions are drawn from the predictive renormalised over
+  the non-excluded actions;
+* **calibration** (:func:`calibration`, when the data carry true or hindsight
+  skills): the filtered posterior ``p(z_t | a_{0:t})`` at the fitted point
+  estimate (and, for reference, at the package defaults) scored against the true
+  skill: MAP accuracy, Brier score, log loss, top-label expected calibration error
+  and a reliability table.
+
+:func:`write_plots` draws trace, rank, predictive-check and reliability plots
+(matplotlib, Agg).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import partial
+from pathlib import Path
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Union
+
+import numpy as np
+
+from beliefgate.models.data import FitData
+from beliefgate.models.fit import FitConfig, fit_config, fit_record, point_values, prepare
+
+RHAT_MAX = 1.01
+ESS_MIN = 400
+HDI_PROB = 0.94
+PPP_ALPHA = 0.05
+
+
+class ParameterSummary(NamedTuple):
+    """One row of the summary table (``hdi_*``: 94% highest-density interval)."""
+
+    mean: float
+    sd: float
+    hdi_low: float
+    hdi_high: float
+    ess_bulk: float
+    ess_tail: float
+    r_hat: float
+
+
+class BucketCheck(NamedTuple):
+    """Predictive check of one skill-state bucket (frequencies over the checked actions)."""
+
+    label: str
+    steps: int
+    observed: List[float]
+    predicted: List[float]
+    low: List[float]
+    high: List[float]
+    tv: float
+
+
+class PredictiveCheck(NamedTuple):
+    """One view of the posterior predictive check of action frequencies per skill-state bucket.
+
+    ``view``: ``"skill"`` or ``"primitive"``; ``actions``: the action classes
+    (skill view) or the checked actions (primitive view, excluded ones dropped);
+    ``chi2_observed``: posterior mean of ``X^2(obs)``; ``chi2_replicated``: of
+    ``X^2(rep)``; ``ppp``: ``P(X^2(rep) >= X^2(obs))``; ``tv``: count-weighted
+    total-variation distance between observed and predicted frequencies;
+    ``passed``: ``ppp >= alpha``.
+    """
+
+    view: str
+    actions: List[str]
+    buckets: List[BucketCheck]
+    chi2_observed: float
+    chi2_replicated: float
+    ppp: float
+    tv: float
+    draws: int
+    steps: int
+    alpha: float
+    passed: bool
+
+    def to_dict(self) -> dict:
+        out = self._asdict()
+        out["buckets"] = [b._asdict() for b in self.buckets]
+        return out
+
+
+class CalibrationRow(NamedTuple):
+    """Scores of one filtered posterior against the true skills."""
+
+    accuracy: float
+    brier: float
+    log_loss: float
+    ece: float
+    n: int
+    bins: List[dict]
+
+
+class Calibration(NamedTuple):
+    """Calibration of the filtered skill posterior: ``fitted`` (point estimate) and ``defaults``."""
+
+    point: str
+    params: dict
+    fitted: CalibrationRow
+    defaults: CalibrationRow
+
+    def to_dict(self) -> dict:
+        return {"point": self.point, "params": self.params, "fitted": self.fitted._asdict(),
+                "defaults": self.defaults._asdict()}
+
+
+class Diagnosis(NamedTuple):
+    """Everything :func:`diagnose` found."""
+
+    parameters: Dict[str, ParameterSummary]
+    divergences: int
+    warnings: List[str]
+    method: str
+    chains: int
+    draws: int
+    predictive: List[PredictiveCheck]
+    calibration: Optional[Calibration]
+
+    def to_json_dict(self) -> dict:
+        """``{"parameters": {NAME: {mean, sd, hdi_low, hdi_high, ess_bulk, ess_tail, r_hat}},
+        "divergences": N, "warnings": [...]}`` (NaN -> null)."""
+        return {
+            "parameters": {name: {k: _finite_or_none(v) for k, v in row._asdict().items()}
+                           for name, row in self.parameters.items()},
+            "divergences": int(self.divergences),
+            "warnings": list(self.warnings),
+        }
+
+    def report(self) -> dict:
+        """The JSON shape plus the predictive check and calibration (for files)."""
+        out = self.to_json_dict()
+        out["method"] = self.method
+        out["predictive_check"] = {p.view: p.to_dict() for p in self.predictive}
+        out["calibration"] = None if self.calibration is None else self.calibration.to_dict()
+        return json.loads(json.dumps(out, default=_finite_or_none))
+
+
+def _finite_or_none(value):
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+# --------------------------------------------------------------------------------------
+# Summary and convergence warnings
+# --------------------------------------------------------------------------------------
+
+
+def summarize(idata, hdi_prob: float = HDI_PROB) -> Dict[str, ParameterSummary]:
+    """``{name: ParameterSummary}`` from ``arviz.summary`` over the sampled parameters."""
+    import arviz as az
+
+    names = [n for n in fit_config(idata).parameter_names() if n in idata.posterior]
+    if not names:
+        return {}
+    table = az.summary(idata, var_names=names, hdi_prob=hdi_prob)
+    hdi = [c for c in table.columns if c.startswith("hdi_")]
+    out = {}
+    for label, row in table.iterrows():
+        out[str(label)] = ParameterSummary(
+            float(row["mean"]), float(row["sd"]), float(row[hdi[0]]), float(row[hdi[1]]),
+            float(row["ess_bulk"]), float(row["ess_tail"]), float(row["r_hat"]))
+    return out
+
+
+def count_divergences(idata) -> int:
+    """Number of divergent transitions (0 for SVI fits)."""
+    if "sample_stats" not in idata.groups() or "diverging" not in idata.sample_stats:
+        return 0
+    return int(np.asarray(idata.sample_stats["diverging"].values).sum())
+
+
+def convergence_warnings(parameters: Dict[str, ParameterSummary], divergences: int, chains: int,
+                         draws: int, method: str) -> List[str]:
+    """Explicit warnings: r_hat > 1.01, ESS < 400, divergences, fewer than two chains."""
+    out: List[str] = []
+    if method == "nuts" and chains < 2:
+        out.append(f"only {chains} chain: r_hat cannot be computed; run at least 2 chains (--chains)")
+    for name, row in parameters.items():
+        if math.isfinite(row.r_hat) and row.r_hat > RHAT_MAX:
+            out.append(f"{name}: r_hat {row.r_hat:.3f} > {RHAT_MAX} (chains disagree; run longer "
+                       "or check the model)")
+        for kind, ess in (("ess_bulk", row.ess_bulk), ("ess_tail", row.ess_tail)):
+            if math.isfinite(ess) and ess < ESS_MIN:
+                out.append(f"{name}: {kind} {ess:.0f} < {ESS_MIN} (too few effective draws; "
+                           "increase --draws)")
+    if divergences > 0:
+        out.append(f"{divergences} divergent transition(s) of {chains * draws}: the sampler may "
+                   "have missed part of the posterior (raise target_accept or check the model)")
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Posterior draws
+# --------------------------------------------------------------------------------------
+
+
+def _draws(idata, config: FitConfig, num: int, dtype) -> dict:
+    """Up to ``num`` posterior draws, evenly thinned across chains, with fixed values added."""
+    post = idata.posterior
+    total = post.sizes["chain"] * post.sizes["draw"]
+    pick = np.unique(np.linspace(0, total - 1, min(num, total)).round().astype(int))
+    out = {}
+    for name in config.parameter_names():
+        arr = np.asarray(post[name].values)
+        out[name] = arr.reshape((total,) + arr.shape[2:])[pick].astype(dtype)
+    point = point_values(idata)
+    for name in ("beta", "epsilon", "hazard", "alpha", "ambiguous_weight"):
+        if name not in out and name in point:
+            out[name] = np.full(len(pick), point[name], dtype)
+    return out
+
+
+def _point_arrays(values: dict, dtype) -> dict:
+    return {k: np.asarray(v, dtype) for k, v in values.items()}
+
+
+# --------------------------------------------------------------------------------------
+# One-step-ahead predictive (traceable)
+# --------------------------------------------------------------------------------------
+
+
+def _filter_pass(inputs, skill, config: FitConfig, draw: dict):
+    """``(loglik [B,T,K], UpdateInfo [B,T,...], logp [B,T,K,A])`` at one parameter draw."""
+    import jax
+    import jax.numpy as jnp
+
+    from beliefgate.beliefs.filter import FilterParams, Observations, scan_filter
+    from beliefgate.models.fit import MIN_HAZARD, model_loglik
+    from beliefgate.models.skill_model import action_logprobs
+
+    weight = draw.get("ambiguous_weight") if config.fit_weight else None
+    loglik = model_loglik(inputs, draw["beta"], draw["epsilon"], weight)
+    if config.model == "hazard":
+        params = FilterParams("hazard", jnp.maximum(draw["hazard"], MIN_HAZARD), draw["alpha"], None)
+    else:
+        params = FilterParams("windowed", 0.0, draw["alpha"], config.window)
+    obs = Observations(loglik, inputs.feasible, inputs.completed, inputs.valid, inputs.prior_counts)
+    info = jax.vmap(lambda o: scan_filter(params, o)[1])(obs)
+    beta = jnp.asarray(draw["beta"])
+    logp = action_logprobs(skill, beta[:, None] if beta.ndim == 1 else beta, draw["epsilon"])
+    return loglik, info, logp
+
+
+#: action classes of the skill-relative view
+SKILL_CLASSES = ("toward predicted skill", "toward another feasible skill", "neither")
+
+
+def _skill_classes(q, feasible, predicted):
+    """Class of every action [B, T, A] relative to the predicted skill ``predicted`` [B, T].
+
+    0: the action maximises ``Q`` of the predicted skill; 1: it maximises ``Q`` of
+    another feasible skill; 2: neither.
+    """
+    import jax.numpy as jnp
+
+    best = q >= jnp.max(q, axis=-1, keepdims=True)  # [B, T, K, A]
+    toward = jnp.take_along_axis(best, predicted[..., None, None], axis=2)[..., 0, :]
+    others = feasible & (jnp.arange(q.shape[2]) != predicted[..., None])  # [B, T, K]
+    other = jnp.any(best & others[..., None], axis=2)
+    return jnp.where(toward, 0, jnp.where(other, 1, 2))
+
+
+def _pearson(counts, expected, usable):
+    """Pearson X^2 over cells with expected count >= 1 (and a usable class)."""
+    import jax.numpy as jnp
+
+    cell = usable & (expected >= 1.0)
+    return jnp.sum(jnp.where(cell, (counts - expected) ** 2 / jnp.where(cell, expected, 1.0), 0.0))
+
+
+def _check_one(key, draw, inputs, skill, checked, observed, bucket, keep, *, config, num_buckets):
+    """Expected / observed / replicated counts and X^2 of both views, for one posterior draw."""
+    import jax
+    import jax.numpy as jnp
+
+    _, info, logp = _filter_pass(inputs, skill, config, draw)
+    log_pa = jax.nn.logsumexp(info.log_predicted[..., None] + logp, axis=-2)  # [B, T, A]
+    log_pa = jnp.where(checked, log_pa, -jnp.inf)
+    log_pa = log_pa - jax.nn.logsumexp(log_pa, axis=-1, keepdims=True)
+    log_pa = jnp.where(keep[..., None], log_pa, 0.0)
+    probs = jnp.where(keep[..., None], jnp.exp(log_pa), 0.0)
+    rep = jax.random.categorical(key, log_pa)  # [B, T]
+    obs = jnp.where(keep, observed, 0)
+    num_actions = probs.shape[-1]
+    in_bucket = jax.nn.one_hot(jnp.where(keep, bucket, num_buckets), num_buckets + 1)[..., :num_buckets]
+    in_bucket = in_bucket * keep[..., None]
+
+    def tally(per_step):  # [B, T, C] -> [G, C]
+        return jnp.einsum("btg,btc->gc", in_bucket, per_step)
+
+    # primitive actions
+    e_prim = tally(probs)
+    o_prim = tally(jax.nn.one_hot(obs, num_actions))
+    r_prim = tally(jax.nn.one_hot(rep, num_actions))
+    # classes relative to the predicted skill
+    predicted = jnp.argmax(info.log_predicted, axis=-1)
+    cls = _skill_classes(skill.q, skill.feasible, predicted)  # [B, T, A]
+    onehot_cls = jax.nn.one_hot(cls, len(SKILL_CLASSES))  # [B, T, A, C]
+    e_skill = tally(jnp.einsum("bta,btac->btc", probs, onehot_cls))
+    o_skill = tally(jax.nn.one_hot(jnp.take_along_axis(cls, obs[..., None], -1)[..., 0], len(SKILL_CLASSES)))
+    r_skill = tally(jax.nn.one_hot(jnp.take_along_axis(cls, rep[..., None], -1)[..., 0], len(SKILL_CLASSES)))
+    all_classes = jnp.ones(len(SKILL_CLASSES), bool)
+    return {
+        "primitive": (e_prim, o_prim, r_prim, _pearson(o_prim, e_prim, checked[None, :]),
+                      _pearson(r_prim, e_prim, checked[None, :])),
+        "skill": (e_skill, o_skill, r_skill, _pearson(o_skill, e_skill, all_classes[None, :]),
+                  _pearson(r_skill, e_skill, all_classes[None, :])),
+    }
+
+
+def _observed_actions(data: FitData) -> np.ndarray:
+    """The taken action per step; from a one-action mask when the log did not say (-1 if unknown)."""
+    mask = np.asarray(data.skill.action_mask)
+    single = mask.sum(axis=-1) == 1
+    return np.where(data.action >= 0, data.action, np.where(single, mask.argmax(axis=-1), -1))
+
+
+def skill_state_buckets(data: FitData, min_steps: int = 20):
+    """``(bucket [B, T] int, labels)``: steps grouped by their feasible-skill set.
+
+    Sets seen at fewer than ``min_steps`` checked steps share one ``"other"`` bucket.
+    """
+    feasible = np.asarray(data.skill.feasible)
+    keep = np.asarray(data.skill.valid) & (np.asarray(data.skill.weight) > 0)
+    bits = (feasible * (1 << np.arange(feasible.shape[-1]))).sum(axis=-1)
+    patterns, counts = np.unique(bits[keep], return_counts=True)
+    order = np.argsort(-counts)
+    labels, mapping, other = [], {}, None
+    for i in order:
+        if counts[i] >= min_steps:
+            mapping[int(patterns[i])] = len(labels)
+            names = [n for k, n in enumerate(data.skill_names) if (int(patterns[i]) >> k) & 1]
+            labels.append("+".join(names) if len(names) < len(data.skill_names) else "all skills")
+    if len(mapping) < len(patterns):
+        other = len(labels)
+        labels.append("other")
+    bucket = np.full(bits.shape, -1, np.int32)
+    for pattern in np.unique(bits):
+        bucket[bits == pattern] = mapping.get(int(pattern), other if other is not None else -1)
+    return bucket, labels
+
+
+def predictive_check(idata, data: Optional[FitData] = None, *, num_draws: int = 100, seed: int = 0,
+                     alpha: float = PPP_ALPHA, min_bucket_steps: int = 20) -> List[PredictiveCheck]:
+    """One-step-ahead posterior predictive check of action frequencies per skill-state bucket.
+
+    Returns two views (see the module doc): ``"skill"`` (actions classed
+    relative to the skill the model predicts: toward it, toward another feasible
+    skill, neither) and ``"primitive"`` (the actions themselves).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    config = fit_config(idata)
+    data = FitData.from_idata(idata) if data is None else data
+    inputs = prepare(data)
+    skill = data.skill
+    dtype = np.asarray(skill.q).dtype
+    num_actions = skill.q.shape[-1]
+    checked_np = np.ones(num_actions, bool)
+    checked_np[list(data.excluded_actions)] = False
+    observed = _observed_actions(data)
+    bucket, labels = skill_state_buckets(data, min_bucket_steps)
+    keep = (np.asarray(skill.valid) & (np.asarray(skill.weight) > 0) & (observed >= 0)
+            & (bucket >= 0))
+    keep &= checked_np[np.maximum(observed, 0)]
+    if not keep.any():
+        raise ValueError("no step to check: every step is excluded or its action unknown")
+    draws = _draws(idata, config, num_draws, dtype)
+    num = len(next(iter(draws.values())))
+    keys = jax.random.split(jax.random.PRNGKey(seed), num)
+    fn = jax.jit(partial(_check_one, config=config, num_buckets=len(labels)))
+    arrays = (inputs, skill, jnp.asarray(checked_np), jnp.asarray(observed), jnp.asarray(bucket),
+              jnp.asarray(keep))
+    results = [fn(keys[i], {k: v[i] for k, v in draws.items()}, *arrays) for i in range(num)]
+    steps = int(keep.sum())
+    views = []
+    for view, classes, cols in (
+            ("skill", list(SKILL_CLASSES), np.arange(len(SKILL_CLASSES))),
+            ("primitive", [data.action_names[a] for a in np.flatnonzero(checked_np)],
+             np.flatnonzero(checked_np))):
+        parts = [np.stack([np.asarray(r[view][i]) for r in results]) for i in range(5)]
+        views.append(_view(view, classes, cols, labels, *parts, steps=steps, alpha=alpha))
+    return views
+
+
+def _view(view, classes, cols, labels, expected, observed, replicated, chi_obs, chi_rep, *,
+          steps, alpha) -> PredictiveCheck:
+    """Summarise one view from per-draw counts ``[S, G, C]`` and X^2 values ``[S]``."""
+    buckets, tv_sum = [], 0.0
+    for g, label in enumerate(labels):
+        n = observed[0, g].sum()
+        if n == 0:
+            continue
+        obs_f = observed[:, g, cols].mean(axis=0) / n
+        pred_f = expected[:, g, cols].mean(axis=0) / n
+        rep_f = replicated[:, g, cols] / n
+        tv = 0.5 * float(np.abs(obs_f - pred_f).sum())
+        tv_sum += tv * n
+        buckets.append(BucketCheck(label, int(n), obs_f.tolist(), pred_f.tolist(),
+                                   np.quantile(rep_f, 0.05, axis=0).tolist(),
+                                   np.quantile(rep_f, 0.95, axis=0).tolist(), tv))
+    ppp = float(np.mean(chi_rep >= chi_obs))
+    return PredictiveCheck(view, classes, buckets, float(chi_obs.mean()), float(chi_rep.mean()), ppp,
+                           tv_sum / steps, len(chi_obs), steps, alpha, ppp >= alpha)
+
+
+# --------------------------------------------------------------------------------------
+# Calibration of the filtered posterior
+# --------------------------------------------------------------------------------------
+
+
+def _score(post: np.ndarray, truth: np.ndarray, num_bins: int) -> CalibrationRow:
+    """Scores of posteriors ``post [N, K]`` against ``truth [N]``."""
+    n, num_skills = post.shape
+    onehot = np.eye(num_skills)[truth]
+    conf = post.max(axis=1)
+    correct = post.argmax(axis=1) == truth
+    edges = np.linspace(0.0, 1.0, num_bins + 1)
+    which = np.clip(np.digitize(conf, edges[1:-1]), 0, num_bins - 1)
+    bins, ece = [], 0.0
+    for b in range(num_bins):
+        sel = which == b
+        if not sel.any():
+            continue
+        gap = abs(float(conf[sel].mean()) - float(correct[sel].mean()))
+        ece += gap * sel.sum() / n
+        bins.append({"low": float(edges[b]), "high": float(edges[b + 1]), "count": int(sel.sum()),
+                     "confidence": float(conf[sel].mean()), "accuracy": float(correct[sel].mean())})
+    p_true = np.clip(post[np.arange(n), truth], 1e-12, 1.0)
+    return CalibrationRow(float(correct.mean()), float(((post - onehot) ** 2).sum(axis=1).mean()),
+                          float(-np.log(p_true).mean()), float(ece), int(n), bins)
+
+
+def filtered_posterior(data: FitData, config: FitConfig, values: dict) -> np.ndarray:
+    """Filtered ``p(z_t | a_{0:t})`` [B, T, K] at fixed parameter ``values`` (the fitted model's filter)."""
+    import jax
+
+    dtype = np.asarray(data.skill.q).dtype
+    draw = _point_arrays({k: v for k, v in values.items()}, dtype)
+    draw.setdefault("hazard", np.asarray(0.0, dtype))
+    fn = jax.jit(lambda inputs, skill, d: _filter_pass(inputs, skill, config, d)[1].log_posterior)
+    return np.exp(np.asarray(fn(prepare(data), data.skill, draw), np.float64))
+
+
+def calibration(idata, data: Optional[FitData] = None, *, point: str = "median",
+                num_bins: int = 10) -> Optional[Calibration]:
+    """Calibration of the filtered skill posterior against the logged skills (None if none)."""
+    from beliefgate.models.params import default_values
+
+    config = fit_config(idata)
+    data = FitData.from_idata(idata) if data is None else data
+    truth = data.true_skill
+    sel = (truth >= 0) & np.asarray(data.skill.valid)
+    if not sel.any():
+        return None
+    values = point_values(idata, point)
+    defaults = default_values()
+    if config.fit_weight:
+        defaults["ambiguous_weight"] = float(data.meta.get("ambiguous_weight", 0.35))
+    if config.model == "windowed":
+        defaults.pop("hazard")
+    rows = []
+    for vals in (values, defaults):
+        post = filtered_posterior(data, config, vals)
+        rows.append(_score(post[sel], truth[sel], num_bins))
+    return Calibration(point, values, rows[0], rows[1])
+
+
+# --------------------------------------------------------------------------------------
+# Everything
+# --------------------------------------------------------------------------------------
+
+
+def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = True,
+             calibrate: bool = True) -> Diagnosis:
+    """Summary, warnings, predictive check and calibration of a fit (see the module doc)."""
+    record = fit_record(idata)
+    config = FitConfig(**record["config"])
+    post = idata.posterior
+    chains, draws = int(post.sizes["chain"]), int(post.sizes["draw"])
+    parameters = summarize(idata)
+    divergences = count_divergences(idata)
+    warnings = convergence_warnings(parameters, divergences, chains, draws, config.method)
+    data = FitData.from_idata(idata) if (predictive or calibrate) else None
+    ppc = predictive_check(idata, data, num_draws=ppc_draws, seed=seed) if predictive else []
+    for view in ppc:
+        if view.passed:
+            continue
+        worst = max(view.buckets, key=lambda b: b.tv * b.steps)
+        warnings.append(
+            f"posterior predictive check ({view.view} view) failed: action frequencies per "
+            f"skill-state bucket differ from the model's (ppp {view.ppp:.3f} < {view.alpha}, "
+            f"X^2 {view.chi2_observed:.1f} observed vs {view.chi2_replicated:.1f} replicated, "
+            f"TV {view.tv:.3f}; worst bucket '{worst.label}': TV {worst.tv:.3f} over "
+            f"{worst.steps} steps)")
+    cal = calibration(idata, data) if calibrate else None
+    return Diagnosis(parameters, divergences, warnings, config.method, chains, draws, ppc, cal)
+
+
+# --------------------------------------------------------------------------------------
+# Plots
+# --------------------------------------------------------------------------------------
+
+
+def write_plots(idata, diagnosis: Diagnosis, out_dir: Union[str, Path]) -> List[Path]:
+    """Trace, rank, predictive-check and reliability plots as PNG in ``out_dir``; returns the paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import arviz as az
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    names = [n for n in fit_config(idata).parameter_names() if n in idata.posterior]
+    written: List[Path] = []
+
+    def save(fig, name):
+        path = out / name
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        written.append(path)
+
+    if names:
+        axes = az.plot_trace(idata, var_names=names, compact=True)
+        fig = np.asarray(axes).ravel()[0].figure
+        fig.tight_layout()
+        save(fig, "trace.png")
+        if idata.posterior.sizes["chain"] > 1:
+            axes = az.plot_rank(idata, var_names=names)
+            save(np.asarray(axes).ravel()[0].figure, "rank.png")
+    for view in diagnosis.predictive:
+        save(_plot_predictive(view, plt), f"ppc_{view.view}.png")
+    if diagnosis.calibration is not None:
+        save(_plot_calibration(diagnosis.calibration, plt), "calibration.png")
+    path = out / "diagnosis.json"
+    path.write_text(json.dumps(diagnosis.report(), indent=2) + "\n", encoding="utf-8")
+    written.append(path)
+    return written
+
+
+def _plot_predictive(ppc: PredictiveCheck, plt):
+    num = len(ppc.buckets)
+    cols = min(3, num)
+    rows = math.ceil(num / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    x = np.arange(len(ppc.actions))
+    for ax, b in zip(axes.ravel(), ppc.buckets):
+        pred = np.asarray(b.predicted)
+        err = np.vstack([pred - np.asarray(b.low), np.asarray(b.high) - pred]).clip(min=0)
+        ax.bar(x, pred, color="#9ecae1", label="model (90% replicated)")
+        ax.errorbar(x, pred, yerr=err, fmt="none", ecolor="#3182bd", capsize=3)
+        ax.plot(x, b.observed, "o", color="#d62728", label="observed")
+        ax.set_xticks(x, [a.replace(" ", "\n", 1) if len(a) > 10 else a for a in ppc.actions],
+                      rotation=0 if ppc.view == "skill" else 45, fontsize=6)
+        ax.set_title(f"{b.label}\n{b.steps} steps, TV {b.tv:.3f}", fontsize=7)
+        ax.set_ylim(0, 1)
+    for ax in axes.ravel()[num:]:
+        ax.axis("off")
+    axes.ravel()[0].legend(fontsize=6)
+    fig.suptitle(f"Action frequencies per skill-state bucket ({ppc.view} view): ppp {ppc.ppp:.3f}, "
+                 f"TV {ppc.tv:.3f}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _plot_calibration(cal: Calibration, plt):
+    fig, ax = plt.subplots(figsize=(4.2, 4.0))
+    ax.plot([0, 1], [0, 1], ":", color="grey")
+    for row, name, style in ((cal.fitted, "fitted", "o-"), (cal.defaults, "defaults", "s--")):
+        conf = [b["confidence"] for b in row.bins]
+        acc = [b["accuracy"] for b in row.bins]
+        ax.plot(conf, acc, style, label=f"{name}: acc {row.accuracy:.2f}, ECE {row.ece:.3f}")
+    ax.set_xlabel("MAP confidence")
+    ax.set_ylabel("MAP accuracy")
+    ax.set_title(f"Filtered skill posterior ({cal.fitted.n} steps)", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+__all__ = [
+    "ParameterSummary",
+    "BucketCheck",
+    "PredictiveCheck",
+    "CalibrationRow",
+    "Calibration",
+    "Diagnosis",
+    "summarize",
+    "count_divergences",
+    "convergence_warnings",
+    "skill_state_buckets",
+    "predictive_check",
+    "filtered_posterior",
+    "calibration",
+    "diagnose",
+    "write_plots",
+]

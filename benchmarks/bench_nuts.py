@@ -1,0 +1,284 @@
+"""Benchmark: NUTS on the partner-skill model, marginalised filter vs NumPyro scan + enumeration.
+
+The same posterior (beta, epsilon, h of the hazard model in ``docs/model.md``) is
+sampled twice on the same data:
+
+* ``marginalised``: :func:`beliefgate.models.fit.fit`, skills summed out by the
+  online filter's forward scan (one ``numpyro.factor`` per batch);
+* ``enumerated``: the model written the textbook NumPyro way, a discrete skill
+  site per step inside ``numpyro.contrib.control_flow.scan`` with
+  ``infer={"enumerate": "parallel"}`` (needs ``funsor``), under a plate over
+  trajectories; NumPyro enumerates the skills out itself.
+
+Before timing, the script checks that both log densities agree at random
+parameters. Data: scripted Overcooked episodes (four layouts) give the states,
+feasibility and completions; actions are simulated from the model at
+``beta=2.5, epsilon=0.1, h=0.08``. Default sizes: 200 trajectories x 400 steps,
+4 chains x 1000 draws (1000 warm-up). ``ESS/s`` is the smallest bulk ESS over
+the three parameters divided by the wall time of the whole MCMC run
+(compilation included). The enumerated baseline is much slower, so by default it
+runs ``--baseline-fraction 0.1`` of the draws and warm-up (ESS per second stays
+comparable); ``--baseline-fraction 1`` runs it in full. Chains run in parallel
+on CPU cores (the script sets the host device count before JAX starts; when JAX
+is already running, e.g. under ``benchmarks/run_all.py``, it re-runs itself in a
+fresh process). Run::
+
+    .venv/bin/python benchmarks/bench_nuts.py            # full sizes (long: tens of minutes on 2 cores)
+    .venv/bin/python benchmarks/bench_nuts.py --quick    # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+TRUTH = {"beta": 2.5, "epsilon": 0.1, "hazard": 0.08}
+LAYOUTS = [("cramped_room", "balanced"), ("coordination_ring", "switch-sourcer-to-plater"),
+           ("asymmetric_advantages", "plater"), ("counter_circuit", "onion-sourcer")]
+
+
+def _jax_started() -> bool:
+    """Whether JAX has created its backends (then the host device count can no longer change)."""
+    if "jax" not in sys.modules:
+        return False
+    try:
+        from jax._src import xla_bridge
+    except ImportError:  # pragma: no cover - layout of a future JAX
+        return True
+    return bool(getattr(xla_bridge, "_backends", {}))
+
+
+def make_data(trajectories: int, steps: int, episodes: int, seed: int):
+    """Scripted episodes -> FitData tiled to ``trajectories`` rows, actions simulated at TRUTH."""
+    from beliefgate.eval.episode import run_episode
+    from beliefgate.models.data import load_logs, simulate, subset
+
+    with tempfile.TemporaryDirectory(prefix="bench-nuts-") as tmp:
+        paths = []
+        for i in range(episodes):
+            layout, partner = LAYOUTS[i % len(LAYOUTS)]
+            path = Path(tmp) / f"{i}.jsonl"
+            run_episode(layout, "balanced", partner, seed=seed + i, horizon=steps, log_path=path)
+            paths.append(path)
+        data = load_logs(paths)
+    tiled = subset(data, [i % episodes for i in range(trajectories)])
+    return simulate(tiled, TRUTH, seed)
+
+
+def transition_logits(feasible, completed, valid, prior_counts, hazard, alpha):
+    """Per-step transition logits ``[B, T, K, K]`` of the hazard model (``docs/model.md``).
+
+    Row ``i`` of step ``t`` is ``p(z_t | z_{t-1} = i)``: the forced switch
+    ``pi0 * feasible / S`` after a completion, at ``t = 0`` or when ``i`` is
+    infeasible, else ``((1 - h) [i == j] + h pi0(j)) feasible(j) / Z_i``; the
+    identity at padding steps. Zero probabilities become a logit of -1e30 (no
+    ``-inf``, so gradients stay finite).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    num_skills = feasible.shape[-1]
+    done = jax.nn.one_hot(jnp.where(valid, completed, -1), num_skills, dtype=prior_counts.dtype)
+    counts = prior_counts[:, None, :] + jnp.cumsum(done, axis=1) - done  # completions before t
+    pi0 = (counts + alpha) / jnp.sum(counts + alpha, axis=-1, keepdims=True)
+    f = feasible.astype(pi0.dtype)
+    forced = pi0 * f / jnp.sum(pi0 * f, axis=-1, keepdims=True)  # [B, T, K]
+    eye = jnp.eye(num_skills, dtype=pi0.dtype)
+    sticky = ((1.0 - hazard) * eye + hazard * pi0[..., None, :]) * f[..., None, :]
+    sticky = sticky / jnp.sum(sticky, axis=-1, keepdims=True)
+    prev_done = jnp.pad(jnp.where(valid, completed, -1)[:, :-1] >= 0, ((0, 0), (1, 0)), constant_values=True)
+    use_forced = prev_done[..., None, None] | ~feasible[..., :, None]
+    probs = jnp.where(use_forced, forced[..., None, :], sticky)
+    probs = jnp.where(valid[..., None, None], probs, eye)
+    return jnp.where(probs > 0, jnp.log(jnp.where(probs > 0, probs, 1.0)), -1e30)
+
+
+def enumerated_model(q, action_mask, weight, feasible, completed, valid, prior_counts):
+    """The hazard model with a discrete skill per step, enumerated by NumPyro (scan + funsor)."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.contrib.control_flow import scan
+    from numpyro.ops.indexing import Vindex
+
+    from beliefgate.models.params import PARAMS, sample_params
+    from beliefgate.models.skill_model import SkillData, controller_loglik
+
+    values = sample_params(PARAMS)
+    data = SkillData(q, action_mask, weight, feasible, completed, prior_counts, valid)
+    loglik = controller_loglik(data, values["beta"], values["epsilon"])  # [B, T, K]
+    logits = transition_logits(feasible, completed, valid, prior_counts, values["hazard"], values["alpha"])
+    num_traj = q.shape[0]
+    rows = jnp.arange(num_traj)
+    zeros = jnp.zeros(num_traj, q.dtype)
+
+    def step(z_prev, xs):
+        mat, ll = xs  # [B, K, K], [B, K]
+        with numpyro.plate("trajectory", num_traj, dim=-1):
+            z = numpyro.sample("z", dist.Categorical(logits=Vindex(mat)[rows, z_prev, :]),
+                               infer={"enumerate": "parallel"})
+            # the tempered action term as an observed Delta (a `numpyro.factor` inside an
+            # enumerated scan loses its time dimension in NumPyro 0.22)
+            term = Vindex(ll)[rows, z]
+            numpyro.sample("a", dist.Delta(jnp.zeros_like(term), log_density=term), obs=zeros)
+        return z, None
+
+    scan(step, jnp.zeros(num_traj, jnp.int32), (jnp.swapaxes(logits, 0, 1), jnp.swapaxes(loglik, 0, 1)))
+
+
+def _enum_args(data):
+    s = data.skill
+    return (s.q, s.action_mask, s.weight, s.feasible, s.completed, s.valid, s.prior_counts)
+
+
+def check_same_density(data, trials: int = 3, seed: int = 0) -> float:
+    """Largest |difference| of the two potential energies at random parameters."""
+    import jax
+    from numpyro.infer.util import initialize_model
+
+    from beliefgate.models.fit import FitConfig, belief_model, prepare
+
+    ours = initialize_model(jax.random.PRNGKey(seed), lambda i: belief_model(i, FitConfig()),
+                            model_args=(prepare(data),))[1]
+    enum = initialize_model(jax.random.PRNGKey(seed), enumerated_model, model_args=_enum_args(data))[1]
+    rng = np.random.default_rng(seed)
+    worst = 0.0
+    for _ in range(trials):
+        z = {"beta": rng.normal(0.5, 0.3), "epsilon": rng.normal(-2.0, 0.3), "hazard": rng.normal(-2.5, 0.3)}
+        worst = max(worst, abs(float(ours(z)) - float(enum(z))))
+    return worst
+
+
+def _min_ess(idata, names=("beta", "epsilon", "hazard")) -> float:
+    import arviz as az
+
+    ess = az.ess(idata, var_names=list(names))
+    return float(min(float(ess[n].values) for n in names))
+
+
+def run_marginalised(data, chains, draws, warmup, chain_method, seed):
+    from beliefgate.models.fit import FitConfig, fit
+
+    started = time.perf_counter()
+    idata = fit(data, FitConfig(chains=chains, draws=draws, warmup=warmup, chain_method=chain_method, seed=seed))
+    wall = time.perf_counter() - started
+    return _result(idata, wall, chains, draws, warmup)
+
+
+def run_enumerated(data, chains, draws, warmup, chain_method, seed):
+    import arviz as az
+    import jax
+    from numpyro.infer import MCMC, NUTS
+
+    started = time.perf_counter()
+    mcmc = MCMC(NUTS(enumerated_model), num_warmup=warmup, num_samples=draws, num_chains=chains,
+                chain_method=chain_method, progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(seed), *_enum_args(data), extra_fields=("diverging", "num_steps"))
+    wall = time.perf_counter() - started
+    idata = az.from_numpyro(mcmc, log_likelihood=False)
+    return _result(idata, wall, chains, draws, warmup)
+
+
+def _result(idata, wall, chains, draws, warmup) -> dict:
+    post = idata.posterior
+    ess = _min_ess(idata)
+    return {
+        "wall_s": wall,
+        "chains": chains, "draws": draws, "warmup": warmup,
+        "min_ess_bulk": ess,
+        "ess_per_s": ess / wall,
+        "divergences": int(idata.sample_stats["diverging"].values.sum()),
+        "mean_leapfrog_steps": float(idata.sample_stats["n_steps"].values.mean()),
+        "posterior_mean": {k: float(post[k].mean()) for k in ("beta", "epsilon", "hazard")},
+    }
+
+
+def run(args) -> dict:
+    import jax
+
+    chain_method = "parallel" if jax.local_device_count() >= args.chains else "sequential"
+    t0 = time.perf_counter()
+    data = make_data(args.trajectories, args.steps, args.episodes, args.seed)
+    prep = time.perf_counter() - t0
+    gap = check_same_density(data)
+    if gap > 1e-3 * max(1.0, float(data.num_steps) / 1000):
+        raise SystemExit(f"the two models disagree: |potential difference| = {gap:.3g}")
+    ours = run_marginalised(data, args.chains, args.draws, args.warmup, chain_method, args.seed)
+    b_draws = max(10, int(round(args.draws * args.baseline_fraction)))
+    b_warmup = max(10, int(round(args.warmup * args.baseline_fraction)))
+    enum = run_enumerated(data, args.chains, b_draws, b_warmup, chain_method, args.seed)
+    return {
+        "trajectories": args.trajectories, "steps": args.steps, "chain_method": chain_method,
+        "devices": jax.local_device_count(), "data_s": prep, "density_gap": gap,
+        "truth": TRUTH, "marginalised": ours, "enumerated": enum,
+        "ratio_ess_per_s": ours["ess_per_s"] / enum["ess_per_s"],
+        "x64": bool(jax.config.jax_enable_x64),
+    }
+
+
+def print_table(result: dict) -> None:
+    print(f"NUTS on {result['trajectories']} trajectories x {result['steps']} steps "
+          f"({result['chain_method']} chains on {result['devices']} device(s)); "
+          f"log densities agree to {result['density_gap']:.2g}")
+    head = f"{'model':<14}{'chains x draws':>16}{'wall s':>10}{'min ESS':>10}{'ESS/s':>10}{'leapfrog':>10}{'div':>5}"
+    print(head)
+    print("-" * len(head))
+    for name in ("marginalised", "enumerated"):
+        r = result[name]
+        print(f"{name:<14}{r['chains']:>7} x {r['draws']:<6}{r['wall_s']:>10.1f}{r['min_ess_bulk']:>10.0f}"
+              f"{r['ess_per_s']:>10.2f}{r['mean_leapfrog_steps']:>10.1f}{r['divergences']:>5}")
+    print(f"ESS/s ratio marginalised / enumerated: {result['ratio_ess_per_s']:.1f}x "
+          f"(truth beta={TRUTH['beta']}, epsilon={TRUTH['epsilon']}, h={TRUTH['hazard']}; "
+          f"posterior means {result['marginalised']['posterior_mean']})")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> dict:
+    """CLI entry point; returns the result dict."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smoke sizes")
+    parser.add_argument("--json", action="store_true", help="print one JSON line instead of a table")
+    parser.add_argument("--trajectories", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--episodes", type=int, default=20, help="distinct scripted episodes (tiled)")
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--warmup", type=int, default=1000)
+    parser.add_argument("--baseline-fraction", type=float, default=0.1,
+                        help="share of draws and warm-up the enumerated baseline runs")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.trajectories, args.steps, args.episodes = 4, 40, 2
+        args.chains, args.draws, args.warmup, args.baseline_fraction = 2, 60, 60, 1.0
+    if _jax_started():  # under run_all.py: a fresh process can still use one device per chain
+        cmd = [sys.executable, str(Path(__file__).resolve()), *(argv if argv is not None else sys.argv[1:])]
+        if "--json" not in cmd:
+            cmd.append("--json")
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.stderr.write(proc.stderr)
+            raise SystemExit(proc.returncode)
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+    else:
+        import numpyro
+
+        numpyro.set_host_device_count(max(1, min(args.chains, os.cpu_count() or 1)))
+        result = run(args)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print_table(result)
+    return result
+
+
+if __name__ == "__main__":
+    main()

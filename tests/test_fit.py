@@ -1,0 +1,512 @@
+"""Fitting and diagnosing the partner-skill model on real logs, with real NumPyro and ArviZ.
+
+States, feasibility and completions come from scripted Overcooked episodes; actions are
+either the scripted partner's own (the CLI test) or simulated from the model at known
+parameters (recovery and misspecification), so the truth is known.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from beliefgate.beliefs import filter as F
+from beliefgate.envs.trajlog import FinalRow, LogWriter, read_log
+from beliefgate.eval.episode import run_episode
+from beliefgate.models import skill_model as M
+from beliefgate.models.data import FitData, FitDataError, from_arrays, load_logs, simulate, subset
+from beliefgate.models.fit import (
+    FitConfig,
+    FitError,
+    belief_model,
+    fit,
+    fit_record,
+    load_fit,
+    model_loglik,
+    point_values,
+    prepare,
+    save_fit,
+    trajectories_log_lik,
+)
+
+BIN = Path(sys.executable).parent / "beliefgate"
+ROOT = Path(__file__).resolve().parents[1]
+#: simulated partner for recovery (inside the bulk of the priors)
+TRUTH = {"beta": 2.5, "epsilon": 0.1, "hazard": 0.08}
+#: a partner that switches often: fitting it with h = 0 is a real misspecification
+SWITCHER = {"beta": 2.5, "epsilon": 0.1, "hazard": 0.15}
+EPISODES = [("cramped_room", "balanced"), ("coordination_ring", "switch-sourcer-to-plater"),
+            ("asymmetric_advantages", "plater"), ("counter_circuit", "onion-sourcer")]
+
+
+def as64(data: FitData) -> FitData:
+    """The same data in float64 (call inside ``jax.enable_x64(True)``)."""
+    s = data.skill
+    return from_arrays(np.asarray(s.q, np.float64), s.action_mask, np.asarray(s.weight, np.float64), s.feasible,
+                       np.asarray(s.completed).astype(np.int64), np.asarray(s.prior_counts, np.float64), s.valid,
+                       action=data.action, true_skill=data.true_skill, ambiguous=data.ambiguous,
+                       skill_names=data.skill_names, action_names=data.action_names,
+                       excluded_actions=data.excluded_actions, sources=data.sources, meta=data.meta)
+
+
+def run_cli(*args, check=True):
+    env = {**os.environ, "COLUMNS": "200"}  # rich wraps at the terminal width
+    proc = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, timeout=600, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"beliefgate {' '.join(map(str, args))} failed ({proc.returncode}):\n"
+                             f"{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    """Eight scripted episodes of 125 steps (two per layout and partner)."""
+    out = tmp_path_factory.mktemp("logs")
+    paths = []
+    for i, (layout, partner) in enumerate(EPISODES):
+        for rep in range(2):
+            path = out / f"{layout}_{rep}.jsonl"
+            run_episode(layout, "balanced", partner, seed=10 * i + rep, horizon=125, log_path=path)
+            paths.append(path)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def data(logs):
+    return load_logs(logs)
+
+
+@pytest.fixture(scope="module")
+def sim(data):
+    return simulate(data, TRUTH, seed=3)
+
+
+@pytest.fixture(scope="module")
+def free_fit(sim):
+    return fit(sim, FitConfig(chains=2, draws=200, warmup=200, chain_method="vectorized", seed=0))
+
+
+@pytest.fixture(scope="module")
+def switching(data):
+    return simulate(data, SWITCHER, seed=3)
+
+
+def _switching_fits(switching):
+    fast = {"chains": 1, "draws": 150, "warmup": 150, "seed": 0}
+    return fit(switching, FitConfig(**fast)), fit(switching, FitConfig(**fast, fixed={"hazard": 0.0}))
+
+
+# ------------------------------------------------------------------------------------------ data
+
+
+def test_logs_become_the_gates_evidence(logs, data):
+    from beliefgate.envs.overcooked.observer import OvercookedObserver
+
+    assert data.num_trajectories == 8 and data.skill.q.shape == (8, 125, 6, 6)
+    assert data.num_steps == 8 * 125 and data.has_true_skills
+    assert data.excluded_actions == (4,) and data.action_names[4] == "stay"
+    traj = read_log(logs[1])
+    observer = OvercookedObserver(traj.header.layout, partner=1)
+    states = traj.states()
+    for t in range(0, 125, 7):
+        ev = observer.evidence(states[t], states[t + 1])
+        assert np.array_equal(np.asarray(data.skill.action_mask[1, t]), ev.action_mask)
+        assert float(data.skill.weight[1, t]) == ev.weight
+        assert np.array_equal(np.asarray(data.skill.feasible[1, t]), ev.feasible)
+        assert int(data.skill.completed[1, t]) == (-1 if ev.completed is None else ev.completed)
+        q = observer.controller.q_values(states[t], 1)
+        np.testing.assert_allclose(M.action_logprobs(data.skill, 2.0, 0.1)[1, t], ev.logprobs, atol=1e-5)
+        assert np.array_equal(np.asarray(data.skill.q[1, t]), q)
+        assert data.action[1, t] == traj.steps[t].actions[1]
+    # ambiguous steps are exactly the put-downs (weight 0.35)
+    assert np.array_equal(data.ambiguous, np.isclose(np.asarray(data.skill.weight), 0.35))
+    # the data survive the trip through ArviZ groups
+    observed, constant = data.to_datasets()
+    assert observed["action_mask"].dims == ("trajectory", "step", "action_kind")
+    assert constant["q"].shape == (8, 125, 6, 6)
+
+
+def test_partner_side_and_short_logs(logs, tmp_path):
+    ego = load_logs(logs[:1], partner_side=0)
+    assert ego.meta["partner_sides"] == [0]
+    assert not np.array_equal(ego.action, load_logs(logs[:1]).action)
+    with pytest.raises(FitDataError, match="partner side 2 but the log has 2 players"):
+        load_logs(logs[:1], partner_side=2)
+    # two logs of different lengths are padded, padding is invalid
+    short = tmp_path / "short.jsonl"
+    run_episode("cramped_room", "balanced", "balanced", seed=1, horizon=40, log_path=short)
+    both = load_logs([logs[0], short])
+    assert both.lengths.tolist() == [125, 40]
+    assert not np.asarray(both.skill.valid)[1, 40:].any() and (both.action[1, 40:] == -1).all()
+
+
+def _never_acting_log(src: Path, dst: Path, steps: int = 30) -> Path:
+    traj = read_log(src)
+    state = traj.steps[0].state
+    with LogWriter(dst, traj.header) as writer:
+        for t in range(steps):
+            frozen = state.model_copy(update={"timestep": state.timestep + t})
+            writer.step(traj.steps[0].model_copy(update={
+                "t": t, "state": frozen, "actions": [4, 4], "reward": 0.0, "events": [[], []],
+                "skills": [None, None], "info": [{}, {}]}))
+        writer.final(FinalRow(state=state.model_copy(update={"timestep": state.timestep + steps}),
+                              summary={}))
+    return dst
+
+
+def test_bad_logs_fail_clearly_before_any_sampling(logs, tmp_path):
+    corrupt = tmp_path / "corrupt.jsonl"
+    lines = logs[0].read_text().splitlines(keepends=True)
+    corrupt.write_text("".join(lines[:5]) + "{not json\n" + "".join(lines[6:]))
+    with pytest.raises(FitDataError, match=r"corrupt trajectory log: .*corrupt.jsonl:6: not valid JSON"):
+        load_logs([logs[0], corrupt])
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(lines[:20]) + lines[20][:40])
+    with pytest.raises(FitDataError, match=r"truncated trajectory log.*cut.jsonl:21"):
+        load_logs([cut])
+    unfinished = tmp_path / "unfinished.jsonl"
+    unfinished.write_text("".join(lines[:20]))  # header + 19 steps, no final row
+    with pytest.raises(FitDataError, match="truncated.*without its final row"):
+        load_logs([unfinished])
+    assert load_logs([unfinished], allow_incomplete=True).num_steps == 18
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(FitDataError, match="truncated trajectory log.*empty log"):
+        load_logs([empty])
+    no_steps = tmp_path / "no_steps.jsonl"
+    no_steps.write_text(lines[0] + lines[-1])
+    with pytest.raises(FitDataError, match="no steps"):
+        load_logs([no_steps])
+    idle = _never_acting_log(logs[0], tmp_path / "idle.jsonl")
+    with pytest.raises(FitDataError, match="player 1 never acts"):
+        load_logs([logs[0], idle])
+    with pytest.raises(FitDataError, match="no such file"):
+        load_logs([tmp_path / "missing.jsonl"])
+    with pytest.raises(FitDataError, match="no trajectory logs"):
+        load_logs([])
+    with pytest.raises(FitError, match="FitData"):
+        fit(np.zeros(3), FitConfig())
+
+
+# ------------------------------------------------------------------------------------------ model
+
+
+def test_fitted_model_is_the_skill_model(data):
+    with jax.enable_x64(True):
+        _fitted_model_is_the_skill_model(as64(data))
+
+
+def _fitted_model_is_the_skill_model(data):
+    from numpyro.infer.util import log_density
+
+    inputs = prepare(data)
+    assert inputs.values.tolist() == [-3.0, -2.0, -1.0, 0.0]  # Overcooked: moves differ by steps
+    for beta, eps in ((2.0, 0.1), (0.7, 0.3)):
+        np.testing.assert_allclose(model_loglik(inputs, beta, eps), M.controller_loglik(data.skill, beta, eps),
+                                   rtol=1e-12, atol=1e-12)
+    per_skill = jnp.linspace(0.5, 4.0, 6)
+    np.testing.assert_allclose(model_loglik(inputs, per_skill, 0.1),
+                               M.controller_loglik(data.skill, per_skill[:, None], 0.1), atol=1e-12)
+    # the direct path (many distinct Q values) computes the same numbers
+    rng = np.random.default_rng(0)
+    q = np.asarray(data.skill.q) + rng.normal(0, 0.1, data.skill.q.shape)
+    noisy = from_arrays(q, data.skill.action_mask, data.skill.weight, data.skill.feasible,
+                        np.asarray(data.skill.completed).astype(int), None, data.skill.valid,
+                        ambiguous=data.ambiguous)
+    assert prepare(noisy).values.shape == (0,)
+    np.testing.assert_allclose(model_loglik(prepare(noisy), 2.0, 0.1), M.controller_loglik(noisy.skill, 2.0, 0.1),
+                               atol=1e-12)
+    # free tempering weight: the normalised power likelihood on ambiguous steps
+    for d in (data, noisy):
+        logp = M.action_logprobs(d.skill, 2.0, 0.1)
+        amb = jnp.asarray(d.ambiguous)
+        base = M.controller_loglik(d.skill._replace(weight=jnp.where(amb, 1.0, d.skill.weight)), 2.0, 0.1)
+        ref = jnp.where(amb[..., None], 0.6 * base - jax.nn.logsumexp(0.6 * logp, axis=-1), base)
+        np.testing.assert_allclose(model_loglik(prepare(d), 2.0, 0.1, 0.6), ref, atol=1e-12)
+        # with w = 1 the power likelihood is the controller itself
+        np.testing.assert_allclose(model_loglik(prepare(d), 2.0, 0.1, 1.0),
+                                   M.controller_loglik(d.skill._replace(weight=jnp.where(amb, 1.0, d.skill.weight)),
+                                                       2.0, 0.1), atol=1e-12)
+    # default configuration: the same log density as partner_skill_model
+    values = {"beta": 2.5, "epsilon": 0.15, "hazard": 0.07}
+    ours, _ = log_density(belief_model, (inputs,), {"config": FitConfig()}, values)
+    reference, _ = log_density(M.partner_skill_model, (data.skill,), {}, values)
+    assert float(ours) == pytest.approx(float(reference), rel=1e-12)
+
+
+def test_windowed_likelihood_is_the_windowed_filter(data):
+    with jax.enable_x64(True):
+        _windowed_likelihood_is_the_windowed_filter(as64(data))
+
+
+def _windowed_likelihood_is_the_windowed_filter(data):
+    inputs = prepare(data)
+    values = {"beta": 2.0, "epsilon": 0.1, "alpha": 1.0}
+    for window in (None, 5):
+        config = FitConfig(model="windowed", window=window)
+        ours = trajectories_log_lik(inputs, values, config)
+        obs = M.to_observations(data.skill, M.controller_loglik(data.skill, 2.0, 0.1))
+        ref = F.filter_batch(F.FilterParams("windowed", 0.05, 1.0, window), obs).log_marginal
+        np.testing.assert_allclose(ours, ref, rtol=1e-12)
+
+
+def test_hazard_zero_has_finite_gradients(data):
+    with jax.enable_x64(True):
+        _hazard_zero_has_finite_gradients(as64(data))
+
+
+def _hazard_zero_has_finite_gradients(data):
+    inputs = prepare(data)
+
+    def total(beta, eps):
+        return jnp.sum(trajectories_log_lik(inputs, {"beta": beta, "epsilon": eps, "hazard": 0.0, "alpha": 1.0},
+                                            FitConfig(fixed={"hazard": 0.0})))
+
+    grads = jax.grad(total, argnums=(0, 1))(2.0, 0.1)
+    assert all(np.isfinite(float(g)) for g in grads)
+    tiny = total(2.0, 0.1)
+    ref = jnp.sum(M.trajectory_log_likelihood(data.skill, {"beta": 2.0, "epsilon": 0.1, "hazard": 0.0,
+                                                           "alpha": 1.0}))
+    assert float(tiny) == pytest.approx(float(ref), rel=1e-12)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="unknown parameter"):
+        FitConfig(fixed={"gamma": 1.0})
+    with pytest.raises(ValueError, match="no hazard"):
+        FitConfig(model="windowed", fixed={"hazard": 0.1})
+    with pytest.raises(ValueError, match="outside its support"):
+        FitConfig(fixed={"epsilon": 2.0})
+    with pytest.raises(ValueError, match="windowed model only"):
+        FitConfig(window=3)
+    assert FitConfig(per_skill_beta=True, fit_weight=True).parameter_names() == [
+        "beta", "epsilon", "hazard", "ambiguous_weight"]
+    assert FitConfig(model="windowed", fixed={"epsilon": 0.1}).parameter_names() == ["beta"]
+
+
+# ------------------------------------------------------------------------------------------ fits
+
+
+def test_quick_nuts_recovery(free_fit):
+    from beliefgate.models.diagnose import summarize
+
+    summary = summarize(free_fit)
+    for name, truth in TRUTH.items():
+        row = summary[name]
+        assert row.hdi_low <= truth <= row.hdi_high, (name, row)
+        assert row.r_hat <= 1.05, (name, row)  # 2 x 200 draws; the slow test asks for <= 1.01
+    assert int(free_fit.sample_stats["diverging"].sum()) == 0
+
+
+def test_inference_data_layout_and_round_trip(free_fit, sim, tmp_path):
+    assert set(free_fit.groups()) >= {"posterior", "sample_stats", "log_likelihood", "observed_data",
+                                      "constant_data"}
+    assert free_fit.log_likelihood["log_lik"].dims == ("chain", "draw", "trajectory")
+    assert free_fit.log_likelihood["log_lik"].shape == (2, 200, 8)
+    assert "log_lik" not in free_fit.posterior
+    assert {"diverging", "energy", "tree_depth", "step_size"} <= set(free_fit.sample_stats)
+    record = fit_record(free_fit)
+    assert record["config"]["chains"] == 2 and record["config"]["seed"] == 0
+    assert record["data_fingerprint"] == sim.fingerprint() and record["num_steps"] == 1000
+    # log_lik per trajectory is the filter's log marginal at that draw
+    post = free_fit.posterior
+    draw = {k: float(post[k].values[1, 17]) for k in ("beta", "epsilon", "hazard")}
+    ref = M.trajectory_log_likelihood(sim.skill, {**draw, "alpha": 1.0})
+    np.testing.assert_allclose(free_fit.log_likelihood["log_lik"].values[1, 17], ref, rtol=1e-5)
+    path = save_fit(free_fit, tmp_path / "sub" / "fit.nc")
+    back = load_fit(path)
+    assert fit_record(back) == record
+    assert FitData.from_idata(back).fingerprint() == sim.fingerprint()
+    np.testing.assert_array_equal(FitData.from_idata(back).true_skill, sim.true_skill)
+    save_fit(back, path)  # overwriting a file that was read works (it was read eagerly)
+    (tmp_path / "junk.nc").write_text("not netcdf")
+    with pytest.raises(FitError, match="not a readable NetCDF"):
+        load_fit(tmp_path / "junk.nc")
+
+
+def test_gate_params_from_fit(free_fit, tmp_path):
+    from beliefgate.beliefs.gate import GateParams
+
+    path = save_fit(free_fit, tmp_path / "fit.nc")
+    params = GateParams.from_fit(path)
+    for name in TRUTH:
+        assert getattr(params, name) == pytest.approx(float(np.median(free_fit.posterior[name].values)))
+    assert params.model == "hazard" and params.alpha == 1.0
+    mean = GateParams.from_fit(path, point="mean", tau_obs=0.3)
+    assert mean.beta == pytest.approx(float(free_fit.posterior["beta"].mean())) and mean.tau_obs == 0.3
+    assert point_values(free_fit)["beta"] == pytest.approx(params.beta)
+    with pytest.raises(ValueError, match="point"):
+        GateParams.from_fit(path, point="mode")
+    with pytest.raises(ValueError, match="no such fit"):
+        GateParams.from_fit(tmp_path / "none.nc")
+
+
+def test_misspecified_switching_fit_is_detected(switching):
+    """Data from a switching partner (h = 0.15) fitted with h fixed at 0: compare and the check see it."""
+    from beliefgate.models.compare import compare_fits
+    from beliefgate.models.diagnose import diagnose
+
+    free_fit, h0_fit = _switching_fits(switching)
+    result = compare_fits({"free": free_fit, "h=0": h0_fit})
+    assert result.best == "free"
+    worse = result.rows[1]
+    assert worse.name == "h=0" and worse.elpd_diff > 1.5 * worse.dse and result.rows[0].weight > 0.9
+    good = diagnose(free_fit, ppc_draws=60)
+    bad = diagnose(h0_fit, ppc_draws=60)
+    skill_good = next(v for v in good.predictive if v.view == "skill")
+    skill_bad = next(v for v in bad.predictive if v.view == "skill")
+    assert skill_good.passed and skill_good.ppp > 0.2
+    assert not skill_bad.passed and skill_bad.ppp < 0.05
+    assert any("predictive check (skill view) failed" in w for w in bad.warnings)
+    assert not any("predictive check (skill view)" in w for w in good.warnings)
+    # the misfit explains switches as noise: too few "toward another skill" actions predicted
+    other = [b.observed[1] - b.predicted[1] for b in skill_bad.buckets]
+    assert np.average(other, weights=[b.steps for b in skill_bad.buckets]) > 0
+    # calibration against the simulated skills: the fitted filter is better than the defaults (h = 0.05)
+    cal = good.calibration
+    assert cal is not None and cal.fitted.n == 1000
+    assert cal.fitted.log_loss < cal.defaults.log_loss
+    assert 0.0 <= cal.fitted.ece <= 1.0 and 0.0 < cal.fitted.accuracy <= 1.0
+    # the JSON shape of `diagnose --json`
+    out = bad.to_json_dict()
+    assert set(out) == {"parameters", "divergences", "warnings"}
+    assert set(out["parameters"]) == {"beta", "epsilon"}
+    for row in out["parameters"].values():
+        assert set(row) == {"mean", "sd", "hdi_low", "hdi_high", "ess_bulk", "ess_tail", "r_hat"}
+    json.dumps(out)
+
+
+def test_compare_refuses_different_data(free_fit, sim):
+    from beliefgate.models.compare import compare_fits
+
+    other = fit(subset(sim, range(4), 60), FitConfig(chains=1, draws=20, warmup=20, seed=1))
+    with pytest.raises(FitError, match="different data"):
+        compare_fits({"a": free_fit, "b": other})
+    with pytest.raises(FitError, match="at least two"):
+        compare_fits({"a": free_fit})
+
+
+def test_convergence_warnings_are_explicit():
+    from beliefgate.models.diagnose import ParameterSummary, convergence_warnings
+
+    ok = ParameterSummary(1.0, 0.1, 0.8, 1.2, 1500.0, 1200.0, 1.002)
+    assert convergence_warnings({"beta": ok}, 0, 4, 1000, "nuts") == []
+    bad = ok._replace(r_hat=1.03, ess_bulk=120.0, ess_tail=390.0)
+    warnings = convergence_warnings({"beta": bad}, 3, 4, 1000, "nuts")
+    assert any("r_hat 1.030 > 1.01" in w for w in warnings)
+    assert any("ess_bulk 120 < 400" in w for w in warnings)
+    assert any("ess_tail 390 < 400" in w for w in warnings)
+    assert any("3 divergent" in w for w in warnings)
+    assert any("only 1 chain" in w for w in convergence_warnings({"beta": ok}, 0, 1, 1000, "nuts"))
+
+
+def test_svi_and_model_options(sim):
+    config = FitConfig(method="svi", chains=2, draws=100, svi_steps=600, seed=0, per_skill_beta=True,
+                       fit_weight=True, learning_rate=0.05)
+    idata = fit(sim, config)
+    assert idata.posterior["beta"].dims == ("chain", "draw", "skill")
+    assert list(idata.posterior["beta"].coords["skill"].values) == list(sim.skill_names)
+    assert "ambiguous_weight" in idata.posterior and "loss" in idata.sample_stats
+    losses = idata.sample_stats["loss"].values
+    assert losses[-50:].mean() < losses[:50].mean()
+    values = point_values(idata)
+    assert abs(values["epsilon"] - TRUTH["epsilon"]) < 0.08
+    assert np.median(values["beta"]) == pytest.approx(TRUTH["beta"], abs=0.6)
+    from beliefgate.models.diagnose import diagnose
+
+    result = diagnose(idata, ppc_draws=10, calibrate=False)
+    assert result.divergences == 0 and len(result.parameters) == 6 + 3
+
+
+# ------------------------------------------------------------------------------------------ CLI
+
+
+def test_cli_end_to_end(logs, tmp_path):
+    a, b = tmp_path / "hazard.nc", tmp_path / "windowed.nc"
+    few = [logs[0], logs[2]]
+    proc = run_cli("fit", *few, "--out", a, "--chains", 2, "--draws", 40, "--warmup", 40, "--seed", 1,
+                   "--no-progress", "--json")
+    record = json.loads(proc.stdout)
+    assert record["config"]["chains"] == 2 and record["config"]["draws"] == 40 and a.is_file()
+    assert record["command"]["argv"][:2] == ["beliefgate", "fit"]
+    assert set(record["summary"]) == {"beta", "epsilon", "hazard"}
+    run_cli("fit", *few, "--out", b, "--model", "windowed", "--window", 5, "--method", "svi",
+            "--svi-steps", 200, "--draws", 40, "--chains", 2, "--no-progress")
+    proc = run_cli("diagnose", a, "--json", "--ppc-draws", 10, "--plots", tmp_path / "plots")
+    out = json.loads(proc.stdout)
+    assert set(out) == {"parameters", "divergences", "warnings"}
+    assert set(out["parameters"]["beta"]) == {"mean", "sd", "hdi_low", "hdi_high", "ess_bulk", "ess_tail",
+                                              "r_hat"}
+    assert any("ess_bulk" in w for w in out["warnings"])  # 80 draws: too few, and it says so
+    for name in ("trace.png", "rank.png", "ppc_skill.png", "ppc_primitive.png", "calibration.png",
+                 "diagnosis.json"):
+        assert (tmp_path / "plots" / name).stat().st_size > 0
+    strict = run_cli("diagnose", a, "--ppc-draws", 5, "--no-calibration", "--strict", check=False)
+    assert strict.returncode == 1 and "warning:" in strict.stderr and "Posterior summary" in strict.stdout
+    table = run_cli("diagnose", b, "--no-ppc").stdout
+    assert "Posterior summary" in table and "Calibration" in table
+    out = json.loads(run_cli("compare", a, b, "--json").stdout)
+    assert {r["name"] for r in out["models"]} == {"hazard", "windowed"}
+    assert sum(r["weight"] for r in out["models"]) == pytest.approx(1.0)
+    assert {"elpd_loo", "se", "weight"} <= set(out["models"][0])
+    assert "elpd_loo" in run_cli("compare", a, b).stdout
+
+
+def test_cli_bad_input_exits_2_before_sampling(logs, tmp_path):
+    corrupt = tmp_path / "corrupt.jsonl"
+    corrupt.write_text(logs[0].read_text()[:-30])
+    idle = _never_acting_log(logs[0], tmp_path / "idle.jsonl")
+    out = tmp_path / "never.nc"
+    for bad, message in ((corrupt, "truncated"), (idle, "never acts"), (tmp_path / "nope.jsonl", "no such file")):
+        proc = run_cli("fit", bad, "--out", out, "--chains", 1, "--draws", 5, check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert message in proc.stderr and "fitting" not in proc.stderr and not out.exists()
+    proc = run_cli("fit", logs[0], "--out", out, "--fix", "hazard=abc", check=False)
+    assert proc.returncode == 2 and "not a number" in proc.stderr
+    proc = run_cli("fit", logs[0], "--out", out, "--model", "windowed", "--fix", "hazard=0", check=False)
+    assert proc.returncode == 2 and "no hazard" in proc.stderr
+    proc = run_cli("diagnose", tmp_path / "missing.nc", check=False)
+    assert proc.returncode == 2 and "no such file" in proc.stderr
+    proc = run_cli("compare", tmp_path / "missing.nc", tmp_path / "missing2.nc", check=False)
+    assert proc.returncode == 2
+    for sub in ("fit", "diagnose", "compare"):
+        assert "Usage" in run_cli(sub, "--help").stdout
+
+
+@pytest.mark.slow
+def test_bench_quick_smoke():
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_nuts.py"), "--quick", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["marginalised"]["ess_per_s"] > 0 and result["enumerated"]["ess_per_s"] > 0
+    assert math.isfinite(result["ratio_ess_per_s"])
+
+
+# ------------------------------------------------------------------------------------------ slow
+
+
+@pytest.mark.slow
+def test_parameter_recovery_ten_seeds(data):
+    """Truth inside the 94% HDI of every parameter in >= 9 of 10 seeds; r_hat <= 1.01 everywhere."""
+    from beliefgate.models.diagnose import summarize
+
+    truth = {"beta": 2.5, "epsilon": 0.1, "hazard": 0.08}
+    covered, worst_rhat = 0, 0.0
+    for seed in range(10):
+        simulated = simulate(data, truth, seed=100 + seed)
+        idata = fit(simulated, FitConfig(chains=4, draws=600, warmup=400, chain_method="vectorized", seed=seed))
+        summary = summarize(idata)
+        covered += all(summary[k].hdi_low <= v <= summary[k].hdi_high for k, v in truth.items())
+        worst_rhat = max(worst_rhat, *(summary[k].r_hat for k in truth))
+    assert covered >= 9, covered
+    assert worst_rhat <= 1.01, worst_rhat
