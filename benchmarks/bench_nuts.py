@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -271,7 +270,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     else:
         import numpyro
 
-        numpyro.set_host_device_count(max(1, min(args.chains, os.cpu_count() or 1)))
+        numpyro.set_host_device_count(max(1, args.chains))  # one (virtual) CPU device per chain
         result = run(args)
     if args.json:
         print(json.dumps(result))

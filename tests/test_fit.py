@@ -23,7 +23,7 @@ from beliefgate.beliefs import filter as F
 from beliefgate.envs.trajlog import FinalRow, LogWriter, read_log
 from beliefgate.eval.episode import run_episode
 from beliefgate.models import skill_model as M
-from beliefgate.models.data import FitData, FitDataError, from_arrays, load_logs, simulate, subset
+from beliefgate.models.data import FitData, FitDataError, from_arrays, load_logs, simulate
 from beliefgate.models.fit import (
     FitConfig,
     FitError,

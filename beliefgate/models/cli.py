@@ -7,7 +7,6 @@ NumPyro, ArviZ) happen inside the commands so that ``beliefgate --help`` stays f
 from __future__ import annotations
 
 import json
-import os
 from enum import Enum
 from pathlib import Path
 from typing import List, Optional
@@ -111,7 +110,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         fix: List[str] = typer.Option([], "--fix", help="pin a parameter, NAME=VALUE (repeatable), "
                                       "e.g. --fix hazard=0"),
         chain_method: ChainMethod = typer.Option(ChainMethod.auto, help="how chains run; auto = parallel "
-                                                 "on CPU cores when there are enough, else sequential"),
+                                                 "(one virtual CPU device per chain) when JAX has not started "
+                                                 "yet, else sequential"),
         target_accept: float = typer.Option(0.8, min=0.01, max=0.99, help="NUTS target acceptance"),
         svi_steps: int = typer.Option(2000, min=1, help="SVI optimisation steps"),
         learning_rate: float = typer.Option(0.02, min=1e-6, help="SVI Adam learning rate"),
@@ -125,10 +125,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         from pydantic import ValidationError
 
         _quiet_arviz()
-        cores = os.cpu_count() or 1
-        import numpyro  # before JAX creates its backend: one CPU device per chain, up to the cores
+        import numpyro  # before JAX creates its backend: one (virtual) CPU device per chain, so
 
-        numpyro.set_host_device_count(max(1, min(chains, cores)))
+        numpyro.set_host_device_count(max(1, chains))  # parallel chains share all the cores
         import jax
 
         if x64:

@@ -423,7 +423,7 @@ def simulate(data: FitData, params: Mapping[str, float], seed: int) -> FitData:
     keys = jax.random.split(jax.random.PRNGKey(int(seed)), data.num_trajectories)
     actions, skills = [], []
     for b in range(data.num_trajectories):
-        one = jax.tree_util.tree_map(lambda x: x[b], skill)
+        one = jax.tree_util.tree_map(lambda x, b=b: x[b], skill)
         draw = prior_predictive(keys[b], one, dict(params), num_samples=1)
         actions.append(np.asarray(draw["a"][0]))
         skills.append(np.asarray(draw["z"][0]))

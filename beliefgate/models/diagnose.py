@@ -48,7 +48,7 @@ import json
 import math
 from functools import partial
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Union
+from typing import Dict, List, NamedTuple, Optional, Union
 
 import numpy as np
 

@@ -329,7 +329,7 @@ def trajectories_log_lik(inputs: ModelInputs, values: Mapping[str, Any], config:
                              values["alpha"], weight, config.model, config.window)
 
 
-def belief_model(inputs: ModelInputs, config: FitConfig = FitConfig()) -> None:
+def belief_model(inputs: ModelInputs, config: Optional[FitConfig] = None) -> None:
     """The fitted NumPyro model over :class:`ModelInputs` (see the module doc).
 
     Sites: the sampled parameters (``beta`` ``[K]`` under a ``skill`` plate when
@@ -342,6 +342,7 @@ def belief_model(inputs: ModelInputs, config: FitConfig = FitConfig()) -> None:
 
     from beliefgate.models.params import BETA, sample_params
 
+    config = FitConfig() if config is None else config
     fixed = {k: v for k, v in config.fixed.items() if k != "ambiguous_weight"}
     values = sample_params(_specs(config), fixed)
     if config.per_skill_beta:
@@ -449,9 +450,9 @@ def _svi(data: FitData, config: FitConfig, progress: bool):
     return idata, {"final_loss": float(losses[-1])}
 
 
-def fit(data: FitData, config: FitConfig = FitConfig(), *, progress: bool = False,
+def fit(data: FitData, config: Optional[FitConfig] = None, *, progress: bool = False,
         extra_attrs: Optional[Mapping[str, Any]] = None):
-    """Fit ``config``'s model to ``data``; returns ``arviz.InferenceData`` (see module doc).
+    """Fit ``config``'s model (default: ``FitConfig()``) to ``data``; returns ``arviz.InferenceData``.
 
     ``progress`` shows NumPyro's progress bar. ``extra_attrs`` (JSON-ready) are
     stored with the configuration (e.g. the command line).
@@ -461,6 +462,7 @@ def fit(data: FitData, config: FitConfig = FitConfig(), *, progress: bool = Fals
 
     import beliefgate
 
+    config = FitConfig() if config is None else config
     if not isinstance(data, FitData):
         raise FitError(f"expected FitData (see beliefgate.models.data.load_logs), got {type(data).__name__}")
     if not np.any(np.asarray(data.skill.weight) > 0):
