@@ -109,9 +109,39 @@ def _prefix(name: str) -> str:
     return match.group(1) if match and match.group(1) in _FACTORIES else name
 
 
-def make_agent(name: str, llm: Optional[object] = None) -> Agent:
-    """Build an agent from its name (a scripted partner, or a registered ``prefix[:option]``)."""
+def make_agent(name: str, llm: Optional[object] = None, gate_params: Optional[object] = None) -> Agent:
+    """Build an agent from its name (a scripted partner, or a registered ``prefix[:option]``).
+
+    ``gate_params`` (a :class:`~beliefgate.beliefs.gate.GateParams`) replaces the defaults of an
+    agent that runs a gate; giving it for an agent without one (a scripted partner, ``proagent``,
+    ``bayes-belief:no_belief``...) raises :class:`GateParamsNotUsedError`, so a sweep cannot
+    silently vary a parameter that nothing reads.
+    """
+    agent = _build(name, llm)
+    if gate_params is not None:
+        from beliefgate.beliefs.gate import GateParams
+
+        if not isinstance(gate_params, GateParams):
+            raise TypeError(f"gate_params must be a GateParams, not {type(gate_params).__name__}")
+        if not uses_gate(agent):
+            raise GateParamsNotUsedError(f"agent {name!r} runs no gate; gate parameters would have no effect")
+        agent.params = gate_params
+    return agent
+
+
+class GateParamsNotUsedError(ValueError):
+    """Gate parameters were given for an agent that keeps no gate."""
+
+
+def uses_gate(agent: object) -> bool:
+    """Does this agent instance run a belief gate whose parameters it reads at ``reset``?"""
+    return bool(getattr(agent, "keeps_belief", False)) and hasattr(agent, "params")
+
+
+def _build(name: str, llm: Optional[object]) -> Agent:
     if name in PARTNERS:
+        if llm is not None:
+            raise UnknownPartnerError(f"agent {name!r} does not use an LLM")
         return make_scripted(name)
     _builtin()
     prefix = _prefix(name)

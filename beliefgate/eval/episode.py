@@ -33,12 +33,14 @@ def agent_seeds(seed: int, num_players: int) -> List[int]:
 
 def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int = DEFAULT_HORIZON,
                 seat: int = 0, log_path: Optional[str | Path] = None, old_dynamics: bool = True,
-                config: Optional[Dict[str, Any]] = None, llm=None) -> EpisodeResult:
+                config: Optional[Dict[str, Any]] = None, llm=None, gate_params=None) -> EpisodeResult:
     """Play ``ego`` (in player slot ``seat``) with ``partner`` for ``horizon`` steps.
 
     Writes a trajectory log to ``log_path`` when given (flushed line by line).
     ``llm`` (an :class:`~beliefgate.planners.client.LLMClient`) is given to the ego
-    when its agent uses one.
+    when its agent uses one. ``gate_params`` (a :class:`~beliefgate.beliefs.gate.GateParams`)
+    replaces the ego's gate defaults; it is an error for an ego without a gate. The
+    parameters used are written into the log header's config (``gate_params``).
     """
     layout = resolve_layout(layout)
     if seat not in (0, 1):
@@ -46,13 +48,15 @@ def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int
     env = OvercookedAdapter(layout, horizon=horizon, old_dynamics=old_dynamics)
     names = [partner, partner]
     names[seat] = ego
-    agents = [make_agent(n, llm if i == seat else None) for i, n in enumerate(names)]
+    agents = [make_agent(n, llm if i == seat else None, gate_params if i == seat else None)
+              for i, n in enumerate(names)]
     for i, (agent, s) in enumerate(zip(agents, agent_seeds(seed, 2))):
         agent.reset(layout, i, s)
     header = LogHeader(
         layout=layout, horizon=horizon, seed=seed, seat=seat, agents=names, ego=ego, partner=partner,
         version=beliefgate.__version__,
         config={"old_dynamics": old_dynamics, **(config or {}),
+                **({"gate_params": gate_params.model_dump(mode="json")} if gate_params is not None else {}),
                 **({"llm_model": llm.settings.model, "llm_base_url": llm.settings.base_url} if llm is not None else {})},
     )
     traj = Trajectory(header)
