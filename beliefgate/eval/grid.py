@@ -16,6 +16,7 @@ into :class:`EpisodeSpec` objects, one per episode::
     seats: [0, 1]                      # ego as player 0 and as player 1
     horizon: 400
     llm: {base_url: "http://127.0.0.1:8080/v1", model: smollm2}   # optional
+    gate: {cooldown: 10, tau_obs: 0.3}   # optional GateParams overrides for every ego agent
 
 ``{layout}`` in an agent or partner name is replaced by the episode's layout
 (``bc:{layout}``). A scripted partner restricted to some layouts
@@ -24,6 +25,15 @@ Every partner belongs to a *group* (the report's columns): by default its role
 preference (``sourcing``, ``logistics`` or ``generalist`` for the scripted
 population, from its preference weights; ``human-proxy`` for ``bc``; ``agents``
 otherwise), or the ``group`` given in the file.
+
+``gate`` (optional) sets :class:`~beliefgate.beliefs.gate.GateParams` fields of
+every *ego* agent (partners keep theirs). The overrides are validated as a whole
+``GateParams``; every agent of such a grid must run a gate (a ``bayes-belief``
+condition other than ``no_belief``, ``periodic-N``, ...), else :class:`GridError`
+before any episode. They are part of every episode's identity (its key and file
+name), so runs with different gate settings never share an episode. A grid
+without ``gate`` has exactly the episodes, keys and digest it had before the key
+existed.
 """
 
 from __future__ import annotations
@@ -101,6 +111,12 @@ class GridSpec(BaseModel):
     seats: List[int] = Field(min_length=1)
     horizon: int = Field(ge=1, le=100_000)
     llm: Optional[LLMConfig] = None
+    gate: Optional[Dict[str, Any]] = None
+
+    @field_validator("gate", mode="before")
+    @classmethod
+    def _gate(cls, v):
+        return None if v is None else normalise_gate(v)
 
     @field_validator("seats")
     @classmethod
@@ -149,7 +165,19 @@ class GridSpec(BaseModel):
         data = self.model_dump(mode="json")
         data["seeds"] = self.seed_list
         data["partners"] = [e.model_dump(mode="json") for e in self.partner_entries]
+        if data.get("gate") is None:  # a grid without gate overrides keeps its former digest
+            data.pop("gate", None)
         return data
+
+    def gate_params(self):
+        """The ego agents' :class:`~beliefgate.beliefs.gate.GateParams` (``None`` without ``gate``)."""
+        return None if self.gate is None else gate_params_of(self.gate)
+
+    def with_gate(self, overrides: Optional[Dict[str, Any]]) -> "GridSpec":
+        """A copy of this grid with ``gate`` replaced by ``overrides`` (validated; ``None`` removes it)."""
+        data = self.model_dump(mode="json")
+        data["gate"] = overrides
+        return parse_grid(data, f"grid {self.name!r} with gate {overrides}")
 
     def digest(self) -> str:
         """A short hash of :meth:`canonical` (the grid that made a results table)."""
@@ -168,11 +196,47 @@ def _unique(values: List, what: str) -> List:
     return values
 
 
+def normalise_gate(overrides: Any) -> Dict[str, Any]:
+    """Validate ``GateParams`` field overrides and return them in canonical form.
+
+    The result maps each given field (sorted by name) to its validated value as
+    JSON data (``cooldown: 5.0`` becomes ``5``), so equal settings always give the
+    same episode keys. Raises ``ValueError`` naming an unknown field or a bad value
+    (inside a grid file this becomes a :class:`GridError`).
+    """
+    from beliefgate.beliefs.gate import GateParams
+
+    if not isinstance(overrides, dict):
+        raise ValueError(f"gate must be a mapping of GateParams fields to values, got {type(overrides).__name__}")
+    fields = GateParams.model_fields
+    unknown = sorted(str(k) for k in overrides if k not in fields)
+    if unknown:
+        import difflib
+
+        hints = [difflib.get_close_matches(k, list(fields), n=1) for k in unknown]
+        hint = "".join(f" (did you mean {h[0]!r}?)" for h in hints if h)
+        raise ValueError(f"unknown GateParams field(s) {unknown}{hint}; fields: {', '.join(fields)}")
+    try:
+        params = GateParams(**overrides)
+    except ValidationError as exc:
+        raise ValueError(f"invalid gate parameters: {_format_validation(exc)}") from None
+    dumped = params.model_dump(mode="json")
+    return {k: dumped[k] for k in sorted(overrides)}
+
+
+def gate_params_of(overrides: Dict[str, Any]):
+    """``GateParams(**overrides)`` (the defaults for the fields not given)."""
+    from beliefgate.beliefs.gate import GateParams
+
+    return GateParams(**overrides)
+
+
 def _format_validation(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        parts.append(f"{where}: {err['msg']}")
+        msg = str(err["msg"])
+        parts.append(f"{where}: {msg[len('Value error, '):] if msg.startswith('Value error, ') else msg}")
     return "; ".join(parts)
 
 
@@ -223,12 +287,23 @@ class EpisodeSpec:
     horizon: int
     llm_model: Optional[str] = None
     llm_base_url: Optional[str] = None
+    #: the grid's ``gate`` overrides for the ego (canonical form), ``None`` without them
+    gate: Optional[Dict[str, Any]] = field(default=None, hash=False)
 
     def identity(self) -> Dict[str, Any]:
-        """The fields that make two episodes the same episode (the group is a label, not identity)."""
-        return {"agent": self.agent, "layout": self.layout, "partner": self.partner, "seed": self.seed,
-                "seat": self.seat, "horizon": self.horizon, "llm_model": self.llm_model,
-                "llm_base_url": self.llm_base_url}
+        """The fields that make two episodes the same episode (the group is a label, not identity).
+
+        ``gate`` enters only when set, so grids without it keep their keys."""
+        out = {"agent": self.agent, "layout": self.layout, "partner": self.partner, "seed": self.seed,
+               "seat": self.seat, "horizon": self.horizon, "llm_model": self.llm_model,
+               "llm_base_url": self.llm_base_url}
+        if self.gate is not None:
+            out["gate"] = dict(self.gate)
+        return out
+
+    def gate_params(self):
+        """The ego's :class:`~beliefgate.beliefs.gate.GateParams` (``None``: the agent's own defaults)."""
+        return None if self.gate is None else gate_params_of(self.gate)
 
     @property
     def key(self) -> str:
@@ -239,6 +314,11 @@ class EpisodeSpec:
         """Path of the episode's files inside the run directory, without suffix."""
         return (f"episodes/{self.layout}/{slug(self.agent)}__{slug(self.partner)}"
                 f"__seed{self.seed}__seat{self.seat}__{self.key}")
+
+    @property
+    def gate_json(self) -> str:
+        """The gate overrides as compact JSON (``""`` without them): the results table's ``gate_params``."""
+        return "" if self.gate is None else json.dumps(self.gate, sort_keys=True, separators=(",", ":"))
 
     @property
     def log_name(self) -> str:
@@ -253,7 +333,10 @@ class EpisodeSpec:
         return f"{self.agent} + {self.partner} on {self.layout}, seed {self.seed}, seat {self.seat}"
 
     def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if data["gate"] is None:  # metric rows of grids without gate overrides stay as they were
+            del data["gate"]
+        return data
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "EpisodeSpec":
@@ -302,12 +385,15 @@ def default_group(name: str) -> str:
     return "agents"
 
 
-def _check_agent(name: str, role: str) -> None:
-    from beliefgate.agents.registry import make_agent
+def _check_agent(name: str, role: str, gate_params=None) -> None:
+    from beliefgate.agents.registry import GateParamsNotUsedError, make_agent
     from beliefgate.envs.overcooked.partners import UnknownPartnerError
 
     try:
-        make_agent(name)
+        make_agent(name, gate_params=gate_params)
+    except GateParamsNotUsedError:
+        raise GridError(f"{role} {name!r} runs no gate, so the grid's gate parameters would have no effect on it; "
+                        "remove it from the grid or remove `gate:`") from None
     except UnknownPartnerError as exc:
         raise GridError(f"{role} {name!r}: {exc}") from None
     except ValueError as exc:
@@ -328,7 +414,8 @@ def _available(name: str, layout: str) -> Optional[str]:
 def resolve_grid(spec: GridSpec) -> ResolvedGrid:
     """Check every name of ``spec`` and expand it into episodes (agents x layouts x partners x seeds x seats).
 
-    Raises :class:`GridError` naming the first unknown layout, agent or partner.
+    Raises :class:`GridError` naming the first unknown layout, agent or partner, or
+    (with ``gate``) the first agent that runs no gate.
     Optional partners that cannot play (e.g. ``bc`` without a trained model) and
     scripted partners restricted to other layouts are skipped and listed in
     :attr:`ResolvedGrid.skipped`.
@@ -355,7 +442,7 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
             # a layout-independent name is checked once, a templated one on every layout
             for layout in (layouts if "{layout}" in raw else layouts[:1]):
                 ensure_agent_plugins([expand(raw, layout)])
-                _check_agent(expand(raw, layout), role)
+                _check_agent(expand(raw, layout), role, spec.gate_params() if role == "agent" else None)
 
     llm_agents: List[str] = []
     if spec.llm is not None:
@@ -404,10 +491,29 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
                             agent=ego, layout=layout, partner=partner, partner_entry=entry.name, group=group,
                             seed=seed, seat=seat, horizon=spec.horizon,
                             llm_model=llm.model if with_llm else None,
-                            llm_base_url=llm.base_url if with_llm else None))
+                            llm_base_url=llm.base_url if with_llm else None,
+                            gate=dict(spec.gate) if spec.gate is not None else None))
     keys = {}
     for ep in episodes:
         if ep.stem in keys:
             raise GridError(f"two episodes of the grid are the same episode: {ep.label}")
         keys[ep.stem] = ep
     return ResolvedGrid(spec, episodes, skipped, tuple(llm_agents))
+
+
+def regate(resolved: ResolvedGrid, overrides: Optional[Dict[str, Any]]) -> ResolvedGrid:
+    """``resolved`` with the ego gate overrides replaced (the same episodes otherwise).
+
+    The names were checked when ``resolved`` was made; only the overrides are
+    validated here (and every agent must run a gate when they are set). Cheaper
+    than :func:`resolve_grid` for sweeps over gate settings.
+    """
+    from dataclasses import replace
+
+    spec = resolved.spec.with_gate(overrides)
+    if spec.gate is not None:
+        params = spec.gate_params()
+        for agent in sorted({ep.agent for ep in resolved.episodes}):
+            _check_agent(agent, "agent", params)
+    episodes = [replace(ep, gate=dict(spec.gate) if spec.gate is not None else None) for ep in resolved.episodes]
+    return ResolvedGrid(spec, episodes, list(resolved.skipped), resolved.llm_agents)

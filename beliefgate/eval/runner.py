@@ -49,6 +49,8 @@ RUN_FORMAT = "beliefgate.eval-run/1"
 #: config columns of the results table, in order; the metric columns follow
 CONFIG_COLUMNS = ("grid", "grid_digest", "agent", "layout", "partner", "partner_entry", "group", "seed", "seat",
                   "horizon", "llm_model", "version", "metrics_version", "episode_key", "log", "wall_s")
+#: extra config column of grids with ``gate:`` overrides (compact JSON of the overrides), after CONFIG_COLUMNS
+GATE_COLUMN = "gate_params"
 
 Progress = Callable[[int, int, str], None]
 Reporter = Callable[[str], None]
@@ -107,7 +109,8 @@ def play_episode(task: EpisodeTask) -> EpisodeOutcome:
         with tempfile.TemporaryDirectory(prefix="beliefgate-episode-") as tmp:
             path = Path(tmp) / "episode.jsonl"
             run_episode(spec.layout, spec.agent, spec.partner, seed=spec.seed, horizon=spec.horizon,
-                        seat=spec.seat, log_path=path, config=_episode_config(spec), llm=llm)
+                        seat=spec.seat, log_path=path, config=_episode_config(spec), llm=llm,
+                        gate_params=spec.gate_params())
             traj = read_log(path)
             metrics = episode_metrics(traj)
             data = path.read_bytes()
@@ -183,6 +186,8 @@ def _check_log(spec: EpisodeSpec, path: Path) -> Optional[str]:
     found = (h.layout, h.seed, h.seat, h.horizon, h.ego, h.partner, h.config.get("episode_key"))
     if found != expected:
         return f"{path}: the log is of another episode ({found} instead of {expected})"
+    if spec.gate is not None and h.config.get("gate_params") != spec.gate_params().model_dump(mode="json"):
+        return f"{path}: the log was played with other gate parameters ({h.config.get('gate_params')})"
     return None
 
 
@@ -255,16 +260,21 @@ def table_row(grid: GridSpec, digest: str, row: Dict[str, Any]) -> Dict[str, Any
         "metrics_version": row["metrics_version"], "episode_key": spec.key, "log": spec.log_name,
         "wall_s": _metric_value(row.get("wall_s")),
     }
+    if spec.gate is not None:
+        out[GATE_COLUMN] = spec.gate_json
     for name in METRICS:
         out[name] = _metric_value(row["metrics"].get(name))
     return out
 
 
 def write_results(out: Path, rows: List[Dict[str, Any]]) -> List[Path]:
-    """``results.csv`` (always) and ``results.parquet`` (when pyarrow is installed), written atomically."""
+    """``results.csv`` (always) and ``results.parquet`` (when pyarrow is installed), written atomically.
+
+    Grids with ``gate:`` overrides get the ``gate_params`` column after the config columns."""
     from beliefgate.eval.metrics import METRICS
 
-    columns = list(CONFIG_COLUMNS) + list(METRICS)
+    gate = [GATE_COLUMN] if any(GATE_COLUMN in r for r in rows) else []
+    columns = list(CONFIG_COLUMNS) + gate + list(METRICS)
     written = []
     text = _csv_text(columns, rows)
     _atomic_write(out / "results.csv", text.encode())
