@@ -306,11 +306,6 @@ def test_gate_sobol_and_plots(episodes, tmp_path):
     assert all(p.stat().st_size > 5_000 for p in paths)
 
 
-def test_closed_loop_is_not_available_yet():
-    with pytest.raises(sens.ClosedLoopUnavailableError, match="evaluation harness"):
-        sens.closed_loop_oat("grid.yaml")
-
-
 # --------------------------------------------------------------------------- CLI
 
 
@@ -342,8 +337,7 @@ def test_cli_global_table_with_params_after_one_flag(log_dir):
     (["oat", "{logs}", "--param", "n_stable=0:2.5:3"], "integer parameter"),
     (["global", "{logs}", "--params", "taux=0:1"], "unknown parameter"),
     (["global", "missing-dir", "--params", "tau_obs=0.1:0.3"], "no such log"),
-    (["oat", "{logs}", "--param", "tau_obs=0.1:0.3:3", "--closed-loop", "grid.yaml"],
-     "needs the evaluation harness (beliefgate eval run), not available in this version"),
+    (["oat", "{logs}", "--param", "tau_obs=0.1:0.3:3", "--out", "somewhere"], "only applies with --closed-loop"),
 ])
 def test_cli_bad_input_exits_2_before_any_work(log_dir, args, words):
     proc = _cli("sensitivity", *[a.format(logs=log_dir) for a in args])

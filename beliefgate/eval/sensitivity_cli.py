@@ -1,4 +1,5 @@
-"""``beliefgate sensitivity oat|global``: sensitivity analyses of the gate on trajectory logs.
+"""``beliefgate sensitivity oat|global``: sensitivity analyses of the gate on trajectory logs
+(and ``oat --closed-loop GRID.yaml``: the one-at-a-time sweep played through the evaluation harness).
 
 Registered by :mod:`beliefgate.cli` through :func:`register`. Heavy imports (NumPy
 work, SALib, matplotlib) stay inside the commands so that ``beliefgate --help``
@@ -106,6 +107,125 @@ def _cell(x: float, fmt: str = ".2f") -> str:
     return "—" if x is None or not math.isfinite(x) else format(x, fmt)
 
 
+CLOSED_LOOP_SHORT = {"reward": "reward", "deliveries": "D", "replans": "repl/ep", "interrupts": "intr/ep",
+                     "gap_rate": "gap", "map_accuracy": "MAP acc", "ref_map_accuracy": "ref acc"}
+
+
+#: outputs of the closed-loop table (the JSON and the plots also hold ``ref_map_accuracy``)
+CLOSED_LOOP_TABLE = ("reward", "deliveries", "replans", "interrupts", "gap_rate", "map_accuracy")
+
+
+def _ci_cell(stats: dict, wide: bool) -> str:
+    """``mean ±h`` (h: half the CI width), on two lines when the console is narrow."""
+    m, lo, hi = stats["mean"], stats["ci_low"], stats["ci_high"]
+    if m is None or not math.isfinite(m):
+        return "—"
+    return f"{m:.2f}{' ' if wide else chr(10)}±{(hi - lo) / 2:.2f}"
+
+
+def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Optional[Path],
+                 partner: Optional[int], include_default: bool, out: Optional[Path], workers: Optional[int],
+                 scheduler: Optional[str], n_boot: int, seed: int, as_json: bool, plots: Optional[Path]) -> None:
+    """``oat --closed-loop GRID.yaml``: validate everything, then play the sweep through the harness."""
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    from beliefgate.eval.executors import ExecutorError, make_executor
+    from beliefgate.eval.grid import GridError
+    from beliefgate.eval.runner import RunError
+    from beliefgate.eval.sensitivity import (SensitivityError, plan_closed_loop, plot_closed_loop,
+                                             run_closed_loop_oat)
+
+    paths, texts = _split_args(logs, params)
+    if paths:
+        _fail(f"--closed-loop plays the grid's episodes and takes no LOG arguments (got {', '.join(paths)})")
+    if base_path is not None:
+        _fail("--base does not apply with --closed-loop: put the base configuration in the grid's `gate:` mapping")
+    if partner is not None:
+        _fail("--partner does not apply with --closed-loop (the partner is the grid's)")
+    if out is None:
+        _fail("--closed-loop needs --out DIR (one resumable run directory per configuration)")
+    if out.exists() and not out.is_dir():
+        _fail(f"--out {out} exists and is not a directory")
+    try:
+        plan = plan_closed_loop(grid, texts, include_default)
+    except (GridError, SensitivityError) as exc:
+        _fail(str(exc))
+    for line in plan.resolved.skipped:
+        err_console.print(f"[yellow]skip:[/] {line}")
+    try:
+        executor = make_executor(workers, scheduler)
+    except ExecutorError as exc:
+        _fail(str(exc))
+    columns = (TextColumn("{task.description}", style="bold"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    try:
+        with executor, Progress(*columns, console=err_console, transient=True) as bar:
+            task = bar.add_task("episodes", total=plan.total_episodes)
+            err_console.print(f"{len(plan.configs)} configurations × {plan.episodes_per_config} episodes on "
+                              f"{executor.description} -> {out}")
+
+            def progress(done: int, total: int, label: str) -> None:
+                bar.update(task, total=total, completed=done, description=label)
+
+            def note(line: str) -> None:
+                bar.console.print(f"[yellow]note:[/] {line}" if not line.startswith("FAILED")
+                                  else f"[bold red]{line}[/]")
+
+            result = run_closed_loop_oat(plan, out, executor, progress=progress, report=note, n_boot=n_boot,
+                                         seed=seed)
+    except KeyboardInterrupt:
+        err_console.print(f"[bold yellow]interrupted:[/] finished episodes are kept in {out}; "
+                          "rerun the same command to continue")
+        raise typer.Exit(130)
+    except (RunError, SensitivityError) as exc:
+        _fail(str(exc))
+    written = plot_closed_loop(result, plots) if plots is not None else []
+    if as_json:
+        data = result.to_dict()
+        data["plots"] = [str(p) for p in written]
+        print(json.dumps(data, indent=2))
+    else:
+        from rich import box
+
+        g = plan.grid_record()
+        multi = len(result.agents) > 1
+        wide = console.width >= 110 + (24 if multi else 0)
+        table = Table(title=f"Closed-loop one-at-a-time sensitivity: grid {g['name']} ({g['digest']}), "
+                            f"{plan.episodes_per_config} episodes per value (defaults marked *)",
+                      box=box.SIMPLE_HEAD)
+        table.add_column("parameter", no_wrap=True)
+        table.add_column("value", justify="right", no_wrap=True)
+        if multi:
+            table.add_column("agent", no_wrap=True)
+        for k in CLOSED_LOOP_TABLE:
+            table.add_column(CLOSED_LOOP_SHORT[k], justify="right", no_wrap=True)
+        for r in plan.ranges:
+            block = result.block(r.name)
+            for j, row in enumerate(block):
+                first = j == 0 or block[j - 1].value != row.value
+                v = (f"{row.value:g}" + (" *" if row.is_default else "")) if first else ""
+                cells = [_ci_cell(row.stats[k], wide) for k in CLOSED_LOOP_TABLE]
+                table.add_row(r.name if j == 0 else "", v, *([row.agent] if multi else []), *cells,
+                              style="bold" if row.is_default else None, end_section=j == len(block) - 1)
+        table.caption = (f"mean ± half the {int(round(result.conf_level * 100))}% bootstrap CI over episodes "
+                         f"({result.n_boot} resamples, seed {result.seed}); seeds {g['seeds']}, seats {g['seats']}, "
+                         f"horizon {g['horizon']}; D deliveries, repl replans, intr interrupts, gap belief–action "
+                         "gap rate, MAP acc of the ego's own gate (reference-gate accuracy in the JSON)")
+        console.print(table)
+        ran = sum(v["ran"] for v in result.runs.values())
+        done = sum(v["already_done"] for v in result.runs.values())
+        console.print(f"played {ran}, already done {done}, failed {len(result.failed)} in {result.elapsed_s:.1f} s "
+                      f"({result.executor}); results: {out / 'sensitivity.json'} and one run directory per "
+                      f"configuration ({', '.join(c.dirname for c in plan.configs)})")
+        for p in written:
+            console.print(f"plot: {p}")
+    if result.failed:
+        for line in result.failed:
+            err_console.print(f"[bold red]{line}[/]")
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     """Add the ``sensitivity`` group (``oat``, ``global``) to the main app."""
     sens = typer.Typer(help="Sensitivity analyses of the gate on logged partner behaviour "
@@ -114,7 +234,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 
     @sens.command("oat")
     def oat(
-        logs: List[str] = typer.Argument(..., metavar="LOG...", help=LOGS_HELP),
+        logs: Optional[List[str]] = typer.Argument(None, metavar="LOG...", help=LOGS_HELP),
         param: List[str] = typer.Option(
             [], "--param", "--params", "-p",
             help="NAME=LOW:HIGH:N (N values; add :log or :lin to fix the scale) or NAME=v1,v2,... (repeatable)"),
@@ -127,7 +247,20 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                                              help="add the default value to each grid when missing"),
         closed_loop: Optional[Path] = typer.Option(
             None, "--closed-loop", metavar="GRID.yaml",
-            help="run the sweep as real episodes through the evaluation harness (needs `beliefgate eval run`)"),
+            help="play the sweep as real episodes of this evaluation grid (the harness of `beliefgate eval run`) "
+                 "instead of replaying logs; needs --out"),
+        out: Optional[Path] = typer.Option(None, "--out", metavar="DIR",
+                                           help="--closed-loop: run directory, one resumable sub-directory per "
+                                                "configuration (rerun the same command to resume)"),
+        workers: Optional[int] = typer.Option(None, "--workers", min=1,
+                                              help="--closed-loop: worker processes (default: CPU count; "
+                                                   "1 = this process)"),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDR|local",
+                                                help="--closed-loop: Dask 'local' (LocalCluster on 127.0.0.1) or "
+                                                     "a scheduler address"),
+        n_boot: int = typer.Option(2000, "--bootstrap", min=10,
+                                   help="--closed-loop: bootstrap resamples of the per-value CIs"),
+        seed: int = typer.Option(0, "--seed", help="--closed-loop: seed of the bootstrap resampling"),
         as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
         plots: Optional[Path] = typer.Option(None, "--plots", metavar="DIR", help="write one line plot per "
                                                                                   "parameter here"),
@@ -138,19 +271,27 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         configuration; reports interrupts per episode, detection delay, detection
         rate and false alarms per 100 steps against the partner's hidden skill
         switches (when the logs carry the true skills), MAP accuracy and mean
-        confidence. Example:
+        confidence. With --closed-loop GRID.yaml every value is instead played as
+        real episodes of the grid (its ego agents get the gate parameters; the base
+        is the grid's `gate:` mapping or the defaults), reporting reward,
+        deliveries, replans and interrupts per episode, the belief–action gap rate
+        and MAP accuracy with bootstrap CIs. Examples:
 
             beliefgate sensitivity oat logs/ --param tau_obs=0.02:0.7:6 --param cooldown=0:20:5
+
+            beliefgate sensitivity oat --closed-loop docs/examples/grid_sensitivity.yaml \
+                --param cooldown=0:20:3 --out runs/sens
         """
-        from beliefgate.eval.sensitivity import (ClosedLoopUnavailableError, SensitivityError, closed_loop_oat,
-                                                 plot_oat, run_oat, table7_directions)
+        from beliefgate.eval.sensitivity import SensitivityError, plot_oat, run_oat, table7_directions
 
         if closed_loop is not None:
-            try:
-                closed_loop_oat(closed_loop)
-            except ClosedLoopUnavailableError as exc:
-                _fail(str(exc))
-        base, ranges, episodes = _prepare(logs, param, base_path, partner, "oat")
+            _closed_loop(closed_loop, logs or [], param, base_path, partner, include_default, out, workers,
+                         scheduler, n_boot, seed, as_json, plots)
+            return
+        for flag, value in (("--out", out), ("--workers", workers), ("--scheduler", scheduler)):
+            if value is not None:
+                _fail(f"{flag} only applies with --closed-loop GRID.yaml")
+        base, ranges, episodes = _prepare(logs or [], param, base_path, partner, "oat")
         try:
             result = _run_with_bar("replaying", lambda progress: run_oat(
                 episodes, ranges, base, detect_window, include_default, progress))
