@@ -39,6 +39,14 @@ Parameter ranges (:func:`parse_range`)
     ``floor(LOW ((HIGH + 1) / LOW)^u)``, mass ``log((k + 1) / k) / log((HIGH + 1) / LOW)``.
     Every range is validated (name, order, integrality, the field's own bounds,
     relevance to the base configuration) before any work starts.
+
+Closed loop (:func:`plan_closed_loop`, :func:`run_closed_loop_oat`)
+    The same one-at-a-time sweep played as real episodes of an evaluation grid:
+    each configuration is the grid with its ``gate:`` overrides set to it, run by
+    the harness (:func:`beliefgate.eval.runner.run_grid`, any executor) into its
+    own resumable sub-directory; per value it reports reward, deliveries, replans
+    and interrupts per episode, the belief-action gap rate and MAP accuracy
+    (:data:`CLOSED_LOOP_OUTPUTS`) with bootstrap CIs over episodes.
 """
 
 from __future__ import annotations
