@@ -206,3 +206,12 @@ def test_cli_closed_loop_bad_input_exits_2_before_any_episode(tmp_path, monkeypa
     assert proc.exit_code == 2, proc.output
     assert words in " ".join(proc.output.split())
     assert not out.exists()
+
+
+def test_documented_example_grid_plans():
+    """docs/examples/grid_sensitivity.yaml and the documented sweep validate (nothing is played)."""
+    grid = Path(__file__).resolve().parents[1] / "docs" / "examples" / "grid_sensitivity.yaml"
+    plan = sens.plan_closed_loop(grid, ["cooldown=0:20:3", "tau_obs=0.05,0.2,0.5"])
+    assert plan.episodes_per_config == 20
+    assert [c.dirname for c in plan.configs] == ["base", "cooldown=0", "cooldown=10", "cooldown=20",
+                                                 "tau_obs=0.05", "tau_obs=0.5"]
