@@ -843,7 +843,6 @@ def evaluate_configs(episodes: Sequence[LoggedEpisode], configs: ConfigTable, wi
                 raise SensitivityError(f"{ep.name}: the belief pass failed with {changed or 'the base parameters'}: "
                                        f"{exc}") from exc
             alarms = vectorised_interrupts(trace, dec, base.gate)
-            T = len(trace)
             totals.interrupts[idx] += alarms.sum(axis=0)
             totals.conf_sum[idx] += float(trace.post_conf.sum())
             if ep.has_truth:
@@ -1653,7 +1652,7 @@ def plot_closed_loop(result: ClosedLoopResult, out_dir) -> List[Path]:
         ncol = 4
         nrow = math.ceil(len(outs) / ncol)
         fig, axes = plt.subplots(nrow, ncol, figsize=(4.0 * ncol, 3.1 * nrow), squeeze=False)
-        for ax, key in zip(axes.flat, outs):
+        for ax, key in zip(axes.flat, outs, strict=False):
             for agent in result.agents:
                 x, m, lo, hi = result.series(r.name, key, agent)
                 err = np.vstack([np.maximum(m - lo, 0.0), np.maximum(hi - m, 0.0)])

@@ -177,7 +177,7 @@ def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Opti
     except KeyboardInterrupt:
         err_console.print(f"[bold yellow]interrupted:[/] finished episodes are kept in {out}; "
                           "rerun the same command to continue")
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
     except (RunError, SensitivityError) as exc:
         _fail(str(exc))
     written = plot_closed_loop(result, plots) if plots is not None else []
