@@ -38,6 +38,23 @@ def test_rule_planner_prefers_complementary_among_useful():
         RulePlanner().choose(_input(None, needs, feasible=()))
 
 
+def test_rule_planner_puts_complementarity_first_after_a_contradiction():
+    import dataclasses
+
+    # the partner is believed to fetch onions; fetching a dish is complementary but not needed yet
+    needs = {"pickup_onion": 2.0, "pickup_dish": 0.2}
+    inp = _input({"pickup_onion": 0.8, "pickup_dish": 0.2}, needs)
+    assert RulePlanner().choose(inp).skill == "pickup_onion"  # an ordinary call: need first
+    for reason in ("gate", "judge"):  # an interrupt that asserts a contradiction: complement first
+        assert RulePlanner().choose(dataclasses.replace(inp, reason=reason)).skill == "pickup_dish"
+    for reason in ("periodic", "partner_completed", "timed_out"):  # generic triggers do not
+        assert RulePlanner().choose(dataclasses.replace(inp, reason=reason)).skill == "pickup_onion"
+    assert RulePlanner(interrupt_weight=0.5).choose(dataclasses.replace(inp, reason="gate")).skill == "pickup_onion"
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(PlannerConfigError):
+            RulePlanner(interrupt_weight=bad)
+
+
 @pytest.mark.parametrize("ego", ["bayes-belief", "bayes-belief:no_replan", "bayes-belief:no_prompt",
                                  "bayes-belief:no_belief", "proagent", "periodic-10", "completion-held",
                                  "llm-judge", "hypothetical-minds"])

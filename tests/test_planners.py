@@ -110,10 +110,22 @@ def test_reask_then_fallback():
 def test_json_schema_rejected_downgrades_format():
     c, fake, _ = client(_err(openai.InternalServerError, 500), '{"skill": "pickup_onion"}', '{"skill": "pickup_dish"}')
     assert LLMPlanner(c).choose(INPUT).skill == "pickup_onion"
-    assert fake.requests[1]["response_format"] == {"type": "json_object"}
+    # the first step down keeps the schema, with the feasible skills as an enum
+    fmt = fake.requests[1]["response_format"]
+    assert fmt["type"] == "json_object" and fmt["schema"]["properties"]["skill"]["enum"] == list(FEASIBLE)
     LLMPlanner(c).choose(INPUT)
-    assert fake.requests[2]["response_format"] == {"type": "json_object"}  # remembered
+    assert fake.requests[2]["response_format"]["type"] == "json_object"  # remembered
     assert [e.outcome for e in c.ledger.entries] == ["format_downgrade", "ok", "ok"]
+
+
+def test_format_ladder_walks_down_to_text():
+    bad = _err(openai.BadRequestError, 400)
+    c, fake, _ = client(bad, bad, bad, '{"skill": "pickup_dish"}')
+    assert LLMPlanner(c).choose(INPUT).skill == "pickup_dish"
+    kinds = [r.get("response_format") for r in fake.requests]
+    assert kinds[0]["type"] == "json_schema" and "schema" in kinds[1] and kinds[2] == {"type": "json_object"}
+    assert kinds[3] is None
+    assert [e.outcome for e in c.ledger.entries] == ["format_downgrade"] * 3 + ["ok"]
 
 
 def test_retries_with_backoff_then_unavailable_falls_back():

@@ -69,6 +69,7 @@ class HypotheticalMindsAgent(PlanningAgent):
             skill = self.decision.map_name
             self.store.append(Hypothesis(f"the partner keeps doing {skill}", skill, 0.0, state.timestep))
             return
+        from beliefgate.planners.client import skill_schema
         from beliefgate.planners.errors import LLMUnavailableError, ModelOutputError
         from beliefgate.planners.parse import _json_object, parse_skill
         from beliefgate.planners.prompts import render
@@ -79,7 +80,9 @@ class HypotheticalMindsAgent(PlanningAgent):
                       hypotheses="\n".join(f"- {h.strategy} -> {h.skill} ({h.score:+.2f})" for h in tops) or "- none")
         messages = [{"role": "system", "content": render("hypothesis_system")}, {"role": "user", "content": user}]
         try:
-            reply = self.client.chat(messages, role="hypothesis")
+            schema = skill_schema(names, {"strategy": {"type": "string"}})
+            schema["required"] = ["strategy", "skill"]
+            reply = self.client.chat(messages, role="hypothesis", schema=schema)
             skill = parse_skill(reply, names)
             obj = _json_object(reply) or {}
             self.store.append(Hypothesis(str(obj.get("strategy", reply))[:200], skill, 0.0, state.timestep))

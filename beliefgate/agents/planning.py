@@ -92,6 +92,7 @@ class PlanningAgent:
             "replanned": reason is not None,
             "reason": reason,
             "interrupt": interrupted,
+            "gate_fired": bool(decision is not None and decision.interrupt),
             "belief": None if decision is None else [round(float(p), 4) for p in decision.posterior],
             "partner_map": None if decision is None else decision.map_name,
             "plans": self.plans,

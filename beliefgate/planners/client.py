@@ -8,8 +8,10 @@ times with exponential backoff, then raise :class:`LLMUnavailableError`.
 
 Structured output: with ``response_format="auto"`` the client first asks for a
 JSON schema (``json_schema``); a server that rejects that form (llama.cpp answers
-HTTP 500 or 400) is asked with ``json_object`` from then on, and one that rejects
-both gets plain text (the parser copes).
+HTTP 500 or 400) is asked with ``json_object`` carrying the schema (llama.cpp then
+constrains decoding to it), then with bare ``json_object``, and one that rejects
+all of them gets plain text (the parser copes). Each step down happens once per
+client and is recorded in the ledger as ``format_downgrade``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Literal, NamedTuple, Optional
+from typing import Any, Dict, List, Literal, NamedTuple, Optional, Sequence
 
 from beliefgate.planners.errors import LLMUnavailableError, PlannerConfigError
 
@@ -36,7 +38,7 @@ class LLMSettings:
     max_retries: int = 3
     backoff_s: float = 0.5
     max_tokens: int = 128
-    response_format: Literal["auto", "json_schema", "json_object", "text"] = "auto"
+    response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "text"] = "auto"
     cache_dir: Optional[str] = None
 
     def __post_init__(self):
@@ -85,7 +87,24 @@ _SCHEMAS = {
                 "required": ["skill"]},
     "judge": {"type": "object", "properties": {"replan": {"type": "boolean"}, "why": {"type": "string"}},
               "required": ["replan"]},
+    "hypothesis": {"type": "object", "properties": {"strategy": {"type": "string"}, "skill": {"type": "string"}},
+                   "required": ["strategy", "skill"]},
 }
+
+
+#: structured-output forms from most to least specific (``auto`` walks down this list)
+_FORMAT_LADDER = ("json_schema", "json_object_schema", "json_object", "text")
+
+
+def skill_schema(allowed: Sequence[str], extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """A JSON schema for ``{"skill": one of allowed, ...}``: servers that honour schemas
+    (OpenAI ``json_schema``, llama.cpp ``json_object`` + ``schema``) can then only answer
+    an allowed skill, so the parser's re-asks are for servers that don't."""
+    if not allowed:
+        raise PlannerConfigError("a skill schema needs at least one allowed skill")
+    props: Dict[str, Any] = {"skill": {"type": "string", "enum": list(allowed)}}
+    props.update(extra or {})
+    return {"type": "object", "properties": props, "required": ["skill"]}
 
 
 class LLMClient:
@@ -114,19 +133,26 @@ class LLMClient:
         blob = json.dumps([self.settings.model, self.settings.temperature, role, messages], sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def _format_arg(self, role: str) -> Optional[dict]:
-        schema = _SCHEMAS.get(role, _SCHEMAS["planner"])
+    def _format_arg(self, role: str, schema: Optional[Dict[str, Any]]) -> Optional[dict]:
+        schema = schema if schema is not None else _SCHEMAS.get(role, _SCHEMAS["planner"])
         if self._format == "json_schema":
             return {"type": "json_schema", "json_schema": {"name": role, "schema": schema}}
+        if self._format == "json_object_schema":  # llama.cpp-style servers decode under the schema
+            return {"type": "json_object", "schema": schema}
         if self._format == "json_object":
             return {"type": "json_object"}
         return None
 
-    def chat(self, messages: List[Dict[str, str]], role: str = "planner") -> str:
-        """One completion's text. Raises :class:`LLMUnavailableError` after the bounded retries."""
+    def chat(self, messages: List[Dict[str, str]], role: str = "planner",
+             schema: Optional[Dict[str, Any]] = None) -> str:
+        """One completion's text. Raises :class:`LLMUnavailableError` after the bounded retries.
+
+        ``schema`` (a JSON schema, e.g. :func:`skill_schema`) replaces the role's default
+        structured-output schema for this call.
+        """
         import openai
 
-        key = self._key(messages, role)
+        key = self._key(messages, role if schema is None else [role, schema])
         if self._cache is not None and (self._cache / f"{key}.json").exists():
             self.ledger.entries.append(LedgerEntry(role, 0, 0, 0.0, "cached", self._format))
             return json.loads((self._cache / f"{key}.json").read_text())["content"]
@@ -134,7 +160,7 @@ class LLMClient:
         attempt = 0
         while True:
             kwargs = dict(model=s.model, messages=messages, temperature=s.temperature, max_tokens=s.max_tokens)
-            fmt = self._format_arg(role)
+            fmt = self._format_arg(role, schema)
             if fmt is not None:
                 kwargs["response_format"] = fmt
             started = time.perf_counter()
@@ -145,7 +171,7 @@ class LLMClient:
                 if self._format != "text" and s.response_format == "auto":
                     # the server rejects this structured-output form: step down and ask again
                     self.ledger.entries.append(LedgerEntry(role, 0, 0, latency, "format_downgrade", self._format))
-                    self._format = "json_object" if self._format == "json_schema" else "text"
+                    self._format = _FORMAT_LADDER[_FORMAT_LADDER.index(self._format) + 1]
                     continue
                 if isinstance(exc, openai.BadRequestError):
                     self.ledger.entries.append(LedgerEntry(role, 0, 0, latency, "failed:bad_request", self._format))

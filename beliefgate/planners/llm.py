@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from beliefgate.planners.client import skill_schema
 from beliefgate.planners.errors import LLMUnavailableError, ModelOutputError
 from beliefgate.planners.parse import parse_skill
 from beliefgate.planners.prompts import planner_messages
@@ -36,12 +37,13 @@ class LLMPlanner:
 
     def choose(self, inp: PlannerInput) -> PlanDecision:
         messages = planner_messages(inp)
+        schema = skill_schema(inp.feasible, {"why": {"type": "string"}})
         reply = ""
         attempts = 0
         try:
             for attempt in range(self.max_reasks + 1):
                 attempts += 1
-                reply = self.client.chat(messages, role="planner")
+                reply = self.client.chat(messages, role="planner", schema=schema)
                 try:
                     return PlanDecision(parse_skill(reply, inp.feasible), "llm", attempts, reply)
                 except ModelOutputError as exc:

@@ -12,6 +12,14 @@ in ``need``). ``w`` weighs complementarity (SPEC §2 table)
 between skills of equal usefulness. Without a belief (``no_prompt``,
 ``no_belief``) the need counts alone. Ties go to the order of the feasible
 list. No network, no key.
+
+When the call comes from a contradiction interrupt (``reason`` in
+:data:`CONTRADICTION_REASONS`: the belief gate, or a judge that saw a duplicate),
+``w`` is ``interrupt_weight`` instead (default 5): the interrupt says the
+partner no longer does what the ego's skill was chosen against, so the planner
+puts complementarity before raw need -- the way the paper's planner is told to
+pick a skill that complements the partner's new one. Generic triggers (a
+timer, a completion, a held item) keep the ordinary weight.
 """
 
 from __future__ import annotations
@@ -20,6 +28,9 @@ from beliefgate.planners.errors import PlannerConfigError
 from beliefgate.planners.types import PlanDecision, PlannerInput
 
 COMPLEMENTARY_WEIGHT = 0.5
+INTERRUPT_WEIGHT = 5.0
+#: planning reasons that assert the partner's skill contradicts the ego's plan
+CONTRADICTION_REASONS = ("gate", "judge")
 
 
 class RulePlanner:
@@ -28,12 +39,18 @@ class RulePlanner:
     name = "rule"
     llm_calls = 0
 
-    def __init__(self, complementary_weight: float = COMPLEMENTARY_WEIGHT):
-        self.complementary_weight = complementary_weight
+    def __init__(self, complementary_weight: float = COMPLEMENTARY_WEIGHT,
+                 interrupt_weight: float = INTERRUPT_WEIGHT):
+        for name, value in (("complementary_weight", complementary_weight), ("interrupt_weight", interrupt_weight)):
+            if not (isinstance(value, (int, float)) and value >= 0 and value == value and value != float("inf")):
+                raise PlannerConfigError(f"{name} must be a finite number >= 0, got {value!r}")
+        self.complementary_weight = float(complementary_weight)
+        self.interrupt_weight = float(interrupt_weight)
 
     def choose(self, inp: PlannerInput) -> PlanDecision:
         if not inp.feasible:
             raise PlannerConfigError("the planner needs at least one feasible skill")
+        weight = self.interrupt_weight if inp.reason in CONTRADICTION_REASONS else self.complementary_weight
         scores = {}
         for k, skill in enumerate(inp.feasible):
             need = inp.needs.get(skill, 0.0)
@@ -43,7 +60,7 @@ class RulePlanner:
                     need -= inp.belief.posterior.get(skill, 0.0)
                 comp = sum(p for partner, p in inp.belief.posterior.items()
                            if skill in inp.complementary.get(partner, ()))
-            scores[skill] = min(max(need, 0.0), 1.0) + self.complementary_weight * comp - 1e-6 * k
+            scores[skill] = min(max(need, 0.0), 1.0) + weight * comp - 1e-6 * k
         best = max(scores, key=scores.get)
-        note = f"score {scores[best]:.2f}" + (f" vs partner MAP {inp.belief.map_skill}" if inp.belief else "")
+        note = f"score {scores[best]:.2f} (w={weight:g})" + (f" vs partner MAP {inp.belief.map_skill}" if inp.belief else "")
         return PlanDecision(best, "rule", note=note)
