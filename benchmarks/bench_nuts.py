@@ -211,7 +211,9 @@ def run(args) -> dict:
     gap = check_same_density(data)
     if gap > 1e-3 * max(1.0, float(data.num_steps) / 1000):
         raise SystemExit(f"the two models disagree: |potential difference| = {gap:.3g}")
+    print(f"data {prep:.1f} s, density gap {gap:.2g}", file=sys.stderr, flush=True)
     ours = run_marginalised(data, args.chains, args.draws, args.warmup, chain_method, args.seed)
+    print("marginalised: " + json.dumps(ours), file=sys.stderr, flush=True)  # partial result of a long run
     b_draws = max(10, int(round(args.draws * args.baseline_fraction)))
     b_warmup = max(10, int(round(args.warmup * args.baseline_fraction)))
     enum = run_enumerated(data, args.chains, b_draws, b_warmup, chain_method, args.seed)
