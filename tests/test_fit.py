@@ -559,7 +559,7 @@ def test_parameter_recovery_ten_seeds(data):
         divergences = int(idata.sample_stats["diverging"].sum())
         rows.append(f"seed {seed}: " + ", ".join(
             f"{k} {summary[k].mean:.3f} [{summary[k].hdi_low:.3f}, {summary[k].hdi_high:.3f}]"
-            f"{'' if inside[k] else ' MISS'} r_hat {summary[k].r_hat:.3f} ess {summary[k].ess_bulk:.0f}"
+            f"{'' if inside[k] else ' MISS'} r_hat {summary[k].r_hat:.4f} ess {summary[k].ess_bulk:.0f}"
             for k in truth) + f"; divergences {divergences}; {wall:.0f} s")
     report = "\n".join(rows) + f"\ncovered {covered}/10, max r_hat {worst_rhat:.4f}"
     print(report)

@@ -189,7 +189,8 @@ def summarize(idata, hdi_prob: float = HDI_PROB) -> Dict[str, ParameterSummary]:
     names = [n for n in fit_config(idata).parameter_names() if n in idata.posterior]
     if not names:
         return {}
-    table = az.summary(idata, var_names=names, hdi_prob=hdi_prob)
+    # unrounded: ArviZ's default rounds r_hat to 2 decimals, which would hide 1.01 < r_hat < 1.015
+    table = az.summary(idata, var_names=names, hdi_prob=hdi_prob, round_to="none")
     hdi = [c for c in table.columns if c.startswith("hdi_")]
     out = {}
     for label, row in table.iterrows():
