@@ -157,6 +157,31 @@ def check_same_density(data, trials: int = 3, seed: int = 0) -> float:
     return worst
 
 
+def time_gradients(data, repeats: int = 20) -> dict:
+    """Milliseconds per potential-energy gradient of both models (compiled, after a warm-up call)."""
+    import jax
+    import jax.numpy as jnp
+    from numpyro.infer.util import initialize_model
+
+    from beliefgate.models.fit import FitConfig, belief_model, prepare
+
+    potentials = {
+        "marginalised": initialize_model(jax.random.PRNGKey(0), lambda i: belief_model(i, FitConfig()),
+                                         model_args=(prepare(data),))[1],
+        "enumerated": initialize_model(jax.random.PRNGKey(0), enumerated_model, model_args=_enum_args(data))[1],
+    }
+    z = {"beta": jnp.asarray(0.9), "epsilon": jnp.asarray(-2.2), "hazard": jnp.asarray(-2.4)}
+    out = {}
+    for name, potential in potentials.items():
+        grad = jax.jit(jax.value_and_grad(potential))
+        jax.block_until_ready(grad(z))  # compile
+        started = time.perf_counter()
+        for _ in range(repeats):
+            jax.block_until_ready(grad(z))
+        out[name] = 1000.0 * (time.perf_counter() - started) / repeats
+    return out
+
+
 def _min_ess(idata, names=("beta", "epsilon", "hazard")) -> float:
     import arviz as az
 
@@ -182,6 +207,9 @@ def run_enumerated(data, chains, draws, warmup, chain_method, seed):
     mcmc = MCMC(NUTS(enumerated_model), num_warmup=warmup, num_samples=draws, num_chains=chains,
                 chain_method=chain_method, progress_bar=False)
     mcmc.run(jax.random.PRNGKey(seed), *_enum_args(data), extra_fields=("diverging", "num_steps"))
+    # run() returns once the work is dispatched (JAX runs asynchronously): wait for the draws,
+    # as fit() does when it converts them, or the clock stops before the sampling ends
+    jax.block_until_ready((mcmc.get_samples(), mcmc.get_extra_fields()))
     wall = time.perf_counter() - started
     idata = az.from_numpyro(mcmc, log_likelihood=False)
     return _result(idata, wall, chains, draws, warmup)
@@ -211,7 +239,12 @@ def run(args) -> dict:
     gap = check_same_density(data)
     if gap > 1e-3 * max(1.0, float(data.num_steps) / 1000):
         raise SystemExit(f"the two models disagree: |potential difference| = {gap:.3g}")
-    print(f"data {prep:.1f} s, density gap {gap:.2g}", file=sys.stderr, flush=True)
+    grads = time_gradients(data)
+    print(f"data {prep:.1f} s, density gap {gap:.2g}, ms per gradient {grads}", file=sys.stderr, flush=True)
+    if args.gradients_only:
+        return {"trajectories": args.trajectories, "steps": args.steps, "density_gap": gap,
+                "gradient_ms": grads, "ratio_gradient": grads["enumerated"] / grads["marginalised"],
+                "x64": bool(jax.config.jax_enable_x64)}
     ours = run_marginalised(data, args.chains, args.draws, args.warmup, chain_method, args.seed)
     print("marginalised: " + json.dumps(ours), file=sys.stderr, flush=True)  # partial result of a long run
     b_draws = max(10, int(round(args.draws * args.baseline_fraction)))
@@ -220,13 +253,19 @@ def run(args) -> dict:
     return {
         "trajectories": args.trajectories, "steps": args.steps, "chain_method": chain_method,
         "devices": jax.local_device_count(), "data_s": prep, "density_gap": gap,
-        "truth": TRUTH, "marginalised": ours, "enumerated": enum,
+        "truth": TRUTH, "marginalised": ours, "enumerated": enum, "gradient_ms": grads,
         "ratio_ess_per_s": ours["ess_per_s"] / enum["ess_per_s"],
         "x64": bool(jax.config.jax_enable_x64),
     }
 
 
 def print_table(result: dict) -> None:
+    grads = result["gradient_ms"]
+    if "marginalised" not in result:
+        print(f"{result['trajectories']} trajectories x {result['steps']} steps: ms per gradient "
+              f"marginalised {grads['marginalised']:.1f}, enumerated {grads['enumerated']:.1f} "
+              f"({result['ratio_gradient']:.1f}x); log densities agree to {result['density_gap']:.2g}")
+        return
     print(f"NUTS on {result['trajectories']} trajectories x {result['steps']} steps "
           f"({result['chain_method']} chains on {result['devices']} device(s)); "
           f"log densities agree to {result['density_gap']:.2g}")
@@ -237,6 +276,7 @@ def print_table(result: dict) -> None:
         r = result[name]
         print(f"{name:<14}{r['chains']:>7} x {r['draws']:<6}{r['wall_s']:>10.1f}{r['min_ess_bulk']:>10.0f}"
               f"{r['ess_per_s']:>10.2f}{r['mean_leapfrog_steps']:>10.1f}{r['divergences']:>5}")
+    print(f"ms per gradient: marginalised {grads['marginalised']:.1f}, enumerated {grads['enumerated']:.1f}")
     print(f"ESS/s ratio marginalised / enumerated: {result['ratio_ess_per_s']:.1f}x "
           f"(truth beta={TRUTH['beta']}, epsilon={TRUTH['epsilon']}, h={TRUTH['hazard']}; "
           f"posterior means {result['marginalised']['posterior_mean']})")
@@ -256,6 +296,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     parser.add_argument("--baseline-fraction", type=float, default=0.1,
                         help="share of draws and warm-up the enumerated baseline runs")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gradients-only", action="store_true",
+                        help="time the two models' gradients only (no NUTS run)")
     args = parser.parse_args(argv)
     if args.quick:
         args.trajectories, args.steps, args.episodes = 4, 40, 2
@@ -264,7 +306,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         cmd = [sys.executable, str(Path(__file__).resolve()), *(argv if argv is not None else sys.argv[1:])]
         if "--json" not in cmd:
             cmd.append("--json")
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             sys.stderr.write(proc.stderr)
             raise SystemExit(proc.returncode)
