@@ -117,3 +117,26 @@ def test_hypothetical_minds_rescorla_wagner():
     assert agent.best.skill == "pickup_onion" and agent.best.score > 0.7
     result = run_episode("cramped_room", "hypothetical-minds", "onion-sourcer", seed=0, horizon=200)
     assert result.summary["deliveries"] >= 1
+
+
+@pytest.mark.slow
+def test_full_has_a_lower_gap_rate_than_no_replan_on_switching_partners(tmp_path):
+    """Issue 5's acceptance, through the evaluation harness: docs/examples/grid_gap.yaml without
+    periodic-10 (400 episodes, ~3 min on 2 workers); the paired interval must lie below zero."""
+    from pathlib import Path
+
+    from beliefgate.eval.executors import make_executor
+    from beliefgate.eval.grid import load_grid
+    from beliefgate.eval.report import paired_bootstrap
+    from beliefgate.eval.runner import load_results, run_grid
+
+    spec = load_grid(Path(__file__).parent.parent / "docs" / "examples" / "grid_gap.yaml")
+    spec = spec.model_copy(update={"agents": ["bayes-belief:full", "bayes-belief:no_replan"]})
+    summary = run_grid(spec, tmp_path, executor=make_executor(workers=2))
+    assert not summary.failed
+    rows = load_results(tmp_path)
+    full = [r for r in rows if r["agent"] == "bayes-belief:full"]
+    base = [r for r in rows if r["agent"] == "bayes-belief:no_replan"]
+    diff = paired_bootstrap(full, base, "gap_rate")
+    assert diff.pairs >= 190
+    assert diff.hi < 0, diff

@@ -89,8 +89,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
     ) -> None:
         """Play a grid of agents x layouts x partners x seeds x seats; write logs and a results table."""
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
+        from rich.progress import Progress
+
+        from beliefgate.eval.ui import progress_columns
 
         from beliefgate.eval.executors import ExecutorError, make_executor
         from beliefgate.eval.grid import GridError, load_grid, resolve_grid
@@ -114,8 +115,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             executor = make_executor(workers, scheduler)
         except ExecutorError as exc:
             _fail(str(exc))
-        columns = (TextColumn("{task.description}", style="bold"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+        columns = progress_columns()
         try:
             with executor, Progress(*columns, console=err_console, transient=True) as bar:
                 task = bar.add_task("episodes", total=None)

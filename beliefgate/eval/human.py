@@ -43,6 +43,7 @@ from beliefgate.envs.overcooked.controller import controller_for
 from beliefgate.envs.overcooked.dynamics import completed_skills, detect_events, infer_actions
 from beliefgate.envs.overcooked.observer import AMBIGUOUS_WEIGHT
 from beliefgate.envs.overcooked.tables import NUM_ACTIONS, STAY
+from beliefgate.eval.ui import save_figure
 from beliefgate.models.controllers.boltzmann import boltzmann_logprobs
 
 #: controller and filter parameters of the human evaluation, chosen on the TRAIN split by
@@ -616,8 +617,7 @@ def reliability_plots(result: HumanEvalResult, out_dir: str | Path, bins: int = 
         ax.legend(fontsize=7, loc="lower right")
         fig.tight_layout()
         path = out_dir / f"reliability_{lay}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         written.append(path)
     return written
 

@@ -64,6 +64,7 @@ import numpy as np
 from beliefgate.beliefs.errors import BeliefInputError
 from beliefgate.beliefs.gate import Gate, GateParams
 from beliefgate.beliefs.gates import NEVER
+from beliefgate.eval.ui import save_figure
 
 # --------------------------------------------------------------------------- errors
 
@@ -1241,8 +1242,7 @@ def plot_oat(result: OATResult, out_dir) -> List[Path]:
         fig.suptitle(f"One-at-a-time: {r.name} (default in red; {len(result.episodes)} episodes)")
         fig.tight_layout()
         path = out_dir / f"oat_{r.name}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         paths.append(path)
     return paths
 
@@ -1279,8 +1279,7 @@ def plot_global(result: GlobalResult, out_dir) -> List[Path]:
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
         path = out_dir / f"{result.method}_{o}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         paths.append(path)
     if outs:
         if result.method == "sobol":
@@ -1308,8 +1307,7 @@ def plot_global(result: GlobalResult, out_dir) -> List[Path]:
             fig.colorbar(im, ax=ax, shrink=0.8)
         fig.tight_layout()
         path = out_dir / f"{result.method}_heatmap.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         paths.append(path)
     return paths
 
@@ -1676,8 +1674,7 @@ def plot_closed_loop(result: ClosedLoopResult, out_dir) -> List[Path]:
                      f"{g['seeds']}, horizon {g['horizon']}", fontsize=9)
         fig.tight_layout()
         path = out_dir / f"closed_loop_{r.name}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path)
         paths.append(path)
     return paths
 

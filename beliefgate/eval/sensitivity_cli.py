@@ -127,10 +127,10 @@ def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Opti
                  partner: Optional[int], include_default: bool, out: Optional[Path], workers: Optional[int],
                  scheduler: Optional[str], n_boot: int, seed: int, as_json: bool, plots: Optional[Path]) -> None:
     """``oat --closed-loop GRID.yaml``: validate everything, then play the sweep through the harness."""
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import Progress
 
     from beliefgate.eval.executors import ExecutorError, make_executor
+    from beliefgate.eval.ui import progress_columns
     from beliefgate.eval.grid import GridError
     from beliefgate.eval.runner import RunError
     from beliefgate.eval.sensitivity import (SensitivityError, plan_closed_loop, plot_closed_loop,
@@ -157,8 +157,7 @@ def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Opti
         executor = make_executor(workers, scheduler)
     except ExecutorError as exc:
         _fail(str(exc))
-    columns = (TextColumn("{task.description}", style="bold"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    columns = progress_columns()
     try:
         with executor, Progress(*columns, console=err_console, transient=True) as bar:
             task = bar.add_task("episodes", total=plan.total_episodes)

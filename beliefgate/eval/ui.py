@@ -1,0 +1,25 @@
+"""Small presentation helpers shared by the evaluation commands (progress bars, figures)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Tuple
+
+
+def progress_columns() -> Tuple:
+    """The rich progress-bar columns of long episode runs: label, bar, n/N, elapsed, ETA."""
+    from rich.progress import (BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    return (TextColumn("{task.description}", style="bold"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+
+
+def save_figure(fig, path: str | Path, dpi: int = 110) -> Path:
+    """Write a matplotlib figure to ``path`` and close it (figures are not kept open in loops)."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
