@@ -28,7 +28,8 @@ from beliefgate.planners.parse import parse_skill
 from beliefgate.planners.types import PlannerInput
 
 LLM_AGENTS = ["bayes-belief", "proagent", "periodic-10", "completion-held", "llm-judge", "hypothetical-minds"]
-HORIZON = 20
+HORIZON = 12        # default suite: a short episode per agent (seconds per answer on 2 cores)
+LONG_HORIZON = 60   # `make test-slow`
 
 
 def _gguf() -> Path:
@@ -114,13 +115,12 @@ def test_schema_constrained_answer_after_the_format_step_down(server):
     assert client.ledger.requests == len(sent) == 2  # every request the ledger counts reached the server
 
 
-@pytest.mark.parametrize("agent", LLM_AGENTS)
-def test_short_episode_per_llm_agent(server, agent):
+def _episode_checks(server, agent, horizon):
     sent = []
     client = _client(server.base_url, sent)
-    result = run_episode("cramped_room", agent, "switch-sourcer-to-plater", seed=0, horizon=HORIZON, llm=client)
+    result = run_episode("cramped_room", agent, "switch-sourcer-to-plater", seed=0, horizon=horizon, llm=client)
     summary = result.summary
-    assert summary["steps"] == HORIZON
+    assert summary["steps"] == horizon
     assert summary["llm"]["requests"] == len(sent) > 0
     assert summary["llm"]["failures"] == 0
     assert summary["llm_calls"] == client.ledger.calls()  # every model answer is counted once
@@ -129,6 +129,17 @@ def test_short_episode_per_llm_agent(server, agent):
     assert "llm" in sources and sources <= {"llm", "fallback"}
     assert infos[-1]["fallbacks"] == summary["llm"]["fallbacks"]
     assert result.trajectory.header.config["llm_model"] == "smollm2"
+
+
+@pytest.mark.parametrize("agent", LLM_AGENTS)
+def test_short_episode_per_llm_agent(server, agent):
+    _episode_checks(server, agent, HORIZON)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", LLM_AGENTS)
+def test_sixty_step_episode_per_llm_agent(server, agent):
+    _episode_checks(server, agent, LONG_HORIZON)
 
 
 def test_malformed_replies_reask_then_fall_back(server):

@@ -37,7 +37,7 @@ class LLMPlanner:
 
     def choose(self, inp: PlannerInput) -> PlanDecision:
         messages = planner_messages(inp)
-        schema = skill_schema(inp.feasible, {"why": {"type": "string"}})
+        schema = skill_schema(inp.feasible, {"why": {"type": "string", "maxLength": 80}})
         reply = ""
         attempts = 0
         try:
