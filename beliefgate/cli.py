@@ -15,8 +15,9 @@ os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from beliefgate.console import console, err_console, fail as _fail
 
 app = typer.Typer(
     help="beliefgate: partner-skill beliefs and belief-driven control signals for cooperative agents.",
@@ -24,13 +25,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err_console = Console(stderr=True)
 
-
-def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(code)
 
 
 @app.command()

@@ -12,21 +12,16 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 import beliefgate.agents.bc  # noqa: F401 - registers `bc:<layout>` with the agent registry
 
-console = Console()
-err_console = Console(stderr=True)
+from beliefgate.console import console, err_console, fail as _fail
+
 
 data_app = typer.Typer(help="Real-partner data: the 2019 human-human Overcooked games and the BC human proxy.",
                        no_args_is_help=True)
 
-
-def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(code)
 
 
 def _progress_bar(label: str):

@@ -16,16 +16,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-console = Console()
-err_console = Console(stderr=True)
+from beliefgate.console import console, err_console, fail as _fail
 
 
-def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(code)
 
 
 def _fmt(value: float, digits: int = 2) -> str:

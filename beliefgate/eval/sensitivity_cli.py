@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-console = Console()
-err_console = Console(stderr=True)
+from beliefgate.console import console, err_console, fail as _fail
+
 
 LOGS_HELP = ("trajectory logs (JSONL from `beliefgate episode --log`) or directories of them; parameter "
              "ranges NAME=... may also follow --param(s) here")
@@ -29,10 +28,6 @@ SHORT_OUTPUTS = {"interrupts_per_episode": "intr/ep", "detection_delay": "delay"
                  "false_alarms_per_100": "FA/100", "detection_rate": "detected",
                  "map_accuracy": "MAP acc", "mean_confidence": "conf"}
 
-
-def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(code)
 
 
 def _split_args(logs: List[str], params: List[str]):

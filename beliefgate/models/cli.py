@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-console = Console()
-err_console = Console(stderr=True)
+from beliefgate.console import console, err_console, fail as _fail
+
 
 
 class ModelChoice(str, Enum):
@@ -35,10 +34,6 @@ class ChainMethod(str, Enum):
     sequential = "sequential"
     vectorized = "vectorized"
 
-
-def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(code)
 
 
 def _quiet_arviz() -> None:

@@ -12,14 +12,10 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
-err_console = Console(stderr=True)
+from beliefgate.console import err_console, fail as _fail
 
 
-def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(code)
 
 
 def is_loopback(host: str) -> bool:
