@@ -86,11 +86,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         """Play a grid of agents x layouts x partners x seeds x seats; write logs and a results table."""
         from rich.progress import Progress
 
-        from beliefgate.eval.ui import progress_columns
-
-        from beliefgate.eval.executors import ExecutorError, make_executor
         from beliefgate.eval.grid import GridError, load_grid, resolve_grid
         from beliefgate.eval.runner import RunError, run_grid
+        from beliefgate.eval.ui import progress_columns, start_executor
 
         try:
             spec = load_grid(grid)
@@ -103,13 +101,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             _fail(f"--out {out} exists and is not a directory")
         if baseline is not None and baseline not in resolved.conditions:
             _fail(f"--baseline {baseline!r} is not an agent of the grid; choose from {', '.join(resolved.conditions)}")
-        for line in resolved.skipped:
-            err_console.print(f"[yellow]skip:[/] {line}")
         api_key = os.environ.get("OPENAI_API_KEY") if spec.llm is not None else None
-        try:
-            executor = make_executor(workers, scheduler)
-        except ExecutorError as exc:
-            _fail(str(exc))
+        executor = start_executor(workers, scheduler, resolved.skipped)
         columns = progress_columns()
         try:
             with executor, Progress(*columns, console=err_console, transient=True) as bar:

@@ -9,7 +9,6 @@ replay starts; bad input exits with code 2 and a message on stderr.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import List, Optional
@@ -18,6 +17,7 @@ import typer
 from rich.table import Table
 
 from beliefgate.console import console, err_console, fail as _fail
+from beliefgate.eval.ui import print_json, progress_columns, start_executor
 
 
 LOGS_HELP = ("trajectory logs (JSONL from `beliefgate episode --log`) or directories of them; parameter "
@@ -124,8 +124,6 @@ def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Opti
     """``oat --closed-loop GRID.yaml``: validate everything, then play the sweep through the harness."""
     from rich.progress import Progress
 
-    from beliefgate.eval.executors import ExecutorError, make_executor
-    from beliefgate.eval.ui import progress_columns
     from beliefgate.eval.grid import GridError
     from beliefgate.eval.runner import RunError
     from beliefgate.eval.sensitivity import (SensitivityError, plan_closed_loop, plot_closed_loop,
@@ -146,12 +144,7 @@ def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Opti
         plan = plan_closed_loop(grid, texts, include_default)
     except (GridError, SensitivityError) as exc:
         _fail(str(exc))
-    for line in plan.resolved.skipped:
-        err_console.print(f"[yellow]skip:[/] {line}")
-    try:
-        executor = make_executor(workers, scheduler)
-    except ExecutorError as exc:
-        _fail(str(exc))
+    executor = start_executor(workers, scheduler, plan.resolved.skipped)
     columns = progress_columns()
     try:
         with executor, Progress(*columns, console=err_console, transient=True) as bar:
@@ -177,8 +170,7 @@ def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Opti
     written = plot_closed_loop(result, plots) if plots is not None else []
     if as_json:
         data = result.to_dict()
-        data["plots"] = [str(p) for p in written]
-        print(json.dumps(data, indent=2))
+        print_json(data, written)
     else:
         from rich import box
 
@@ -295,8 +287,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         if as_json:
             data = result.to_dict()
             data["table7_directions"] = table7_directions(result)
-            data["plots"] = [str(p) for p in written]
-            print(json.dumps(data, indent=2))
+            print_json(data, written)
             return
         outs = result.outputs_available
         switches = sum(e["hidden_switches"] for e in result.episodes)
@@ -386,8 +377,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         written = plot_global(result, plots) if plots is not None else []
         if as_json:
             data = result.to_dict()
-            data["plots"] = [str(p) for p in written]
-            print(json.dumps(data, indent=2))
+            print_json(data, written)
             return
         pct = int(round(conf_level * 100))
         table = Table(title=f"{method.capitalize()}: {result.num_configs} configurations × {len(episodes)} logs "

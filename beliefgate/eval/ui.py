@@ -23,3 +23,23 @@ def save_figure(fig, path: str | Path, dpi: int = 110) -> Path:
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
+
+
+def start_executor(workers, scheduler, skipped=()):
+    """Report the grid's skipped entries, then build the executor (exit 2 on a bad choice)."""
+    from beliefgate.console import err_console, fail
+    from beliefgate.eval.executors import ExecutorError, make_executor
+
+    for line in skipped:
+        err_console.print(f"[yellow]skip:[/] {line}")
+    try:
+        return make_executor(workers, scheduler)
+    except ExecutorError as exc:
+        fail(str(exc))
+
+
+def print_json(data: dict, plots=()) -> None:
+    """Print a result dictionary as JSON on stdout, with the plot files written for it."""
+    import json
+
+    print(json.dumps({**data, "plots": [str(p) for p in plots]}, indent=2))
