@@ -80,8 +80,7 @@ class HypotheticalMindsAgent(PlanningAgent):
                       hypotheses="\n".join(f"- {h.strategy} -> {h.skill} ({h.score:+.2f})" for h in tops) or "- none")
         messages = [{"role": "system", "content": render("hypothesis_system")}, {"role": "user", "content": user}]
         try:
-            schema = skill_schema(names, {"strategy": {"type": "string", "maxLength": 120}})
-            schema["required"] = ["strategy", "skill"]
+            schema = skill_schema(names, {"strategy": {"type": "string", "maxLength": 120}}, ("strategy",))
             reply = self.client.chat(messages, role="hypothesis", schema=schema)
             skill = parse_skill(reply, names)
             obj = _json_object(reply) or {}

@@ -127,10 +127,6 @@ def lost_episode(task: EpisodeTask, exc: BaseException) -> EpisodeOutcome:
 
 
 # ------------------------------------------------------------------------------ files
-def _atomic_write(path: Path, data: bytes) -> None:
-    atomic_write(path, data)
-
-
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -223,16 +219,16 @@ def _rescore(out: Path, spec: EpisodeSpec) -> Dict[str, Any]:
     traj = read_log(log_path)
     row = metric_row(spec, episode_metrics(traj), _sha256(data), traj.header.version,
                      float((traj.final.summary if traj.final else {}).get("wall_s", float("nan"))))
-    _atomic_write(out / spec.metrics_name, (json.dumps(row, indent=1) + "\n").encode())
+    atomic_write(out / spec.metrics_name, (json.dumps(row, indent=1) + "\n").encode())
     return row
 
 
 def _store(out: Path, outcome: EpisodeOutcome) -> Dict[str, Any]:
     """Write a finished episode: the log first (atomic), then its metric row (atomic)."""
     spec = outcome.spec
-    _atomic_write(out / spec.log_name, outcome.log)
+    atomic_write(out / spec.log_name, outcome.log)
     row = metric_row(spec, outcome.metrics, _sha256(outcome.log), outcome.version, outcome.wall_s)
-    _atomic_write(out / spec.metrics_name, (json.dumps(row, indent=1) + "\n").encode())
+    atomic_write(out / spec.metrics_name, (json.dumps(row, indent=1) + "\n").encode())
     return row
 
 
@@ -277,7 +273,7 @@ def write_results(out: Path, rows: List[Dict[str, Any]]) -> List[Path]:
     columns = list(CONFIG_COLUMNS) + gate + list(METRICS)
     written = []
     text = _csv_text(columns, rows)
-    _atomic_write(out / "results.csv", text.encode())
+    atomic_write(out / "results.csv", text.encode())
     written.append(out / "results.csv")
     try:
         import pyarrow as pa
@@ -385,7 +381,7 @@ def prepare_out(out: Path, resolved: ResolvedGrid) -> None:
               "digest": resolved.spec.digest(), "conditions": resolved.conditions,
               "skipped": resolved.skipped, "episodes": len(resolved.episodes),
               "version": beliefgate.__version__}
-    _atomic_write(out / "grid.json", (json.dumps(record, indent=1) + "\n").encode())
+    atomic_write(out / "grid.json", (json.dumps(record, indent=1) + "\n").encode())
 
 
 def load_grid_record(out: str | Path) -> Dict[str, Any]:
@@ -482,7 +478,7 @@ def run_grid(grid: GridSpec | ResolvedGrid, out: str | Path, executor=None, prog
         summary.rows = [table_row(spec, digest, r) for r in ordered]
         summary.tables = write_results(out, summary.rows)
         summary.wall_s = time.perf_counter() - started
-        _atomic_write(out / "run.json", (json.dumps(summary.to_dict(), indent=1) + "\n").encode())
+        atomic_write(out / "run.json", (json.dumps(summary.to_dict(), indent=1) + "\n").encode())
     return summary
 
 

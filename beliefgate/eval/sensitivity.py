@@ -1460,8 +1460,15 @@ def count_interrupts(log_path, seat: int) -> int:
     return n
 
 
-def _bootstrap_stats(values: np.ndarray, n_boot: int, conf_level: float, rng: np.random.Generator) -> dict:
-    """Mean, sd and percentile-bootstrap CI of the mean over episodes (NaN values skipped)."""
+def _bootstrap_stats(values: np.ndarray, n_boot: int, conf_level: float, seed: int, name: str) -> dict:
+    """Mean, sd and percentile-bootstrap CI of the mean over episodes (NaN values skipped).
+
+    The interval is :func:`beliefgate.eval.report.bootstrap_mean_ci` (resamples seeded by
+    ``seed`` and ``name``); one episode, or identical values, give the degenerate interval
+    ``[mean, mean]``.
+    """
+    from beliefgate.eval.report import bootstrap_mean_ci
+
     x = values[np.isfinite(values)]
     n = int(x.size)
     if n == 0:
@@ -1471,9 +1478,7 @@ def _bootstrap_stats(values: np.ndarray, n_boot: int, conf_level: float, rng: np
     if n == 1 or np.ptp(x) == 0.0:
         lo = hi = mean
     else:
-        means = x[rng.integers(0, n, size=(n_boot, n))].mean(axis=1)
-        a = (1.0 - conf_level) / 2.0
-        lo, hi = (float(q) for q in np.quantile(means, [a, 1.0 - a]))
+        _, lo, hi = bootstrap_mean_ci(x, n_boot, conf_level, seed, name)
     return {"n": n, "mean": mean, "sd": sd, "ci_low": lo, "ci_high": hi}
 
 
@@ -1584,7 +1589,6 @@ def run_closed_loop_oat(plan: ClosedLoopPlan, out, executor=None,
     (the result) last.
     """
     import json
-    import zlib
 
     from beliefgate.eval.executors import InlineExecutor
     from beliefgate.eval.grid import regate
@@ -1627,8 +1631,8 @@ def run_closed_loop_oat(plan: ClosedLoopPlan, out, executor=None,
             recs = [e for e in episodes[dirname] if e["agent"] == agent]
             stats = {}
             for k in CLOSED_LOOP_OUTPUTS:
-                rng = np.random.default_rng([seed, zlib.crc32(f"{dirname}|{agent}|{k}".encode())])
-                stats[k] = _bootstrap_stats(np.array([e[k] for e in recs], dtype=float), n_boot, conf_level, rng)
+                stats[k] = _bootstrap_stats(np.array([e[k] for e in recs], dtype=float), n_boot, conf_level,
+                                            seed, f"{dirname}|{agent}|{k}")
             rows.append(ClosedLoopRow(param, float(value), is_default, agent, dirname, len(recs), stats))
     result = ClosedLoopResult(plan, out, rows, episodes, runs, failed, n_boot, seed, conf_level,
                               executor.description, time.perf_counter() - started)

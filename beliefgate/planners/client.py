@@ -87,8 +87,6 @@ _SCHEMAS = {
                 "required": ["skill"]},
     "judge": {"type": "object", "properties": {"replan": {"type": "boolean"}, "why": {"type": "string"}},
               "required": ["replan"]},
-    "hypothesis": {"type": "object", "properties": {"strategy": {"type": "string"}, "skill": {"type": "string"}},
-                   "required": ["strategy", "skill"]},
 }
 
 
@@ -96,15 +94,17 @@ _SCHEMAS = {
 _FORMAT_LADDER = ("json_schema", "json_object_schema", "json_object", "text")
 
 
-def skill_schema(allowed: Sequence[str], extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def skill_schema(allowed: Sequence[str], extra: Optional[Dict[str, Any]] = None,
+                 required_extra: Sequence[str] = ()) -> Dict[str, Any]:
     """A JSON schema for ``{"skill": one of allowed, ...}``: servers that honour schemas
     (OpenAI ``json_schema``, llama.cpp ``json_object`` + ``schema``) can then only answer
-    an allowed skill, so the parser's re-asks are for servers that don't."""
+    an allowed skill, so the parser's re-asks are for servers that don't. ``extra`` adds
+    properties; ``required_extra`` names those of them that must be present too."""
     if not allowed:
         raise PlannerConfigError("a skill schema needs at least one allowed skill")
     props: Dict[str, Any] = {"skill": {"type": "string", "enum": list(allowed)}}
     props.update(extra or {})
-    return {"type": "object", "properties": props, "required": ["skill"]}
+    return {"type": "object", "properties": props, "required": [*required_extra, "skill"]}
 
 
 class LLMClient:
