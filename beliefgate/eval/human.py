@@ -39,11 +39,13 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 import numpy as np
 
+from beliefgate.calibration import DEFAULT_BINS, reliability
+from beliefgate.calibration import scores as calibration_scores
 from beliefgate.envs.overcooked.controller import controller_for
 from beliefgate.envs.overcooked.dynamics import completed_skills, detect_events, infer_actions
 from beliefgate.envs.overcooked.observer import AMBIGUOUS_WEIGHT
 from beliefgate.envs.overcooked.tables import NUM_ACTIONS, STAY
-from beliefgate.eval.ui import save_figure
+from beliefgate.figures import pyplot, save_figure
 from beliefgate.models.controllers.boltzmann import boltzmann_logprobs
 
 #: controller and filter parameters of the human evaluation, chosen on the TRAIN split by
@@ -68,7 +70,7 @@ BASELINE_DESCRIPTIONS = {
     "nearest_target": "uniform prior, softmax(nearest_beta * -distance to nearest target after the action)",
     "one_step": "ablation: current action's likelihood only, uniform prior",
 }
-ECE_BINS = 10
+ECE_BINS = DEFAULT_BINS
 #: add-one smoothing of the counted baselines
 TABLE_ALPHA = 1.0
 #: held-object codes
@@ -375,45 +377,14 @@ def fit_baselines(train_tracks: Sequence[Track]) -> Dict[str, LayoutTables]:
 
 # ----------------------------------------------------------------------------- metrics
 def metrics(probs: np.ndarray, labels: np.ndarray, bins: int = ECE_BINS) -> Dict[str, float]:
-    """Accuracy, log-loss, Brier, ECE and n over labelled rows (label >= 0) of ``probs`` [N, K]."""
+    """Accuracy, log-loss, Brier, ECE and n over labelled rows (label >= 0) of ``probs`` [N, K].
+
+    The scoring conventions are :mod:`beliefgate.calibration`'s (shared with ``beliefgate diagnose``).
+    """
     probs = np.asarray(probs, np.float64)
     labels = np.asarray(labels)
     keep = labels >= 0
-    p, y = probs[keep], labels[keep]
-    n = int(len(y))
-    if n == 0:
-        return {"accuracy": float("nan"), "log_loss": float("nan"), "brier": float("nan"),
-                "ece": float("nan"), "n": 0}
-    pred = p.argmax(axis=1)
-    conf = p[np.arange(n), pred]
-    correct = pred == y
-    p_true = np.clip(p[np.arange(n), y], 1e-12, 1.0)
-    onehot = np.zeros_like(p)
-    onehot[np.arange(n), y] = 1.0
-    return {
-        "accuracy": float(correct.mean()),
-        "log_loss": float(-np.log(p_true).mean()),
-        "brier": float(((p - onehot) ** 2).sum(axis=1).mean()),
-        "ece": float(_ece(conf, correct, bins)),
-        "n": n,
-    }
-
-
-def reliability(conf: np.ndarray, correct: np.ndarray, bins: int = ECE_BINS):
-    """Per equal-width confidence bin: (mean confidence, accuracy, count)."""
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    which = np.clip(np.digitize(conf, edges[1:-1], right=True), 0, bins - 1)
-    count = np.bincount(which, minlength=bins).astype(float)
-    conf_sum = np.bincount(which, weights=conf, minlength=bins)
-    acc_sum = np.bincount(which, weights=correct.astype(float), minlength=bins)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return conf_sum / count, acc_sum / count, count
-
-
-def _ece(conf: np.ndarray, correct: np.ndarray, bins: int) -> float:
-    mean_conf, acc, count = reliability(conf, correct, bins)
-    used = count > 0
-    return float(np.sum(count[used] / count.sum() * np.abs(acc[used] - mean_conf[used])))
+    return calibration_scores(probs[keep], labels[keep], bins)
 
 
 # ----------------------------------------------------------------------------- the evaluation
@@ -588,10 +559,7 @@ def select_params(train_tracks: Sequence[Track], grid: Optional[Dict[str, Sequen
 # ----------------------------------------------------------------------------- plots and tables
 def reliability_plots(result: HumanEvalResult, out_dir: str | Path, bins: int = ECE_BINS) -> List[Path]:
     """One reliability diagram PNG per layout (and one overall), every method on it."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -64,7 +64,7 @@ import numpy as np
 from beliefgate.beliefs.errors import BeliefInputError
 from beliefgate.beliefs.gate import Gate, GateParams
 from beliefgate.beliefs.gates import NEVER
-from beliefgate.eval.ui import save_figure
+from beliefgate.figures import pyplot, save_figure
 
 # --------------------------------------------------------------------------- errors
 
@@ -1203,19 +1203,10 @@ def run_gate_global(episodes: Sequence[LoggedEpisode], ranges: Sequence[ParamRan
 # --------------------------------------------------------------------------- plots
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_oat(result: OATResult, out_dir) -> List[Path]:
     """One line plot per parameter (``oat_<param>.png``): every available output
     against the parameter's values, the default marked."""
-    plt = _pyplot()
+    plt = pyplot()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -1251,7 +1242,7 @@ def plot_global(result: GlobalResult, out_dir) -> List[Path]:
     """Bar plots per output (``<method>_<output>.png``: S1 and ST with their CIs, or
     Morris μ* with its CI and σ) and one heat map of parameters × outputs
     (``<method>_heatmap.png``: ST and S1, or μ* scaled by its largest value per output)."""
-    plt = _pyplot()
+    plt = pyplot()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     names = result.names
@@ -1644,7 +1635,7 @@ def plot_closed_loop(result: ClosedLoopResult, out_dir) -> List[Path]:
     """One figure per parameter (``closed_loop_<param>.png``): a panel per output, the
     mean over episodes with its bootstrap CI as error bars, one line per agent, the
     default marked; the grid, its digest and seeds in the title."""
-    plt = _pyplot()
+    plt = pyplot()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     g = result.plan.grid_record()

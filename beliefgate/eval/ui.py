@@ -1,8 +1,7 @@
-"""Small presentation helpers shared by the evaluation commands (progress bars, figures)."""
+"""Small presentation helpers shared by the evaluation commands (progress bars, executors, JSON)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Tuple
 
 
@@ -13,16 +12,6 @@ def progress_columns() -> Tuple:
 
     return (TextColumn("{task.description}", style="bold"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
-
-
-def save_figure(fig, path: str | Path, dpi: int = 110) -> Path:
-    """Write a matplotlib figure to ``path`` and close it (figures are not kept open in loops)."""
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
 
 
 def start_executor(workers, scheduler, skipped=()):

@@ -52,6 +52,9 @@ from typing import Dict, List, NamedTuple, Optional, Union
 
 import numpy as np
 
+from beliefgate.calibration import confidence_and_correct, reliability_table
+from beliefgate.calibration import scores as calibration_scores
+from beliefgate.figures import pyplot, save_figure
 from beliefgate.models.data import FitData
 from beliefgate.models.fit import FitConfig, fit_config, fit_record, point_values, prepare
 
@@ -449,25 +452,11 @@ def _view(view, classes, cols, labels, expected, observed, replicated, chi_obs, 
 
 
 def _score(post: np.ndarray, truth: np.ndarray, num_bins: int) -> CalibrationRow:
-    """Scores of posteriors ``post [N, K]`` against ``truth [N]``."""
-    n, num_skills = post.shape
-    onehot = np.eye(num_skills)[truth]
-    conf = post.max(axis=1)
-    correct = post.argmax(axis=1) == truth
-    edges = np.linspace(0.0, 1.0, num_bins + 1)
-    which = np.clip(np.digitize(conf, edges[1:-1]), 0, num_bins - 1)
-    bins, ece = [], 0.0
-    for b in range(num_bins):
-        sel = which == b
-        if not sel.any():
-            continue
-        gap = abs(float(conf[sel].mean()) - float(correct[sel].mean()))
-        ece += gap * sel.sum() / n
-        bins.append({"low": float(edges[b]), "high": float(edges[b + 1]), "count": int(sel.sum()),
-                     "confidence": float(conf[sel].mean()), "accuracy": float(correct[sel].mean())})
-    p_true = np.clip(post[np.arange(n), truth], 1e-12, 1.0)
-    return CalibrationRow(float(correct.mean()), float(((post - onehot) ** 2).sum(axis=1).mean()),
-                          float(-np.log(p_true).mean()), float(ece), int(n), bins)
+    """Scores of posteriors ``post [N, K]`` against ``truth [N]`` (:mod:`beliefgate.calibration`)."""
+    s = calibration_scores(post, truth, num_bins)
+    conf, correct = confidence_and_correct(post, truth)
+    return CalibrationRow(s["accuracy"], s["brier"], s["log_loss"], s["ece"], s["n"],
+                          reliability_table(conf, correct, num_bins))
 
 
 def filtered_posterior(data: FitData, config: FitConfig, values: dict) -> np.ndarray:
@@ -543,11 +532,9 @@ def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = T
 
 def write_plots(idata, diagnosis: Diagnosis, out_dir: Union[str, Path]) -> List[Path]:
     """Trace, rank, predictive-check and reliability plots as PNG in ``out_dir``; returns the paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import arviz as az
-    import matplotlib.pyplot as plt
+
+    plt = pyplot()
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -555,10 +542,7 @@ def write_plots(idata, diagnosis: Diagnosis, out_dir: Union[str, Path]) -> List[
     written: List[Path] = []
 
     def save(fig, name):
-        path = out / name
-        fig.savefig(path, dpi=110, bbox_inches="tight")
-        plt.close(fig)
-        written.append(path)
+        written.append(save_figure(fig, out / name, bbox_inches="tight"))
 
     if names:
         axes = az.plot_trace(idata, var_names=names, compact=True)
