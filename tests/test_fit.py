@@ -534,6 +534,9 @@ def test_bench_quick_smoke():
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["marginalised"]["ess_per_s"] > 0 and result["enumerated"]["ess_per_s"] > 0
     assert math.isfinite(result["ratio_ess_per_s"])
+    enum = result["enumerated"]  # warm-started from the marginalised run by default
+    assert enum["start"] == "warm" and enum["draws"] == 60 and enum["warmup"] == 20
+    assert enum["projected_full_wall_s"] > enum["wall_s"] * (120 / 80) * 0.99
 
 
 # ------------------------------------------------------------------------------------------ slow
