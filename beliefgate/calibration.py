@@ -62,7 +62,10 @@ def reliability_table(conf: np.ndarray, correct: np.ndarray, bins: int = DEFAULT
 
 
 def scores(probs: np.ndarray, labels: np.ndarray, bins: int = DEFAULT_BINS) -> Dict[str, float]:
-    """Accuracy, log loss, Brier, ECE and ``n`` of ``probs [N, K]`` against ``labels [N]`` (all rows).
+    """Accuracy, log loss, Brier, ECE, ``n`` and ``floored`` of ``probs [N, K]`` against ``labels [N]``.
+
+    ``floored`` counts the rows whose label probability was below :data:`LOG_LOSS_FLOOR`
+    (their log-loss term is capped at 27.6), so the cap is never silent.
 
     Raises ``ValueError`` on mismatched shapes or labels outside ``[0, K)``; an empty
     input gives NaN scores and ``n = 0``.
@@ -74,7 +77,7 @@ def scores(probs: np.ndarray, labels: np.ndarray, bins: int = DEFAULT_BINS) -> D
     n, num_classes = probs.shape
     if n == 0:
         return {"accuracy": float("nan"), "log_loss": float("nan"), "brier": float("nan"),
-                "ece": float("nan"), "n": 0}
+                "ece": float("nan"), "n": 0, "floored": 0}
     if labels.min() < 0 or labels.max() >= num_classes:
         raise ValueError(f"labels must lie in [0, {num_classes}); got {labels.min()}..{labels.max()}")
     rows = np.arange(n)
@@ -83,12 +86,14 @@ def scores(probs: np.ndarray, labels: np.ndarray, bins: int = DEFAULT_BINS) -> D
     correct = pred == labels
     onehot = np.zeros_like(probs)
     onehot[rows, labels] = 1.0
+    p_label = probs[rows, labels]
     return {
         "accuracy": float(correct.mean()),
-        "log_loss": float(-np.log(np.maximum(probs[rows, labels], LOG_LOSS_FLOOR)).mean()),
+        "log_loss": float(-np.log(np.maximum(p_label, LOG_LOSS_FLOOR)).mean()),
         "brier": float(((probs - onehot) ** 2).sum(axis=1).mean()),
         "ece": expected_calibration_error(conf, correct, bins),
         "n": int(n),
+        "floored": int(np.sum(p_label < LOG_LOSS_FLOOR)),  # rows whose log loss the floor capped
     }
 
 

@@ -312,7 +312,7 @@ def run(args) -> dict:
         "truth": TRUTH, "marginalised": ours, "enumerated": enum, "gradient_ms": grads,
         "ratio_ess_per_s": ours["ess_per_s"] / enum["ess_per_s"],
         "ratio_gradient": grads["enumerated"] / grads["marginalised"],
-        "x64": bool(jax.config.jax_enable_x64), "argv": sys.argv[1:],
+        "x64": bool(jax.config.jax_enable_x64), "argv": sys.argv[1:], "config": vars(args),
     }
 
 

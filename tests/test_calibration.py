@@ -40,8 +40,9 @@ def test_reliability_table_lists_non_empty_bins_and_counts_add_up():
 
 
 def test_log_loss_floor_is_explicit_and_finite():
-    s = scores(np.array([[1.0, 0.0]]), np.array([1]))
-    assert s["log_loss"] == pytest.approx(-math.log(1e-12))
+    s = scores(np.array([[1.0, 0.0], [0.5, 0.5]]), np.array([1, 0]))
+    assert s["log_loss"] == pytest.approx((-math.log(1e-12) - math.log(0.5)) / 2)
+    assert s["floored"] == 1
 
 
 def test_bad_shapes_and_labels_are_refused():

@@ -30,12 +30,14 @@ from beliefgate.models.data import (
     from_arrays,
     load_logs,
     simulate,
+    subset,
 )
 from beliefgate.models.fit import (
     FitConfig,
     FitError,
     belief_model,
     fit,
+    fit_config,
     fit_record,
     load_fit,
     model_loglik,
@@ -146,6 +148,17 @@ def test_logs_become_the_gates_evidence(logs, data):
     assert constant["q"].shape == (8, 125, 6, 6)
 
 
+def test_fingerprint_ignores_precision(data):
+    """A float64 (--x64) fit of the same logs is comparable with a float32 one; other data is not."""
+    import jax
+
+    with jax.enable_x64(True):
+        wide = as64(data)
+        assert np.asarray(wide.skill.q).dtype == np.float64
+        assert wide.fingerprint() == data.fingerprint()
+    assert subset(data, [0, 1]).fingerprint() != data.fingerprint()
+
+
 def test_partner_side_and_short_logs(logs, tmp_path):
     ego = load_logs(logs[:1], partner_side=0)
     assert ego.meta["partner_sides"] == [0]
@@ -202,6 +215,11 @@ def test_bad_logs_fail_clearly_before_any_sampling(logs, tmp_path):
         load_logs([logs[0], idle])
     with pytest.raises(FitDataError, match="no such file"):
         load_logs([tmp_path / "missing.jsonl"])
+    header = json.loads(lines[0])
+    wrong = tmp_path / "wrong_layout.jsonl"
+    wrong.write_text(json.dumps({**header, "layout": "no_such_kitchen"}) + "\n" + "".join(lines[1:]))
+    with pytest.raises(FitDataError, match="wrong_layout.jsonl: unknown layout 'no_such_kitchen'"):
+        load_logs([wrong])
     with pytest.raises(FitDataError, match="no trajectory logs"):
         load_logs([])
     with pytest.raises(FitError, match="FitData"):
@@ -357,8 +375,12 @@ def test_gate_params_from_fit(free_fit, tmp_path):
     assert point_values(free_fit)["beta"] == pytest.approx(params.beta)
     with pytest.raises(ValueError, match="point"):
         GateParams.from_fit(path, point="mode")
-    with pytest.raises(ValueError, match="no such fit"):
+    with pytest.raises(ValueError, match="no such file"):
         GateParams.from_fit(tmp_path / "none.nc")
+    broken = tmp_path / "broken.nc"
+    broken.write_bytes(b"not netcdf")
+    with pytest.raises(ValueError, match="not a readable NetCDF fit"):
+        GateParams.from_fit(broken)
 
 
 def test_misspecified_switching_fit_is_detected(switching):
@@ -421,9 +443,12 @@ def test_convergence_warnings_are_explicit():
     assert any("ess_tail 390 < 400" in w for w in warnings)
     assert any("3 divergent" in w for w in warnings)
     assert any("only 1 chain" in w for w in convergence_warnings({"beta": ok}, 0, 1, 1000, "nuts"))
+    stuck = ok._replace(r_hat=float("nan"), ess_bulk=float("nan"))  # constant chains give NaN, not a pass
+    warnings = convergence_warnings({"beta": stuck}, 0, 4, 1000, "nuts")
+    assert any("beta: r_hat is nan" in w for w in warnings) and any("ess_bulk is nan" in w for w in warnings)
 
 
-def test_svi_and_model_options(sim):
+def test_svi_and_model_options(sim, tmp_path):
     config = FitConfig(method="svi", chains=2, draws=25, svi_steps=300, seed=0, per_skill_beta=True,
                        fit_weight=True, learning_rate=0.05)
     idata = fit(sim, config)
@@ -440,6 +465,11 @@ def test_svi_and_model_options(sim):
     result = diagnose(idata, predictive=False, calibrate=False)  # the CLI test runs the checks on an SVI fit
     assert result.divergences == 0 and len(result.parameters) == 6 + 3
     assert "beta[pickup_onion]" in result.parameters
+    from beliefgate.beliefs.gate import GateParams
+
+    gate = GateParams.from_fit(save_fit(idata, tmp_path / "per_skill.nc"))  # the gate takes one pooled beta
+    assert gate.beta == pytest.approx(float(np.median(idata.posterior["beta"].values)))
+    assert gate.epsilon == pytest.approx(values["epsilon"]) and gate.model == "hazard"
 
 
 # ------------------------------------------------------------------------------------------ CLI
@@ -451,6 +481,8 @@ def test_cli_end_to_end(logs, tmp_path, monkeypatch):
     In-process (``typer``'s runner: the same code as the installed command, without
     a new JAX per step); the entry point itself is checked by a subprocess.
     """
+    from beliefgate.beliefs.gate import GateParams
+
     assert all(name in run_cli("--help").stdout for name in ("fit", "diagnose", "compare"))
     # `fit` sets XLA_FLAGS (host device count) for a JAX that has not started yet; keep it local
     monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", ""))
@@ -462,10 +494,14 @@ def test_cli_end_to_end(logs, tmp_path, monkeypatch):
     record = json.loads(out)
     assert record["config"]["chains"] == 2 and record["config"]["draws"] == 120
     assert record["command"]["argv"][:2] == ["beliefgate", "fit"]
+    options = record["command"]["options"]  # every option, given or defaulted, is in the record
+    assert options["seed"] == 1 and options["chain_method"] == "vectorized" and options["allow_incomplete"] is False
+    assert options["model"] == "hazard" and options["fix"] == []
     assert set(record["summary"]) == {"beta", "epsilon", "hazard"}
     code, _, err = _invoke("fit", *logs, "--out", b, "--model", "windowed", "--window", 5, "--method", "svi",
-                           "--svi-steps", 150, "--draws", 40, "--chains", 2, "--no-progress")
+                           "--svi-steps", 150, "--draws", 40, "--chains", 2, "--guide", "mvn", "--no-progress")
     assert code == 0 and b.is_file(), err
+    assert fit_config(load_fit(b)).guide == "mvn"
     code, out, _ = _invoke("diagnose", a, "--json", "--ppc-draws", 10, "--plots", tmp_path / "plots", "--strict")
     assert code == 1  # --strict: scripted partners fail the predictive check (and 240 draws are few)
     out = json.loads(out)
@@ -479,6 +515,12 @@ def test_cli_end_to_end(logs, tmp_path, monkeypatch):
     for name in ("trace.png", "rank.png", "ppc_skill.png", "ppc_primitive.png", "calibration.png",
                  "diagnosis.json"):
         assert (tmp_path / "plots" / name).stat().st_size > 0
+    report = json.loads((tmp_path / "plots" / "diagnosis.json").read_text())
+    assert report["settings"]["seed"] == 0 and report["settings"]["ppc_draws"] == 10
+    assert report["settings"]["fit"]["config"]["draws"] == 120  # the fit's own record comes along
+    windowed = GateParams.from_fit(b, point="mean")  # a windowed fit sets the gate's model and window
+    assert windowed.model == "windowed" and windowed.window == 5
+    assert windowed.beta == pytest.approx(float(load_fit(b).posterior["beta"].mean()))
     code, table, _ = _invoke("diagnose", b, "--no-ppc")
     assert code == 0 and "Posterior summary" in table and "Calibration" in table
     code, out, err = _invoke("compare", a, b, "--json")

@@ -348,7 +348,7 @@ def test_evaluation_on_the_fixture(tracks, tmp_path):
     assert res.overall["filter"]["accuracy"] > res.overall["held_object"]["accuracy"]
     assert res.overall["filter"]["log_loss"] < res.overall["held_object"]["log_loss"]
     data = json.loads(result_json(res))
-    assert set(data["overall"]["filter"]) == {"accuracy", "log_loss", "brier", "ece", "n"}
+    assert set(data["overall"]["filter"]) == {"accuracy", "log_loss", "brier", "ece", "n", "floored"}
     assert set(data["by_layout"]) == {"cramped_room", "asymmetric_advantages", "coordination_ring",
                                       "forced_coordination", "counter_circuit"}
     assert data["params"]["beta"] > 0 and "held_object" in data["config"]["baselines"]
@@ -397,7 +397,7 @@ def test_cli_eval_human_json_and_errors(cache, tmp_path):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     for method in ("filter", "held_object", "last_completed", "nearest_target"):
-        assert set(data["overall"][method]) == {"accuracy", "log_loss", "brier", "ece", "n"}
+        assert set(data["overall"][method]) == {"accuracy", "log_loss", "brier", "ece", "n", "floored"}
         assert all(method in by for by in data["by_layout"].values())
     assert len(list((tmp_path / "png").glob("reliability_*.png"))) == 6
     proc = _cli(cache, "eval", "human", "--split", "dev")

@@ -166,35 +166,22 @@ class GateParams(BaseModel):
         domain observer). ``overrides`` set any other field (``tau_obs=0.3``, ...).
         Raises ``ValueError`` when the file is not such a fit.
         """
-        import json
+        from beliefgate.models.fit import fit_config, load_fit, point_values
 
-        import arviz as az
-
-        if point not in ("median", "mean"):
-            raise ValueError(f"point must be 'median' or 'mean', got {point!r}")
-        path = Path(path)
-        if not path.is_file():
-            raise ValueError(f"{path}: no such fit file")
-        try:
-            with az.rc_context({"data.load": "eager"}):
-                idata = az.from_netcdf(str(path))
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"{path}: not a readable NetCDF fit ({exc})") from None
-        text = idata.attrs.get("beliefgate_fit") if hasattr(idata, "attrs") else None
-        if text is None or "posterior" not in idata.groups():
-            raise ValueError(f"{path}: not a beliefgate fit (no 'beliefgate_fit' attribute or posterior)")
-        config = json.loads(text)["config"]
-        reduce = np.median if point == "median" else np.mean
-        values = {"model": config["model"]}
-        if config["model"] == "windowed":
-            values["window"] = config.get("window")
+        idata = load_fit(path)  # FitError (a ValueError) naming the file and the reason
+        config = fit_config(idata)
+        estimates = point_values(idata, point)  # fitted or pinned, exactly as the fit used them
+        values: dict = {"model": config.model}
+        if config.model == "windowed":
+            values["window"] = config.window
         for name in ("beta", "epsilon", "hazard", "alpha"):
-            if name == "hazard" and config["model"] == "windowed":
+            if name not in estimates:  # the windowed model has no hazard
                 continue
-            if name in idata.posterior:
-                values[name] = float(reduce(np.asarray(idata.posterior[name].values)))
-            elif name in config.get("fixed", {}):
-                values[name] = float(config["fixed"][name])
+            value = estimates[name]
+            if isinstance(value, list):  # per-skill beta: pooled over skills and draws
+                reduce = np.median if point == "median" else np.mean
+                value = float(reduce(np.asarray(idata.posterior[name].values)))
+            values[name] = value
         return cls(**{**values, **overrides})
 
     def filter_params(self):

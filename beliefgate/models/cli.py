@@ -28,6 +28,11 @@ class MethodChoice(str, Enum):
     svi = "svi"
 
 
+class GuideChoice(str, Enum):
+    normal = "normal"
+    mvn = "mvn"
+
+
 class ChainMethod(str, Enum):
     auto = "auto"
     parallel = "parallel"
@@ -84,8 +89,21 @@ def _print_summary(parameters) -> None:
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     """Add ``fit``, ``diagnose`` and ``compare`` to the main app."""
 
+    def _command_options(ctx: typer.Context) -> dict:
+        """Every option of the running command as given or defaulted (JSON-ready), for the record."""
+
+        def plain(value):
+            if isinstance(value, Enum):
+                return value.value
+            if isinstance(value, (list, tuple)):
+                return [plain(v) for v in value]
+            return str(value) if isinstance(value, Path) else value
+
+        return {k: plain(v) for k, v in ctx.params.items()}
+
     @app.command("fit")
     def fit_command(
+        ctx: typer.Context,
         logs: List[Path] = typer.Argument(..., help="trajectory logs (JSONL, `beliefgate episode --log`)"),
         model: ModelChoice = typer.Option(ModelChoice.hazard, help="hazard (sticky switching) or windowed "
                                           "(paper-faithful segment window)"),
@@ -110,6 +128,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         target_accept: float = typer.Option(0.8, min=0.01, max=0.99, help="NUTS target acceptance"),
         svi_steps: int = typer.Option(2000, min=1, help="SVI optimisation steps"),
         learning_rate: float = typer.Option(0.02, min=1e-6, help="SVI Adam learning rate"),
+        guide: GuideChoice = typer.Option(GuideChoice.normal, help="SVI guide: normal (AutoNormal, "
+                                          "independent) or mvn (AutoMultivariateNormal, correlated)"),
         x64: bool = typer.Option(False, "--x64/--no-x64", help="float64 JAX (slower, more precise)"),
         allow_incomplete: bool = typer.Option(False, "--allow-incomplete",
                                               help="accept logs without their final row"),
@@ -137,7 +157,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                                warmup=warmup, seed=seed, window=window, per_skill_beta=per_skill_beta,
                                fit_weight=fit_weight, fixed=_parse_fixed(fix), chain_method=method_name,
                                target_accept=target_accept, svi_steps=svi_steps,
-                               learning_rate=learning_rate)
+                               learning_rate=learning_rate, guide=guide.value)
         except ValidationError as exc:
             _fail("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors()))
         if out.exists() and out.is_dir():
@@ -163,7 +183,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         from beliefgate.models.fit import fit, save_fit
 
         command = {"argv": ["beliefgate", "fit", *[str(p) for p in logs]], "out": str(out),
-                   "partner_side": partner_side, "x64": x64}
+                   "partner_side": partner_side, "x64": x64, "options": _command_options(ctx)}
         try:
             idata = fit(data, config, progress=progress, extra_attrs={"command": command})
         except FitError as exc:
@@ -197,13 +217,14 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     ) -> None:
         """Convergence summary and warnings, posterior predictive check, calibration of the filter."""
         _quiet_arviz()
+        from beliefgate.models.data import FitDataError
         from beliefgate.models.diagnose import diagnose, write_plots
         from beliefgate.models.fit import FitError, load_fit
 
         try:
             idata = load_fit(fit_file)
             result = diagnose(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc, calibrate=calibrate)
-        except FitError as exc:
+        except (FitError, FitDataError) as exc:
             _fail(str(exc))
         written = write_plots(idata, result, plots) if plots is not None else []
         if as_json:
@@ -268,6 +289,11 @@ def _print_diagnosis(result, written) -> None:
         for name, row in (("fitted (" + cal.point + ")", cal.fitted), ("package defaults", cal.defaults)):
             table.add_row(name, f"{row.accuracy:.3f}", f"{row.brier:.3f}", f"{row.log_loss:.3f}", f"{row.ece:.3f}")
         console.print(table)
+        for name, row in (("fitted", cal.fitted), ("defaults", cal.defaults)):
+            if row.floored:
+                err_console.print(f"[yellow]note:[/] {name}: {row.floored} of {row.n} steps gave the logged "
+                                  "skill probability < 1e-12 (e.g. a label the filter deems infeasible); "
+                                  "each adds 27.6 to the log-loss sum")
     if result.warnings:
         for w in result.warnings:
             err_console.print(f"[bold yellow]warning:[/] {w}")

@@ -103,7 +103,10 @@ class FitData(NamedTuple):
         digest = hashlib.sha256()
         for arr in (self.skill.action_mask, self.skill.weight, self.skill.feasible,
                     self.skill.completed, self.skill.valid, self.skill.q):
-            arr = np.ascontiguousarray(np.asarray(arr))
+            arr = np.asarray(arr)
+            # canonical dtypes: a float64 (--x64) fit of the same logs has the same fingerprint
+            kind = np.float32 if arr.dtype.kind == "f" else (np.bool_ if arr.dtype.kind == "b" else np.int64)
+            arr = np.ascontiguousarray(arr.astype(kind))
             digest.update(str(arr.shape).encode())
             digest.update(arr.tobytes())
         return digest.hexdigest()
@@ -319,6 +322,7 @@ def load_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None, *,
     truncated or empty log, a bad ``partner_side``, inconsistent states, or a
     partner that never acts (every step has weight 0).
     """
+    from beliefgate.envs.overcooked.layouts import UnknownLayoutError
     from beliefgate.envs.overcooked.observer import AMBIGUOUS_WEIGHT, OvercookedObserver
     from beliefgate.envs.overcooked.tables import ACTION_NAMES, STAY
     from beliefgate.envs.trajlog import LogFormatError, TruncatedLogError, read_log
@@ -355,8 +359,11 @@ def load_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None, *,
             raise FitDataError(f"{path}: partner side {side} but the log has {num_players} players")
         key = (traj.header.layout, side)
         if key not in observers:
-            observers[key] = OvercookedObserver(traj.header.layout, partner=side,
-                                                ambiguous_weight=amb_w)
+            try:
+                observers[key] = OvercookedObserver(traj.header.layout, partner=side,
+                                                    ambiguous_weight=amb_w)
+            except UnknownLayoutError as exc:
+                raise FitDataError(f"{path}: {exc.args[0] if exc.args else exc}") from None
         observer = observers[key]
         if names is None:
             names = tuple(observer.library.names)

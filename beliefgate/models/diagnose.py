@@ -44,6 +44,7 @@ and returns a :class:`Diagnosis`:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from functools import partial
@@ -56,7 +57,7 @@ from beliefgate.calibration import confidence_and_correct, reliability_table
 from beliefgate.calibration import scores as calibration_scores
 from beliefgate.figures import pyplot, save_figure
 from beliefgate.models.data import FitData
-from beliefgate.models.fit import FitConfig, fit_config, fit_record, point_values, prepare
+from beliefgate.models.fit import FitConfig, FitError, fit_config, fit_record, point_values, prepare
 
 RHAT_MAX = 1.01
 ESS_MIN = 400
@@ -126,6 +127,8 @@ class CalibrationRow(NamedTuple):
     ece: float
     n: int
     bins: List[dict]
+    #: steps whose true skill had filtered probability < 1e-12 (log-loss term capped; see beliefgate.calibration)
+    floored: int = 0
 
 
 class Calibration(NamedTuple):
@@ -152,6 +155,8 @@ class Diagnosis(NamedTuple):
     draws: int
     predictive: List[PredictiveCheck]
     calibration: Optional[Calibration]
+    #: what made this diagnosis (seed, draws of the check, bucket size, point estimate, the fit's record)
+    settings: Optional[dict] = None
 
     def to_json_dict(self) -> dict:
         """``{"parameters": {NAME: {mean, sd, hdi_low, hdi_high, ess_bulk, ess_tail, r_hat}},
@@ -169,6 +174,7 @@ class Diagnosis(NamedTuple):
         out["method"] = self.method
         out["predictive_check"] = {p.view: p.to_dict() for p in self.predictive}
         out["calibration"] = None if self.calibration is None else self.calibration.to_dict()
+        out["settings"] = self.settings
         return json.loads(json.dumps(out, default=_finite_or_none))
 
 
@@ -216,14 +222,21 @@ def convergence_warnings(parameters: Dict[str, ParameterSummary], divergences: i
     out: List[str] = []
     if method == "nuts" and chains < 2:
         out.append(f"only {chains} chain: r_hat cannot be computed; run at least 2 chains (--chains)")
+    # with one NUTS chain r_hat is undefined (said above); SVI draws are independent by construction
+    rhat_defined = method == "nuts" and chains >= 2
     for name, row in parameters.items():
         if math.isfinite(row.r_hat) and row.r_hat > RHAT_MAX:
             out.append(f"{name}: r_hat {row.r_hat:.3f} > {RHAT_MAX} (chains disagree; run longer "
                        "or check the model)")
+        elif rhat_defined and not math.isfinite(row.r_hat):
+            out.append(f"{name}: r_hat is {row.r_hat} (a chain is stuck or constant; check the "
+                       "trace plot and rerun)")
         for kind, ess in (("ess_bulk", row.ess_bulk), ("ess_tail", row.ess_tail)):
             if math.isfinite(ess) and ess < ESS_MIN:
                 out.append(f"{name}: {kind} {ess:.0f} < {ESS_MIN} (too few effective draws; "
                            "increase --draws)")
+            elif method == "nuts" and not math.isfinite(ess):
+                out.append(f"{name}: {kind} is {ess} (the draws do not move; check the trace plot)")
     if divergences > 0:
         out.append(f"{divergences} divergent transition(s) of {chains * draws}: the sampler may "
                    "have missed part of the posterior (raise target_accept or check the model)")
@@ -406,7 +419,7 @@ def predictive_check(idata, data: Optional[FitData] = None, *, num_draws: int = 
             & (bucket >= 0))
     keep &= checked_np[np.maximum(observed, 0)]
     if not keep.any():
-        raise ValueError("no step to check: every step is excluded or its action unknown")
+        raise FitError("no step to check: every step is excluded or its action unknown")
     draws = _draws(idata, config, num_draws, dtype)
     num = len(next(iter(draws.values())))
     keys = jax.random.split(jax.random.PRNGKey(seed), num)
@@ -456,7 +469,7 @@ def _score(post: np.ndarray, truth: np.ndarray, num_bins: int) -> CalibrationRow
     s = calibration_scores(post, truth, num_bins)
     conf, correct = confidence_and_correct(post, truth)
     return CalibrationRow(s["accuracy"], s["brier"], s["log_loss"], s["ece"], s["n"],
-                          reliability_table(conf, correct, num_bins))
+                          reliability_table(conf, correct, num_bins), s["floored"])
 
 
 def filtered_posterior(data: FitData, config: FitConfig, values: dict) -> np.ndarray:
@@ -500,8 +513,13 @@ def calibration(idata, data: Optional[FitData] = None, *, point: str = "median",
 
 
 def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = True,
-             calibrate: bool = True) -> Diagnosis:
-    """Summary, warnings, predictive check and calibration of a fit (see the module doc)."""
+             calibrate: bool = True, min_bucket_steps: int = 20, point: str = "median") -> Diagnosis:
+    """Summary, warnings, predictive check and calibration of a fit (see the module doc).
+
+    ``seed`` and ``ppc_draws`` drive the predictive replications, ``min_bucket_steps``
+    the skill-state buckets, ``point`` the parameters the calibration filter runs at;
+    all of them, with the fit's own record, are kept in ``Diagnosis.settings``.
+    """
     record = fit_record(idata)
     config = FitConfig(**record["config"])
     post = idata.posterior
@@ -509,8 +527,14 @@ def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = T
     parameters = summarize(idata)
     divergences = count_divergences(idata)
     warnings = convergence_warnings(parameters, divergences, chains, draws, config.method)
-    data = FitData.from_idata(idata) if (predictive or calibrate) else None
-    ppc = predictive_check(idata, data, num_draws=ppc_draws, seed=seed) if predictive else []
+    # a float64 (--x64) fit is checked in float64 too
+    import jax
+
+    with jax.enable_x64(True) if record.get("jax_x64") else contextlib.nullcontext():
+        data = FitData.from_idata(idata) if (predictive or calibrate) else None
+        ppc = (predictive_check(idata, data, num_draws=ppc_draws, seed=seed, min_bucket_steps=min_bucket_steps)
+               if predictive else [])
+        cal = calibration(idata, data, point=point) if calibrate else None
     for view in ppc:
         if view.passed:
             continue
@@ -521,8 +545,9 @@ def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = T
             f"X^2 {view.chi2_observed:.1f} observed vs {view.chi2_replicated:.1f} replicated, "
             f"TV {view.tv:.3f}; worst bucket '{worst.label}': TV {worst.tv:.3f} over "
             f"{worst.steps} steps)")
-    cal = calibration(idata, data) if calibrate else None
-    return Diagnosis(parameters, divergences, warnings, config.method, chains, draws, ppc, cal)
+    settings = {"seed": seed, "ppc_draws": ppc_draws, "predictive": predictive, "calibrate": calibrate,
+                "min_bucket_steps": min_bucket_steps, "point": point, "fit": record}
+    return Diagnosis(parameters, divergences, warnings, config.method, chains, draws, ppc, cal, settings)
 
 
 # --------------------------------------------------------------------------------------

@@ -543,8 +543,10 @@ def load_fit(path: Union[str, Path]):
     except (OSError, ValueError) as exc:
         raise FitError(f"{path}: not a readable NetCDF fit ({exc})") from None
     fit_record(idata)  # validates
-    if "posterior" not in idata.groups() or "log_likelihood" not in idata.groups():
-        raise FitError(f"{path}: the fit has no posterior/log_likelihood group")
+    missing = [g for g in ("posterior", "log_likelihood", "observed_data", "constant_data")
+               if g not in idata.groups()]
+    if missing:
+        raise FitError(f"{path}: the fit lacks the group(s) {', '.join(missing)} that `beliefgate fit` writes")
     return idata
 
 
