@@ -81,9 +81,7 @@ def scores(probs: np.ndarray, labels: np.ndarray, bins: int = DEFAULT_BINS) -> D
     if labels.min() < 0 or labels.max() >= num_classes:
         raise ValueError(f"labels must lie in [0, {num_classes}); got {labels.min()}..{labels.max()}")
     rows = np.arange(n)
-    pred = probs.argmax(axis=1)
-    conf = probs[rows, pred]
-    correct = pred == labels
+    conf, correct = confidence_and_correct(probs, labels)
     onehot = np.zeros_like(probs)
     onehot[rows, labels] = 1.0
     p_label = probs[rows, labels]

@@ -27,7 +27,6 @@ app = typer.Typer(
 )
 
 
-
 @app.command()
 def layouts(as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table")) -> None:
     """List the supported Overcooked layouts."""

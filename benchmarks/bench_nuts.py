@@ -149,41 +149,40 @@ def _enum_args(data):
     return (s.q, s.action_mask, s.weight, s.feasible, s.completed, s.valid, s.prior_counts)
 
 
-def check_same_density(data, trials: int = 3, seed: int = 0) -> float:
-    """Largest |difference| of the two potential energies at random parameters."""
+def potentials(data) -> dict:
+    """The potential energy (negative log density, unconstrained parameters) of both models."""
     import jax
     from numpyro.infer.util import initialize_model
 
     from beliefgate.models.fit import FitConfig, belief_model, prepare
 
-    ours = initialize_model(jax.random.PRNGKey(seed), lambda i: belief_model(i, FitConfig()),
-                            model_args=(prepare(data),))[1]
-    enum = initialize_model(jax.random.PRNGKey(seed), enumerated_model, model_args=_enum_args(data))[1]
+    key = jax.random.PRNGKey(0)  # only initialises the sites: the potentials do not depend on it
+    return {
+        "marginalised": initialize_model(key, lambda i: belief_model(i, FitConfig()),
+                                         model_args=(prepare(data),))[1],
+        "enumerated": initialize_model(key, enumerated_model, model_args=_enum_args(data))[1],
+    }
+
+
+def check_same_density(potential: dict, trials: int = 3, seed: int = 0) -> float:
+    """Largest |difference| of the two potential energies at random parameters."""
     rng = np.random.default_rng(seed)
     worst = 0.0
     for _ in range(trials):
         z = {"beta": rng.normal(0.5, 0.3), "epsilon": rng.normal(-2.0, 0.3), "hazard": rng.normal(-2.5, 0.3)}
-        worst = max(worst, abs(float(ours(z)) - float(enum(z))))
+        worst = max(worst, abs(float(potential["marginalised"](z)) - float(potential["enumerated"](z))))
     return worst
 
 
-def time_gradients(data, repeats: int = 20) -> dict:
+def time_gradients(potential: dict, repeats: int = 20) -> dict:
     """Milliseconds per potential-energy gradient of both models (compiled, after a warm-up call)."""
     import jax
     import jax.numpy as jnp
-    from numpyro.infer.util import initialize_model
 
-    from beliefgate.models.fit import FitConfig, belief_model, prepare
-
-    potentials = {
-        "marginalised": initialize_model(jax.random.PRNGKey(0), lambda i: belief_model(i, FitConfig()),
-                                         model_args=(prepare(data),))[1],
-        "enumerated": initialize_model(jax.random.PRNGKey(0), enumerated_model, model_args=_enum_args(data))[1],
-    }
     z = {"beta": jnp.asarray(0.9), "epsilon": jnp.asarray(-2.2), "hazard": jnp.asarray(-2.4)}
     out = {}
-    for name, potential in potentials.items():
-        grad = jax.jit(jax.value_and_grad(potential))
+    for name, fn in potential.items():
+        grad = jax.jit(jax.value_and_grad(fn))
         jax.block_until_ready(grad(z))  # compile
         started = time.perf_counter()
         for _ in range(repeats):
@@ -283,24 +282,23 @@ def run(args) -> dict:
     t0 = time.perf_counter()
     data = make_data(args.trajectories, args.steps, args.episodes, args.seed)
     prep = time.perf_counter() - t0
-    gap = check_same_density(data)
+    potential = potentials(data)
+    gap = check_same_density(potential)
     if gap > 1e-3 * max(1.0, float(data.num_steps) / 1000):
         raise SystemExit(f"the two models disagree: |potential difference| = {gap:.3g}")
-    grads = time_gradients(data)
+    grads = time_gradients(potential)
     print(f"data {prep:.1f} s, density gap {gap:.2g}, ms per gradient {grads}", file=sys.stderr, flush=True)
     if args.gradients_only:
         return {"trajectories": args.trajectories, "steps": args.steps, "density_gap": gap,
                 "gradient_ms": grads, "ratio_gradient": grads["enumerated"] / grads["marginalised"],
                 "x64": bool(jax.config.jax_enable_x64)}
     ours = run_marginalised(data, args.chains, args.draws, args.warmup, chain_method, args.seed)
-    print("marginalised: " + json.dumps({k: v for k, v in ours.items() if k != "idata"}),
-          file=sys.stderr, flush=True)  # partial result of a long run
+    ours_idata = ours.pop("idata")
+    print("marginalised: " + json.dumps(ours), file=sys.stderr, flush=True)  # partial result of a long run
     if args.baseline == "warm":
-        start = warm_start(ours.pop("idata"), data)
         enum = run_enumerated(data, args.chains, args.baseline_draws, args.baseline_warmup, chain_method,
-                              args.seed, start)
+                              args.seed, warm_start(ours_idata, data))
     else:
-        ours.pop("idata")
         b_draws = max(10, int(round(args.draws * args.baseline_fraction)))
         b_warmup = max(10, int(round(args.warmup * args.baseline_fraction)))
         enum = run_enumerated(data, args.chains, b_draws, b_warmup, chain_method, args.seed)

@@ -125,9 +125,9 @@ def test_full_has_a_lower_gap_rate_than_no_replan_on_switching_partners(tmp_path
     periodic-10 (400 episodes, ~3 min on 2 workers); the paired interval must lie below zero."""
     from pathlib import Path
 
-    from beliefgate.eval.executors import make_executor
     import yaml
 
+    from beliefgate.eval.executors import make_executor
     from beliefgate.eval.grid import parse_grid
     from beliefgate.eval.report import paired_bootstrap
     from beliefgate.eval.runner import load_results, run_grid

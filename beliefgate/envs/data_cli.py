@@ -23,7 +23,6 @@ data_app = typer.Typer(help="Real-partner data: the 2019 human-human Overcooked 
                        no_args_is_help=True)
 
 
-
 def _progress_bar(label: str):
     """A rich progress bar on stderr and the ``progress(i, n, text)`` callback that drives it."""
     from rich.progress import Progress

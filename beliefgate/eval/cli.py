@@ -21,8 +21,6 @@ from rich.table import Table
 from beliefgate.console import console, err_console, fail as _fail
 
 
-
-
 def _fmt(value: float, digits: int = 2) -> str:
     return "–" if value != value else f"{value:.{digits}f}"
 

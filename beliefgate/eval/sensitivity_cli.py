@@ -29,7 +29,6 @@ SHORT_OUTPUTS = {"interrupts_per_episode": "intr/ep", "detection_delay": "delay"
                  "map_accuracy": "MAP acc", "mean_confidence": "conf"}
 
 
-
 def _split_args(logs: List[str], params: List[str]):
     """Positional arguments that look like ``NAME=...`` and are not files are ranges
     (so ``--params a=0:1 b=2:3 LOG`` works as written in the docs)."""

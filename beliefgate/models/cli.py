@@ -17,7 +17,6 @@ from rich.table import Table
 from beliefgate.console import console, err_console, fail as _fail
 
 
-
 class ModelChoice(str, Enum):
     hazard = "hazard"
     windowed = "windowed"
@@ -38,7 +37,6 @@ class ChainMethod(str, Enum):
     parallel = "parallel"
     sequential = "sequential"
     vectorized = "vectorized"
-
 
 
 def _quiet_arviz() -> None:

@@ -16,8 +16,6 @@ import typer
 from beliefgate.console import err_console, fail as _fail
 
 
-
-
 def is_loopback(host: str) -> bool:
     """Whether ``host`` names only this machine (127.0.0.0/8, ::1, localhost)."""
     if host.lower() == "localhost":
