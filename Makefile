@@ -16,11 +16,11 @@ export PYGAME_HIDE_SUPPORT_PROMPT := 1
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[test,serve,sensitivity,data,dist]"
+	$(BIN)/python -m pip install -q -e ".[test,serve,sensitivity,data,dist,look]"
 	touch $(STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e ".[test,serve,sensitivity,data,dist,bench]"
+	$(BIN)/python -m pip install -q -e ".[test,serve,sensitivity,data,dist,look,bench]"
 	touch $(BENCH_STAMP)
 
 $(LLM_STAMP): $(STAMP)

@@ -29,6 +29,7 @@ loads it, or trains it on first use when the human data has been fetched.
 """
 
 from __future__ import annotations
+from beliefgate.errors import RuntimeFailure
 
 import json
 import time
@@ -56,7 +57,7 @@ HELD = (None, "onion", "dish", "soup", "tomato")
 Progress = Callable[[int, int, str], None]
 
 
-class BCModelError(RuntimeError):
+class BCModelError(RuntimeFailure):
     """A BC model is missing, stale or unreadable, or cannot be trained."""
 
 

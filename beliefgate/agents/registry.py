@@ -6,6 +6,7 @@ register with :func:`register` (e.g. ``bc:<layout>``).
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 import inspect
 import re
@@ -129,7 +130,7 @@ def make_agent(name: str, llm: Optional[object] = None, gate_params: Optional[ob
     return agent
 
 
-class GateParamsNotUsedError(ValueError):
+class GateParamsNotUsedError(InputError):
     """Gate parameters were given for an agent that keeps no gate."""
 
 

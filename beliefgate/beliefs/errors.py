@@ -8,12 +8,13 @@ concrete inputs; the jitted cores never validate.
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 
 from beliefgate.skills.library import UnknownSkillError as _LibraryUnknownSkill
 
 
-class BeliefInputError(ValueError):
+class BeliefInputError(InputError):
     """Base class: an input to a belief filter or skill model is malformed."""
 
 

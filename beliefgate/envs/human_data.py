@@ -35,6 +35,7 @@ simulator's are 20): summaries also count deliveries.
 """
 
 from __future__ import annotations
+from beliefgate.errors import RuntimeFailure
 
 import ast
 import gzip
@@ -90,7 +91,7 @@ Progress = Callable[[int, int, str], None]
 
 
 # ----------------------------------------------------------------------------- errors
-class HumanDataError(RuntimeError):
+class HumanDataError(RuntimeFailure):
     """Base class: the human data could not be fetched, checked, read or converted."""
 
 

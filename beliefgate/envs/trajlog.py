@@ -14,6 +14,7 @@ step. :func:`read_log` validates every line and raises :class:`LogFormatError`
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 import json
 import os
@@ -28,7 +29,7 @@ from beliefgate.envs.overcooked.state import SymbolicState
 FORMAT = "beliefgate.trajectory/1"
 
 
-class LogFormatError(ValueError):
+class LogFormatError(InputError):
     """A trajectory log line is not valid."""
 
     def __init__(self, path: str | Path, line: int, message: str):

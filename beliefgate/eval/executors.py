@@ -17,6 +17,7 @@ as it finishes, in completion order; an item whose worker died yields
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 import logging
 import os
@@ -26,7 +27,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
 LOCAL_HOST = "127.0.0.1"
 
 
-class ExecutorError(ValueError):
+class ExecutorError(InputError):
     """Bad executor settings (worker count, scheduler address) or a scheduler that cannot be reached."""
 
 

@@ -37,6 +37,7 @@ existed.
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 import hashlib
 import importlib
@@ -55,7 +56,7 @@ GRID_FORMAT = "beliefgate.grid/1"
 AGENT_PLUGINS = {"bc": "beliefgate.agents.bc"}
 
 
-class GridError(ValueError):
+class GridError(InputError):
     """A grid file that cannot be read, or names something that does not exist."""
 
 

@@ -29,6 +29,7 @@ score ``sum_k (p_k - [k = label])^2``, expected calibration error over
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 import itertools
 import json
@@ -80,7 +81,7 @@ _TRACK_VERSION = 2
 Progress = Callable[[int, int, str], None]
 
 
-class HumanEvalError(ValueError):
+class HumanEvalError(InputError):
     """Bad input to the human evaluation (unknown split, tuning on test, no labelled steps...)."""
 
 

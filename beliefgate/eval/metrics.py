@@ -23,6 +23,7 @@ evaluation runner stores one such row per episode.
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 import math
 from dataclasses import dataclass
@@ -73,7 +74,7 @@ METRICS: Dict[str, MetricInfo] = {
 }
 
 
-class MetricError(ValueError):
+class MetricError(InputError):
     """A log cannot be scored (e.g. a seat that is not a player of the log)."""
 
 

@@ -27,6 +27,7 @@ report is reproducible and does not depend on table order.
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 import math
 import re
@@ -45,7 +46,7 @@ MECHANISM = ("map_accuracy", "gap_rate", "comp3", "duplicate_rate", "intent_accu
              "blocking_rate", "abandoned", "replans", "llm_calls_per_step")
 
 
-class ReportError(ValueError):
+class ReportError(InputError):
     """A results table that cannot be reported as asked (e.g. an unknown baseline)."""
 
 

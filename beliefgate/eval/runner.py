@@ -26,6 +26,7 @@ interrupted one), one row per episode of the grid, so rows are never duplicated.
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 import csv
 import hashlib
@@ -56,7 +57,7 @@ Progress = Callable[[int, int, str], None]
 Reporter = Callable[[str], None]
 
 
-class RunError(ValueError):
+class RunError(InputError):
     """A run directory or results table that cannot be used."""
 
 

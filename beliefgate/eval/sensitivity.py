@@ -50,6 +50,7 @@ Closed loop (:func:`plan_closed_loop`, :func:`run_closed_loop_oat`)
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 import difflib
 import math
@@ -69,7 +70,7 @@ from beliefgate.figures import pyplot, save_figure
 # --------------------------------------------------------------------------- errors
 
 
-class SensitivityError(ValueError):
+class SensitivityError(InputError):
     """Base class of the sensitivity module's input errors."""
 
 

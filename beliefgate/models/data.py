@@ -22,6 +22,7 @@ parameter-recovery and calibration checks.
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 import hashlib
 from pathlib import Path
@@ -35,7 +36,7 @@ PathLike = Union[str, Path]
 Progress = Callable[[int, int, str], None]
 
 
-class FitDataError(ValueError):
+class FitDataError(InputError):
     """A log (or a set of logs) cannot be turned into model data."""
 
 

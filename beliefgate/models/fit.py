@@ -38,6 +38,7 @@ read it as NetCDF.
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 import json
 import math
@@ -57,7 +58,7 @@ CONFIG_ATTR = "beliefgate_fit"
 FORMAT = "beliefgate.fit/1"
 
 
-class FitError(ValueError):
+class FitError(InputError):
     """A fit cannot be configured, run or read."""
 
 

@@ -1,7 +1,9 @@
 """Planner-layer errors: the model misbehaved vs the caller misused the API vs no server."""
 
+from beliefgate.errors import BeliefgateError
 
-class PlannerError(Exception):
+
+class PlannerError(BeliefgateError):
     """Base class of planner-layer errors."""
 
 

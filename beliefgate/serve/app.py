@@ -28,6 +28,7 @@ error leaves the session as it was.
 """
 
 from __future__ import annotations
+from beliefgate.errors import BeliefgateError
 
 import asyncio
 import hmac
@@ -121,7 +122,7 @@ class ServeSettings:
         return min(max(self.ttl_s / 4.0, 0.05), 30.0)
 
 
-class ApiError(Exception):
+class ApiError(BeliefgateError):
     """An error with its HTTP status and ``error`` kind."""
 
     def __init__(self, status_code: int, kind: str, detail: str):

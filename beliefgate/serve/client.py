@@ -23,6 +23,7 @@ Errors: input the gate rejects raises the same exception class as in process
 """
 
 from __future__ import annotations
+from beliefgate.errors import BeliefgateError
 
 import json
 import math
@@ -39,7 +40,7 @@ from beliefgate.beliefs.gates import ChangePointInfo, StableMapInfo
 DEFAULT_URL = "http://127.0.0.1:8765"
 
 
-class ServeError(Exception):
+class ServeError(BeliefgateError):
     """An error answer of the service: HTTP status, ``error`` kind, ``detail``."""
 
     def __init__(self, status_code: int, kind: str, detail: str, errors: Optional[list] = None):

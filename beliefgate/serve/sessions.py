@@ -23,6 +23,7 @@ Snapshots (optional, ``snapshot_path``)
 """
 
 from __future__ import annotations
+from beliefgate.errors import BeliefgateError, RuntimeFailure
 
 import asyncio
 import logging
@@ -44,7 +45,7 @@ SNAPSHOT_FORMAT = "beliefgate-serve-snapshot"
 SNAPSHOT_VERSION = 1
 
 
-class SessionError(Exception):
+class SessionError(BeliefgateError):
     """A request about sessions that cannot be served (mapped to an HTTP status by the app)."""
 
     status_code = 400
@@ -72,7 +73,7 @@ class WrongSessionKindError(SessionError):
     kind = "wrong_session_kind"
 
 
-class SnapshotError(RuntimeError):
+class SnapshotError(RuntimeFailure):
     """A snapshot file cannot be read (corrupt, foreign) or written."""
 
 

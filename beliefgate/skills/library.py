@@ -12,6 +12,7 @@ fields, duplicate or unknown skills and bad roles are rejected with a
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError, LookupFailure
 
 import json
 from functools import cached_property
@@ -22,11 +23,11 @@ from typing import Dict, List, Tuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 
-class SkillLibraryError(ValueError):
+class SkillLibraryError(InputError):
     """A skill library file or object is malformed."""
 
 
-class UnknownSkillError(KeyError):
+class UnknownSkillError(LookupFailure):
     """A skill name or index that the library does not define."""
 
     def __str__(self) -> str:  # KeyError quotes its message otherwise

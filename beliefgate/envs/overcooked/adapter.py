@@ -7,6 +7,7 @@ its motion planners are never built, so nothing is written to site-packages.
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
@@ -19,7 +20,7 @@ from beliefgate.envs.overcooked.tables import NUM_ACTIONS
 DEFAULT_HORIZON = 400
 
 
-class InvalidActionError(ValueError):
+class InvalidActionError(InputError):
     """An action index outside 0..5 or a joint action of the wrong length."""
 
 

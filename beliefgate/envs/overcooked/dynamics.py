@@ -13,6 +13,7 @@ naming the step.
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 from typing import Dict, FrozenSet, List, Optional, Sequence
 
@@ -24,7 +25,7 @@ INGREDIENTS = ("onion", "tomato")
 DISPENSED = {"O": "onion", "T": "tomato", "D": "dish"}
 
 
-class ImpossibleTransitionError(ValueError):
+class ImpossibleTransitionError(InputError):
     """Two consecutive states that no joint action of the game can connect."""
 
     def __init__(self, message: str, step: Optional[int] = None, player: Optional[int] = None):

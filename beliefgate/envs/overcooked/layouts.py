@@ -6,6 +6,7 @@ Everything here is static per layout and cached in memory.
 """
 
 from __future__ import annotations
+from beliefgate.errors import LookupFailure
 
 import os
 from dataclasses import dataclass
@@ -56,7 +57,7 @@ TERRAIN_NAMES = {
 }
 
 
-class UnknownLayoutError(KeyError):
+class UnknownLayoutError(LookupFailure):
     """A layout name beliefgate does not support."""
 
     def __str__(self) -> str:

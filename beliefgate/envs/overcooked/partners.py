@@ -8,6 +8,7 @@ moves. Every partner is also usable as an ego agent.
 """
 
 from __future__ import annotations
+from beliefgate.errors import LookupFailure
 
 from dataclasses import dataclass
 from functools import lru_cache
@@ -21,7 +22,7 @@ from beliefgate.envs.overcooked.layouts import DIRECTIONS, Pos, layout_info
 from beliefgate.envs.overcooked.state import POT_CAPACITY, SymbolicState
 
 
-class UnknownPartnerError(KeyError):
+class UnknownPartnerError(LookupFailure):
     """A partner or agent name that is not registered."""
 
     def __str__(self) -> str:

@@ -9,6 +9,7 @@ policy tree reads (Co-pi-tree appendix A.9).
 """
 
 from __future__ import annotations
+from beliefgate.errors import InputError
 
 import ast
 import json
@@ -26,7 +27,7 @@ COOK_TIME = 20
 POT_CAPACITY = 3
 
 
-class StateFormatError(ValueError):
+class StateFormatError(InputError):
     """A state (symbolic, ``overcooked`` or 2019 human format) is malformed or inconsistent with its layout."""
 
 
