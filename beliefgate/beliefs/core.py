@@ -1,0 +1,806 @@
+"""The functional core of the online gate: ``make_gate(params) -> (init, update)``.
+
+Shaped like blackjax's ``SamplingAlgorithm(init, step)``: a bound configuration, a
+carried state (:class:`GateState`, immutable NamedTuples of NumPy arrays) and
+per-step records (:class:`GateInfo`) that are logged and never fed back::
+
+    fns = make_gate(GateParams(), num_skills=3, skill_names=["fetch", "cook", "serve"])
+    state = fns.init()
+    state, info = fns.update(state, TableEvidence(logprobs, action=2))
+    decision = fns.decide(info)          # the convenience view (posterior, MAP, interrupt, ...)
+
+``update`` validates its evidence first and raises a :class:`BeliefInputError`
+subclass before anything is computed, so a failed step leaves nothing half-done;
+states are never modified in place, so the caller keeps the old one. The
+:class:`beliefgate.beliefs.gate.Gate` class, the HTTP service and the sensitivity
+replays are all thin users of these functions.
+
+Evidence comes in three forms (all reduce to one internal record):
+
+* :class:`TableEvidence` -- a ``[K, A]`` table of action log-probabilities per skill
+  and the index of the action the partner took;
+* :class:`~beliefgate.beliefs.evidence.StepEvidence` -- the domain boundary's
+  general form (table, consistent-action mask, weight, completion, feasibility);
+* :class:`LoglikEvidence` -- only the log-likelihood of the observed action per skill.
+
+The maths (hazard and windowed forward steps, the stable-MAP and change-point
+gates) lives in :mod:`beliefgate.beliefs.gates` and ``docs/model.md``; this module
+only orders the calls and keeps the books.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple, Optional, Sequence, Union
+
+import numpy as np
+
+from beliefgate.beliefs.checks import as_bool
+from beliefgate.beliefs.config import MAX_PRIOR_COUNT, GateParams
+from beliefgate.beliefs.errors import (
+    ActionIndexError,
+    ImpossibleObservationError,
+    InvalidParameterError,
+    InvalidWeightError,
+    NoFeasibleSkillError,
+    NonFiniteLoglikError,
+    ShapeMismatchError,
+    UnknownSkillError,
+)
+from beliefgate.beliefs.evidence import StepEvidence
+from beliefgate.beliefs.gates import (
+    REASON_EGO_IDLE,
+    ChangePointConfig,
+    ChangePointInfo,
+    ChangePointState,
+    StableMapConfig,
+    StableMapInfo,
+    StableMapState,
+    changepoint_init,
+    changepoint_notify_replanned,
+    changepoint_update,
+    condition,
+    hazard_constants,
+    hazard_step,
+    stable_map_init,
+    stable_map_notify_replanned,
+    stable_map_update,
+)
+
+_F64 = np.dtype(np.float64)
+_INF = math.inf
+_max_reduce = np.maximum.reduce
+_add_reduce = np.add.reduce
+#: Largest finite |log-probability| accepted in evidence: beyond it exp() and the
+#: tempered products leave float64's range, and every later step would fail.
+MAX_ABS_LOGPROB = 1e4
+#: Largest tempering weight.
+MAX_WEIGHT = 1e3
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+class GateConfig(NamedTuple):
+    """:class:`GateParams` bound to ``K`` skills and pre-processed for the hot path."""
+
+    params: GateParams
+    num_skills: int
+    names: tuple
+    hazard: float
+    one_minus_h: float
+    alpha: float
+    windowed: bool
+    slots: int
+    skill_ref: bool
+    stable_map: StableMapConfig
+    changepoint: ChangePointConfig
+    mode: str
+    track_cp: bool
+    prior_counts: np.ndarray
+
+
+def gate_config(params: Optional[GateParams], num_skills: int,
+                skill_names: Optional[Sequence[str]] = None, prior_counts=None) -> GateConfig:
+    """Validate and bind the configuration (raises :class:`BeliefInputError` subclasses)."""
+    if isinstance(num_skills, bool) or not isinstance(num_skills, (int, np.integer)) or num_skills < 1:
+        raise ShapeMismatchError(f"num_skills must be an integer >= 1, got {num_skills!r}")
+    num_skills = int(num_skills)
+    if params is None:
+        params = GateParams()
+    elif not isinstance(params, GateParams):
+        raise InvalidParameterError(f"params must be a GateParams, got {type(params).__name__}")
+    if skill_names is None:
+        names = tuple(f"skill_{k}" for k in range(num_skills))
+    else:
+        names = tuple(str(n) for n in skill_names)
+        if len(names) != num_skills or len(set(names)) != num_skills:
+            raise ShapeMismatchError(
+                f"skill_names must hold {num_skills} distinct names, got {list(skill_names)!r}")
+    if prior_counts is None:
+        counts = np.zeros(num_skills)
+    else:
+        try:
+            counts = np.array(prior_counts, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidParameterError(f"prior_counts must be numbers, got {prior_counts!r}") from None
+        if counts.shape != (num_skills,):
+            raise ShapeMismatchError(f"prior_counts must have shape ({num_skills},), got {counts.shape}")
+        if not np.all(np.isfinite(counts)) or np.any(counts < 0) or np.any(counts > MAX_PRIOR_COUNT):
+            raise InvalidParameterError(
+                f"prior_counts must be finite, >= 0 and <= {MAX_PRIOR_COUNT:g}, got {counts.tolist()}")
+    counts.setflags(write=False)
+    windowed = params.model == "windowed"
+    track = params.track_changepoint
+    return GateConfig(
+        params=params,
+        num_skills=num_skills,
+        names=names,
+        hazard=float(params.hazard),
+        one_minus_h=1.0 - float(params.hazard),
+        alpha=float(params.alpha),
+        windowed=windowed,
+        slots=int(params.window) if (windowed and params.window is not None) else 0,
+        skill_ref=params.reference == "skill",
+        stable_map=params.stable_map_config(),
+        changepoint=params.changepoint_config(),
+        mode=params.gate,
+        track_cp=(not windowed or params.gate != "stable_map") if track is None else bool(track),
+        prior_counts=counts,
+    )
+
+
+# --------------------------------------------------------------------------- states and records
+
+
+class BeliefState(NamedTuple):
+    """Carried state of the online filter after ``t`` steps (K skills).
+
+    Fields
+    ------
+    belief : float[K]
+        ``b_{t-1}(k) = P(z_{t-1} = k | a_{0:t-1})``, the posterior after the last
+        step (``pi0`` before the first; unused while ``restart`` is set).
+    pi0 : float[K]
+        Smoothed prior ``(counts + alpha) / sum(counts + alpha)``; in the windowed
+        model also the prior of the current segment (it only changes at completions,
+        which start a segment).
+    counts : float[K]
+        ``n(k)`` = completions remembered from earlier episodes + completions so far.
+    restart : bool
+        The next predict is ``pi0 ∘ feasible`` (episode start, or after a visible
+        completion; windowed: a new segment starts).
+    window_buf : float[W, K]
+        Windowed model, finite window: ring of the last ``W`` observed tempered
+        log-likelihood rows of the segment (zeros = empty slots). ``W = 0`` otherwise.
+    window_pos : int
+        Slot of ``window_buf`` written next (the oldest once the ring is full).
+    window_sum : float[K]
+        Windowed model, infinite window: running sum of the segment's rows.
+    log_evidence : float
+        ``sum_t log p(a_t | a_{<t})`` (hazard: the log marginal likelihood).
+    t : int
+        Number of steps processed; the next step has index ``t``.
+    consts : (float[K], float[K])
+        ``hazard_constants(pi0, h)``, cached with ``pi0`` (they change only with it).
+    """
+
+    belief: np.ndarray
+    pi0: np.ndarray
+    counts: np.ndarray
+    restart: bool
+    window_buf: np.ndarray
+    window_pos: int
+    window_sum: np.ndarray
+    log_evidence: float
+    t: int
+    consts: Optional[tuple] = None
+
+
+class GateState(NamedTuple):
+    """Everything the gate carries: the filter and each gate's own counters."""
+
+    belief: BeliefState
+    stable_map: StableMapState
+    changepoint: ChangePointState
+
+
+class GateInfo(NamedTuple):
+    """Diagnostics of one step (logged, never fed back).
+
+    Fields
+    ------
+    t : int
+        Step index.
+    prior, posterior : float[K]
+        Pre-update belief (what the stable-MAP gate judged) and posterior.
+    stable_map : StableMapInfo
+        That gate's verdict: m_t, b(m_t), stable_t, l_t, contradiction, interrupt,
+        reason (also reachable as ``info.map_skill``, ``info.l_t``, ...).
+    changepoint : ChangePointInfo
+        P(switch in the last L steps), P(z_t != z_{t-1}), fired, reason.
+    interrupt : bool
+        The interrupt of the gate chosen by ``GateParams.gate``.
+    suppressed_reason : str or None
+        ``None`` when interrupting, else why not (``"no_contradiction"``,
+        ``"unstable_map"``, ``"low_confidence"``, ``"cooldown"``, ``"ego_idle"``,
+        ``"excluded_step"``; change-point mode: ``"below_threshold"``, ``"disarmed"``).
+    log_evidence : float
+        ``log p(a_t | a_{<t})`` under the pre-update belief.
+    weight, completed, ego_active
+        The step's tempering weight, completed skill (-1 none) and ego flag.
+    predictive : float[K] or None
+        Belief about ``z_{t+1}`` before ``a_{t+1}`` is seen (after any completion
+        reset, every skill assumed feasible at ``t+1``).
+    """
+
+    t: int
+    prior: np.ndarray
+    posterior: np.ndarray
+    stable_map: StableMapInfo
+    changepoint: ChangePointInfo
+    interrupt: bool
+    suppressed_reason: Optional[str]
+    log_evidence: float
+    weight: float
+    completed: int
+    ego_active: bool
+    predictive: Optional[np.ndarray] = None
+
+    @property
+    def map_skill(self) -> int:
+        """m_t, the MAP of the pre-update belief."""
+        return self.stable_map.map_skill
+
+    @property
+    def confidence(self) -> float:
+        """b(m_t) of the pre-update belief."""
+        return self.stable_map.confidence
+
+    @property
+    def stable(self) -> int:
+        return self.stable_map.stable
+
+    @property
+    def l_t(self) -> float:
+        return self.stable_map.l_t
+
+    @property
+    def contradiction(self) -> bool:
+        return self.stable_map.contradiction
+
+    def to_dict(self) -> dict:
+        """Flat, JSON-ready dict (arrays become lists; gate fields prefixed)."""
+        out = {
+            "t": self.t,
+            "prior": self.prior.tolist(),
+            "posterior": self.posterior.tolist(),
+            "interrupt": self.interrupt,
+            "suppressed_reason": self.suppressed_reason,
+            "log_evidence": self.log_evidence,
+            "weight": self.weight,
+            "completed": self.completed,
+            "ego_active": self.ego_active,
+        }
+        out.update({f"stable_map_{k}": v for k, v in self.stable_map._asdict().items()})
+        out.update({f"changepoint_{k}": v for k, v in self.changepoint._asdict().items()})
+        return out
+
+
+class Decision(NamedTuple):
+    """What a step returns to the caller of the convenience layer.
+
+    Fields
+    ------
+    posterior : float[K]
+        ``P(z_t | a_{0:t})``, sums to one.
+    map_skill, map_name : int, str
+        ``argmax posterior`` and its skill name.
+    confidence : float
+        ``posterior[map_skill]``.
+    contradiction : bool
+        ``l_t < tau_obs`` under the pre-update MAP (steps with weight > 0 only).
+    interrupt : bool
+        Interrupt the ego skill and replan now (gate chosen by ``GateParams.gate``).
+    changepoint : bool
+        The change-point gate fired at this step.
+    changepoint_prob : float
+        ``P(a hidden skill switch happened in the last L steps | a_{0:t})``
+        (NaN when not tracked, see ``GateParams.track_changepoint``).
+    switch_prob : float
+        ``P(z_t != z_{t-1} | a_{0:t})`` (instantaneous; hovers near h; NaN when not tracked).
+    predictive : float[K]
+        Belief about ``z_{t+1}`` before ``a_{t+1}`` is seen, after any completion
+        reset, assuming every skill feasible at ``t+1``.
+    info : GateInfo
+        Full diagnostics (pre-update posterior, stable count, l_t, reasons, ...).
+    """
+
+    posterior: np.ndarray
+    map_skill: int
+    map_name: str
+    confidence: float
+    contradiction: bool
+    interrupt: bool
+    changepoint: bool
+    changepoint_prob: float
+    switch_prob: float
+    predictive: np.ndarray
+    info: GateInfo
+
+
+# --------------------------------------------------------------------------- evidence
+
+
+class TableEvidence(NamedTuple):
+    """``logprobs[k, a] = log pi_hat(a | s_t, k)`` and the index of the action taken."""
+
+    logprobs: np.ndarray
+    action: int
+    completed: Union[int, str, None] = None
+    feasible: Optional[np.ndarray] = None
+    weight: float = 1.0
+
+
+class LoglikEvidence(NamedTuple):
+    """``loglik[k] = log pi_hat(a_t | s_t, k)`` only (the gate compares against the best skill)."""
+
+    loglik: np.ndarray
+    completed: Union[int, str, None] = None
+    feasible: Optional[np.ndarray] = None
+    weight: float = 1.0
+
+
+Evidence = Union[TableEvidence, StepEvidence, LoglikEvidence]
+
+
+class Reduced(NamedTuple):
+    """Validated evidence reduced to what the forward step and the gates read.
+
+    ``ll``: tempered log-likelihood float[K] (``None``: excluded step); ``score`` /
+    ``top``: the stable-MAP gate's log ratio is ``score[m] - top[m]`` (``score=None``:
+    undefined, ``l_t = 1``); ``weight``; ``completed`` (-1 none); ``feasible``
+    bool[K] or ``None`` (all).
+    """
+
+    ll: Optional[np.ndarray]
+    score: Optional[np.ndarray]
+    top: Union[np.ndarray, float]
+    weight: float
+    completed: int
+    feasible: Optional[np.ndarray]
+
+
+def _completed_index(config: GateConfig, completed) -> int:
+    if completed is None:
+        return -1
+    if isinstance(completed, str):
+        try:
+            return config.names.index(completed)
+        except ValueError:
+            raise UnknownSkillError(
+                f"unknown skill {completed!r}; known skills: {list(config.names)}") from None
+    if isinstance(completed, (bool, np.bool_)) or not isinstance(completed, (int, np.integer)):
+        raise UnknownSkillError(f"completed must be a skill name, an index or None, got {completed!r}")
+    c = int(completed)
+    if not -1 <= c < config.num_skills:
+        raise UnknownSkillError(f"completed index must lie in [-1, {config.num_skills}), got {c}")
+    return c
+
+
+def _feasible_mask(config: GateConfig, feasible) -> Optional[np.ndarray]:
+    if feasible is None:
+        return None
+    arr = as_bool(feasible, "feasible", (config.num_skills,))
+    if not arr.any():
+        raise NoFeasibleSkillError("no skill is feasible at this step")
+    if arr.all():
+        return None
+    return arr
+
+
+def _weight(weight) -> float:
+    if type(weight) is float and weight == 1.0:  # the common case, fast
+        return 1.0
+    if isinstance(weight, (bool, np.bool_)) or not isinstance(
+            weight, (int, float, np.integer, np.floating)):
+        raise InvalidWeightError(f"weight must be a number >= 0, got {weight!r}")
+    w = float(weight)
+    if not (math.isfinite(w) and 0.0 <= w <= MAX_WEIGHT):
+        raise InvalidWeightError(f"weight must be a finite number in [0, {MAX_WEIGHT:g}], got {weight!r}")
+    return w
+
+
+def _as_float_array(x, what: str) -> np.ndarray:
+    """``x`` as float64 without silently dropping parts (complex) or reading bools as numbers."""
+    if type(x) is np.ndarray and x.dtype == _F64:
+        return x
+    arr = np.asarray(x)
+    if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.integer)
+                                     or np.issubdtype(arr.dtype, np.floating)):
+        raise ShapeMismatchError(f"{what} must be a real numeric array, got dtype {arr.dtype}")
+    return arr.astype(np.float64)
+
+
+def _table(config: GateConfig, logprobs) -> np.ndarray:
+    lp = _as_float_array(logprobs, "action_logprobs")
+    if lp.ndim != 2 or lp.shape[0] != config.num_skills or lp.shape[1] == 0:
+        raise ShapeMismatchError(
+            f"action_logprobs must have shape ({config.num_skills}, A) with A >= 1, got {lp.shape}")
+    return lp
+
+
+def _row_max(lp: np.ndarray) -> np.ndarray:
+    """Row maxima of a log-probability table; raises unless every row is a valid log-distribution."""
+    rowmax = _max_reduce(lp, axis=1)
+    values = rowmax.tolist()
+    top = max(values)
+    low = min(values)
+    if not (math.isfinite(sum(values)) and low > -MAX_ABS_LOGPROB and top <= 1e-9):
+        if np.isnan(lp).any() or (lp == _INF).any():
+            raise NonFiniteLoglikError("action_logprobs must not contain NaN or +inf")
+        if top > 1e-9:
+            bad = int(np.argmax(rowmax))
+            raise NonFiniteLoglikError(
+                f"action_logprobs row {bad} has a positive log-probability {top!r}; rows are log-probabilities (<= 0)")
+        bad = int(np.argmin(rowmax))
+        if rowmax[bad] == -_INF:
+            raise NonFiniteLoglikError(
+                f"row {bad} of action_logprobs is all -inf (every action impossible under that skill)")
+        raise NonFiniteLoglikError(
+            f"row {bad} of action_logprobs peaks at {rowmax[bad]!r}, below -{MAX_ABS_LOGPROB:g}")
+    lowest = lp.min()
+    if lowest < -MAX_ABS_LOGPROB and (lowest > -_INF or lp[np.isfinite(lp)].min() < -MAX_ABS_LOGPROB):
+        finite_min = lp[np.isfinite(lp)].min()
+        raise NonFiniteLoglikError(
+            f"action_logprobs holds {finite_min!r}; finite entries must be >= -{MAX_ABS_LOGPROB:g} (use -inf for zero)")
+    return rowmax
+
+
+def _temper(col: np.ndarray, w: float) -> Optional[np.ndarray]:
+    if w == 1.0:
+        return col
+    return col * w if w > 0.0 else None
+
+
+def _vs_best_skill(obs: np.ndarray, feas: Optional[np.ndarray]):
+    """``(score, top)`` comparing the MAP skill with the best feasible skill (``reference="skill"``)."""
+    top = float(obs.max() if feas is None else obs[feas].max())
+    return (obs if top > -_INF else None), top
+
+
+def reduce_table(config: GateConfig, ev: TableEvidence) -> Reduced:
+    """Validate a :class:`TableEvidence` and reduce it."""
+    lp = _table(config, ev.logprobs)
+    a = ev.action
+    if type(a) is not int:
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+            raise ActionIndexError(f"action must be an integer index, got {ev.action!r}")
+        a = int(a)
+    if not 0 <= a < lp.shape[1]:
+        raise ActionIndexError(f"action index {a} outside [0, {lp.shape[1]})")
+    rowmax = _row_max(lp)
+    comp = _completed_index(config, ev.completed)
+    feas = _feasible_mask(config, ev.feasible)
+    w = _weight(ev.weight)
+    col = lp[:, a]
+    if config.skill_ref:
+        score, top = _vs_best_skill(col, feas)
+    else:
+        score, top = col, rowmax
+    return Reduced(_temper(col, w), score, top, w, comp, feas)
+
+
+def reduce_step(config: GateConfig, ev: StepEvidence) -> Reduced:
+    """Validate a :class:`StepEvidence` and reduce it: the likelihood of the observation under
+    skill ``k`` is ``sum_{a in mask} pi_hat(a | s_t, k)``; the gate's ``l_t`` uses the best
+    consistent action under the MAP skill."""
+    if not isinstance(ev, StepEvidence):
+        raise ShapeMismatchError(f"expected a StepEvidence, got {type(ev).__name__}")
+    lp = _table(config, ev.logprobs)
+    idx = np.flatnonzero(as_bool(ev.action_mask, "action_mask", (lp.shape[1],)))
+    if idx.size == 0:
+        raise ActionIndexError("action_mask selects no action")
+    rowmax = _row_max(lp)
+    comp = _completed_index(config, ev.completed)
+    feas = _feasible_mask(config, ev.feasible)
+    w = _weight(ev.weight)
+    if idx.size == 1:
+        raw = best = lp[:, int(idx[0])]
+    else:
+        sub = lp[:, idx]
+        raw = np.logaddexp.reduce(sub, axis=1)
+        best = _max_reduce(sub, axis=1)
+    if config.skill_ref:
+        score, top = _vs_best_skill(raw, feas)
+    else:
+        score, top = best, rowmax
+    return Reduced(_temper(raw, w), score, top, w, comp, feas)
+
+
+def reduce_loglik(config: GateConfig, ev: LoglikEvidence) -> Reduced:
+    """Validate a :class:`LoglikEvidence` and reduce it (``l_t`` against the best feasible skill)."""
+    v = _as_float_array(ev.loglik, "loglik")
+    if v.shape != (config.num_skills,):
+        raise ShapeMismatchError(f"loglik must have shape ({config.num_skills},), got {v.shape}")
+    mx = v.max()
+    if not mx < _INF:  # NaN or +inf somewhere
+        raise NonFiniteLoglikError("loglik must not contain NaN or +inf; use -inf for zero")
+    finite = v[np.isfinite(v)]
+    if finite.size and (finite.min() < -MAX_ABS_LOGPROB or finite.max() > MAX_ABS_LOGPROB):
+        raise NonFiniteLoglikError(f"finite loglik entries must lie within ±{MAX_ABS_LOGPROB:g}")
+    comp = _completed_index(config, ev.completed)
+    feas = _feasible_mask(config, ev.feasible)
+    w = _weight(ev.weight)
+    score, top = _vs_best_skill(v, feas)
+    return Reduced(_temper(v, w), score, top, w, comp, feas)
+
+
+def reduce(config: GateConfig, evidence: Evidence) -> Reduced:
+    """Validate any evidence form and reduce it (raises :class:`BeliefInputError` subclasses)."""
+    if isinstance(evidence, TableEvidence):
+        return reduce_table(config, evidence)
+    if isinstance(evidence, StepEvidence):
+        return reduce_step(config, evidence)
+    if isinstance(evidence, LoglikEvidence):
+        return reduce_loglik(config, evidence)
+    raise ShapeMismatchError(
+        f"evidence must be a TableEvidence, StepEvidence or LoglikEvidence, got {type(evidence).__name__}")
+
+
+# --------------------------------------------------------------------------- init / update
+
+
+def init(config: GateConfig, counts: Optional[np.ndarray] = None) -> GateState:
+    """The state at the start of an episode (``counts``: completion memory; default the config's)."""
+    counts = np.array(config.prior_counts if counts is None else counts, dtype=np.float64)
+    smoothed = counts + config.alpha
+    pi0 = smoothed / smoothed.sum()
+    counts.setflags(write=False)
+    pi0.setflags(write=False)
+    belief = BeliefState(
+        belief=pi0,
+        pi0=pi0,
+        counts=counts,
+        restart=True,
+        window_buf=np.zeros((config.slots, config.num_skills)),
+        window_pos=0,
+        window_sum=np.zeros(config.num_skills),
+        log_evidence=0.0,
+        t=0,
+        consts=hazard_constants(pi0, config.hazard),
+    )
+    return GateState(belief, stable_map_init(),
+                     changepoint_init(config.num_skills, config.params.cp_horizon))
+
+
+def notify_replanned(state: GateState) -> GateState:
+    """The ego replanned for its own reasons: both cooldowns start at the last step (``t - 1``)."""
+    t_last = state.belief.t - 1
+    return state._replace(
+        stable_map=stable_map_notify_replanned(state.stable_map, t_last),
+        changepoint=changepoint_notify_replanned(state.changepoint, t_last),
+    )
+
+
+def advance(config: GateConfig, state: GateState, ev: Reduced,
+            ego_active: bool = True) -> tuple[GateState, GateInfo]:
+    """One step on reduced evidence: predict, gate on the prediction, condition, book-keep.
+
+    Pure: returns the new state and the step's info; ``state`` is not touched.
+    Raises :class:`ImpossibleObservationError` / :class:`NonFiniteLoglikError` when the
+    step cannot be taken (the caller keeps ``state``).
+    """
+    ll, feas, completed, weight = ev.ll, ev.feasible, ev.completed, ev.weight
+    ego_active = bool(ego_active)
+    bs = state.belief
+    cps = state.changepoint
+    t = bs.t
+    pi0 = bs.pi0
+    restart = bs.restart
+    consts = bs.consts if bs.consts is not None else hazard_constants(pi0, config.hazard)
+
+    # 1. predict + condition. The change-point gate's run-length filter needs the
+    #    hazard step; in the hazard model that step *is* the belief update.
+    if not config.windowed:
+        hs = hazard_step(bs.belief, pi0, feas, restart, config.hazard, ll, consts)
+        prior, post, log_z = hs.prior, hs.post, hs.log_z
+        buf, pos, wsum = bs.window_buf, bs.window_pos, bs.window_sum
+    else:
+        prior, post, log_z, buf, pos, wsum = _windowed_step(config, bs, ll, feas)
+    if log_z == -_INF:
+        raise ImpossibleObservationError(
+            "the observation has probability zero under every skill the belief allows")
+    if not log_z < _INF or not np.isfinite(post).all():  # NaN or overflow: reject, state untouched
+        raise NonFiniteLoglikError(
+            "the tempered log-likelihood overflows (weight x log-probability too large); the gate is unchanged")
+
+    # 2. gates, each with its own counters
+    sm_state, sm = stable_map_update(config.stable_map, state.stable_map, t, prior, ev.score, ev.top,
+                                     weight, ego_active)
+    if not config.track_cp:
+        cp_state, cp = cps, _CP_UNTRACKED
+    else:
+        if config.windowed:
+            hs = hazard_step(cps.belief, pi0, feas, restart, config.hazard, ll, consts)
+        cp_state, cp = changepoint_update(config.changepoint, cps, t, hs, pi0, feas, ll)
+    mode = config.mode
+    if mode == "stable_map":
+        interrupt, reason = sm.interrupt, sm.suppressed_reason
+    elif mode == "changepoint":
+        interrupt = cp.fired and ego_active
+        reason = cp.suppressed_reason if not cp.fired else (None if ego_active else REASON_EGO_IDLE)
+    else:
+        interrupt = sm.interrupt or (cp.fired and ego_active)
+        reason = None if interrupt else sm.suppressed_reason
+        if interrupt:  # one replanning signal: both cooldowns start
+            sm_state = stable_map_notify_replanned(sm_state, t)
+            cp_state = changepoint_notify_replanned(cp_state, t)
+
+    # 3. completion book-keeping and the prediction for the next step
+    counts = bs.counts
+    next_consts = consts
+    if completed >= 0:
+        counts = counts.copy()
+        counts[completed] += 1.0
+        smoothed = counts + config.alpha
+        next_pi0 = predictive = smoothed / smoothed.sum()
+        counts.setflags(write=False)
+        next_pi0.setflags(write=False)
+        next_consts = hazard_constants(next_pi0, config.hazard)
+    else:
+        next_pi0 = pi0
+        if not config.windowed:
+            predictive = post * config.one_minus_h + consts[0]
+        elif feas is None:
+            predictive = post
+        else:
+            predictive = condition(pi0, _add_reduce(buf, axis=0) if config.slots else wsum)[0]
+
+    post.setflags(write=False)  # shared by the info and the new state
+    new_state = GateState(
+        BeliefState(post, next_pi0, counts, completed >= 0, buf, pos, wsum,
+                    bs.log_evidence + log_z, t + 1, next_consts),
+        sm_state,
+        cp_state,
+    )
+    info = GateInfo(t, prior, post, sm, cp, interrupt, reason, log_z, weight, completed,
+                    ego_active, predictive)
+    return new_state, info
+
+
+def update(config: GateConfig, state: GateState, evidence: Evidence,
+           ego_active: bool = True) -> tuple[GateState, GateInfo]:
+    """Validate ``evidence`` and take one step: ``(new_state, info)``."""
+    return advance(config, state, reduce(config, evidence), ego_active)
+
+
+def decide(config: GateConfig, info: GateInfo) -> Decision:
+    """The caller's view of one step (posterior, MAP, interrupt, change-point signals)."""
+    post = info.posterior
+    m = int(post.argmax())
+    cp = info.changepoint
+    return Decision(post, m, config.names[m], float(post[m]), info.stable_map.contradiction,
+                    info.interrupt, cp.fired, cp.prob, cp.switch_prob, info.predictive, info)
+
+
+def _windowed_step(config: GateConfig, bs: BeliefState, ll, feas):
+    """Windowed model (docs/model.md): ``b ∝ pi0_seg ∘ feasible ∘ exp(window sum)``.
+
+    A step enters the window only if its tempered log-likelihood row is not
+    identically zero; the pre-update belief is the product without the new row
+    (after evicting the oldest one). Returns
+    ``(prior, post, log_z, window_buf, window_pos, window_sum)``.
+    """
+    restart = bs.restart
+    slots = config.slots
+    buf, pos, wsum = bs.window_buf, bs.window_pos, bs.window_sum
+    observed = ll is not None and bool(ll.any())
+    if slots:
+        if restart:
+            buf, pos = np.zeros((slots, config.num_skills)), 0
+        if observed:
+            buf = buf.copy()
+            buf[pos] = 0.0
+            before = _add_reduce(buf, axis=0)
+            buf[pos] = ll
+            pos = (pos + 1) % slots
+        else:
+            before = _add_reduce(buf, axis=0)
+    else:
+        before = np.zeros(config.num_skills) if restart else wsum
+        wsum = before + ll if observed else before
+    pi0 = bs.pi0
+    base = pi0 if feas is None else (pi0 * feas) / (pi0 * feas).sum()
+    if restart:
+        prior = base
+    else:
+        prior, log_w, _ = condition(base, before)
+        if log_w == -_INF:
+            raise ImpossibleObservationError(
+                "every feasible skill has probability zero in the current window")
+    if observed:
+        post, log_z, _ = condition(prior, ll)
+    else:
+        post, log_z = prior, 0.0
+    return prior, post, log_z, buf, pos, wsum
+
+
+#: What the change-point gate reports when it is not tracked.
+_CP_UNTRACKED = ChangePointInfo(math.nan, math.nan, False, "not_tracked")
+
+
+# --------------------------------------------------------------------------- builder
+
+
+class GateFunctions(NamedTuple):
+    """The core with one configuration bound: ``init() -> state``,
+    ``update(state, evidence, ego_active=True) -> (state, info)``, ``advance`` (on
+    already-reduced evidence), ``reduce`` (validate evidence), ``decide(info)``,
+    ``notify_replanned(state)`` and ``new_episode(state, keep_memory)``."""
+
+    config: GateConfig
+    init: Callable[[], GateState]
+    update: Callable[..., tuple]
+    advance: Callable[..., tuple]
+    reduce: Callable[..., Reduced]
+    decide: Callable[[GateInfo], Decision]
+    notify_replanned: Callable[[GateState], GateState]
+    new_episode: Callable[..., GateState]
+
+
+def make_gate(params: Optional[GateParams] = None, num_skills: int = 6,
+              skill_names: Optional[Sequence[str]] = None, prior_counts=None) -> GateFunctions:
+    """Validate the configuration once and bind it: the functional gate."""
+    config = gate_config(params, num_skills, skill_names, prior_counts)
+
+    def _init() -> GateState:
+        return init(config)
+
+    def _update(state: GateState, evidence: Evidence, ego_active: bool = True):
+        return update(config, state, evidence, ego_active)
+
+    def _advance(state: GateState, ev: Reduced, ego_active: bool = True):
+        return advance(config, state, ev, ego_active)
+
+    def _new_episode(state: GateState, keep_memory: bool = True) -> GateState:
+        return init(config, state.belief.counts if keep_memory else None)
+
+    return GateFunctions(
+        config=config,
+        init=_init,
+        update=_update,
+        advance=_advance,
+        reduce=lambda evidence: reduce(config, evidence),
+        decide=lambda info: decide(config, info),
+        notify_replanned=notify_replanned,
+        new_episode=_new_episode,
+    )
+
+
+__all__ = [
+    "GateConfig",
+    "gate_config",
+    "BeliefState",
+    "GateState",
+    "GateInfo",
+    "Decision",
+    "TableEvidence",
+    "LoglikEvidence",
+    "StepEvidence",
+    "Evidence",
+    "Reduced",
+    "reduce",
+    "reduce_table",
+    "reduce_step",
+    "reduce_loglik",
+    "init",
+    "advance",
+    "update",
+    "decide",
+    "notify_replanned",
+    "GateFunctions",
+    "make_gate",
+    "MAX_ABS_LOGPROB",
+    "MAX_WEIGHT",
+]
