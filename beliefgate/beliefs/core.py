@@ -48,6 +48,7 @@ from beliefgate.beliefs.errors import (
     UnknownSkillError,
 )
 from beliefgate.beliefs.evidence import StepEvidence
+from beliefgate.models.forward import condition, hazard_constants, hazard_step
 from beliefgate.beliefs.gates import (
     REASON_EGO_IDLE,
     ChangePointConfig,
@@ -59,9 +60,6 @@ from beliefgate.beliefs.gates import (
     changepoint_init,
     changepoint_notify_replanned,
     changepoint_update,
-    condition,
-    hazard_constants,
-    hazard_step,
     stable_map_init,
     stable_map_notify_replanned,
     stable_map_update,
