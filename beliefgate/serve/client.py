@@ -181,10 +181,11 @@ def decision_from_payload(p: dict) -> Decision:
         weight=float(i["weight"]),
         completed=int(i["completed"]),
         ego_active=bool(i["ego_active"]),
+        predictive=_array(p["predictive"]),
     )
     return Decision(post, int(p["map_skill"]), str(p["map_name"]), float(p["confidence"]),
                     bool(p["contradiction"]), bool(p["interrupt"]), bool(p["changepoint"]),
-                    _prob(p["changepoint_prob"]), _prob(p["switch_prob"]), _array(p["predictive"]), info)
+                    _prob(p["changepoint_prob"]), _prob(p["switch_prob"]), info.predictive, info)
 
 
 # --------------------------------------------------------------------------- client
