@@ -1,0 +1,240 @@
+"""Play a policy tree as an Overcooked agent (the ``policy-tree:PATH[:bayes]`` agent).
+
+At every timestep (the tree's decision point, as in the paper) the agent builds the flat
+state dict (:mod:`beliefgate.envs.overcooked.flat_state`), calls the tree in its
+:class:`~beliefgate.policytree.sandbox.Sandbox` and executes the chosen skill with the shared
+:class:`~beliefgate.envs.overcooked.executor.Executor`. A new choice replaces the running
+skill; the same choice lets it run on.
+
+* A choice the executor cannot carry out now (its held-object requirement fails or no
+  target is reachable) is *not executable*: the agent waits this step and logs it
+  (``executable: false``), so the summarizer sees the failure in the trace.
+* A tree call that fails (timeout, violation, bad result) is a *fallback*: the agent keeps
+  its running skill (or waits), counts it in ``tree_errors`` / ``fallbacks`` and logs the rule.
+* ``bayes``: ``teammate_last_inferred_skill`` is the belief gate's MAP skill
+  (:meth:`beliefgate.Gate.for_overcooked`) instead of the tree's own previous prediction.
+
+Each step's info carries the tree's prediction as ``partner_map`` (so the partner-intent
+accuracy metric scores it), the chosen skill, whether it was executable, and the decision
+latency (flat state + sandbox call) in microseconds.
+
+Sandboxes are shared per (code, seat, limits) in a process-wide cache so that the many
+episodes of an evaluation reuse one worker; :func:`close_sandboxes` kills them all (an
+exit handler and each sandbox's finaliser do so at interpreter exit anyway).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from beliefgate.envs.overcooked.dynamics import completed_skills, detect_events
+from beliefgate.envs.overcooked.flat_state import flat_state
+from beliefgate.envs.overcooked.state import SymbolicState
+from beliefgate.errors import InputError
+from beliefgate.policytree.sandbox import Sandbox, SandboxError
+
+ENTRY = "PredictTeammateThenPlan"
+PREFIX = "policy-tree"
+
+_SANDBOXES: Dict[Tuple, Sandbox] = {}
+
+
+class TreeSpecError(InputError):
+    """A ``policy-tree`` spec or tree file that cannot be used."""
+
+
+def shared_sandbox(code: str, player: int, self_skills: Sequence[str], partner_skills: Sequence[str],
+                   cpu_ms: float, memory_mb: int, episode_cpu_ms: float) -> Sandbox:
+    """The cached live sandbox for this code and seat (started, or restarted, on demand)."""
+    key = (hashlib.sha256(code.encode()).hexdigest(), player, tuple(self_skills), tuple(partner_skills),
+           cpu_ms, memory_mb, episode_cpu_ms)
+    box = _SANDBOXES.get(key)
+    if box is None:
+        box = Sandbox(code, ENTRY, cpu_ms=cpu_ms, memory_mb=memory_mb, episode_cpu_ms=episode_cpu_ms,
+                      self_skills=self_skills, partner_skills=partner_skills)
+        _SANDBOXES[key] = box
+    return box
+
+
+def close_sandboxes() -> int:
+    """Kill every cached sandbox worker; returns how many sandboxes were closed."""
+    n = len(_SANDBOXES)
+    for box in _SANDBOXES.values():
+        box.close()
+    _SANDBOXES.clear()
+    return n
+
+
+class PolicyTreeAgent:
+    """An ego agent whose every decision is one sandboxed call of ``PredictTeammateThenPlan``."""
+
+    def __init__(self, code: str, *, bayes: bool = False, name: Optional[str] = None, params=None,
+                 cpu_ms: float = 50, memory_mb: int = 256, episode_cpu_ms: float = 5000):
+        if not isinstance(code, str) or not code.strip():
+            raise TreeSpecError("a policy tree needs non-empty code")
+        self.code = code
+        self.bayes = bool(bayes)
+        self.name = name or (f"{PREFIX}:<code>" + (":bayes" if bayes else ""))
+        #: the gate runs (and reads ``params``) only in the Bayesian variant
+        self.keeps_belief = self.bayes
+        if params is None and self.bayes:
+            from beliefgate.beliefs.gate import GateParams
+
+            params = GateParams()
+        self.params = params
+        self.limits = {"cpu_ms": cpu_ms, "memory_mb": memory_mb, "episode_cpu_ms": episode_cpu_ms}
+        self.box: Optional[Sandbox] = None
+        self.latencies_us: List[float] = []
+
+    # --------------------------------------------------------------------- API
+    def reset(self, layout: str, player: int, seed: int) -> None:
+        from beliefgate.envs.overcooked.controller import controller_for
+        from beliefgate.envs.overcooked.executor import Executor
+        from beliefgate.policytree.layouts import seat_skills
+
+        self.layout = layout
+        self.player = player
+        self.partner = 1 - player
+        self.rng = np.random.default_rng(seed)
+        self.controller = controller_for(layout)
+        self.library = self.controller.library
+        self.executor = Executor(self.controller, player, self.rng)
+        self.self_skills = seat_skills(layout, player)
+        self.box = shared_sandbox(self.code, player, self.self_skills, seat_skills(layout, self.partner),
+                                  **self.limits)
+        self.box.new_episode()
+        self.gate = None
+        if self.bayes:
+            from beliefgate.beliefs.gate import Gate
+
+            self.gate = Gate.for_overcooked(layout, self.params, partner=self.partner)
+        self.prev: Optional[SymbolicState] = None
+        self.active: Optional[int] = None
+        self.mate_completed: Optional[str] = None
+        self.last_prediction: Optional[str] = None
+        self.last_choice: Optional[str] = None
+        self.belief_map: Optional[str] = None
+        self.replans = 0
+        self.tree_calls = 0
+        self.tree_errors = 0
+        self.not_executable = 0
+        self.latencies_us = []
+        self._info: Dict[str, object] = {}
+
+    def act(self, state: SymbolicState, my_events: Sequence[str] = ()) -> int:
+        from beliefgate.envs.overcooked.executor import SkillStatus, fidget
+
+        if self.prev is not None:
+            done = completed_skills(detect_events(self.prev, state)[self.partner], self.library)
+            if done:
+                self.mate_completed = self.library.names[done[-1]]
+            if self.gate is not None:
+                self.belief_map = self.gate.observe(self.prev, state, ego_active=self.active is not None).map_name
+        if self.active is not None and self.executor.update(state, my_events) is not SkillStatus.RUNNING:
+            self.active = None
+        inferred = self.belief_map if self.bayes else self.last_prediction
+        started = time.perf_counter()
+        error = None
+        prediction = choice = None
+        try:
+            d = flat_state(state, self.player, teammate_last_completed_skill=self.mate_completed,
+                           teammate_last_inferred_skill=inferred, self_last_skill=self.last_choice)
+            prediction, choice = self.box.call(d)
+        except SandboxError as exc:
+            error = exc.rule
+            self.tree_errors += 1
+        self.latencies_us.append((time.perf_counter() - started) * 1e6)
+        self.tree_calls += 1
+        executable = None
+        if choice is not None:
+            k = self.library.index(choice)
+            executable = bool(self.library.requirement_met(k, state.players[self.player].held)
+                              and self.executor.reachable(state, k))
+            if not executable:
+                self.not_executable += 1
+                self.active = None
+                self.executor.stop()
+            elif k != self.active:
+                if self.active is not None:
+                    self.replans += 1
+                self.executor.start(k)
+                self.active = k
+            self.last_prediction = prediction
+            self.last_choice = choice
+        action = self.executor.act(state) if self.active is not None else fidget(state, self.player, self.rng)
+        self._info = {
+            "skill": self.active_skill, "replans": self.replans, "llm_calls": 0,
+            "partner_map": prediction, "tree_skill": choice, "executable": executable,
+            "tree_error": error, "tree_errors": self.tree_errors, "fallbacks": self.tree_errors,
+            "not_executable": self.not_executable, "tree_us": round(self.latencies_us[-1], 1),
+            "belief_map": self.belief_map,
+        }
+        self.prev = state
+        return int(action)
+
+    def info(self) -> Dict[str, object]:
+        return dict(self._info) if self._info else {"skill": None, "replans": 0, "llm_calls": 0}
+
+    @property
+    def active_skill(self) -> Optional[str]:
+        return self.library.names[self.active] if self.active is not None else None
+
+
+def parse_spec(spec: str) -> Tuple[str, bool]:
+    """``PATH`` or ``PATH:bayes`` (also ``seed:LAYOUT[:bayes]``) -> (source, bayes)."""
+    if not isinstance(spec, str) or not spec:
+        raise TreeSpecError(f"a policy-tree spec is PATH or PATH:bayes, got {spec!r}")
+    bayes = spec.endswith(":bayes")
+    source = spec[: -len(":bayes")] if bayes else spec
+    if not source:
+        raise TreeSpecError(f"policy-tree spec {spec!r} names no tree file")
+    return source, bayes
+
+
+def load_tree_code(source: str) -> str:
+    """The code of a tree file, or of a seed tree for ``seed:LAYOUT``."""
+    if source.startswith("seed:"):
+        from beliefgate.policytree.seeds import seed_code
+
+        return seed_code(source[len("seed:"):])
+    path = Path(source)
+    if not path.is_file():
+        raise TreeSpecError(f"policy tree file {source!r} does not exist")
+    return path.read_text()
+
+
+def make_policy_tree_agent(spec: str, llm=None, gate_params=None, **limits) -> PolicyTreeAgent:
+    """Build the agent for ``spec`` (``PATH`` or ``PATH:bayes``; ``seed:LAYOUT`` for a seed tree).
+
+    ``llm`` is accepted so that the registry can pass one uniformly, and ignored: a tree makes
+    no LLM calls. ``gate_params`` (a :class:`~beliefgate.beliefs.gate.GateParams`) configures the
+    Bayesian variant's gate; giving it to the plain variant is an error (nothing would read it).
+    ``limits`` go to the sandbox (``cpu_ms``, ``memory_mb``, ``episode_cpu_ms``).
+    """
+    source, bayes = parse_spec(spec)
+    if gate_params is not None and not bayes:
+        from beliefgate.agents.registry import GateParamsNotUsedError
+
+        raise GateParamsNotUsedError(f"agent {PREFIX}:{spec} runs no gate; use {PREFIX}:{source}:bayes")
+    return PolicyTreeAgent(load_tree_code(source), bayes=bayes, name=f"{PREFIX}:{spec}", params=gate_params,
+                           **limits)
+
+
+def register_agent() -> None:
+    """Make ``policy-tree:SPEC`` a registered agent name unless the registry already has it."""
+    from beliefgate.agents.registry import agent_names, register
+
+    if PREFIX in agent_names():
+        return
+
+    def factory(name, llm=None):
+        if ":" not in name:
+            raise TreeSpecError(f"{PREFIX} needs a tree: {PREFIX}:PATH or {PREFIX}:PATH:bayes")
+        return make_policy_tree_agent(name.split(":", 1)[1], llm)
+
+    register(PREFIX, factory, "an executable policy tree run in the sandbox (PATH[:bayes]; seed:LAYOUT)")
