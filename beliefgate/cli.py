@@ -223,6 +223,7 @@ COMMAND_MODULES = (
     "beliefgate.serve.cli",        # serve
     "beliefgate.envs.data_cli",    # data fetch-human, eval human
     "beliefgate.eval.cli",         # eval run|report
+    "beliefgate.viewer.cli",       # report, play
 )
 
 

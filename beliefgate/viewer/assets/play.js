@@ -1,0 +1,86 @@
+/* beliefgate play page: draws the server's states and sends the person's keys over /ws.
+ * Protocol: beliefgate/viewer/play.py. */
+(function () {
+  "use strict";
+  var KEYS = {
+    ArrowUp: "north", ArrowDown: "south", ArrowRight: "east", ArrowLeft: "west",
+    w: "north", s: "south", d: "east", a: "west", W: "north", S: "south", D: "east", A: "west",
+    " ": "interact", e: "interact", E: "interact"
+  };
+  var COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"];
+  var canvas = document.getElementById("kitchen");
+  var status = document.getElementById("status"), hud = document.getElementById("hud");
+  var bars = document.getElementById("bars"), table = document.getElementById("agent-table");
+  var doneBox = document.getElementById("done");
+  var hello = null, labels = [];
+  var P = window.beliefgatePlay = { connected: false, done: false, hello: null, state: null, states: 0,
+                                    sent: 0, errors: [], summary: null, log: null };
+  function esc(s) {
+    return String(s).replace(/[&<>"']/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]; });
+  }
+  var proto = location.protocol === "https:" ? "wss://" : "ws://";
+  var ws = new WebSocket(proto + location.host + "/ws");
+  P.socket = ws;
+
+  function draw(frame) { window.BGKitchen.draw(canvas, hello.layout, frame, { labels: labels }); }
+  function showBelief(m) {
+    if (!m.belief) { bars.innerHTML = '<div class="muted">no belief yet (the agent has not seen you act)</div>'; return; }
+    var out = [];
+    for (var k = 0; k < m.belief.length; k++) {
+      var name = hello.names[k] || ("skill " + k), pct = (100 * m.belief[k]).toFixed(1);
+      out.push('<div class="bar-row"><span class="bar-name' + (name === m.map ? " map" : "") + '">' + esc(name) +
+               '</span><span class="bar-track"><span class="bar-fill" style="display:block;width:' + pct +
+               "%;background:" + COLOURS[k % COLOURS.length] + '"></span></span><span class="bar-val">' + pct + "%</span></div>");
+    }
+    bars.innerHTML = out.join("");
+  }
+  function showAgent(m) {
+    var rows = [["agent", hello.agent], ["agent's skill", m.agent_skill || "-"], ["its guess about you", m.map || "-"],
+                ["last replan", m.reason || "-"], ["keys waiting", m.queued]];
+    table.innerHTML = rows.map(function (r) { return "<tr><td>" + esc(r[0]) + "</td><td>" + esc(r[1]) + "</td></tr>"; }).join("");
+  }
+  ws.onopen = function () { P.connected = true; status.textContent = "connected; press a key to start"; };
+  ws.onmessage = function (ev) {
+    var m;
+    try { m = JSON.parse(ev.data); } catch (err) { P.errors.push("bad server message"); return; }
+    if (m.type === "hello") {
+      hello = P.hello = m;
+      labels = [];
+      for (var i = 0; i < m.frame[2].length; i++) { labels.push(i === m.human_seat ? "YOU" : "AI"); }
+      draw(m.frame);
+      status.textContent = "session " + m.session + " \u00b7 " + m.layout.name + " \u00b7 " + m.tick_hz +
+        " ticks/s \u00b7 " + m.horizon + " steps \u00b7 log " + m.log + " \u00b7 press a key to start";
+      canvas.focus();
+    } else if (m.type === "state") {
+      P.state = m; P.states += 1;
+      draw(m.frame);
+      hud.textContent = "t = " + m.t + " / " + m.horizon + "   score " + m.score +
+        (m.events[hello.human_seat].length ? "   you: " + m.events[hello.human_seat].join(" ") : "");
+      showBelief(m); showAgent(m);
+    } else if (m.type === "error") {
+      P.errors.push(m.error + ": " + m.detail);
+      status.textContent = "server: " + m.error + ": " + m.detail;
+    } else if (m.type === "done") {
+      P.done = true; P.summary = m.summary; P.log = m.log;
+      doneBox.hidden = false;
+      doneBox.innerHTML = "<b>Game over</b> (" + esc(m.summary.ended) + "): " + m.summary.deliveries + " soups, score " +
+        m.summary.reward + " in " + m.summary.steps + " steps.<br>Log: <span class=\"mono\">" + esc(m.log) + "</span>";
+    }
+  };
+  ws.onclose = function () { P.connected = false; if (!P.done) { status.textContent = "disconnected"; } };
+  function sendKey(action) {
+    if (ws.readyState !== 1 || P.done) { return; }
+    ws.send(JSON.stringify({ type: "key", action: action }));
+    P.sent += 1;
+  }
+  document.addEventListener("keydown", function (e) {
+    if (e.target && e.target.tagName === "BUTTON" && e.key === " ") { return; }
+    var action = KEYS[e.key];
+    if (!action) { return; }
+    e.preventDefault();
+    sendKey(action);
+  });
+  document.getElementById("end").addEventListener("click", function () {
+    if (ws.readyState === 1) { ws.send(JSON.stringify({ type: "end" })); }
+  });
+})();

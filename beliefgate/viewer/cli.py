@@ -1,0 +1,88 @@
+"""``beliefgate report`` and ``beliefgate play`` (registered by ``beliefgate.cli``).
+
+Heavy imports (the overcooked package, FastAPI, uvicorn) stay inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from beliefgate.console import console, err_console, fail as _fail
+from beliefgate.errors import BeliefgateError, InputError, LookupFailure
+
+
+def register(app: typer.Typer, eval_app: typer.Typer) -> None:
+    """Add ``report`` and ``play`` to the main app."""
+
+    @app.command()
+    def report(
+        log: Path = typer.Argument(..., help="trajectory log (JSONL) of one episode"),
+        out: Optional[Path] = typer.Option(None, "-o", "--out", help="HTML file to write (default: LOG with .html)"),
+        strict: bool = typer.Option(False, "--strict", help="refuse a log without its final row"),
+        as_json: bool = typer.Option(False, "--json", help="print what was written as one JSON object"),
+    ) -> None:
+        """Write one self-contained HTML report of an episode: the kitchen frame by frame, the belief, gate events."""
+        from beliefgate.viewer.report import write_report
+
+        target = out if out is not None else log.with_suffix(".html")
+        if target.is_dir():
+            _fail(f"output {target} is a directory; give a file name")
+        try:
+            written = write_report(log, target, allow_incomplete=not strict)
+        except InputError as exc:
+            _fail(str(exc))
+        except BeliefgateError as exc:
+            _fail(str(exc), code=1)
+        if as_json:
+            print(json.dumps(written))
+            return
+        note = "" if written["complete"] else " (incomplete log: no final row)"
+        console.print(f"wrote {written['path']}: {written['steps']} steps, {written['bytes'] / 1e6:.2f} MB{note}")
+
+    @app.command()
+    def play(
+        layout: str = typer.Option("cramped_room", help="layout name (see `beliefgate layouts`)"),
+        agent: str = typer.Option("bayes-belief", help="the agent you play with (any --ego name)"),
+        port: int = typer.Option(8770, min=0, max=65535, help="TCP port on 127.0.0.1 (0: any free port)"),
+        seed: int = typer.Option(0, min=0, help="agent seed (every session of this server uses it)"),
+        tick_hz: float = typer.Option(6.0, "--tick-hz", help="game steps per second once you press a key"),
+        horizon: int = typer.Option(400, min=1, help="episode length in steps"),
+        human_seat: int = typer.Option(1, "--human-seat", min=0, max=1, help="your player slot (0 or 1)"),
+        log: str = typer.Option("play-logs/", help="log file, or a directory (one file per session); "
+                                 "an existing file is never overwritten (NAME-2.jsonl, ...)"),
+        max_sessions: int = typer.Option(4, "--max-sessions", min=1, help="games at once"),
+    ) -> None:
+        """Play one chef with the keyboard beside an agent in the browser (FastAPI + WebSocket on 127.0.0.1)."""
+        try:
+            from beliefgate.viewer.play import PlaySettings, serve_play
+        except ModuleNotFoundError as exc:
+            _fail(f"play needs the 'serve' extra (pip install 'beliefgate[serve]'): {exc}")
+        from beliefgate.agents.registry import make_agent
+
+        try:
+            settings = PlaySettings(layout=layout, agent=agent, seed=seed, tick_hz=tick_hz, horizon=horizon,
+                                    human_seat=human_seat, log=log, max_sessions=max_sessions)
+            make_agent(agent).reset(settings.layout, settings.agent_seat, seed)  # fail now, not in the first game
+        except (InputError, LookupFailure) as exc:
+            _fail(str(exc))
+        except BeliefgateError as exc:
+            _fail(str(exc), code=1)
+
+        def announce(url: str, real_port: int) -> None:
+            print(f"beliefgate play: {url}  port={real_port}  layout={settings.layout}  agent={agent}  "
+                  f"tick={tick_hz:g} Hz  logs={settings.log}{'/' if settings.log_is_dir else ''}", flush=True)
+            err_console.print("open the address in a browser; Ctrl-C stops the server")
+
+        try:
+            serve_play(settings, port=port, announce=announce)
+        except InputError as exc:
+            _fail(str(exc))
+        sys.stdout.flush()
+
+
+__all__ = ["register"]

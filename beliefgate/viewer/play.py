@@ -1,0 +1,510 @@
+"""``beliefgate play``: a person plays one chef with the keyboard beside an agent.
+
+A FastAPI app serves one page (``GET /``: ``assets/play.html`` with the kitchen drawing
+inlined) and one WebSocket (``/ws``). Each WebSocket connection is one *session*: its own
+Overcooked episode (:class:`PlayGame`: the real dynamics through
+:class:`~beliefgate.envs.overcooked.adapter.OvercookedAdapter`, the agent built by
+:func:`~beliefgate.agents.registry.make_agent`) and its own trajectory log, in the same
+JSONL format as every other episode (:mod:`beliefgate.envs.trajlog`), so ``read_log``,
+``beliefgate fit`` and ``beliefgate report`` read it. Nothing is shared between sessions
+but the session table.
+
+Protocol (JSON text messages):
+
+* client → server: ``{"type": "key", "action": "north|south|east|west|stay|interact"}``,
+  ``{"type": "end"}``. A message longer than ``max_message_bytes``, not JSON, or not one of
+  these is answered ``{"type": "error", "error": "oversized|malformed", "detail": ...}``,
+  counted in the episode summary (``rejected``), and the game goes on.
+* server → client: ``hello`` (layout, skill names, seats, tick rate, log path, first frame),
+  ``state`` once per tick (frame, the agent's belief about the person, its skill, MAP and
+  replan reason), ``done`` (summary and log path), ``error``.
+
+Timing: the clock starts with the person's first key; then the server steps the game
+``tick_hz`` times a second. Each tick takes the oldest queued key of the person (at most
+``queue`` keys wait; more are dropped and counted) or STAY when none is waiting (counted
+as ``idle_ticks``); a tick that starts more than one period late is counted in
+``late_ticks`` and the schedule restarts from now (no burst of catch-up steps).
+
+The episode ends at the horizon, on ``{"type": "end"}``, or when the connection closes (the
+tab was closed): the log then gets its final row with ``ended`` = ``horizon``, ``player``
+or ``disconnected`` and is complete.
+"""
+
+
+import asyncio
+import itertools
+import json
+import logging
+import re
+import secrets
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Deque, Dict, List, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from beliefgate.errors import InputError, RuntimeFailure
+
+log = logging.getLogger("beliefgate.play")
+
+ACTION_NAMES = ("north", "south", "east", "west", "stay", "interact")
+STAY = ACTION_NAMES.index("stay")
+#: default limit of one client message (bytes); keys are ~40 bytes
+DEFAULT_MAX_MESSAGE_BYTES = 512
+#: a WebSocket frame above this is refused by the protocol layer (uvicorn), which closes the
+#: connection; everything between ``max_message_bytes`` and this is rejected by the game
+WS_MAX_SIZE = 16 * 1024 * 1024
+
+
+class PlaySettingsError(InputError):
+    """A bad ``beliefgate play`` setting (tick rate, horizon, seat, ...)."""
+
+
+class PlayMessageError(InputError):
+    """A client message the game rejects; ``kind`` is ``oversized`` or ``malformed``."""
+
+    def __init__(self, kind: str, detail: str):
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+
+
+class PlayLogError(RuntimeFailure):
+    """The session's log could not be opened or written."""
+
+
+@dataclass(frozen=True)
+class PlaySettings:
+    """One play server: the kitchen, the agent, the clock and where logs go.
+
+    ``log``: a file path (the first session writes it; later sessions, or a path that already
+    exists, get ``NAME-2.jsonl``, ``NAME-3.jsonl``, ... so no game overwrites another) or a
+    directory (an existing one, or a path ending in ``/``; each session gets its own file there).
+    """
+
+    layout: str = "cramped_room"
+    agent: str = "bayes-belief"
+    seed: int = 0
+    tick_hz: float = 6.0
+    horizon: int = 400
+    human_seat: int = 1
+    log: Union[str, Path] = "play-logs/"
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_sessions: int = 4
+    queue: int = 3
+    #: derived: ``log`` names a directory (set from ``log``, not given)
+    log_is_dir: bool = field(default=False, init=False)
+
+    def __post_init__(self):
+        from beliefgate.envs.overcooked.layouts import resolve_layout
+
+        object.__setattr__(self, "layout", resolve_layout(self.layout))
+        text = str(self.log)
+        if not text.strip():
+            raise PlaySettingsError("log path must not be empty")
+        object.__setattr__(self, "log_is_dir", text.endswith(("/", "\\")) or Path(text).is_dir())
+        object.__setattr__(self, "log", Path(text))
+        if not (0.5 <= self.tick_hz <= 60.0):
+            raise PlaySettingsError(f"tick rate must be in [0.5, 60] Hz, got {self.tick_hz}")
+        if self.horizon < 1:
+            raise PlaySettingsError(f"horizon must be >= 1, got {self.horizon}")
+        if self.human_seat not in (0, 1):
+            raise PlaySettingsError(f"human seat must be 0 or 1, got {self.human_seat}")
+        if self.seed < 0:
+            raise PlaySettingsError(f"seed must be >= 0, got {self.seed}")
+        if not (64 <= self.max_message_bytes <= 65536):
+            raise PlaySettingsError(f"max_message_bytes must be in [64, 65536], got {self.max_message_bytes}")
+        if self.max_sessions < 1:
+            raise PlaySettingsError(f"max_sessions must be >= 1, got {self.max_sessions}")
+        if self.queue < 1:
+            raise PlaySettingsError(f"queue must be >= 1, got {self.queue}")
+
+    @property
+    def agent_seat(self) -> int:
+        return 1 - self.human_seat
+
+
+# --------------------------------------------------------------------------- messages
+class KeyMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["key"]
+    action: Literal["north", "south", "east", "west", "stay", "interact"]
+
+
+class EndMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["end"]
+
+
+def _message_adapter() -> TypeAdapter:
+    from typing import Annotated
+
+    return TypeAdapter(Annotated[Union[KeyMessage, EndMessage], Field(discriminator="type")])
+
+
+MESSAGE = _message_adapter()
+
+
+def parse_message(text: Optional[str], max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES):
+    """One client message, validated; :class:`PlayMessageError` names what is wrong."""
+    if text is None:
+        raise PlayMessageError("malformed", "binary frames are not accepted; send JSON text")
+    if len(text) > max_bytes or len(text.encode("utf-8")) > max_bytes:
+        raise PlayMessageError("oversized", f"message of {len(text.encode('utf-8'))} bytes exceeds {max_bytes}")
+    try:
+        return MESSAGE.validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "message"
+        raise PlayMessageError("malformed", f"{where}: {first.get('msg', 'invalid')}") from None
+
+
+# --------------------------------------------------------------------------- logs
+_SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def session_log_path(settings: PlaySettings, number: int, session: str) -> Path:
+    """Where session ``number`` (1-based) writes its log; never an existing file."""
+    target = settings.log
+    if settings.log_is_dir or target.is_dir():
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        name = f"play-{settings.layout}-{_SLUG.sub('_', settings.agent)}-seed{settings.seed}-{stamp}-{session}.jsonl"
+        return target / name
+    if number == 1 and not target.exists():
+        return target
+    k = max(2, number)
+    while True:
+        candidate = target.with_name(f"{target.stem}-{k}{target.suffix or '.jsonl'}")
+        if not candidate.exists():
+            return candidate
+        k += 1
+
+
+# --------------------------------------------------------------------------- the game
+class PlayGame:
+    """One session's episode: the agent in ``settings.agent_seat``, the person in the other seat.
+
+    Synchronous and free of I/O but its log, so it is tested without a server.
+    """
+
+    def __init__(self, settings: PlaySettings, log_path: Path, session: str = ""):
+        import beliefgate
+        from beliefgate.agents.registry import make_agent
+        from beliefgate.envs.overcooked.adapter import OvercookedAdapter
+        from beliefgate.envs.trajlog import LogHeader, LogWriter, Trajectory
+        from beliefgate.eval.episode import agent_seeds
+        from beliefgate.skills.library import load_builtin
+
+        self.settings = settings
+        self.session = session
+        self.seat = settings.agent_seat
+        self.human = settings.human_seat
+        self.env = OvercookedAdapter(settings.layout, horizon=settings.horizon, old_dynamics=True)
+        self.agent = make_agent(settings.agent)
+        self.agent.reset(settings.layout, self.seat, agent_seeds(settings.seed, 2)[self.seat])
+        self.names = list(load_builtin("overcooked").names)
+        agents = ["human", "human"]
+        agents[self.seat] = settings.agent
+        self.header = LogHeader(
+            layout=settings.layout, horizon=settings.horizon, seed=settings.seed, seat=self.seat, agents=agents,
+            ego=settings.agent, partner="human", version=beliefgate.__version__,
+            config={"old_dynamics": True, "source": "beliefgate play", "session": session,
+                    "human_seat": self.human, "tick_hz": settings.tick_hz, "queue": settings.queue,
+                    "max_message_bytes": settings.max_message_bytes},
+        )
+        self.trajectory = Trajectory(self.header)
+        self.log_path = Path(log_path)
+        try:
+            self.writer = LogWriter(self.log_path, self.header)
+        except OSError as exc:
+            raise PlayLogError(f"cannot open play log {self.log_path}: {exc}") from exc
+        self.state = self.env.reset()
+        self.events: List[List[str]] = [[], []]
+        self.pending: Deque[int] = deque()
+        self.deliveries = 0
+        self.idle_ticks = 0
+        self.late_ticks = 0
+        self.dropped_keys = 0
+        self.rejected: Dict[str, int] = {"oversized": 0, "malformed": 0}
+        self.last_info: Dict[str, Any] = {}
+        self.summary: Optional[Dict[str, Any]] = None
+        self.started_at: Optional[float] = None
+
+    # ------------------------------------------------------------------ input
+    @property
+    def t(self) -> int:
+        return len(self.trajectory.steps)
+
+    @property
+    def finished(self) -> bool:
+        return self.summary is not None
+
+    def press(self, action: str) -> bool:
+        """Queue one key of the person; False (and counted) when the queue is full."""
+        if action not in ACTION_NAMES:
+            raise PlayMessageError("malformed", f"unknown action {action!r}")
+        if len(self.pending) >= self.settings.queue:
+            self.dropped_keys += 1
+            return False
+        self.pending.append(ACTION_NAMES.index(action))
+        return True
+
+    def reject(self, kind: str) -> None:
+        self.rejected[kind] = self.rejected.get(kind, 0) + 1
+
+    # ------------------------------------------------------------------ one tick
+    def tick(self) -> Dict[str, Any]:
+        """Advance one step (agent acts, the person's oldest queued key or STAY); the ``state`` message."""
+        from beliefgate.envs.trajlog import StepRow
+
+        if self.finished:
+            raise PlaySettingsError("the episode is over")
+        if self.started_at is None:
+            self.started_at = time.perf_counter()
+        t = self.t
+        if self.pending:
+            human_action, source = self.pending.popleft(), "key"
+        else:  # no key waiting: the person stays (counted)
+            human_action, source = STAY, "idle"
+            self.idle_ticks += 1
+        actions = [STAY, STAY]
+        actions[self.seat] = int(self.agent.act(self.state, self.events[self.seat]))
+        actions[self.human] = human_action
+        agent_info = dict(self.agent.info())
+        human_info = {"skill": None, "input": source, "queued": len(self.pending)}
+        infos = [{}, {}]
+        infos[self.seat], infos[self.human] = agent_info, human_info
+        result = self.env.step(actions)
+        row = StepRow(t=t, state=self.state, actions=actions, reward=result.reward, events=result.events,
+                      skills=[i.get("skill") for i in infos], info=infos)
+        self.trajectory.steps.append(row)
+        try:
+            self.writer.step(row)
+        except (OSError, ValueError) as exc:
+            raise PlayLogError(f"cannot write play log {self.log_path}: {exc}") from exc
+        self.events = result.events
+        self.deliveries += sum(e.count("deliver:soup") for e in result.events)
+        self.state = result.state
+        self.last_info = agent_info
+        message = self.state_message(result.reward)
+        if result.done or self.t >= self.settings.horizon:
+            self.finish("horizon")
+        return message
+
+    def state_message(self, reward: float = 0.0) -> Dict[str, Any]:
+        from beliefgate.viewer.frames import encode_frame
+
+        info = self.last_info
+        return {"type": "state", "t": self.t, "horizon": self.settings.horizon, "frame": encode_frame(self.state),
+                "score": self.env.score, "reward": reward, "events": self.events,
+                "belief": info.get("belief"), "map": info.get("partner_map"), "agent_skill": info.get("skill"),
+                "reason": info.get("reason"), "interrupt": bool(info.get("interrupt", False)),
+                "queued": len(self.pending)}
+
+    def hello(self) -> Dict[str, Any]:
+        from beliefgate.viewer.frames import encode_frame, layout_record
+
+        return {"type": "hello", "session": self.session, "layout": layout_record(self.settings.layout),
+                "names": self.names, "agent": self.settings.agent, "agent_seat": self.seat,
+                "human_seat": self.human, "tick_hz": self.settings.tick_hz, "horizon": self.settings.horizon,
+                "log": str(self.log_path), "frame": encode_frame(self.state),
+                "max_message_bytes": self.settings.max_message_bytes}
+
+    # ------------------------------------------------------------------ the end
+    def finish(self, ended: str) -> Dict[str, Any]:
+        """Write the final row (idempotent) and return the summary."""
+        from beliefgate.envs.trajlog import FinalRow
+
+        if self.summary is not None:
+            return self.summary
+        info = self.last_info
+        self.summary = {
+            "layout": self.settings.layout, "ego": self.settings.agent, "partner": "human", "seed": self.settings.seed,
+            "seat": self.seat, "deliveries": self.deliveries, "reward": self.env.score, "steps": self.t,
+            "replans": int(info.get("replans", 0)), "llm_calls": int(info.get("llm_calls", 0)),
+            "wall_s": round(time.perf_counter() - self.started_at, 4) if self.started_at is not None else 0.0,
+            "ended": ended, "session": self.session, "tick_hz": self.settings.tick_hz,
+            "idle_ticks": self.idle_ticks, "late_ticks": self.late_ticks, "dropped_keys": self.dropped_keys,
+            "rejected": dict(self.rejected),
+        }
+        final = FinalRow(state=self.state, summary=self.summary)
+        self.trajectory.final = final
+        try:
+            self.writer.final(final)
+        except (OSError, ValueError) as exc:
+            raise PlayLogError(f"cannot write play log {self.log_path}: {exc}") from exc
+        return self.summary
+
+
+# --------------------------------------------------------------------------- the app
+def render_play_page(settings: PlaySettings) -> str:
+    import html
+
+    from beliefgate.viewer.report import asset_text, fill_template
+
+    return fill_template(asset_text("play.html"), {
+        "TITLE": html.escape(f"beliefgate play: {settings.layout} with {settings.agent}"),
+        "CSS": asset_text("report.css") + asset_text("play.css"),
+        "KITCHEN_JS": asset_text("kitchen.js"),
+        "PLAY_JS": asset_text("play.js"),
+    })
+
+
+def create_play_app(settings: PlaySettings):
+    """The FastAPI app of ``beliefgate play`` (sessions in ``app.state.sessions``)."""
+    from fastapi import FastAPI, WebSocket
+    from fastapi.responses import HTMLResponse, JSONResponse
+    from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+    import beliefgate
+
+    app = FastAPI(title="beliefgate play", version=beliefgate.__version__, docs_url=None, redoc_url=None,
+                  openapi_url=None)
+    sessions: Dict[str, PlayGame] = {}
+    counter = itertools.count(1)
+    app.state.settings = settings
+    app.state.sessions = sessions
+    app.state.finished = []
+    page = render_play_page(settings)
+
+    @app.get("/", response_class=HTMLResponse)
+    async def index() -> HTMLResponse:
+        return HTMLResponse(page)
+
+    @app.get("/healthz")
+    async def healthz() -> JSONResponse:
+        return JSONResponse({"status": "ok", "sessions": len(sessions), "layout": settings.layout,
+                             "agent": settings.agent})
+
+    async def send(ws: WebSocket, payload: Dict[str, Any]) -> bool:
+        if ws.client_state != WebSocketState.CONNECTED or ws.application_state != WebSocketState.CONNECTED:
+            return False
+        try:
+            await ws.send_text(json.dumps(payload, separators=(",", ":")))
+            return True
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            return False
+
+    async def close(ws: WebSocket, code: int) -> None:
+        if ws.application_state == WebSocketState.DISCONNECTED:
+            return
+        try:
+            await ws.close(code)
+        except (RuntimeError, OSError) as exc:  # the client went away first; nothing is lost
+            log.debug("close after the client left: %s", exc)
+
+    async def run_clock(ws: WebSocket, game: PlayGame, started: asyncio.Event) -> None:
+        await started.wait()
+        loop = asyncio.get_running_loop()
+        period = 1.0 / settings.tick_hz
+        due = loop.time()
+        while not game.finished:
+            now = loop.time()
+            if now < due:
+                await asyncio.sleep(due - now)
+            elif now - due > period:
+                game.late_ticks += 1
+                due = now
+            message = game.tick()
+            due += period
+            if not await send(ws, message):
+                return
+        await send(ws, {"type": "done", "summary": game.summary, "log": str(game.log_path)})
+        await close(ws, 1000)
+
+    @app.websocket("/ws")
+    async def play(ws: WebSocket) -> None:
+        await ws.accept()
+        if len(sessions) >= settings.max_sessions:
+            await send(ws, {"type": "error", "error": "busy",
+                            "detail": f"{settings.max_sessions} games are running; try again later"})
+            await close(ws, 1013)
+            return
+        session = secrets.token_hex(4)
+        number = next(counter)
+        try:
+            game = await asyncio.to_thread(PlayGame, settings, session_log_path(settings, number, session), session)
+        except PlayLogError as exc:
+            await send(ws, {"type": "error", "error": "log", "detail": str(exc)})
+            await close(ws, 1011)
+            return
+        sessions[session] = game
+        log.info("session %s started, log %s", session, game.log_path)
+        started = asyncio.Event()
+        clock = asyncio.create_task(run_clock(ws, game, started))
+        ended = "disconnected"
+        await send(ws, game.hello())
+        try:
+            while not game.finished:
+                receive = asyncio.create_task(ws.receive())
+                done, _ = await asyncio.wait({receive, clock}, return_when=asyncio.FIRST_COMPLETED)
+                if receive not in done:  # the clock ended the game (horizon) or failed
+                    receive.cancel()
+                    break
+                msg = receive.result()
+                if msg["type"] == "websocket.disconnect":
+                    break
+                try:
+                    parsed = parse_message(msg.get("text"), settings.max_message_bytes)
+                except PlayMessageError as exc:
+                    game.reject(exc.kind)
+                    await send(ws, {"type": "error", "error": exc.kind, "detail": exc.detail})
+                    continue
+                if isinstance(parsed, EndMessage):
+                    ended = "player"
+                    break
+                if not game.press(parsed.action):
+                    await send(ws, {"type": "error", "error": "queue_full",
+                                    "detail": f"{settings.queue} keys are already waiting"})
+                started.set()
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            ended = "disconnected"
+        finally:
+            if not clock.done():
+                clock.cancel()
+            (outcome,) = await asyncio.gather(clock, return_exceptions=True)
+            if isinstance(outcome, PlayLogError):
+                log.error("session %s: %s", session, outcome)
+            summary = game.finish(ended) if not game.finished else game.summary
+            sessions.pop(session, None)
+            app.state.finished.append({"session": session, "log": str(game.log_path), "ended": summary["ended"]})
+            log.info("session %s ended (%s) after %d steps, log %s", session, summary["ended"], game.t, game.log_path)
+            if ended == "player":
+                await send(ws, {"type": "done", "summary": summary, "log": str(game.log_path)})
+                await close(ws, 1000)
+
+    return app
+
+
+def serve_play(settings: PlaySettings, port: int = 8770, host: str = "127.0.0.1", announce=print,
+               log_level: str = "warning") -> None:
+    """Bind ``host:port`` (0: any free port), announce the real URL, and serve until interrupted."""
+    import socket
+
+    import uvicorn
+
+    app = create_play_app(settings)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise PlaySettingsError(f"cannot bind {host}:{port}: {exc.strerror}") from None
+    sock.listen(64)
+    real_port = sock.getsockname()[1]
+    announce(f"http://{host}:{real_port}/", real_port)
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, ws_max_size=WS_MAX_SIZE,
+                            timeout_graceful_shutdown=3, lifespan="off")
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+__all__ = ["PlaySettings", "PlaySettingsError", "PlayMessageError", "PlayLogError", "PlayGame", "parse_message",
+           "session_log_path", "create_play_app", "serve_play", "render_play_page", "ACTION_NAMES"]

@@ -1,0 +1,332 @@
+"""``beliefgate report LOG.jsonl -o report.html``: one self-contained HTML file per episode.
+
+The file needs no network: the data, the drawing code and the styles are inlined
+(``assets/report.html`` is the template; ``assets/kitchen.js`` draws the kitchen on a
+canvas from the symbolic state, ``assets/report.js`` the time-aligned tracks as SVG).
+What it shows, each track degrading to "not logged" when its fields are absent:
+
+* the kitchen frame by frame, with play/pause, a speed selector and a scrubber;
+* the ego's posterior over the partner's skills (``info[seat].belief``) as a stacked
+  area, one point per step, and the partner's true skill (``skills[partner]``) as a strip;
+* gate events: contradictions (``contradiction``), interrupts (``interrupt`` of the ego,
+  ``gate_fired`` of its gate) and the reasons an interrupt was suppressed
+  (``suppressed_reason``);
+* replans (``replanned`` with its ``reason``); a replan is *effective* when the ego's skill
+  after it differs from the skill before (the log's ``effective``/``replan_effective``
+  field when present, else derived from the logged active skills; the report says which);
+* deliveries (``deliver:soup`` events, per player);
+* κ and commits (``kappa``, ``commit``/``committed``, flat or in a ``kappa`` object) when logged.
+
+:func:`write_episode_reports` writes one report per episode of an ``eval run`` directory
+and an ``index.html`` linking them (for ``beliefgate eval report --html``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from beliefgate.errors import InputError, RuntimeFailure
+
+#: the data schema the template's script reads (bumped when it changes)
+REPORT_FORMAT = "beliefgate.report/1"
+#: a posterior whose logged entries sum further than this from one is counted (then normalised)
+SUM_TOLERANCE = 1e-2
+_MARKER = re.compile(r"\{\{([A-Z_]+)\}\}")
+
+
+class ReportInputError(InputError):
+    """A log or run directory that cannot be reported (e.g. no steps, a missing directory)."""
+
+
+class ReportWriteError(RuntimeFailure):
+    """The report file could not be written."""
+
+
+# --------------------------------------------------------------------------- assets
+def asset_text(name: str) -> str:
+    """The text of one packaged asset (``beliefgate/viewer/assets/NAME``)."""
+    return resources.files("beliefgate.viewer").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def script_json(payload: Any) -> str:
+    """JSON that is safe inside a ``<script type="application/json">`` element."""
+    text = json.dumps(payload, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def fill_template(template: str, values: Dict[str, str]) -> str:
+    """Replace every ``{{KEY}}`` marker of ``template`` in one pass (inserted text is not rescanned).
+
+    A marker without a value, or a value without a marker, is a :class:`ReportInputError`.
+    """
+    markers = set(_MARKER.findall(template))
+    if markers != set(values):
+        raise ReportInputError(f"template markers {sorted(markers)} do not match the values {sorted(values)}")
+    return _MARKER.sub(lambda m: values[m.group(1)], template)
+
+
+# --------------------------------------------------------------------------- data
+def _skill_names(num: int) -> List[str]:
+    from beliefgate.skills.library import load_builtin
+
+    names = list(load_builtin("overcooked").names)
+    return names if len(names) == num else [f"skill {k}" for k in range(num)]
+
+
+def _first(info: Dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if key in info and info[key] is not None:
+            return info[key]
+    return None
+
+
+def _finite(value: Any) -> Optional[float]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _kappa_fields(info: Dict[str, Any]):
+    """(κ, commit) from the flat fields or a nested ``kappa`` object; None where absent."""
+    k = info.get("kappa")
+    commit = _first(info, "commit", "committed")
+    if isinstance(k, dict):
+        commit = commit if commit is not None else _first(k, "commit", "committed")
+        k = k.get("kappa")
+    return _finite(k), (bool(commit) if commit is not None else None)
+
+
+def report_data(traj, source: str = "") -> Dict[str, Any]:
+    """Everything the report draws, as one JSON-ready dict (see the module docstring)."""
+    from beliefgate.viewer.frames import encode_frame, layout_record
+
+    h = traj.header
+    steps = traj.steps
+    if not steps:
+        raise ReportInputError(f"{source or 'log'}: no steps to report")
+    seat = int(h.seat)
+    players = len(steps[0].state.players)
+    partner = 1 - seat if players == 2 else None
+    T = len(steps)
+
+    # the posterior: one entry per step (None where the ego logged none)
+    beliefs: List[Optional[List[float]]] = []
+    num_skills = 0
+    renormalised = 0
+    for row in steps:
+        info = row.info[seat] if seat < len(row.info) else {}
+        b = info.get("belief")
+        if isinstance(b, list) and b and all(_finite(v) is not None and v >= 0 for v in b):
+            total = float(sum(b))
+            if total <= 0:
+                beliefs.append(None)
+                continue
+            if abs(total - 1.0) > SUM_TOLERANCE:
+                renormalised += 1
+            beliefs.append([round(float(v) / total, 4) for v in b])  # explicit normalisation
+            num_skills = max(num_skills, len(b))
+        else:
+            beliefs.append(None)
+    beliefs = [b if b is None or len(b) == num_skills else None for b in beliefs]
+    names = _skill_names(num_skills) if num_skills else list(_skill_names(6))
+
+    def skill_index(name: Optional[str]) -> int:
+        if name is None:
+            return -1
+        if name not in names:
+            names.append(name)  # a skill outside the belief's library still gets a colour
+        return names.index(name)
+
+    true_skill = [skill_index(r.skills[partner]) if partner is not None and partner < len(r.skills) else -1
+                  for r in steps]
+    ego_skill = [skill_index(r.skills[seat]) if seat < len(r.skills) else -1 for r in steps]
+
+    contradictions: List[int] = []
+    interrupts: List[int] = []
+    gate_fired: List[int] = []
+    suppressed: Dict[str, List[int]] = {}
+    replans: List[List[Any]] = []       # [t, reason, effective (bool), interrupt (bool)]
+    kappa: List[Optional[float]] = []
+    commits: List[List[Any]] = []       # [t, committed (bool)]
+    present = {"contradiction": False, "interrupt": False, "gate_fired": False, "suppressed_reason": False,
+               "replanned": False, "effective": False, "kappa": False, "commit": False}
+    for t, row in enumerate(steps):
+        info = row.info[seat] if seat < len(row.info) else {}
+        if "contradiction" in info:
+            present["contradiction"] = True
+            if info["contradiction"]:
+                contradictions.append(t)
+        if "interrupt" in info:
+            present["interrupt"] = True
+            if info["interrupt"]:
+                interrupts.append(t)
+        if "gate_fired" in info:
+            present["gate_fired"] = True
+            if info["gate_fired"]:
+                gate_fired.append(t)
+        if "suppressed_reason" in info:
+            present["suppressed_reason"] = True
+            reason = info["suppressed_reason"]
+            if reason:
+                suppressed.setdefault(str(reason), []).append(t)
+        if "replanned" in info:
+            present["replanned"] = True
+            if info["replanned"]:
+                logged = _first(info, "effective", "replan_effective")
+                if logged is not None:
+                    present["effective"] = True
+                    effective = bool(logged)
+                else:  # derived: the active skill changed across the replan
+                    before = ego_skill[t - 1] if t > 0 else -1
+                    effective = ego_skill[t] != before
+                replans.append([t, str(info.get("reason") or ""), effective, bool(info.get("interrupt"))])
+        k, commit = _kappa_fields(info)
+        kappa.append(None if k is None else round(k, 4))
+        if k is not None:
+            present["kappa"] = True
+        if commit is not None:
+            present["commit"] = True
+            commits.append([t, commit])
+
+    deliveries = [[t, i] for t, row in enumerate(steps) for i, ev in enumerate(row.events)
+                  for e in ev if e == "deliver:soup"]
+    frames = [encode_frame(s) for s in traj.states()]
+    summary = traj.final.summary if traj.final is not None else {}
+    return {
+        "format": REPORT_FORMAT,
+        "source": source,
+        "title": f"{h.layout}: {h.ego or h.agents[seat]} (seat {seat}) + {h.partner or '?'}, seed {h.seed}",
+        "header": h.model_dump(mode="json"),
+        "summary": summary,
+        "complete": traj.final is not None,
+        "layout": layout_record(h.layout),
+        "seat": seat,
+        "partner": partner,
+        "steps": T,
+        "names": names,
+        "frames": frames,
+        "belief": beliefs,
+        "true_skill": true_skill,
+        "ego_skill": ego_skill,
+        "actions": [r.actions for r in steps],
+        "rewards": [r.reward for r in steps],
+        "events": [r.events for r in steps],
+        "reasons": [(r.info[seat].get("reason") if seat < len(r.info) else None) for r in steps],
+        "partner_map": [(r.info[seat].get("partner_map") if seat < len(r.info) else None) for r in steps],
+        "gate": {"contradictions": contradictions, "interrupts": interrupts, "gate_fired": gate_fired,
+                 "suppressed": suppressed},
+        "replans": replans,
+        "deliveries": deliveries,
+        "kappa": kappa if present["kappa"] else None,
+        "commits": commits,
+        "present": present,
+        "renormalised_steps": renormalised,
+    }
+
+
+def render_report(traj, source: str = "") -> str:
+    """The whole report of one trajectory as an HTML string (no external resources)."""
+    data = report_data(traj, source)
+    return fill_template(asset_text("report.html"), {
+        "TITLE": html.escape(data["title"]),
+        "CSS": asset_text("report.css"),
+        "DATA": script_json(data),
+        "KITCHEN_JS": asset_text("kitchen.js"),
+        "REPORT_JS": asset_text("report.js"),
+    })
+
+
+def write_report(log_path: str | Path, out: str | Path, allow_incomplete: bool = True) -> Dict[str, Any]:
+    """Read ``log_path`` (:func:`~beliefgate.envs.trajlog.read_log`) and write its report to ``out``.
+
+    An interrupted log (no final row) is reported as far as it goes when
+    ``allow_incomplete``. Returns ``{"path", "bytes", "steps", "complete", "seconds"}``.
+    """
+    from beliefgate.envs.trajlog import read_log
+    from beliefgate.fileio import atomic_write
+
+    started = time.perf_counter()
+    traj = read_log(log_path, allow_incomplete=allow_incomplete)
+    text = render_report(traj, source=str(log_path))
+    out = Path(out)
+    data = text.encode("utf-8")
+    try:
+        atomic_write(out, data)
+    except OSError as exc:
+        raise ReportWriteError(f"cannot write report {out}: {exc}") from exc
+    return {"path": str(out), "bytes": len(data), "steps": len(traj.steps), "complete": traj.complete,
+            "seconds": round(time.perf_counter() - started, 3)}
+
+
+def write_episode_reports(run_dir: str | Path, out_dir: Optional[str | Path] = None,
+                          logs: Optional[Sequence[str | Path]] = None) -> Dict[str, Any]:
+    """One HTML report per episode log of an ``eval run`` directory, plus an ``index.html``.
+
+    Logs are ``RUN_DIR/episodes/<layout>/*.jsonl`` (or ``logs``, paths relative to
+    ``run_dir``). Reports go to ``out_dir`` (default ``RUN_DIR/reports``), mirroring
+    the episodes' folders; the index links each one with its layout, agents, seed and
+    summary. A log that does not read back is listed in the index with its error and
+    counted in ``failed`` (the other reports are still written).
+    Returns ``{"index", "reports": [...], "failed": [...]}``.
+    """
+    from beliefgate.envs.trajlog import LogFormatError
+    from beliefgate.fileio import atomic_write
+
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ReportInputError(f"run directory {run_dir} does not exist")
+    episodes = run_dir / "episodes"
+    if logs is None:
+        found = sorted(episodes.rglob("*.jsonl")) if episodes.is_dir() else []
+    else:
+        found = [run_dir / p for p in logs]
+    if not found:
+        raise ReportInputError(f"no episode logs under {episodes}")
+    out_dir = Path(out_dir) if out_dir is not None else run_dir / "reports"
+    rows: List[Dict[str, Any]] = []
+    failed: List[Dict[str, str]] = []
+    for log in found:
+        rel = log.relative_to(episodes) if log.is_relative_to(episodes) else Path(log.name)
+        target = out_dir / rel.with_suffix(".html")
+        try:
+            written = write_report(log, target)
+        except (LogFormatError, ReportInputError) as exc:
+            failed.append({"log": str(log), "error": str(exc)})
+            continue
+        rows.append({**written, "log": str(log), "href": str(target.relative_to(out_dir))})
+    index = out_dir / "index.html"
+    atomic_write(index, _index_html(run_dir, rows, failed).encode("utf-8"))
+    return {"index": str(index), "reports": rows, "failed": failed}
+
+
+def _index_html(run_dir: Path, rows: List[Dict[str, Any]], failed: List[Dict[str, str]]) -> str:
+    from beliefgate.envs.trajlog import read_log
+
+    lines = []
+    for r in rows:
+        traj = read_log(r["log"], allow_incomplete=True)
+        h = traj.header
+        s = traj.final.summary if traj.final is not None else {}
+        lines.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
+            h.layout, h.ego, h.partner, h.seed, h.seat, s.get("deliveries", "-"), s.get("reward", "-"),
+            s.get("replans", "-"), r["steps"])) + f"<td><a href=\"{html.escape(r['href'])}\">report</a></td></tr>")
+    for f in failed:
+        lines.append(f"<tr class=\"failed\"><td colspan=\"9\">{html.escape(f['log'])}: {html.escape(f['error'])}"
+                     "</td><td>not written</td></tr>")
+    return fill_template(asset_text("index.html"), {
+        "TITLE": html.escape(f"episode reports: {run_dir}"),
+        "COUNT": f"{len(rows)} report(s), {len(failed)} log(s) failed",
+        "ROWS": "\n".join(lines),
+    })
+
+
+__all__ = ["REPORT_FORMAT", "ReportInputError", "ReportWriteError", "report_data", "render_report",
+           "write_report", "write_episode_reports", "asset_text", "script_json", "fill_template"]

@@ -1,0 +1,387 @@
+"""The episode report and the play page: data extraction, the game, and both pages in a real headless Chromium.
+
+Browser tests skip (with the reason) only where no Chromium/chromedriver/selenium is found; everything else
+runs on the real Overcooked dynamics, the real agents, a real uvicorn server and real WebSockets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from beliefgate.envs.trajlog import read_log
+from beliefgate.eval.episode import run_episode
+from beliefgate.viewer.report import ReportInputError, render_report, report_data, write_episode_reports, write_report
+
+AGENT = "bayes-belief"
+PARTNER = "switch-sourcer-to-plater"
+
+
+# --------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def episode_log(tmp_path_factory):
+    path = tmp_path_factory.mktemp("viewer") / "ep.jsonl"
+    run_episode("cramped_room", AGENT, PARTNER, seed=3, horizon=150, log_path=path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def scripted_log(tmp_path_factory):
+    """An ego without a gate: no belief, no gate or replan fields."""
+    path = tmp_path_factory.mktemp("viewer") / "scripted.jsonl"
+    run_episode("cramped_room", "balanced", "balanced", seed=1, horizon=60, log_path=path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from beliefgate.viewer.browser import BrowserUnavailable, headless_chromium
+
+    try:
+        driver = headless_chromium()
+    except BrowserUnavailable as exc:
+        pytest.skip(f"no headless browser: {exc}")
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+def _wait(predicate, timeout=10.0, interval=0.05, what="condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _severe(driver):
+    return [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+
+
+# --------------------------------------------------------------------------- report data (no browser)
+def test_report_data_follows_the_log(episode_log):
+    traj = read_log(episode_log)
+    data = report_data(traj)
+    T = len(traj.steps)
+    assert data["steps"] == T and len(data["frames"]) == T + 1 and len(data["belief"]) == T
+    # the posterior is the ego's logged belief, normalised; the true skill is the partner's logged skill
+    for t in (1, T // 2, T - 1):
+        logged = traj.steps[t].info[0]["belief"]
+        assert data["belief"][t] == pytest.approx([v / sum(logged) for v in logged], abs=1e-4)
+        assert abs(sum(data["belief"][t]) - 1.0) < 1e-3
+        assert data["names"][data["true_skill"][t]] == traj.steps[t].skills[1]
+    assert data["belief"][0] is None  # nothing observed yet at t = 0
+    assert len(data["deliveries"]) == traj.final.summary["deliveries"]
+    replanned = [t for t, r in enumerate(traj.steps) if r.info[0].get("replanned")]
+    assert [r[0] for r in data["replans"]] == replanned
+    for t, _reason, effective, _interrupt in data["replans"]:
+        before = traj.steps[t - 1].skills[0] if t > 0 else None
+        assert effective == (traj.steps[t].skills[0] != before)
+    assert data["gate"]["interrupts"] == [t for t, r in enumerate(traj.steps) if r.info[0].get("interrupt")]
+    # frames are the logged states: player 1's cell at a late step
+    t = T - 1
+    assert data["frames"][t][2][1][:2] == list(traj.steps[t].state.players[1].position)
+
+
+def test_report_is_self_contained(episode_log, tmp_path):
+    out = tmp_path / "r.html"
+    written = write_report(episode_log, out)
+    text = out.read_text(encoding="utf-8")
+    assert written["bytes"] == len(text.encode("utf-8")) and written["complete"]
+    assert "<link" not in text and not re.search(r"""\ssrc\s*=\s*["']""", text)
+    stripped = text.replace('"http://www.w3.org/2000/svg"', "")  # the SVG namespace is a name, not a request
+    assert "http://" not in stripped and "https://" not in stripped  # no network resource of any kind
+    assert "{{" not in text.split("<script", 1)[0]  # every template marker filled
+
+
+def test_report_degrades_without_gate_fields(scripted_log):
+    data = report_data(read_log(scripted_log))
+    assert all(b is None for b in data["belief"])
+    assert data["kappa"] is None and data["replans"] == []
+    assert not any(data["present"].values())
+    assert "not logged" in render_report(read_log(scripted_log))  # the page says so (checked in the browser too)
+
+
+def test_report_reads_kappa_and_contradictions_when_logged(episode_log, tmp_path):
+    """κ/commit (flat or nested) and contradiction/suppressed fields, as the κ and gate agents log them."""
+    lines = episode_log.read_text().splitlines()
+    out = []
+    for line in lines:
+        row = json.loads(line)
+        if row["kind"] == "step":
+            t = row["t"]
+            row["info"][0]["contradiction"] = t % 7 == 0
+            row["info"][0]["suppressed_reason"] = "unstable_map" if t % 5 == 0 else None
+            row["info"][0]["kappa"] = {"kappa": 0.5 + 0.001 * t, "committed": t % 10 == 0} if t % 2 else None
+        out.append(json.dumps(row))
+    path = tmp_path / "k.jsonl"
+    path.write_text("\n".join(out) + "\n")
+    data = report_data(read_log(path))
+    T = data["steps"]
+    assert data["gate"]["contradictions"] == [t for t in range(T) if t % 7 == 0]
+    assert data["gate"]["suppressed"] == {"unstable_map": [t for t in range(T) if t % 5 == 0]}
+    assert data["kappa"][1] == pytest.approx(0.501) and data["kappa"][2] is None
+    assert [c[0] for c in data["commits"]] == [t for t in range(T) if t % 2]
+    assert all(c[1] == (c[0] % 10 == 0) for c in data["commits"])
+
+
+def test_report_rejects_an_empty_log(tmp_path, episode_log):
+    header = episode_log.read_text().splitlines()[0]
+    path = tmp_path / "empty.jsonl"
+    path.write_text(header + "\n")
+    with pytest.raises(ReportInputError, match="no steps"):
+        write_report(path, tmp_path / "x.html")
+
+
+def test_episode_reports_of_a_run_directory(tmp_path, episode_log, scripted_log):
+    episodes = tmp_path / "run" / "episodes" / "cramped_room"
+    episodes.mkdir(parents=True)
+    (episodes / "a.jsonl").write_bytes(episode_log.read_bytes())
+    (episodes / "b.jsonl").write_bytes(scripted_log.read_bytes())
+    (episodes / "c.jsonl").write_text('{"kind": "header"\n')  # corrupt
+    result = write_episode_reports(tmp_path / "run")
+    assert [Path(r["path"]).name for r in result["reports"]] == ["a.html", "b.html"]
+    assert len(result["failed"]) == 1 and "c.jsonl" in result["failed"][0]["log"]
+    index = Path(result["index"]).read_text()
+    assert 'href="cramped_room/a.html"' in index and 'href="cramped_room/b.html"' in index and "c.jsonl" in index
+    assert (tmp_path / "run" / "reports" / "cramped_room" / "a.html").stat().st_size > 10_000
+    with pytest.raises(ReportInputError):
+        write_episode_reports(tmp_path / "missing")
+
+
+def test_report_cli(episode_log, tmp_path):
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+
+    out = tmp_path / "cli.html"
+    res = CliRunner().invoke(app, ["report", str(episode_log), "-o", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["path"] == str(out) and out.exists()
+    res = CliRunner().invoke(app, ["report", str(tmp_path / "nope.jsonl")])
+    assert res.exit_code == 2 and "nope.jsonl" in res.output
+
+
+# --------------------------------------------------------------------------- the game (no browser)
+def test_messages_are_validated():
+    from beliefgate.viewer.play import EndMessage, KeyMessage, PlayMessageError, parse_message
+
+    assert parse_message('{"type":"key","action":"west"}') == KeyMessage(type="key", action="west")
+    assert isinstance(parse_message('{"type":"end"}'), EndMessage)
+    for bad in ("not json", '{"type":"key","action":"fly"}', '{"type":"key"}', '{"type":"key","action":"west","x":1}',
+                "[]", None):
+        with pytest.raises(PlayMessageError) as info:
+            parse_message(bad)
+        assert info.value.kind == "malformed"
+    with pytest.raises(PlayMessageError) as info:
+        parse_message('{"type":"key","action":"west","pad":"' + "x" * 600 + '"}', max_bytes=512)
+    assert info.value.kind == "oversized"
+
+
+def test_play_game_moves_the_person_and_logs(tmp_path):
+    from beliefgate.viewer.play import PlayGame, PlaySettings
+
+    try:  # the Overcooked loader behind `beliefgate fit` (registered as the "overcooked" fit-data domain)
+        from beliefgate.envs.overcooked.fitdata import load_logs
+    except ImportError:  # older layout: the loader lived in models.data
+        from beliefgate.models.data import load_logs
+
+    settings = PlaySettings(agent=AGENT, horizon=40, log=tmp_path / "g.jsonl", queue=2)
+    game = PlayGame(settings, tmp_path / "g.jsonl", session="s1")
+    start = game.state.players[1].position
+    assert game.press("west") and game.press("south") and not game.press("east")  # queue of 2: third dropped
+    m1 = game.tick()
+    m2 = game.tick()
+    assert m1["frame"][2][1][2] == 3  # facing west after the first key (orientation index 3)
+    assert game.trajectory.steps[0].actions[1] == 3 and game.trajectory.steps[1].actions[1] == 1
+    assert game.state.players[1].position != start
+    for _ in range(5):
+        game.tick()  # no key waiting: the person stays, counted
+    assert game.trajectory.steps[-1].actions[1] == 4 and game.idle_ticks == 5
+    assert m2["belief"] is not None and abs(sum(m2["belief"]) - 1) < 1e-3
+    summary = game.finish("player")
+    assert summary["dropped_keys"] == 1 and summary["ended"] == "player" and summary["steps"] == 7
+    traj = read_log(tmp_path / "g.jsonl")
+    assert traj.complete and len(traj.steps) == 7 and traj.header.partner == "human" and traj.header.seat == 0
+    assert traj.steps[0].info[1]["input"] == "key" and traj.steps[-1].info[1]["input"] == "idle"
+    data = load_logs([tmp_path / "g.jsonl"])  # what `beliefgate fit` reads: the person's actions are the data
+    assert [int(a) for a in data.action[0][:2]] == [3, 1] and (data.true_skill[0][:7] == -1).all()
+    write_report(tmp_path / "g.jsonl", tmp_path / "g.html")
+    assert (tmp_path / "g.html").exists()
+
+
+def test_session_logs_never_overwrite(tmp_path):
+    from beliefgate.viewer.play import PlaySettings, session_log_path
+
+    s = PlaySettings(log=tmp_path / "p.jsonl")
+    assert session_log_path(s, 1, "a") == tmp_path / "p.jsonl"
+    (tmp_path / "p.jsonl").write_text("x")
+    assert session_log_path(s, 1, "b") == tmp_path / "p-2.jsonl"
+    assert session_log_path(s, 3, "c") == tmp_path / "p-3.jsonl"
+    d = PlaySettings(log=tmp_path)
+    assert session_log_path(d, 1, "abcd").parent == tmp_path and "abcd" in session_log_path(d, 1, "abcd").name
+
+
+# --------------------------------------------------------------------------- report in the browser
+def test_report_in_browser(browser, episode_log, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    out = tmp_path / "r.html"
+    write_report(episode_log, out)
+    T = len(read_log(episode_log).steps)
+    browser.get(out.as_uri())
+    _wait(lambda: browser.execute_script("return !!window.beliefgateReport"), what="report script")
+    assert _severe(browser) == []
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0  # nothing fetched
+    assert browser.execute_script("return window.beliefgateReport.steps") == T
+    # the posterior chart: one polygon per skill, its top edge one point per step
+    bands = browser.find_elements(By.CSS_SELECTOR, "polygon.posterior-band")
+    assert len(bands) == 6
+    for band in bands:
+        pts = band.get_attribute("points").split()
+        assert len(pts) == 2 * T
+        xs = [float(p.split(",")[0]) for p in pts[:T]]
+        assert all(b > a for a, b in zip(xs, xs[1:]))
+    # the scrubber moves frames: keys on the range input advance the kitchen
+    canvas = browser.find_element(By.ID, "kitchen")
+    before = browser.execute_script("return arguments[0].toDataURL()", canvas)
+    scrubber = browser.find_element(By.ID, "scrubber")
+    scrubber.click()
+    browser.execute_script("arguments[0].value = 0; arguments[0].dispatchEvent(new Event('input'))", scrubber)
+    for _ in range(12):
+        scrubber.send_keys(Keys.ARROW_RIGHT)
+    assert canvas.get_attribute("data-frame") == "12"
+    assert browser.find_element(By.ID, "frame-label").text.startswith("t = 12 ")
+    assert browser.execute_script("return arguments[0].toDataURL()", canvas) != before  # the chefs moved
+    scrubber.send_keys(Keys.END)
+    assert canvas.get_attribute("data-frame") == str(T)  # the final state
+    # play runs frames forward on its own
+    browser.execute_script("window.beliefgateReport.seek(0)")
+    browser.find_element(By.ID, "play").click()
+    _wait(lambda: int(canvas.get_attribute("data-frame")) >= 5, what="playback")
+    browser.find_element(By.ID, "play").click()
+    assert _severe(browser) == []
+
+
+def test_report_without_gate_fields_in_browser(browser, scripted_log, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    out = tmp_path / "s.html"
+    write_report(scripted_log, out)
+    browser.get(out.as_uri())
+    _wait(lambda: browser.execute_script("return !!window.beliefgateReport"), what="report script")
+    assert _severe(browser) == []
+    assert browser.find_elements(By.CSS_SELECTOR, "polygon.posterior-band") == []
+    absent = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#tracks text.absent")]
+    assert any("no belief logged" in a for a in absent) and any("not logged" in a for a in absent)
+
+
+# --------------------------------------------------------------------------- play: a real server
+@pytest.fixture(scope="module")
+def play_server(tmp_path_factory):
+    logs = tmp_path_factory.mktemp("play-logs")
+    env = {**os.environ, "SDL_AUDIODRIVER": "dummy", "PYGAME_HIDE_SUPPORT_PROMPT": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "beliefgate.cli", "play", "--port", "0", "--agent", AGENT,
+                             "--tick-hz", "20", "--horizon", "300", "--log", f"{logs}/", "--seed", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        if match is None:
+            proc.kill()
+            raise AssertionError(f"no address printed: {line!r} {proc.stderr.read()}")
+        url = f"http://127.0.0.1:{match.group(1)}/"
+        yield url, logs
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _logs_of(logs: Path, session: str):
+    found = [p for p in logs.glob("*.jsonl") if session in p.name]
+    return found[0] if found else None
+
+
+def test_play_in_browser(browser, play_server):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    url, logs = play_server
+    first = browser.current_window_handle
+    browser.switch_to.new_window("tab")
+    browser.get(url)
+    hello = _wait(lambda: browser.execute_script("return window.beliefgatePlay.hello"), what="hello")
+    assert hello["human_seat"] == 1 and hello["agent"] == AGENT
+    start = hello["frame"][2][1]
+    body = browser.find_element(By.TAG_NAME, "body")
+    for key in (Keys.ARROW_LEFT, Keys.ARROW_DOWN, Keys.ARROW_RIGHT, Keys.ARROW_UP, Keys.ARROW_LEFT):
+        body.send_keys(key)
+        time.sleep(0.15)
+    _wait(lambda: browser.execute_script("return window.beliefgatePlay.states") >= 8, what="ticks")
+    assert browser.execute_script("return window.beliefgatePlay.sent") == 5
+    state = browser.execute_script("return window.beliefgatePlay.state")
+    assert state["belief"] is not None and len(state["belief"]) == len(hello["names"])
+    bars = browser.find_elements(By.CSS_SELECTOR, "#bars .bar-row")
+    assert len(bars) == len(hello["names"])
+    assert _severe(browser) == []
+    browser.close()  # closing the tab ends the episode and keeps the log
+    browser.switch_to.window(first)
+    path = _wait(lambda: _logs_of(logs, hello["session"]), what="log file")
+    traj = _wait(lambda: _complete(path), what="final row")
+    summary = traj.final.summary
+    assert summary["ended"] == "disconnected" and summary["partner"] == "human"
+    keyed = [(r.actions[1], r.state.players[1], n.state.players[1])
+             for r, n in zip(traj.steps, traj.steps[1:] + [traj.final]) if r.info[1]["input"] == "key"]
+    assert [a for a, _, _ in keyed] == [3, 1, 2, 0, 3]  # west, south, east, north, west: in the order pressed
+    assert any(after.position != before.position for _, before, after in keyed)  # the server moved the chef
+    assert traj.steps[0].state.players[1].position == tuple(start[:2])
+
+
+def _complete(path):
+    from beliefgate.envs.trajlog import LogFormatError
+
+    try:
+        return read_log(path)
+    except LogFormatError:
+        return None
+
+
+def test_play_rejects_bad_messages_and_isolates_sessions(play_server):
+    from websockets.sync.client import connect
+
+    url, logs = play_server
+    ws_url = url.replace("http://", "ws://") + "ws"
+    with connect(ws_url, open_timeout=10) as a, connect(ws_url, open_timeout=10) as b:
+        ha, hb = json.loads(a.recv(timeout=10)), json.loads(b.recv(timeout=10))
+        assert ha["type"] == hb["type"] == "hello" and ha["session"] != hb["session"] and ha["log"] != hb["log"]
+        a.send("{not json")
+        assert json.loads(a.recv(timeout=5))["error"] == "malformed"
+        a.send(json.dumps({"type": "key", "action": "west", "pad": "x" * 100_000}))
+        assert json.loads(a.recv(timeout=5))["error"] == "oversized"
+        a.send(b"\x00\x01")
+        assert json.loads(a.recv(timeout=5))["error"] == "malformed"
+        a.send(json.dumps({"type": "key", "action": "west"}))  # the game goes on
+        m = json.loads(a.recv(timeout=5))
+        while m["type"] != "state":
+            m = json.loads(a.recv(timeout=5))
+        assert m["t"] == 1 and m["frame"][2][1][2] == 3
+        a.send(json.dumps({"type": "end"}))
+        while m["type"] != "done":
+            m = json.loads(a.recv(timeout=5))
+        assert m["summary"]["ended"] == "player" and m["summary"]["rejected"] == {"oversized": 1, "malformed": 2}
+        # b never pressed a key: its clock has not started and its log has no step
+        b.send(json.dumps({"type": "end"}))
+        mb = json.loads(b.recv(timeout=5))
+        assert mb["type"] == "done" and mb["summary"]["steps"] == 0 and mb["summary"]["rejected"]["malformed"] == 0
+    ta, tb = read_log(ha["log"]), read_log(hb["log"])
+    assert ta.steps[0].actions[1] == 3 and len(tb.steps) == 0 and ta.final.summary["session"] == ha["session"]
