@@ -18,6 +18,11 @@ into :class:`EpisodeSpec` objects, one per episode::
     llm: {base_url: "http://127.0.0.1:8080/v1", model: smollm2}   # optional
     gate: {cooldown: 10, tau_obs: 0.3}   # optional GateParams overrides for every ego agent
 
+A partner (or agent) may also be the path of a partner file (``.yaml``/``.yml``/``.json``,
+relative to the working directory; see :mod:`beliefgate.envs.overcooked.partners`): the file
+is read and validated, and its switch windows checked against ``horizon``, before any
+episode runs. Its ``group`` field, when set, is its report group.
+
 ``{layout}`` in an agent or partner name is replaced by the episode's layout
 (``bc:{layout}``). A scripted partner restricted to some layouts
 (``counter-passer``) is skipped on the others, and the skip is listed.
@@ -290,6 +295,8 @@ class EpisodeSpec:
     llm_base_url: Optional[str] = None
     #: the grid's ``gate`` overrides for the ego (canonical form), ``None`` without them
     gate: Optional[Dict[str, Any]] = field(default=None, hash=False)
+    #: sha256 prefix of the partner file's validated spec (file partners only), so an edited file is a new episode
+    partner_digest: Optional[str] = None
 
     def identity(self) -> Dict[str, Any]:
         """The fields that make two episodes the same episode (the group is a label, not identity).
@@ -300,6 +307,8 @@ class EpisodeSpec:
                "llm_base_url": self.llm_base_url}
         if self.gate is not None:
             out["gate"] = dict(self.gate)
+        if self.partner_digest is not None:
+            out["partner_digest"] = self.partner_digest
         return out
 
     def gate_params(self):
@@ -337,6 +346,8 @@ class EpisodeSpec:
         data = asdict(self)
         if data["gate"] is None:  # metric rows of grids without gate overrides stay as they were
             del data["gate"]
+        if data["partner_digest"] is None:
+            del data["partner_digest"]
         return data
 
     @classmethod
@@ -379,11 +390,33 @@ def default_group(name: str) -> str:
 
     spec = PARTNERS.get(name)
     if spec is not None:
+        if spec.group:
+            return spec.group
         onion, dish = spec.prefer
         return "sourcing" if onion > dish else "logistics" if dish > onion else "generalist"
     if name == "bc" or name.startswith("bc:"):
         return "human-proxy"
     return "agents"
+
+
+def _partner_digest(name: str) -> Optional[str]:
+    """A short hash of a partner file's validated content (``None`` for registered names)."""
+    from beliefgate.envs.overcooked.partners import PARTNERS, is_partner_path
+
+    if not is_partner_path(name):
+        return None
+    text = json.dumps(PARTNERS[name].model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _check_partner_file(name: str, role: str, horizon: int) -> None:
+    """A partner file (or a shipped data-file partner): readable, valid, and its switch windows fit the horizon."""
+    from beliefgate.envs.overcooked.partners import PartnerSpecError, check_partners
+
+    try:
+        check_partners([name], horizon)
+    except PartnerSpecError as exc:
+        raise GridError(f"{role} {name!r}: {exc}") from None
 
 
 def _check_agent(name: str, role: str, gate_params=None) -> None:
@@ -443,6 +476,7 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
             # a layout-independent name is checked once, a templated one on every layout
             for layout in (layouts if "{layout}" in raw else layouts[:1]):
                 ensure_agent_plugins([expand(raw, layout)])
+                _check_partner_file(expand(raw, layout), role, spec.horizon)
                 _check_agent(expand(raw, layout), role, spec.gate_params() if role == "agent" else None)
 
     llm_agents: List[str] = []
@@ -486,6 +520,7 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
                     continue
                 partner = expand(entry.name, layout)
                 group = entry.group or default_group(partner)
+                digest = _partner_digest(partner)
                 for seed in spec.seed_list:
                     for seat in spec.seats:
                         episodes.append(EpisodeSpec(
@@ -493,7 +528,8 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
                             seed=seed, seat=seat, horizon=spec.horizon,
                             llm_model=llm.model if with_llm else None,
                             llm_base_url=llm.base_url if with_llm else None,
-                            gate=dict(spec.gate) if spec.gate is not None else None))
+                            gate=dict(spec.gate) if spec.gate is not None else None,
+                            partner_digest=digest))
     keys = {}
     for ep in episodes:
         if ep.stem in keys:

@@ -1,25 +1,73 @@
 """Scripted partner population with the ground-truth active skill at every step.
 
-Each partner is a high-level skill-choice rule with role-preference weights
-(the "logistics / cooking / sourcing" style idea of behaviour-preferring
-partners), executed through the shared :class:`~beliefgate.envs.overcooked.executor.Executor`.
-Some switch preference at a seeded time mid-episode; one acts with epsilon-random
-moves. Every partner is also usable as an ego agent.
+A partner is *data*: a :class:`PartnerSpec` (pydantic, loaded from a YAML or JSON
+file or built in Python) names one or more *styles* -- preference weights over the
+skills it chooses between, plus a few behaviour switches -- and an optional schedule
+of mid-episode style changes whose times are drawn (seeded) inside a window. The
+partner executes its skills through the shared
+:class:`~beliefgate.envs.overcooked.executor.Executor`, so its active skill is known
+at every step; every partner is also usable as an ego agent.
+
+Partners are found by name (the Python-defined originals and the shipped
+behaviour-preferring population in ``partner_data/``) or by the path of a partner
+file (any name ending in ``.yaml``, ``.yml`` or ``.json``)::
+
+    name: my-partner
+    description: fetches dishes, then turns to onions
+    group: logistics
+    horizon: 400                       # the episode length the switch windows are written for
+    styles:
+      plating: {weights: {pickup_dish: 4.0, pickup_onion: 1.0}, eager_plating: true}
+      cooking: {weights: {pickup_dish: 0.25, pickup_onion: 1.0}}
+    start: plating                     # default: the first style
+    switches:
+      - {window: [60, 140], to: cooking}    # switch at a step drawn uniformly in [60, 140]
+      - {window: [180, 260], to: plating}
+
+How a style chooses (the weights): at every choice point the useful, reachable skills
+compete with probability proportional to their weights; a skill of weight 0 is only a
+fallback (tried when nothing of positive weight can start). The choice points are
+
+* empty hands: ``pickup_onion`` vs ``pickup_dish`` (default weights 1, 1);
+* holding an onion: ``put_onion_in_pot`` vs ``place_obj_on_counter`` (default 1, 0:
+  a positive staging weight hands onions over on counters);
+
+a dish is always used on a soup when one is ready or cooking, and a soup always
+delivered when it can be (a staged soup is lost: no skill picks one up), with
+``place_obj_on_counter`` as their fallback.
+
+Bad files raise a :class:`PartnerSpecError` (an :class:`~beliefgate.errors.InputError`)
+naming the field, before any episode: :class:`UnknownPartnerFieldError`,
+:class:`PartnerWeightError`, :class:`SwitchWindowError`, :class:`UnknownPartnerSkillError`.
 """
 
 from __future__ import annotations
-from beliefgate.errors import LookupFailure
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Dict, FrozenSet, Optional, Sequence, Tuple
+from importlib import resources
+from pathlib import Path
+from typing import Any, Dict, FrozenSet, Iterator, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from beliefgate.envs.overcooked.controller import OvercookedController, controller_for
 from beliefgate.envs.overcooked.executor import Executor, SkillStatus, fidget
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, Pos, layout_info
 from beliefgate.envs.overcooked.state import POT_CAPACITY, SymbolicState
+from beliefgate.errors import InputError, LookupFailure
+
+PARTNER_FORMAT = "beliefgate.partner/1"
+#: file suffixes that make a partner name a path
+PARTNER_SUFFIXES = (".yaml", ".yml", ".json")
+#: the skills a scripted partner chooses between, and their weights when a style does not set them
+DEFAULT_WEIGHTS: Dict[str, float] = {"pickup_onion": 1.0, "pickup_dish": 1.0,
+                                     "put_onion_in_pot": 1.0, "place_obj_on_counter": 0.0}
+MAX_WEIGHT = 100.0
 
 
 class UnknownPartnerError(LookupFailure):
@@ -29,72 +77,387 @@ class UnknownPartnerError(LookupFailure):
         return str(self.args[0]) if self.args else "unknown partner"
 
 
-@dataclass(frozen=True)
-class PartnerSpec:
-    """A scripted partner: preference weights over the empty-handed choices, and options.
+class PartnerSpecError(InputError):
+    """A partner file or spec that cannot be read or is invalid (the message names the field)."""
 
-    ``prefer`` weights ``pickup_onion`` vs ``pickup_dish`` when both are useful;
-    ``stage_extra_onions`` fetches onions beyond the pots' needs and stages them on
-    counters (a sourcing style); ``eager_plating`` fetches dishes as soon as a pot
-    holds two onions; ``switch_window`` (lo, hi) switches to ``switch_to`` at a
-    seeded step in that window; ``noise`` replaces an action by a random move with
-    that probability.
-    """
 
-    name: str
-    description: str
-    prefer: Tuple[float, float] = (1.0, 1.0)
-    stage_extra_onions: bool = False
-    eager_plating: bool = False
-    pass_on_counters: bool = False
-    noise: float = 0.0
-    switch_window: Optional[Tuple[int, int]] = None
-    switch_to: Optional["PartnerSpec"] = None
-    layouts: Optional[Tuple[str, ...]] = None
+class UnknownPartnerFieldError(PartnerSpecError):
+    """A partner file has a field the schema does not define."""
+
+
+class PartnerWeightError(PartnerSpecError):
+    """A preference weight outside [0, MAX_WEIGHT] (or not finite)."""
+
+
+class SwitchWindowError(PartnerSpecError):
+    """A switch window that is empty, overlaps another, or lies outside the horizon."""
+
+
+class UnknownPartnerSkillError(PartnerSpecError):
+    """A weight for a skill the skill library lacks (or one the scripted partner never chooses)."""
+
+
+@lru_cache(maxsize=None)
+def _library_skills() -> Tuple[str, ...]:
+    from beliefgate.skills import load_builtin
+
+    return load_builtin("overcooked").names
+
+
+class PartnerStyle(BaseModel):
+    """How a partner chooses while this style is active."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    weights: Dict[str, float] = Field(default_factory=dict, description=(
+        "preference weight per skill at its choice point (0..100; missing skills take DEFAULT_WEIGHTS)"))
+    stage_extra_onions: bool = Field(False, description="fetch onions beyond the pots' needs and stage them on counters")
+    eager_plating: bool = Field(False, description="fetch a dish as soon as a pot holds two onions")
+    pass_on_counters: bool = Field(False, description="put items down only on counters shared by two floor regions")
+
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _weights(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v
+        skills = _library_skills()
+        for skill, w in v.items():
+            if skill not in skills:
+                raise PydanticCustomError("partner_skill", "'{skill}' is not a skill of the overcooked library ({known})",
+                                          {"skill": skill, "known": ", ".join(skills)})
+            if skill not in DEFAULT_WEIGHTS:
+                raise PydanticCustomError(
+                    "partner_skill", "'{skill}' is never chosen against another skill by a scripted partner; "
+                    "weights apply to {choosable}", {"skill": skill, "choosable": ", ".join(DEFAULT_WEIGHTS)})
+            if isinstance(w, bool) or not isinstance(w, (int, float)):
+                raise PydanticCustomError("partner_weight", "{skill}: a weight must be a number, got {w}",
+                                          {"skill": skill, "w": repr(w)})
+            if not (0.0 <= float(w) <= MAX_WEIGHT):
+                raise PydanticCustomError("partner_weight", "{skill}: weight {w} is outside [0, {mx}]",
+                                          {"skill": skill, "w": repr(w), "mx": f"{MAX_WEIGHT:g}"})
+        return {k: float(w) for k, w in v.items()}
+
+    def weight(self, skill: str) -> float:
+        return self.weights.get(skill, DEFAULT_WEIGHTS[skill])
 
     @property
-    def switches(self) -> bool:
-        return self.switch_to is not None
+    def prefer(self) -> Tuple[float, float]:
+        """(onion, dish) weights of the empty-handed choice."""
+        return self.weight("pickup_onion"), self.weight("pickup_dish")
+
+
+class SwitchSpec(BaseModel):
+    """A mid-episode style change at a step drawn uniformly in ``window`` (inclusive)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    window: Tuple[int, int] = Field(description="[first, last] step at which the switch may happen (inclusive)")
+    to: str = Field(min_length=1, description="name of the style switched to")
+    trigger: Literal["time", "choice"] = Field("time", description=(
+        "'time': switch at the drawn step; 'choice': from the drawn step on, switch at the first step at which the "
+        "new style's weights favour another useful skill than the running one, at the window's last step at the latest"))
+
+    @field_validator("window")
+    @classmethod
+    def _window(cls, v: Tuple[int, int]) -> Tuple[int, int]:
+        lo, hi = v
+        if lo < 1 or hi < lo:
+            raise PydanticCustomError("switch_window", "window {v} must satisfy 1 <= first <= last", {"v": list(v)})
+        return v
+
+
+class PartnerSpec(BaseModel):
+    """A scripted partner: named styles, a starting style, and an optional switch schedule."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format: str = Field(PARTNER_FORMAT, description=f"file format tag ({PARTNER_FORMAT})")
+    name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    description: str = ""
+    group: Optional[str] = Field(None, min_length=1, description="report group (default: from the starting weights)")
+    styles: Dict[str, PartnerStyle] = Field(min_length=1, description="named styles")
+    start: Optional[str] = Field(None, description="the starting style (default: the first one)")
+    switches: List[SwitchSpec] = Field(default_factory=list, description="style changes, in time order")
+    horizon: int = Field(400, ge=2, le=100_000, description="episode length the switch windows are written for")
+    noise: float = Field(0.0, ge=0.0, le=1.0, description="probability of replacing an action by a random move")
+    layouts: Optional[List[str]] = Field(None, min_length=1, description="layouts it plays (default: all)")
+
+    _source: Optional[str] = PrivateAttr(None)
+
+    @field_validator("format")
+    @classmethod
+    def _format(cls, v: str) -> str:
+        if v != PARTNER_FORMAT:
+            raise ValueError(f"unsupported partner format {v!r}; this version reads {PARTNER_FORMAT!r}")
+        return v
+
+    @field_validator("layouts")
+    @classmethod
+    def _layouts(cls, v: Optional[List[str]]) -> Optional[List[str]]:
+        if v is None:
+            return v
+        from beliefgate.envs.overcooked.layouts import UnknownLayoutError, resolve_layout
+
+        out = []
+        for name in v:
+            try:
+                out.append(resolve_layout(name))
+            except UnknownLayoutError as exc:
+                raise ValueError(str(exc)) from None
+        return out
+
+    @model_validator(mode="after")
+    def _schedule(self) -> "PartnerSpec":
+        names = list(self.styles)
+        if self.start is not None and self.start not in self.styles:
+            raise ValueError(f"start: no style named {self.start!r} (styles: {', '.join(names)})")
+        current = self.start_style_name
+        last = 0
+        for i, sw in enumerate(self.switches):
+            lo, hi = sw.window
+            if sw.to not in self.styles:
+                raise ValueError(f"switches.{i}.to: no style named {sw.to!r} (styles: {', '.join(names)})")
+            if sw.to == current:
+                raise ValueError(f"switches.{i}.to: {sw.to!r} is already the active style at that point")
+            if hi >= self.horizon:
+                raise PydanticCustomError(
+                    "switch_window", "switches.{i}.window: {w} lies outside the horizon {h} (steps 1..{hm})",
+                    {"i": i, "w": [lo, hi], "h": self.horizon, "hm": self.horizon - 1})
+            if lo <= last and i > 0:
+                raise PydanticCustomError(
+                    "switch_window", "switches.{i}.window: {w} starts before the previous window ends (step {last})",
+                    {"i": i, "w": [lo, hi], "last": last})
+            last, current = hi, sw.to
+        return self
+
+    # ------------------------------------------------------------------ views
+    @property
+    def start_style_name(self) -> str:
+        return self.start if self.start is not None else next(iter(self.styles))
+
+    @property
+    def start_style(self) -> PartnerStyle:
+        return self.styles[self.start_style_name]
+
+    @property
+    def prefer(self) -> Tuple[float, float]:
+        """(onion, dish) weights of the starting style."""
+        return self.start_style.prefer
+
+    @property
+    def switches_style(self) -> bool:
+        return bool(self.switches)
+
+    @property
+    def source(self) -> Optional[str]:
+        """The file this spec was read from (``None`` for the Python-defined partners)."""
+        return self._source
+
+    def check_horizon(self, horizon: int) -> None:
+        """Raise :class:`SwitchWindowError` if an episode of ``horizon`` steps ends before a switch window does.
+
+        Applies to partners read from a file given by path; registered partners (the
+        Python-defined originals and the shipped population, used by name) are written for
+        400-step episodes and in shorter ones simply make the switches the episode reaches.
+        """
+        if self._source is None or self._source.startswith(PARTNER_DATA + "/"):
+            return
+        for i, sw in enumerate(self.switches):
+            if sw.window[1] >= horizon:
+                raise SwitchWindowError(
+                    f"partner {self.name!r} ({self._source}): switches.{i}.window {list(sw.window)} lies outside "
+                    f"the episode horizon {horizon} (steps 1..{horizon - 1})")
 
     def summary(self) -> Dict[str, object]:
+        """One row of ``beliefgate partners --json``: the headline fields and the whole spec."""
         return {
             "name": self.name,
             "description": self.description,
-            "switches": self.switches,
+            "group": self.group,
+            "switches": bool(self.switches),
             "layouts": list(self.layouts) if self.layouts else None,
             "noise": self.noise,
+            "source": self._source or "builtin",
+            "spec": self.model_dump(mode="json"),
         }
 
 
-_SOURCER = PartnerSpec("onion-sourcer", "ingredient-preferring: fetches and pots onions, stages spare onions on counters",
-                       prefer=(4.0, 0.5), stage_extra_onions=True)
-_PLATER = PartnerSpec("plater", "plating-preferring: fetches dishes early and scoops soups",
-                      prefer=(0.5, 4.0), eager_plating=True)
+def _first_error_class(exc: ValidationError) -> type:
+    kinds = {"extra_forbidden": UnknownPartnerFieldError, "partner_weight": PartnerWeightError,
+             "switch_window": SwitchWindowError, "partner_skill": UnknownPartnerSkillError}
+    for err in exc.errors():
+        if err["type"] in kinds:
+            return kinds[err["type"]]
+    return PartnerSpecError
 
-PARTNERS: Dict[str, PartnerSpec] = {
+
+def _format_errors(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"])
+        msg = str(err["msg"])
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (fields: " + ", ".join(_fields_at(err["loc"])) + ")"
+        parts.append(f"{where}: {msg}" if where else msg)
+    return "; ".join(parts)
+
+
+def _fields_at(loc) -> List[str]:
+    """Field names of the model that holds the location ``loc`` (for unknown-field messages)."""
+    if len(loc) >= 3 and loc[0] == "styles":
+        return list(PartnerStyle.model_fields)
+    if len(loc) >= 3 and loc[0] == "switches":
+        return list(SwitchSpec.model_fields)
+    return list(PartnerSpec.model_fields)
+
+
+def parse_partner(data: Any, source: str = "partner") -> PartnerSpec:
+    """Validate already-parsed partner data (a mapping); errors name ``source`` and the field."""
+    if not isinstance(data, dict):
+        raise PartnerSpecError(f"{source}: a partner must be a mapping with at least name and styles, "
+                               f"got {type(data).__name__}")
+    try:
+        spec = PartnerSpec.model_validate(data)
+    except ValidationError as exc:
+        raise _first_error_class(exc)(f"{source}: {_format_errors(exc)}") from None
+    spec._source = source
+    return spec
+
+
+def load_partner(path: str | Path) -> PartnerSpec:
+    """Read a partner file (``.yaml``/``.yml`` or ``.json``) and validate it."""
+    import yaml
+
+    path = Path(path)
+    if path.suffix.lower() not in PARTNER_SUFFIXES:
+        raise PartnerSpecError(f"partner file {path}: the name must end in {', '.join(PARTNER_SUFFIXES)}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PartnerSpecError(f"cannot read partner file {path}: {exc.strerror or exc}") from None
+    is_json = path.suffix.lower() == ".json"
+    try:
+        data = json.loads(text) if is_json else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise PartnerSpecError(f"{path}: not valid {'JSON' if is_json else 'YAML'}: {exc}") from None
+    return parse_partner(data, str(path))
+
+
+def is_partner_path(name: str) -> bool:
+    """Does ``name`` refer to a partner file (rather than a registered name)?"""
+    return isinstance(name, str) and name.lower().endswith(PARTNER_SUFFIXES)
+
+
+def _style(onion: float, dish: float, **flags) -> PartnerStyle:
+    return PartnerStyle(weights={"pickup_onion": onion, "pickup_dish": dish}, **flags)
+
+
+_SOURCING = _style(4.0, 0.5, stage_extra_onions=True)
+_PLATING = _style(0.5, 4.0, eager_plating=True)
+
+#: the Python-defined originals (their behaviour is unchanged since before partners were data)
+_BUILTIN: Dict[str, PartnerSpec] = {
     p.name: p
     for p in [
-        _SOURCER,
-        _PLATER,
-        PartnerSpec("server", "serving-preferring: plates and delivers ready soups, helps with onions otherwise",
-                    prefer=(1.0, 3.0)),
-        PartnerSpec("balanced", "no role preference: does whatever the kitchen needs next", prefer=(1.0, 1.0)),
-        PartnerSpec("counter-passer", "passes onions and dishes over shared counters (forced_coordination)",
-                    prefer=(2.0, 1.0), pass_on_counters=True, layouts=("forced_coordination",)),
-        PartnerSpec("noisy", "balanced, but 20% of its actions are random moves", prefer=(1.0, 1.0), noise=0.2),
-        PartnerSpec("switch-sourcer-to-plater", "starts ingredient-preferring, switches to plating at a seeded step",
-                    prefer=_SOURCER.prefer, stage_extra_onions=True, switch_window=(100, 250), switch_to=_PLATER),
-        PartnerSpec("switch-plater-to-sourcer", "starts plating-preferring, switches to ingredients at a seeded step",
-                    prefer=_PLATER.prefer, eager_plating=True, switch_window=(100, 250), switch_to=_SOURCER),
+        PartnerSpec(name="onion-sourcer", description="ingredient-preferring: fetches and pots onions, stages spare "
+                    "onions on counters", styles={"sourcing": _SOURCING}),
+        PartnerSpec(name="plater", description="plating-preferring: fetches dishes early and scoops soups",
+                    styles={"plating": _PLATING}),
+        PartnerSpec(name="server", description="serving-preferring: plates and delivers ready soups, helps with "
+                    "onions otherwise", styles={"serving": _style(1.0, 3.0)}),
+        PartnerSpec(name="balanced", description="no role preference: does whatever the kitchen needs next",
+                    styles={"balanced": _style(1.0, 1.0)}),
+        PartnerSpec(name="counter-passer", description="passes onions and dishes over shared counters "
+                    "(forced_coordination)", styles={"passing": _style(2.0, 1.0, pass_on_counters=True)},
+                    layouts=["forced_coordination"]),
+        PartnerSpec(name="noisy", description="balanced, but 20% of its actions are random moves",
+                    styles={"balanced": _style(1.0, 1.0)}, noise=0.2),
+        PartnerSpec(name="switch-sourcer-to-plater", description="starts ingredient-preferring, switches to plating "
+                    "at a seeded step", styles={"sourcing": _SOURCING, "plating": _PLATING},
+                    switches=[SwitchSpec(window=(100, 250), to="plating")]),
+        PartnerSpec(name="switch-plater-to-sourcer", description="starts plating-preferring, switches to "
+                    "ingredients at a seeded step", styles={"plating": _PLATING, "sourcing": _SOURCING},
+                    switches=[SwitchSpec(window=(100, 250), to="sourcing")]),
     ]
 }
 
+PARTNER_DATA = "partner_data"
+
+
+@lru_cache(maxsize=None)
+def shipped_partners() -> Dict[str, PartnerSpec]:
+    """The partner files shipped in ``beliefgate/envs/overcooked/partner_data/`` by name (sorted)."""
+    folder = resources.files("beliefgate.envs.overcooked").joinpath(PARTNER_DATA)
+    out: Dict[str, PartnerSpec] = {}
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.lower().endswith(PARTNER_SUFFIXES):
+            continue
+        with resources.as_file(entry) as path:
+            spec = load_partner(path)
+        spec._source = f"{PARTNER_DATA}/{entry.name}"
+        if spec.name in out or spec.name in _BUILTIN:
+            raise PartnerSpecError(f"{spec._source}: partner name {spec.name!r} is used twice")
+        out[spec.name] = spec
+    return out
+
+
+class PartnerRegistry(Mapping):
+    """Partners by name, plus partner files by path.
+
+    Iterating gives the registered names (the originals, then the shipped population);
+    ``name in PARTNERS`` is also true for any name ending in a partner-file suffix, and
+    ``PARTNERS[path]`` reads and validates that file (cached by path and modification
+    time), raising :class:`PartnerSpecError` for a missing or bad file.
+    """
+
+    def __init__(self, builtin: Dict[str, PartnerSpec]):
+        self._builtin = builtin
+        self._files: Dict[Tuple[str, float], PartnerSpec] = {}
+
+    def _names(self) -> Dict[str, PartnerSpec]:
+        return {**self._builtin, **shipped_partners()}
+
+    def __getitem__(self, name: str) -> PartnerSpec:
+        if not isinstance(name, str):
+            raise KeyError(name)
+        if name in self._builtin:
+            return self._builtin[name]
+        shipped = shipped_partners()
+        if name in shipped:
+            return shipped[name]
+        if is_partner_path(name):
+            path = Path(name)
+            try:
+                key = (str(path.resolve()), path.stat().st_mtime)
+            except OSError as exc:
+                raise PartnerSpecError(f"cannot read partner file {name}: {exc.strerror or exc}") from None
+            if key not in self._files:
+                self._files[key] = load_partner(path)
+            return self._files[key]
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (name in self._builtin or name in shipped_partners() or is_partner_path(name))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+PARTNERS = PartnerRegistry(_BUILTIN)
+
 
 def get_partner(name: str) -> PartnerSpec:
+    """The partner called ``name``, or read from the partner file at path ``name``."""
     try:
         return PARTNERS[name]
     except KeyError:
-        raise UnknownPartnerError(f"unknown partner {name!r}; available: {', '.join(PARTNERS)}") from None
+        raise UnknownPartnerError(f"unknown partner {name!r}; available: {', '.join(PARTNERS)} "
+                                  f"(or the path of a partner file)") from None
 
 
 @lru_cache(maxsize=None)
@@ -152,11 +515,12 @@ class ScriptedAgent:
         self.library = self.controller.library
         self.executor = Executor(self.controller, player, self.rng)
         self.active: Optional[int] = None
-        self.style = self.spec
-        self.switch_at: Optional[int] = None
-        if self.spec.switch_window is not None:
-            lo, hi = self.spec.switch_window
-            self.switch_at = int(self.rng.integers(lo, hi + 1))
+        self.style_name = self.spec.start_style_name
+        self.style: PartnerStyle = self.spec.start_style
+        #: the drawn step of every scheduled switch (in schedule order) and how many have happened
+        self.switch_times: List[int] = [int(self.rng.integers(lo, hi + 1)) for lo, hi in
+                                        (sw.window for sw in self.spec.switches)]
+        self.switches_done = 0
         self.my_drops: set = set()
         self.skill_choices = 0
 
@@ -167,16 +531,9 @@ class ScriptedAgent:
     def act(self, state: SymbolicState, my_events: Sequence[str] = ()) -> int:
         """Choose this step's action; ``my_events`` are this player's events of the last step."""
         self._note_drops(state, my_events)
-        if self.switch_at is not None and state.timestep >= self.switch_at and self.style is self.spec:
-            # a hidden switch: drop the current skill mid-way and choose under the new preference
-            self.style = self.spec.switch_to
-            self.active = None
-            self.executor.stop()
-            held = state.players[self.player].held
-            onion_w, dish_w = self.style.prefer
-            # an item of the abandoned role is put down to free the hands for the new one
-            if (held == "onion" and dish_w > onion_w) or (held == "dish" and onion_w > dish_w):
-                self._start("place_obj_on_counter", state)
+        while self.switches_done < len(self.switch_times) and self._switch_due(state):
+            self._switch(state, self.spec.switches[self.switches_done].to)
+            self.switches_done += 1
         if self.active is not None:
             status = self.executor.update(state, my_events)
             if status is not SkillStatus.RUNNING:
@@ -190,6 +547,51 @@ class ScriptedAgent:
 
     def info(self) -> Dict[str, object]:
         return {"skill": self.active_skill, "replans": 0, "llm_calls": 0}
+
+    @property
+    def switch_at(self) -> Optional[int]:
+        """The drawn step of the first scheduled switch (``None`` without switches)."""
+        return self.switch_times[0] if self.switch_times else None
+
+    def _switch_due(self, state: SymbolicState) -> bool:
+        sw = self.spec.switches[self.switches_done]
+        t = state.timestep
+        if t < self.switch_times[self.switches_done]:
+            return False
+        if sw.trigger == "time" or t >= sw.window[1]:
+            return True
+        return self._would_change(state, self.spec.styles[sw.to])
+
+    def _would_change(self, state: SymbolicState, new: PartnerStyle) -> bool:
+        """Would ``new`` prefer another useful skill to the one running now (the 'choice' trigger)?"""
+        if self.active is None:
+            return False
+        skill = self.library.names[self.active]
+        held = state.players[self.player].held
+        old, self.style = self.style, new  # usefulness under the new style's options
+        try:
+            if skill == "pickup_onion":
+                return new.weight("pickup_dish") > new.weight("pickup_onion") and self._dish_useful(state)
+            if skill == "pickup_dish":
+                return new.weight("pickup_onion") > new.weight("pickup_dish") and self._onion_useful(state)
+            if skill == "put_onion_in_pot":
+                return new.weight("place_obj_on_counter") > new.weight("put_onion_in_pot")
+            if skill == "place_obj_on_counter" and held == "onion":
+                return new.weight("put_onion_in_pot") > new.weight("place_obj_on_counter")
+            return False
+        finally:
+            self.style = old
+
+    def _switch(self, state: SymbolicState, style: str) -> None:
+        """A hidden switch: drop the current skill mid-way and choose under the new style."""
+        self.style_name, self.style = style, self.spec.styles[style]
+        self.active = None
+        self.executor.stop()
+        held = state.players[self.player].held
+        onion_w, dish_w = self.style.prefer
+        # an item of the abandoned role is put down to free the hands for the new one
+        if (held == "onion" and dish_w > onion_w) or (held == "dish" and onion_w > dish_w):
+            self._start("place_obj_on_counter", state)
 
     # ------------------------------------------------------------- choosing
     def _note_drops(self, state: SymbolicState, my_events: Sequence[str]) -> None:
@@ -215,6 +617,13 @@ class ScriptedAgent:
         held = state.players[self.player].held
         passing = shared_counters(self.layout) if (self.style.pass_on_counters or len(_regions(self.layout)) > 1) else None
         if held == "onion":
+            pot_w, stage_w = self.style.weight("put_onion_in_pot"), self.style.weight("place_obj_on_counter")
+            if stage_w > 0 and pot_w > 0 and self.rng.random() < stage_w / (pot_w + stage_w):
+                # a staging style hands the onion over on a counter
+                if self._start("place_obj_on_counter", state, allowed=passing):
+                    return
+            elif pot_w == 0 and stage_w > 0 and self._start("place_obj_on_counter", state, allowed=passing):
+                return
             if not self._start("put_onion_in_pot", state):
                 self._start("place_obj_on_counter", state, allowed=passing)
             return
@@ -240,12 +649,17 @@ class ScriptedAgent:
             options.append(("pickup_onion", onion_w))
         if self._dish_useful(state):
             options.append(("pickup_dish", dish_w))
+        fallbacks = [name for name, w in options if w == 0]  # weight 0: only when nothing else can start
+        options = [(name, w) for name, w in options if w > 0]
         while options:
             weights = np.array([w for _, w in options], dtype=float)
             i = int(self.rng.choice(len(options), p=weights / weights.sum()))
             if self._start(options[i][0], state):
                 return
             options.pop(i)
+        for name in fallbacks:
+            if self._start(name, state):
+                return
         self.active = None  # nothing useful: idle this step
 
     def _idle_action(self, state: SymbolicState) -> int:
@@ -291,6 +705,8 @@ class ScriptedAgent:
         on_counters = sum(1 for o in state.counters if o.name == "onion" and o.position not in self.my_drops)
         if self._can_reach(state, self.layout_pots()):
             need = missing - in_flight
+            if self.style.weight("place_obj_on_counter") > 0:  # a staging style counts what it staged
+                need -= sum(1 for o in state.counters if o.name == "onion")
             if self.style.stage_extra_onions:
                 need += max(0, 2 - on_counters)
             return need > 0
@@ -308,3 +724,20 @@ class ScriptedAgent:
 
 def make_scripted(name: str) -> ScriptedAgent:
     return ScriptedAgent(get_partner(name))
+
+
+def check_partners(names: Sequence[str], horizon: int) -> None:
+    """Validate every scripted-partner name or partner file among ``names`` for episodes of ``horizon`` steps.
+
+    Reads each partner file (raising its :class:`PartnerSpecError`) and checks that its
+    switch windows fit the horizon (:class:`SwitchWindowError`); other names are left to
+    the agent registry. Call it before any episode runs.
+    """
+    for name in names:
+        if name in PARTNERS:
+            PARTNERS[name].check_horizon(horizon)
+
+
+def partner_schema() -> Dict[str, Any]:
+    """The JSON schema of a partner file (``beliefgate partners --schema``)."""
+    return PartnerSpec.model_json_schema()

@@ -1,0 +1,261 @@
+"""Partners as data: PartnerSpec files, the shipped behaviour-preferring population, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from beliefgate.envs.overcooked.partners import (
+    DEFAULT_WEIGHTS,
+    PARTNERS,
+    PartnerSpec,
+    PartnerSpecError,
+    PartnerWeightError,
+    ScriptedAgent,
+    SwitchWindowError,
+    UnknownPartnerError,
+    UnknownPartnerFieldError,
+    UnknownPartnerSkillError,
+    check_partners,
+    get_partner,
+    load_partner,
+    parse_partner,
+    shipped_partners,
+)
+from beliefgate.errors import InputError
+
+BIN = Path(sys.executable).parent / "beliefgate"
+
+GOOD = {
+    "name": "test-switcher",
+    "description": "dishes first, then onions",
+    "group": "logistics",
+    "horizon": 120,
+    "styles": {"plating": {"weights": {"pickup_dish": 4.0, "pickup_onion": 0.25}, "eager_plating": True},
+               "cooking": {"weights": {"pickup_dish": 0.25, "pickup_onion": 4.0}}},
+    "switches": [{"window": [20, 40], "to": "cooking"}, {"window": [60, 80], "to": "plating"}],
+}
+
+
+def write(tmp_path: Path, data, name="p.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(data) if name.endswith(".json") else yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def with_(**changes):
+    data = json.loads(json.dumps(GOOD))
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize("suffix", ["yaml", "json"])
+def test_spec_loads_from_yaml_and_json(tmp_path, suffix):
+    spec = load_partner(write(tmp_path, GOOD, f"p.{suffix}"))
+    assert spec.name == "test-switcher" and spec.group == "logistics"
+    assert spec.start_style_name == "plating"  # the first style by default
+    assert spec.styles["cooking"].weight("pickup_onion") == 4.0
+    assert spec.styles["cooking"].weight("put_onion_in_pot") == DEFAULT_WEIGHTS["put_onion_in_pot"]
+    assert [s.to for s in spec.switches] == ["cooking", "plating"]
+    assert spec.source.endswith(f"p.{suffix}")
+    # the same spec whichever format it came from
+    assert spec.model_dump() == parse_partner(GOOD).model_dump()
+
+
+@pytest.mark.parametrize("data, error, words", [
+    (with_(colour="red"), UnknownPartnerFieldError, ["colour", "unknown field"]),
+    (with_(styles={"a": {"weights": {}, "speed": 2}}), UnknownPartnerFieldError, ["styles.a.speed"]),
+    (with_(switches=[{"window": [20, 40], "to": "cooking", "when": 3}]), UnknownPartnerFieldError,
+     ["switches.0.when"]),
+    (with_(styles={"a": {"weights": {"pickup_dish": -1}}}), PartnerWeightError, ["pickup_dish", "-1"]),
+    (with_(styles={"a": {"weights": {"pickup_dish": 1000}}}), PartnerWeightError, ["pickup_dish", "1000"]),
+    (with_(styles={"a": {"weights": {"pickup_dish": float("nan")}}}), PartnerWeightError, ["pickup_dish"]),
+    (with_(styles={"a": {"weights": {"pickup_dish": "lots"}}}), PartnerWeightError, ["pickup_dish", "number"]),
+    (with_(switches=[{"window": [20, 500], "to": "cooking"}]), SwitchWindowError, ["switches.0.window", "horizon 120"]),
+    (with_(switches=[{"window": [0, 10], "to": "cooking"}]), SwitchWindowError, ["switches.0.window"]),
+    (with_(switches=[{"window": [40, 20], "to": "cooking"}]), SwitchWindowError, ["switches.0.window"]),
+    (with_(switches=[{"window": [20, 60], "to": "cooking"}, {"window": [50, 80], "to": "plating"}]),
+     SwitchWindowError, ["switches.1.window", "previous window"]),
+    (with_(styles={"a": {"weights": {"chop_onion": 1.0}}}), UnknownPartnerSkillError, ["chop_onion", "not a skill"]),
+    (with_(styles={"a": {"weights": {"deliver_soup": 1.0}}}), UnknownPartnerSkillError, ["deliver_soup"]),
+    (with_(switches=[{"window": [20, 40], "to": "serving"}]), PartnerSpecError, ["switches.0.to", "serving"]),
+    (with_(switches=[{"window": [20, 40], "to": "plating"}]), PartnerSpecError, ["already the active style"]),
+    (with_(start="serving"), PartnerSpecError, ["start", "serving"]),
+    (with_(layouts=["moon_base"]), PartnerSpecError, ["layouts", "moon_base"]),
+    (with_(noise=1.5), PartnerSpecError, ["noise"]),
+    (with_(styles={}), PartnerSpecError, ["styles"]),
+    (with_(format="beliefgate.partner/9"), PartnerSpecError, ["format"]),
+    ({"styles": GOOD["styles"]}, PartnerSpecError, ["name", "Field required"]),
+])
+def test_bad_partner_files_raise_a_specific_error_naming_the_field(tmp_path, data, error, words):
+    path = write(tmp_path, data, "bad.json")  # JSON keeps NaN as written
+    with pytest.raises(error) as info:
+        load_partner(path)
+    msg = str(info.value)
+    assert isinstance(info.value, InputError) and "\n" not in msg
+    assert str(path) in msg
+    for word in words:
+        assert word in msg
+
+
+def test_unreadable_and_malformed_files(tmp_path):
+    with pytest.raises(PartnerSpecError, match="cannot read partner file"):
+        load_partner(tmp_path / "missing.yaml")
+    (tmp_path / "broken.yaml").write_text("name: [unclosed\n")
+    with pytest.raises(PartnerSpecError, match="not valid YAML"):
+        load_partner(tmp_path / "broken.yaml")
+    (tmp_path / "list.yaml").write_text("- a\n- b\n")
+    with pytest.raises(PartnerSpecError, match="must be a mapping"):
+        load_partner(tmp_path / "list.yaml")
+    (tmp_path / "p.txt").write_text("name: x\n")
+    with pytest.raises(PartnerSpecError, match="must end in"):
+        load_partner(tmp_path / "p.txt")
+
+
+def test_registry_accepts_names_and_paths(tmp_path):
+    path = str(write(tmp_path, GOOD))
+    assert path in PARTNERS and get_partner(path).name == "test-switcher"
+    assert get_partner(path) is get_partner(path)  # cached while the file is unchanged
+    assert "balanced" in PARTNERS and "bp-g1-dish-hi-eager-hi" in list(PARTNERS)
+    with pytest.raises(UnknownPartnerError, match="unknown partner 'robot'"):
+        get_partner("robot")
+    with pytest.raises(PartnerSpecError, match="cannot read"):
+        get_partner(str(tmp_path / "nope.yaml"))
+
+
+def test_episode_horizon_check_is_raised_before_an_episode(tmp_path):
+    path = str(write(tmp_path, GOOD))
+    check_partners([path, "balanced"], 120)
+    with pytest.raises(SwitchWindowError, match=r"switches.1.window \[60, 80\].*horizon 70"):
+        check_partners([path], 70)
+    # registered partners (used by name) make the switches a shorter episode reaches
+    check_partners(["switch-sourcer-to-plater", "bp-g1-dish-hi-eager-hi"], 50)
+
+
+def test_shipped_population_is_the_bp_design():
+    pop = shipped_partners()
+    assert len(pop) >= 12
+    groups = {}
+    for spec in pop.values():
+        assert spec.source.startswith("partner_data/") and spec.switches
+        groups.setdefault(spec.group, []).append(spec)
+    assert sorted(groups) == ["cooking", "logistics", "sourcing"]
+    for group, members in groups.items():
+        assert len(members) == 4
+        # the features that differ between the four starting styles: exactly two, each at two levels
+        starts = [s.start_style for s in members]
+        flat = [{**st.weights, **st.model_dump(exclude={"weights"})} for st in starts]
+        varying = {k for k in flat[0] if len({json.dumps(f.get(k)) for f in flat}) > 1}
+        assert len(varying) == 2, (group, varying)
+        combos = {tuple(json.dumps(f[k]) for k in sorted(varying)) for f in flat}
+        assert len(combos) == 4  # all 2 x 2 combinations
+        for spec in members:  # each switches to the opposite corner and back
+            opp = spec.styles[spec.switches[0].to]
+            for k in varying:
+                a = spec.start_style.weights.get(k, getattr(spec.start_style, k, None))
+                b = opp.weights.get(k, getattr(opp, k, None))
+                assert a != b
+
+
+def test_switch_times_fall_in_their_windows():
+    spec = get_partner("bp-g2-onion-hi-pot-lo")
+    for seed in range(30):
+        agent = ScriptedAgent(spec)
+        agent.reset("cramped_room", 1, seed)
+        for t, sw in zip(agent.switch_times, spec.switches):
+            assert sw.window[0] <= t <= sw.window[1]
+    draws = []
+    for seed in range(30):
+        agent = ScriptedAgent(spec)
+        agent.reset("cramped_room", 1, seed)
+        draws.append(agent.switch_times[0])
+    assert len(set(draws)) > 5  # drawn, not fixed
+
+
+def test_data_file_partner_plays_a_real_episode_and_switches_in_its_window():
+    from beliefgate.eval.episode import agent_seeds, run_episode
+
+    name = "bp-g1-dish-hi-eager-hi"
+    spec = get_partner(name)
+    result = run_episode("coordination_ring", "balanced", name, seed=2, horizon=120)
+    steps = result.trajectory.steps
+    assert len(steps) == 120 and result.summary["partner"] == name
+    skills = [row.skills[1] for row in steps]
+    assert any(skills) and set(filter(None, skills)) <= set(get_partner("balanced").styles["balanced"].weights) | {
+        "fill_dish_with_soup", "deliver_soup", "put_onion_in_pot", "place_obj_on_counter", "pickup_onion",
+        "pickup_dish"}
+    # replay the partner with its episode seed: where the first switch really happened
+    agent = ScriptedAgent(spec)
+    agent.reset("coordination_ring", 1, agent_seeds(2, 2)[1])
+    for row in steps:
+        agent.act(row.state, row.events[1] if row.t else ())
+        if agent.switches_done:
+            break
+    lo, hi = spec.switches[0].window
+    assert agent.switches_done == 1 and lo <= row.t <= hi and agent.style_name == spec.switches[0].to
+
+
+def test_cli_partner_file_episode_and_listing(tmp_path):
+    good = write(tmp_path, GOOD)
+    proc = subprocess.run([str(BIN), "episode", "--layout", "cramped_room", "--partner", str(good),
+                           "--horizon", "120", "--json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["steps"] == 120
+    proc = subprocess.run([str(BIN), "episode", "--layout", "cramped_room", "--partner", str(good),
+                           "--horizon", "50"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "switches.1.window" in proc.stderr and "horizon 50" in proc.stderr
+    bad = write(tmp_path, with_(styles={"a": {"weights": {"chop_onion": 1}}}), "bad.yaml")
+    proc = subprocess.run([str(BIN), "episode", "--layout", "cramped_room", "--partner", str(bad)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "chop_onion" in proc.stderr and "Traceback" not in proc.stderr
+    rows = json.loads(subprocess.run([str(BIN), "partners", "--json", str(good)], capture_output=True, text=True,
+                                     timeout=120, check=True).stdout)
+    by_name = {r["name"]: r for r in rows}
+    assert len([r for r in rows if r["source"].startswith("partner_data/")]) >= 12
+    mine = by_name["test-switcher"]
+    assert mine["switches"] is True and set(PartnerSpec.model_fields) <= set(mine["spec"])
+    assert mine["spec"]["switches"][0]["window"] == [20, 40]
+    schema = json.loads(subprocess.run([str(BIN), "partners", "--schema"], capture_output=True, text=True,
+                                       timeout=120, check=True).stdout)
+    assert set(PartnerSpec.model_fields) <= set(schema["properties"])
+
+
+def test_grid_accepts_partner_files(tmp_path):
+    from beliefgate.eval.grid import GridError, parse_grid, resolve_grid
+
+    good = str(write(tmp_path, GOOD))
+    grid = {"agents": ["balanced"], "layouts": ["cramped_room"], "partners": [good, "bp-g3-onion-hi-stock-lo"],
+            "seeds": [0], "seats": [0], "horizon": 120}
+    episodes = resolve_grid(parse_grid(grid)).episodes
+    assert [(e.partner, e.group) for e in episodes] == [(good, "logistics"), ("bp-g3-onion-hi-stock-lo", "sourcing")]
+    assert episodes[0].partner_digest and episodes[1].partner_digest is None
+    key = episodes[0].key
+    write(tmp_path, with_(noise=0.1))  # an edited file is another episode
+    assert resolve_grid(parse_grid(grid)).episodes[0].key != key
+    bad = str(write(tmp_path, with_(colour="red"), "bad.yaml"))
+    with pytest.raises(GridError, match="colour"):
+        resolve_grid(parse_grid({**grid, "partners": [bad]}))
+    with pytest.raises(GridError, match="horizon 70"):
+        resolve_grid(parse_grid({**grid, "horizon": 70}))
+
+
+def test_original_partners_keep_their_names_and_choices():
+    for name in ("onion-sourcer", "plater", "server", "balanced", "counter-passer", "noisy",
+                 "switch-sourcer-to-plater", "switch-plater-to-sourcer"):
+        spec = get_partner(name)
+        assert spec.source is None and spec.name == name
+    assert get_partner("onion-sourcer").prefer == (4.0, 0.5)
+    sw = get_partner("switch-sourcer-to-plater")
+    assert [tuple(s.window) for s in sw.switches] == [(100, 250)] and sw.styles[sw.switches[0].to].eager_plating
+    rng_draws = []
+    for seed in range(5):
+        agent = ScriptedAgent(sw)
+        agent.reset("cramped_room", 1, seed)
+        rng_draws.append(agent.switch_at)
+        assert int(np.random.default_rng(seed).integers(100, 251)) == agent.switch_at
