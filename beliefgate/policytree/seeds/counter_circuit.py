@@ -26,9 +26,9 @@ Outputs: (inferred_teammate_current_skill, self_action_now)
    b. the pots still need more onions than the teammate carries -> pickup_onion;
    c. a soup is cooking or ready and the teammate holds no dish -> pickup_dish (the walk
       is long, so a second dish is worth having);
-   d. otherwise, with at least two empty counters -> pickup_onion (stage one for the next
-      soup); with fewer -> place_obj_on_counter, which cannot be done empty-handed and so
-      makes self wait (never pick up an item that cannot be put anywhere).
+   d. otherwise, when no onion is staged yet and at least two counters are empty ->
+      pickup_onion (stage one for the next soup); else place_obj_on_counter, which cannot be
+      done empty-handed and so makes self wait (never fetch an item that has no use).
 """
 
 
@@ -84,7 +84,7 @@ def choose_own(state, mate_skill):
         return "pickup_onion"
     if soups_coming(state) > 0 and mate != "dish":
         return "pickup_dish"
-    if state["num_empty_counters"] >= 2:
+    if state["num_onion_counters"] == 0 and state["num_empty_counters"] >= 2:
         return "pickup_onion"
     return "place_obj_on_counter"
 

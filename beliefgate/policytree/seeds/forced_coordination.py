@@ -10,9 +10,8 @@ Outputs: (inferred_teammate_current_skill, self_action_now)
 **Partner Inference Tree**
 Supplier side (player 1):
 1. holds anything -> place_obj_on_counter.
-2. empty: the pots need onions that are not on the counters yet -> pickup_onion;
-   otherwise a soup is on its way and no dish waits on a counter -> pickup_dish;
-   otherwise -> pickup_onion.
+2. empty: the supplier rules 2a-2c of the Self Action Selection Tree below, seen from
+   the teammate; pickup_onion when none of them applies.
 Cook side (player 0):
 1. holds soup -> deliver_soup; holds a dish -> fill_dish_with_soup; holds an onion ->
    put_onion_in_pot (place_obj_on_counter when every pot is full).
@@ -27,7 +26,7 @@ Supplier side (self_player 1):
       -> pickup_onion;
    b. a soup is cooking or ready (or a pot has two onions) and no dish waits on a counter
       and the cook holds none -> pickup_dish;
-   c. at least two counters are free -> pickup_onion (stage the next one);
+   c. fewer than three onions are staged and at least two counters are free -> pickup_onion;
    d. otherwise -> put_onion_in_pot, which is not available here and so means wait.
 Cook side (self_player 0):
 1. Self holds soup -> deliver_soup.
@@ -64,7 +63,7 @@ def supplier_choice(state, mine, other):
         return "pickup_onion"
     if soups_coming(state) > state["num_dish_counters"] and other != "dish":
         return "pickup_dish"
-    if state["num_empty_counters"] >= 2:
+    if state["num_onion_counters"] < 3 and state["num_empty_counters"] >= 2:
         return "pickup_onion"
     return "put_onion_in_pot"
 
@@ -91,4 +90,7 @@ def PredictTeammateThenPlan(state):
     mate = state["holdings"]["teammate"]
     if state["self_player"] == 1:
         return cook_choice(state, mate), supplier_choice(state, me, mate)
-    return supplier_choice(state, mate, me), cook_choice(state, me)
+    guess = supplier_choice(state, mate, me)
+    if guess == "put_onion_in_pot":  # the supplier waits: predict its next pickup
+        guess = "pickup_onion"
+    return guess, cook_choice(state, me)
