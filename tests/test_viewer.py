@@ -385,3 +385,20 @@ def test_play_rejects_bad_messages_and_isolates_sessions(play_server):
         assert mb["type"] == "done" and mb["summary"]["steps"] == 0 and mb["summary"]["rejected"]["malformed"] == 0
     ta, tb = read_log(ha["log"]), read_log(hb["log"])
     assert ta.steps[0].actions[1] == 3 and len(tb.steps) == 0 and ta.final.summary["session"] == ha["session"]
+
+
+def test_report_zoomed_tracks_follow_the_cursor(browser, episode_log, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    out = tmp_path / "z.html"
+    write_report(episode_log, out)
+    browser.get(out.as_uri())
+    _wait(lambda: browser.execute_script("return !!window.beliefgateReport"), what="report script")
+    Select(browser.find_element(By.ID, "zoom")).select_by_value("50")
+    browser.execute_script("window.beliefgateReport.seek(100)")
+    t0, t1 = browser.execute_script("return window.beliefgateReport.window()")
+    assert t1 - t0 == 50 and t0 <= 100 < t1
+    for band in browser.find_elements(By.CSS_SELECTOR, "polygon.posterior-band"):
+        assert len(band.get_attribute("points").split()) == 2 * 50  # one point per visible step
+    assert _severe(browser) == []

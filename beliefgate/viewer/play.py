@@ -46,7 +46,7 @@ from typing import Any, Deque, Dict, List, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from beliefgate.errors import InputError, RuntimeFailure
+from beliefgate.errors import BeliefgateError, InputError, RuntimeFailure
 
 log = logging.getLogger("beliefgate.play")
 
@@ -427,8 +427,9 @@ def create_play_app(settings: PlaySettings):
         number = next(counter)
         try:
             game = await asyncio.to_thread(PlayGame, settings, session_log_path(settings, number, session), session)
-        except PlayLogError as exc:
-            await send(ws, {"type": "error", "error": "log", "detail": str(exc)})
+        except BeliefgateError as exc:  # no log, or no agent: this connection gets no game, the server goes on
+            log.error("session %s could not start: %s", session, exc)
+            await send(ws, {"type": "error", "error": "start", "detail": str(exc)})
             await close(ws, 1011)
             return
         sessions[session] = game
@@ -466,15 +467,23 @@ def create_play_app(settings: PlaySettings):
             if not clock.done():
                 clock.cancel()
             (outcome,) = await asyncio.gather(clock, return_exceptions=True)
-            if isinstance(outcome, PlayLogError):
-                log.error("session %s: %s", session, outcome)
-            summary = game.finish(ended) if not game.finished else game.summary
+            if isinstance(outcome, Exception):  # one session's failure ends that game only, and says why
+                ended = f"error: {type(outcome).__name__}: {outcome}"
+                log.error("session %s: the game failed at step %d: %s", session, game.t, ended,
+                          exc_info=(type(outcome), outcome, outcome.__traceback__))
+            try:
+                summary = game.finish(ended)
+            except PlayLogError as exc:
+                log.error("session %s: %s", session, exc)
+                summary = {"ended": ended, "steps": game.t, "log_error": str(exc)}
             sessions.pop(session, None)
             app.state.finished.append({"session": session, "log": str(game.log_path), "ended": summary["ended"]})
             log.info("session %s ended (%s) after %d steps, log %s", session, summary["ended"], game.t, game.log_path)
-            if ended == "player":
+            if ended == "player" or ended.startswith("error"):
+                if ended.startswith("error"):
+                    await send(ws, {"type": "error", "error": "game", "detail": ended})
                 await send(ws, {"type": "done", "summary": summary, "log": str(game.log_path)})
-                await close(ws, 1000)
+                await close(ws, 1000 if ended == "player" else 1011)
 
     return app
 

@@ -12,7 +12,8 @@
   var status = document.getElementById("status"), hud = document.getElementById("hud");
   var bars = document.getElementById("bars"), table = document.getElementById("agent-table");
   var doneBox = document.getElementById("done");
-  var hello = null, labels = [];
+  var hello = null, labels = [], history = [], HISTORY = 120;
+  var historyCanvas = document.getElementById("history");
   var P = window.beliefgatePlay = { connected: false, done: false, hello: null, state: null, states: 0,
                                     sent: 0, errors: [], summary: null, log: null };
   function esc(s) {
@@ -33,6 +34,21 @@
                "%;background:" + COLOURS[k % COLOURS.length] + '"></span></span><span class="bar-val">' + pct + "%</span></div>");
     }
     bars.innerHTML = out.join("");
+  }
+  function drawHistory() {
+    var ctx = historyCanvas.getContext("2d"), w = historyCanvas.width, h = historyCanvas.height;
+    ctx.clearRect(0, 0, w, h);
+    var dx = w / HISTORY, x0 = w - history.length * dx;
+    for (var i = 0; i < history.length; i++) {
+      var b = history[i], y = h;
+      if (!b) { continue; }
+      for (var k = 0; k < b.length; k++) {
+        var bh = b[k] * h;
+        ctx.fillStyle = COLOURS[k % COLOURS.length];
+        ctx.fillRect(x0 + i * dx, y - bh, Math.ceil(dx), bh);
+        y -= bh;
+      }
+    }
   }
   function showAgent(m) {
     var rows = [["agent", hello.agent], ["agent's skill", m.agent_skill || "-"], ["its guess about you", m.map || "-"],
@@ -57,6 +73,9 @@
       hud.textContent = "t = " + m.t + " / " + m.horizon + "   score " + m.score +
         (m.events[hello.human_seat].length ? "   you: " + m.events[hello.human_seat].join(" ") : "");
       showBelief(m); showAgent(m);
+      history.push(m.belief); if (history.length > HISTORY) { history.shift(); }
+      drawHistory();
+      if (P.states === 1) { status.textContent = status.textContent.replace(" \u00b7 press a key to start", " \u00b7 playing"); }
     } else if (m.type === "error") {
       P.errors.push(m.error + ": " + m.detail);
       status.textContent = "server: " + m.error + ": " + m.detail;

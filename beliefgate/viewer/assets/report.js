@@ -1,5 +1,7 @@
 /* beliefgate episode report: kitchen player + time-aligned tracks (SVG), from the JSON in
- * <script id="report-data"> (schema: beliefgate/viewer/report.py, report_data). */
+ * <script id="report-data"> (schema: beliefgate/viewer/report.py, report_data).
+ * The tracks show a window of steps [t0, t1): the whole episode ("all") or a zoomed window
+ * that follows the cursor; every visible step is one point of the posterior chart. */
 (function () {
   "use strict";
   var D = JSON.parse(document.getElementById("report-data").textContent);
@@ -12,12 +14,17 @@
   var scrubber = document.getElementById("scrubber");
   var playBtn = document.getElementById("play");
   var speedSel = document.getElementById("speed");
+  var zoomSel = document.getElementById("zoom");
   var label = document.getElementById("frame-label");
   var frame = 0, timer = null;
   var labels = [];
   for (var p = 0; p < (D.frames[0][2] || []).length; p++) {
     labels.push(p === D.seat ? "E" : (p === D.partner ? "P" : String(p)));
   }
+  var pr = D.present;
+  var hasKappa = D.kappa !== null && D.kappa !== undefined;
+  var hasBelief = D.belief.some(function (b) { return b !== null; });
+  var reasons = Object.keys(D.gate.suppressed).sort();
 
   function colour(k) { return k < 0 ? "#dddddd" : SKILL_COLOURS[k % SKILL_COLOURS.length]; }
   function el(name, attrs, parent) {
@@ -32,7 +39,11 @@
     t.textContent = s;
     return t;
   }
+  function titled(e, s) { el("title", {}, e).textContent = s; return e; }
   function skillName(k) { return k < 0 ? "unknown" : D.names[k]; }
+  function escapeHtml(s) {
+    return String(s).replace(/[&<>"']/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]; });
+  }
 
   // ------------------------------------------------------------------ summary
   (function () {
@@ -49,184 +60,205 @@
   var LEFT = 120, RIGHT = 12;
   var width = Math.max(720, Math.min(1600, (document.getElementById("tracks").clientWidth || 1000)));
   var plotW = width - LEFT - RIGHT;
-  function x(t) { return LEFT + (T > 1 ? t * plotW / (T - 1) : plotW / 2); }
+  var t0 = 0, t1 = T;  // the visible window of steps
+  function x(t) { var n = t1 - t0; return LEFT + (n > 1 ? (t - t0) * plotW / (n - 1) : plotW / 2); }
   function xr(v) { return Math.round(v * 10) / 10; }
+  function visible(t) { return t >= t0 && t < t1; }
 
-  var rows = [];
-  var hasKappa = D.kappa !== null && D.kappa !== undefined;
-  rows.push({ key: "posterior", h: 120, title: "posterior" });
-  rows.push({ key: "true", h: 14, title: "partner true skill" });
-  rows.push({ key: "ego", h: 14, title: "ego skill" });
-  rows.push({ key: "gate", h: 18, title: "gate events" });
-  rows.push({ key: "suppressed", h: 18, title: "suppressed" });
-  rows.push({ key: "replans", h: 18, title: "replans" });
-  rows.push({ key: "deliveries", h: 18, title: "deliveries" });
-  rows.push({ key: "kappa", h: hasKappa ? 50 : 18, title: "\u03ba / commits" });
-  var GAP = 6, top = 4, H = 0;
-  rows.forEach(function (r) { r.y = top + H; H += r.h + GAP; });
+  var rows = [
+    { key: "posterior", h: 120, title: "posterior" },
+    { key: "true", h: 14, title: "partner true skill" },
+    { key: "ego", h: 14, title: "ego skill" },
+    { key: "gate", h: 18, title: "gate events" },
+    { key: "suppressed", h: 18, title: "suppressed" },
+    { key: "replans", h: 18, title: "replans" },
+    { key: "deliveries", h: 18, title: "deliveries" },
+    { key: "kappa", h: hasKappa ? 50 : 18, title: "\u03ba / commits" }
+  ];
+  var GAP = 6, H = 0;
+  rows.forEach(function (r) { r.y = 4 + H; H += r.h + GAP; });
   H += 20;
   var svg = el("svg", { id: "timeline", width: width, height: H, viewBox: "0 0 " + width + " " + H });
   document.getElementById("tracks").appendChild(svg);
-  var row = {};
-  rows.forEach(function (r) {
-    row[r.key] = r;
-    var g = el("g", { id: "track-" + r.key, "class": "track" }, svg);
-    r.g = g;
-    text(g, 4, r.y + Math.min(r.h, 14) - 2, r.title);
-    el("rect", { x: LEFT, y: r.y, width: plotW, height: r.h, fill: "none", stroke: "#e3e3e3" }, g);
-  });
+  var layer = null, cursor = null, row = {};
+
   function absent(r, msg) { text(r.g, LEFT + 6, r.y + Math.min(r.h, 14) - 2, msg, "absent"); }
-  function ticks(r, ts, fill, h, title) {
+  function ticks(r, ts, fill, h, title, cls) {
     ts.forEach(function (t) {
-      var e = el("rect", { x: xr(x(t) - 1), y: r.y + (r.h - h) / 2, width: 2, height: h, fill: fill }, r.g);
-      if (title) { el("title", {}, e).textContent = title + " at t=" + t; }
+      if (!visible(t)) { return; }
+      titled(el("rect", { x: xr(x(t) - 1), y: r.y + (r.h - h) / 2, width: 2, height: h, fill: fill, "class": cls }, r.g),
+             title + " at t=" + t);
     });
   }
 
-  // posterior: one polygon per skill, its top edge one point per step, then the bottom edge back
-  (function () {
-    var r = row.posterior, hasBelief = D.belief.some(function (b) { return b !== null; });
+  function drawPosterior(r) {
     if (!hasBelief) { absent(r, "no belief logged (the ego runs no gate)"); return; }
-    var nb = D.belief[0] ? D.belief[0].length : 0;
+    var nb = 0;
     D.belief.forEach(function (b) { if (b) { nb = b.length; } });
-    var lower = new Array(T).fill(0);
-    var xs = [];
-    for (var t = 0; t < T; t++) { xs.push(xr(x(t))); }
+    var n = t1 - t0, lower = new Array(n).fill(0), xs = [];
+    for (var t = t0; t < t1; t++) { xs.push(xr(x(t))); }
+    // one polygon per skill: its top edge has one point per visible step, then the bottom edge back
     for (var k = 0; k < nb; k++) {
       var topPts = [], botPts = [];
-      for (var t2 = 0; t2 < T; t2++) {
-        var b = D.belief[t2], v = b ? b[k] : 0;
-        var y0 = r.y + r.h - lower[t2] * r.h, y1 = r.y + r.h - (lower[t2] + v) * r.h;
-        botPts.push(xs[t2] + "," + xr(y0));
-        topPts.push(xs[t2] + "," + xr(y1));
-        lower[t2] += v;
+      for (var i = 0; i < n; i++) {
+        var b = D.belief[t0 + i], v = b ? b[k] : 0;
+        botPts.push(xs[i] + "," + xr(r.y + r.h - lower[i] * r.h));
+        topPts.push(xs[i] + "," + xr(r.y + r.h - (lower[i] + v) * r.h));
+        lower[i] += v;
       }
       botPts.reverse();
-      var poly = el("polygon", { "class": "posterior-band", "data-skill": D.names[k], fill: colour(k),
-                                 "fill-opacity": 0.9, stroke: "none", points: topPts.concat(botPts).join(" ") }, r.g);
-      el("title", {}, poly).textContent = D.names[k];
+      titled(el("polygon", { "class": "posterior-band", "data-skill": D.names[k], fill: colour(k), "fill-opacity": 0.9,
+                             stroke: "none", points: topPts.concat(botPts).join(" ") }, r.g), D.names[k]);
     }
-    // steps without a logged belief are hatched grey
-    for (var t3 = 0; t3 < T; t3++) {
-      if (D.belief[t3] === null) {
-        el("rect", { x: xr(x(t3) - plotW / Math.max(T, 1) / 2), y: r.y, width: Math.max(1, xr(plotW / Math.max(T, 1))),
-                     height: r.h, fill: "#cccccc", "class": "no-belief" }, r.g);
+    var cell = plotW / Math.max(n, 1);
+    for (var t2 = t0; t2 < t1; t2++) {  // steps without a logged belief are grey
+      if (D.belief[t2] === null) {
+        el("rect", { x: xr(x(t2) - cell / 2), y: r.y, width: Math.max(1, xr(cell)), height: r.h, fill: "#cccccc",
+                     "class": "no-belief" }, r.g);
       }
     }
-  })();
+  }
 
   function strip(r, seq) {
-    var start = 0;
-    for (var t = 1; t <= T; t++) {
-      if (t === T || seq[t] !== seq[start]) {
-        var x0 = start === 0 ? LEFT : (x(start - 1) + x(start)) / 2;
-        var x1 = t === T ? LEFT + plotW : (x(t - 1) + x(t)) / 2;
-        var e = el("rect", { x: xr(x0), y: r.y, width: Math.max(0.5, xr(x1 - x0)), height: r.h,
-                             fill: colour(seq[start]), "class": "strip-run" }, r.g);
-        el("title", {}, e).textContent = skillName(seq[start]) + " t=" + start + ".." + (t - 1);
+    var start = t0;
+    for (var t = t0 + 1; t <= t1; t++) {
+      if (t === t1 || seq[t] !== seq[start]) {
+        var x0 = start === t0 ? LEFT : (x(start - 1) + x(start)) / 2;
+        var x1 = t === t1 ? LEFT + plotW : (x(t - 1) + x(t)) / 2;
+        titled(el("rect", { x: xr(x0), y: r.y, width: Math.max(0.5, xr(x1 - x0)), height: r.h, fill: colour(seq[start]),
+                            "class": "strip-run" }, r.g), skillName(seq[start]) + " t=" + start + ".." + (t - 1));
         start = t;
       }
     }
   }
-  if (D.true_skill.some(function (k) { return k >= 0; })) { strip(row["true"], D.true_skill); }
-  else { absent(row["true"], "partner's true skill not logged (e.g. a person)"); }
-  if (D.ego_skill.some(function (k) { return k >= 0; })) { strip(row.ego, D.ego_skill); }
-  else { absent(row.ego, "ego skill not logged"); }
 
-  var pr = D.present;
-  (function () {
-    var r = row.gate;
+  function drawGate(r) {
     if (!pr.contradiction && !pr.interrupt && !pr.gate_fired) { absent(r, "no gate fields logged"); return; }
-    ticks(r, D.gate.contradictions, "#d62728", 10, "contradiction");
-    ticks(r, D.gate.gate_fired, "#ff7f0e", 14, "gate fired");
+    ticks(r, D.gate.contradictions, "#d62728", 10, "contradiction", "contradiction");
+    ticks(r, D.gate.gate_fired, "#ff7f0e", 14, "gate fired", "gate-fired");
     D.gate.interrupts.forEach(function (t) {
+      if (!visible(t)) { return; }
       var cx = x(t), y = r.y + 2;
-      var e = el("polygon", { points: [xr(cx - 4) + "," + y, xr(cx + 4) + "," + y, xr(cx) + "," + (y + 9)].join(" "),
-                              fill: "#111111", "class": "interrupt" }, r.g);
-      el("title", {}, e).textContent = "interrupt at t=" + t;
-    });
-  })();
-  var reasons = Object.keys(D.gate.suppressed).sort();
-  if (!pr.suppressed_reason) { absent(row.suppressed, "suppressed reasons not logged"); }
-  else {
-    reasons.forEach(function (reason, i) {
-      ticks(row.suppressed, D.gate.suppressed[reason], REASON_COLOURS[i % REASON_COLOURS.length], 12, reason);
+      titled(el("polygon", { points: [xr(cx - 4) + "," + y, xr(cx + 4) + "," + y, xr(cx) + "," + (y + 9)].join(" "),
+                             fill: "#111111", "class": "interrupt" }, r.g), "interrupt at t=" + t);
     });
   }
-  (function () {
-    var r = row.replans;
+
+  function drawSuppressed(r) {
+    if (!pr.suppressed_reason) { absent(r, "suppressed reasons not logged"); return; }
+    reasons.forEach(function (reason, i) {
+      ticks(r, D.gate.suppressed[reason], REASON_COLOURS[i % REASON_COLOURS.length], 12, reason, "suppressed");
+    });
+  }
+
+  function drawReplans(r) {
     if (!pr.replanned) { absent(r, "replans not logged"); return; }
     D.replans.forEach(function (rp) {
-      var e = el("circle", { cx: xr(x(rp[0])), cy: r.y + r.h / 2, r: 3.5, "class": rp[2] ? "replan effective" : "replan",
-                             fill: rp[2] ? "#111111" : "#ffffff", stroke: rp[3] ? "#d62728" : "#111111", "stroke-width": 1.2 }, r.g);
-      el("title", {}, e).textContent = "replan t=" + rp[0] + " (" + (rp[1] || "?") + (rp[2] ? ", effective" : ", no change") + ")";
+      if (!visible(rp[0])) { return; }
+      titled(el("circle", { cx: xr(x(rp[0])), cy: r.y + r.h / 2, r: 3.5, "class": rp[2] ? "replan effective" : "replan",
+                            fill: rp[2] ? "#111111" : "#ffffff", stroke: rp[3] ? "#d62728" : "#111111", "stroke-width": 1.2 }, r.g),
+             "replan t=" + rp[0] + " (" + (rp[1] || "?") + (rp[2] ? ", effective" : ", skill unchanged") + ")");
     });
-  })();
-  (function () {
-    var r = row.deliveries;
+  }
+
+  function drawDeliveries(r) {
     if (!D.deliveries.length) { absent(r, "no deliveries"); return; }
     D.deliveries.forEach(function (d) {
+      if (!visible(d[0])) { return; }
       var cx = x(d[0]), cy = r.y + r.h / 2;
-      var e = el("polygon", { points: [xr(cx) + "," + (cy - 6), xr(cx + 5) + "," + cy, xr(cx) + "," + (cy + 6), xr(cx - 5) + "," + cy].join(" "),
-                              fill: window.BGKitchen.PLAYER_COLOURS[d[1] % 4], "class": "delivery" }, r.g);
-      el("title", {}, e).textContent = "soup delivered by player " + d[1] + " at t=" + d[0];
+      titled(el("polygon", { points: [xr(cx) + "," + (cy - 6), xr(cx + 5) + "," + cy, xr(cx) + "," + (cy + 6), xr(cx - 5) + "," + cy].join(" "),
+                             fill: window.BGKitchen.PLAYER_COLOURS[d[1] % 4], "class": "delivery" }, r.g),
+             "soup delivered by player " + d[1] + " at t=" + d[0]);
     });
-  })();
-  (function () {
-    var r = row.kappa;
+  }
+
+  function drawKappa(r) {
     if (!hasKappa && !pr.commit) { absent(r, "\u03ba not logged (the ego is no \u03ba agent)"); return; }
     if (hasKappa) {
       var segs = [], cur = [];
-      D.kappa.forEach(function (v, t) {
-        if (v === null) { if (cur.length) { segs.push(cur); cur = []; } return; }
+      for (var t = t0; t < t1; t++) {
+        var v = D.kappa[t];
+        if (v === null) { if (cur.length) { segs.push(cur); cur = []; } continue; }
         cur.push(xr(x(t)) + "," + xr(r.y + r.h - v * r.h));
-      });
+      }
       if (cur.length) { segs.push(cur); }
       segs.forEach(function (s) {
         el("polyline", { points: s.join(" "), fill: "none", stroke: "#6a3d9a", "stroke-width": 1.2, "class": "kappa" }, r.g);
       });
     }
     D.commits.forEach(function (c) {
-      var e = el("rect", { x: xr(x(c[0]) - 2.5), y: r.y + r.h - 7, width: 5, height: 5,
-                           fill: c[1] ? "#33a02c" : "#ffffff", stroke: "#33a02c", "class": "commit" }, r.g);
-      el("title", {}, e).textContent = (c[1] ? "committed" : "not committed") + " at t=" + c[0];
+      if (!visible(c[0])) { return; }
+      titled(el("rect", { x: xr(x(c[0]) - 2.5), y: r.y + r.h - 7, width: 5, height: 5, fill: c[1] ? "#33a02c" : "#ffffff",
+                          stroke: "#33a02c", "class": "commit" }, r.g), (c[1] ? "committed" : "not committed") + " at t=" + c[0]);
     });
-  })();
-  // time axis
-  (function () {
-    var y = H - 16, step = Math.pow(10, Math.max(0, Math.floor(Math.log10(Math.max(T, 10))) - 1));
-    while (T / step > 12) { step *= 2; }
-    for (var t = 0; t < T; t += step) {
-      el("line", { x1: xr(x(t)), x2: xr(x(t)), y1: y - 4, y2: y, stroke: "#999" }, svg);
-      text(svg, xr(x(t)) - 6, y + 12, String(t));
-    }
-  })();
-  var cursor = el("line", { id: "cursor", x1: LEFT, x2: LEFT, y1: 0, y2: H - 18, stroke: "#000", "stroke-width": 1, opacity: 0.6 }, svg);
+  }
 
-  // legend
+  function drawAxis() {
+    var y = H - 16, n = t1 - t0, step = 1;
+    while (n / step > 12) { step = step === 1 ? 2 : (String(step)[0] === "2" ? step * 2.5 : step * 2); }
+    for (var t = Math.ceil(t0 / step) * step; t < t1; t += step) {
+      el("line", { x1: xr(x(t)), x2: xr(x(t)), y1: y - 4, y2: y, stroke: "#999" }, layer);
+      text(layer, xr(x(t)) - 6, y + 12, String(t));
+    }
+  }
+
+  function render(a, b) {
+    t0 = Math.max(0, a); t1 = Math.min(T, Math.max(b, t0 + 1));
+    if (layer) { svg.removeChild(layer); }
+    layer = el("g", { id: "tracks-layer", "data-t0": t0, "data-t1": t1 }, svg);
+    rows.forEach(function (r) {
+      row[r.key] = r;
+      r.g = el("g", { id: "track-" + r.key, "class": "track" }, layer);
+      text(r.g, 4, r.y + Math.min(r.h, 14) - 2, r.title);
+      el("rect", { x: LEFT, y: r.y, width: plotW, height: r.h, fill: "none", stroke: "#e3e3e3" }, r.g);
+    });
+    drawPosterior(row.posterior);
+    if (D.true_skill.some(function (k) { return k >= 0; })) { strip(row["true"], D.true_skill); }
+    else { absent(row["true"], "partner's true skill not logged (e.g. a person)"); }
+    if (D.ego_skill.some(function (k) { return k >= 0; })) { strip(row.ego, D.ego_skill); }
+    else { absent(row.ego, "ego skill not logged"); }
+    drawGate(row.gate);
+    drawSuppressed(row.suppressed);
+    drawReplans(row.replans);
+    drawDeliveries(row.deliveries);
+    drawKappa(row.kappa);
+    drawAxis();
+    cursor = el("line", { id: "cursor", x1: LEFT, x2: LEFT, y1: 0, y2: H - 18, stroke: "#000", "stroke-width": 1, opacity: 0.6 }, layer);
+  }
+
+  function zoomWindow() { var z = zoomSel ? zoomSel.value : "all"; return z === "all" ? T : Math.min(T, Number(z)); }
+  function follow(f) {  // keep the cursor inside a zoomed window
+    var w = zoomWindow();
+    if (w >= T) { if (t0 !== 0 || t1 !== T) { render(0, T); } return; }
+    var t = Math.min(f, T - 1);
+    if (t < t0 || t >= t1 || t1 - t0 !== w) {
+      var a = Math.max(0, Math.min(T - w, t - Math.floor(w / 4)));
+      render(a, a + w);
+    }
+  }
+
+  // legend and notes
   (function () {
     var lg = document.getElementById("legend"), html = [];
     D.names.forEach(function (n, k) { html.push('<span><i class="swatch" style="background:' + colour(k) + '"></i>' + escapeHtml(n) + "</span>"); });
     html.push('<span><i class="swatch" style="background:#d62728"></i>contradiction</span>');
     html.push('<span><i class="swatch" style="background:#ff7f0e"></i>gate fired</span>');
     html.push("<span>\u25bc interrupt</span><span>\u25cf effective replan</span><span>\u25cb replan, skill unchanged</span>");
+    html.push("<span>red ring: replan by interrupt</span>");
     reasons.forEach(function (r, i) {
       html.push('<span><i class="swatch" style="background:' + REASON_COLOURS[i % REASON_COLOURS.length] + '"></i>suppressed: ' + escapeHtml(r) + "</span>");
     });
     lg.innerHTML = html.join("");
     var notes = [];
-    if ((pr.interrupt || pr.gate_fired) && !pr.contradiction) { notes.push("Contradictions are not logged by this agent."); }
+    if ((pr.interrupt || pr.gate_fired) && !pr.contradiction) { notes.push("This agent does not log contradictions."); }
     if (pr.replanned) {
       notes.push(pr.effective ? "Effective replans as logged." :
         "Effective replan: the ego's active skill after the replan differs from the one before (derived from the logged skills).");
     }
     if (D.renormalised_steps) { notes.push(D.renormalised_steps + " logged posteriors did not sum to one and were normalised."); }
-    notes.push("Click or drag on the tracks to jump to a step.");
+    notes.push("Click or drag on the tracks to jump to a step; arrow keys step, space plays.");
     document.getElementById("notes").textContent = notes.join(" ");
   })();
-  function escapeHtml(s) {
-    return String(s).replace(/[&<>"']/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]; });
-  }
 
   // ------------------------------------------------------------------ step panel
   var stepTable = document.getElementById("step-table"), bars = document.getElementById("bars");
@@ -265,6 +297,7 @@
     kitchen.setAttribute("data-frame", String(f));
     if (String(scrubber.value) !== String(f)) { scrubber.value = String(f); }
     label.textContent = "t = " + D.frames[f][0] + " / " + (F - 1);
+    follow(f);
     var cx = f >= T ? LEFT + plotW : x(f);
     cursor.setAttribute("x1", xr(cx)); cursor.setAttribute("x2", xr(cx));
     panel(f);
@@ -284,10 +317,11 @@
   }
   playBtn.addEventListener("click", function () { if (timer === null) { start(); } else { stop(); } });
   speedSel.addEventListener("change", function () { if (timer !== null) { start(); } });
+  if (zoomSel) { zoomSel.addEventListener("change", function () { render(0, T); show(frame); }); }
   scrubber.max = String(F - 1);
   scrubber.addEventListener("input", function () { show(Number(scrubber.value)); });
   document.addEventListener("keydown", function (e) {
-    if (e.target === scrubber || e.target === speedSel) { return; }
+    if (e.target === scrubber || e.target === speedSel || e.target === zoomSel) { return; }
     if (e.key === " ") { e.preventDefault(); playBtn.click(); }
     else if (e.key === "ArrowRight") { e.preventDefault(); stop(); show(frame + 1); }
     else if (e.key === "ArrowLeft") { e.preventDefault(); stop(); show(frame - 1); }
@@ -295,18 +329,20 @@
   var dragging = false;
   function seekFromEvent(e) {
     var rect = svg.getBoundingClientRect(), px = (e.clientX - rect.left) * (width / rect.width);
-    var t = Math.round((px - LEFT) / plotW * (T - 1));
+    var t = t0 + Math.round((px - LEFT) / plotW * (t1 - t0 - 1));
     stop();
-    show(Math.max(0, Math.min(T - 1, t)));
+    show(Math.max(t0, Math.min(t1 - 1, t)));
   }
   svg.addEventListener("mousedown", function (e) { dragging = true; seekFromEvent(e); });
   svg.addEventListener("mousemove", function (e) { if (dragging) { seekFromEvent(e); } });
   window.addEventListener("mouseup", function () { dragging = false; });
 
+  render(0, T);
   show(0);
   window.beliefgateReport = {
     steps: T, frames: F, skills: K,
     frame: function () { return frame; },
+    window: function () { return [t0, t1]; },
     seek: function (f) { stop(); show(f); },
     playing: function () { return timer !== null; },
     readyAt: performance.now()
