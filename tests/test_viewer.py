@@ -402,3 +402,50 @@ def test_report_zoomed_tracks_follow_the_cursor(browser, episode_log, tmp_path):
     for band in browser.find_elements(By.CSS_SELECTOR, "polygon.posterior-band"):
         assert len(band.get_attribute("points").split()) == 2 * 50  # one point per visible step
     assert _severe(browser) == []
+
+
+def test_a_failing_game_ends_only_its_session(tmp_path, monkeypatch):
+    """An agent that raises mid-game: that session ends with the reason (logged, told, log complete); the server
+    goes on. A scripted double stands in for the failing agent; the app, the dynamics and the log are real."""
+    from starlette.testclient import TestClient
+
+    import beliefgate.agents.registry as registry
+    from beliefgate.viewer.play import PlaySettings, create_play_app
+
+    real = registry.make_agent
+
+    class Failing:
+        def __init__(self, inner):
+            self.inner, self.calls = inner, 0
+
+        def reset(self, *a):
+            self.inner.reset(*a)
+
+        def act(self, state, events=()):
+            self.calls += 1
+            if self.calls == 3:
+                raise RuntimeError("planner exploded")
+            return self.inner.act(state, events)
+
+        def info(self):
+            return self.inner.info()
+
+    monkeypatch.setattr(registry, "make_agent", lambda name, *a, **k: Failing(real(name, *a, **k)))
+    app = create_play_app(PlaySettings(agent=AGENT, tick_hz=50, horizon=50, log=f"{tmp_path}/", max_sessions=1))
+    with TestClient(app) as client:
+        with client.websocket_connect("/ws") as ws:
+            hello = ws.receive_json()
+            with client.websocket_connect("/ws") as busy:  # max_sessions=1: a second game is refused
+                assert busy.receive_json()["error"] == "busy"
+            ws.send_json({"type": "key", "action": "west"})
+            kinds = []
+            while True:
+                m = ws.receive_json()
+                kinds.append(m["type"])
+                if m["type"] == "done":
+                    break
+        assert kinds[-2:] == ["error", "done"] and kinds.count("state") == 2
+        assert m["summary"]["ended"].startswith("error: RuntimeError: planner exploded")
+        traj = read_log(hello["log"])
+        assert len(traj.steps) == 2 and traj.final.summary["ended"] == m["summary"]["ended"]
+        assert client.get("/healthz").json()["sessions"] == 0  # the server is still up, the session is gone

@@ -248,7 +248,8 @@ def write_report(log_path: str | Path, out: str | Path, allow_incomplete: bool =
     """Read ``log_path`` (:func:`~beliefgate.envs.trajlog.read_log`) and write its report to ``out``.
 
     An interrupted log (no final row) is reported as far as it goes when
-    ``allow_incomplete``. Returns ``{"path", "bytes", "steps", "complete", "seconds"}``.
+    ``allow_incomplete``. Returns ``{"path", "bytes", "steps", "complete", "seconds"}`` and the
+    episode's ``layout``, ``ego``, ``partner``, ``seed``, ``seat`` and ``summary``.
     """
     from beliefgate.envs.trajlog import read_log
     from beliefgate.fileio import atomic_write
@@ -262,8 +263,10 @@ def write_report(log_path: str | Path, out: str | Path, allow_incomplete: bool =
         atomic_write(out, data)
     except OSError as exc:
         raise ReportWriteError(f"cannot write report {out}: {exc}") from exc
+    h = traj.header
     return {"path": str(out), "bytes": len(data), "steps": len(traj.steps), "complete": traj.complete,
-            "seconds": round(time.perf_counter() - started, 3)}
+            "seconds": round(time.perf_counter() - started, 3), "layout": h.layout, "ego": h.ego, "partner": h.partner,
+            "seed": h.seed, "seat": h.seat, "summary": traj.final.summary if traj.final is not None else {}}
 
 
 def write_episode_reports(run_dir: str | Path, out_dir: Optional[str | Path] = None,
@@ -303,20 +306,19 @@ def write_episode_reports(run_dir: str | Path, out_dir: Optional[str | Path] = N
             continue
         rows.append({**written, "log": str(log), "href": str(target.relative_to(out_dir))})
     index = out_dir / "index.html"
-    atomic_write(index, _index_html(run_dir, rows, failed).encode("utf-8"))
+    try:
+        atomic_write(index, _index_html(run_dir, rows, failed).encode("utf-8"))
+    except OSError as exc:
+        raise ReportWriteError(f"cannot write report index {index}: {exc}") from exc
     return {"index": str(index), "reports": rows, "failed": failed}
 
 
 def _index_html(run_dir: Path, rows: List[Dict[str, Any]], failed: List[Dict[str, str]]) -> str:
-    from beliefgate.envs.trajlog import read_log
-
     lines = []
     for r in rows:
-        traj = read_log(r["log"], allow_incomplete=True)
-        h = traj.header
-        s = traj.final.summary if traj.final is not None else {}
+        s = r["summary"]
         lines.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
-            h.layout, h.ego, h.partner, h.seed, h.seat, s.get("deliveries", "-"), s.get("reward", "-"),
+            r["layout"], r["ego"], r["partner"], r["seed"], r["seat"], s.get("deliveries", "-"), s.get("reward", "-"),
             s.get("replans", "-"), r["steps"])) + f"<td><a href=\"{html.escape(r['href'])}\">report</a></td></tr>")
     for f in failed:
         lines.append(f"<tr class=\"failed\"><td colspan=\"9\">{html.escape(f['log'])}: {html.escape(f['error'])}"
