@@ -17,8 +17,13 @@ FEASIBLE = ("pickup_onion", "pickup_dish", "place_obj_on_counter")
 REQ = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
 
 
-def _err(cls, status):
-    return cls("boom", response=httpx.Response(status, request=REQ), body=None)
+def _err(cls, status, message="boom"):
+    return cls(message, response=httpx.Response(status, request=REQ), body={"message": message})
+
+
+def _refusal(cls=openai.InternalServerError, status=500):
+    """What llama.cpp answers to a response_format it does not support."""
+    return _err(cls, status, "Unsupported response_format type: json_schema")
 
 
 class Scripted:
@@ -108,7 +113,7 @@ def test_reask_then_fallback():
 
 
 def test_json_schema_rejected_downgrades_format():
-    c, fake, _ = client(_err(openai.InternalServerError, 500), '{"skill": "pickup_onion"}', '{"skill": "pickup_dish"}')
+    c, fake, _ = client(_refusal(), '{"skill": "pickup_onion"}', '{"skill": "pickup_dish"}')
     assert LLMPlanner(c).choose(INPUT).skill == "pickup_onion"
     # the first step down keeps the schema, with the feasible skills as an enum
     fmt = fake.requests[1]["response_format"]
@@ -119,7 +124,7 @@ def test_json_schema_rejected_downgrades_format():
 
 
 def test_format_ladder_walks_down_to_text():
-    bad = _err(openai.BadRequestError, 400)
+    bad = _refusal(openai.BadRequestError, 400)
     c, fake, _ = client(bad, bad, bad, '{"skill": "pickup_dish"}')
     assert LLMPlanner(c).choose(INPUT).skill == "pickup_dish"
     kinds = [r.get("response_format") for r in fake.requests]

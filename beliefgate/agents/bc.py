@@ -29,7 +29,6 @@ loads it, or trains it on first use when the human data has been fetched.
 """
 
 from __future__ import annotations
-from beliefgate.errors import RuntimeFailure
 
 import json
 import time
@@ -40,7 +39,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from beliefgate.agents.registry import register
+from beliefgate.errors import InputError, RuntimeFailure
 from beliefgate.envs.overcooked.controller import controller_for
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, LAYOUTS, layout_info, resolve_layout
 from beliefgate.envs.overcooked.state import SymbolicState
@@ -127,7 +126,7 @@ class Featurizer:
         pos += self._held_ok.shape[1]
         one_hot(NUM_ACTIONS if prev_action is None else int(prev_action), NUM_ACTIONS + 1)
         if pos != self.dim:  # pragma: no cover - construction invariant
-            raise RuntimeError(f"feature layout mismatch: wrote {pos} of {self.dim}")
+            raise RuntimeFailure(f"feature layout mismatch: wrote {pos} of {self.dim}")
         return out
 
 
@@ -413,8 +412,13 @@ class BCAgent:
 
 
 def make_bc_agent(name: str) -> BCAgent:
-    """Factory for ``bc`` (model of the episode's layout) and ``bc:<layout>``."""
-    option = name.split(":", 1)[1] if ":" in name else None
+    """Factory for ``bc`` (model of the episode's layout) and ``bc:<layout>`` by full name."""
+    return bc_agent(name.split(":", 1)[1] if ":" in name else None)
+
+
+def bc_agent(option: Optional[str] = None) -> BCAgent:
+    """The agent table's factory: ``bc`` (``option`` None: the episode's layout) or ``bc:<layout>``."""
+    name = "bc" if option is None else f"bc:{option}"
     if option is not None:
         try:
             option = resolve_layout(option)
@@ -424,9 +428,6 @@ def make_bc_agent(name: str) -> BCAgent:
             raise UnknownPartnerError(f"unknown BC layout in {name!r}; use bc:<layout> with one of "
                                       f"{', '.join(LAYOUTS)}") from None
     return BCAgent(option)
-
-
-register("bc", make_bc_agent)
 
 
 def evaluate_play(layout: str, partner: str = "balanced", episodes: int = 5, horizon: int = 400,
@@ -439,7 +440,7 @@ def evaluate_play(layout: str, partner: str = "balanced", episodes: int = 5, hor
     from beliefgate.eval.episode import run_episode
 
     if episodes < 1 or horizon < 1:
-        raise ValueError("episodes and horizon must be >= 1")
+        raise InputError(f"episodes and horizon must be >= 1, got {episodes} and {horizon}")
     layout = resolve_layout(layout)
     ego = ego or f"bc:{layout}"
     rewards, deliveries = [], []

@@ -15,14 +15,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional
 
-from beliefgate.agents.planning import PlanningAgent
+from pydantic import BaseModel, ConfigDict, Field
+
+from beliefgate.agents.planning import PlanningAgent, planner_for, validated
 from beliefgate.agents.scene import scene_text
 from beliefgate.envs.overcooked.dynamics import completed_skills
-from beliefgate.planners.types import BeliefBlock
+from beliefgate.planners.model import ChatModel
+from beliefgate.planners.types import BeliefBlock, Planner
 
 LEARNING_RATE = 0.3
 REUSE_THRESHOLD = 0.7
 TOP_M = 3
+
+
+class HypothesisConfig(BaseModel):
+    """Rescorla-Wagner learning rate, the score above which the best hypothesis is reused, and how
+    many of the best hypotheses the model is shown."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    learning_rate: float = Field(LEARNING_RATE, gt=0.0, le=1.0)
+    reuse_threshold: float = Field(REUSE_THRESHOLD, ge=-1.0, le=1.0)
+    top_m: int = Field(TOP_M, ge=1, le=20)
 
 
 @dataclass
@@ -37,9 +51,11 @@ class HypotheticalMindsAgent(PlanningAgent):
     keeps_belief = True      # offline hypotheses come from the gate's posterior
     belief_in_prompt = True
 
-    def __init__(self, client=None, planner=None, params=None):
+    def __init__(self, client: Optional[ChatModel] = None, planner: Optional[Planner] = None, params=None,
+                 config: Optional[HypothesisConfig] = None):
         super().__init__("hypothetical-minds", planner, params)
         self.client = client
+        self.config = config or validated(HypothesisConfig)
 
     def reset(self, layout, player, seed):
         super().reset(layout, player, seed)
@@ -48,9 +64,6 @@ class HypotheticalMindsAgent(PlanningAgent):
         self.generated = 0
         self._predicted: Optional[str] = None
 
-    def extra_llm_calls(self) -> int:
-        return self.client.ledger.calls("hypothesis") if self.client is not None else 0
-
     @property
     def best(self) -> Optional[Hypothesis]:
         return max(self.store, key=lambda h: h.score) if self.store else None
@@ -58,7 +71,7 @@ class HypotheticalMindsAgent(PlanningAgent):
     def _score(self, completed: List[str]) -> None:
         for h in self.store:
             target = 1.0 if h.skill in completed else -1.0
-            h.score += LEARNING_RATE * (target - h.score)
+            h.score += self.config.learning_rate * (target - h.score)
 
     def _generate(self, state) -> None:
         self.generated += 1
@@ -70,23 +83,21 @@ class HypotheticalMindsAgent(PlanningAgent):
             self.store.append(Hypothesis(f"the partner keeps doing {skill}", skill, 0.0, state.timestep))
             return
         from beliefgate.planners.client import skill_schema
-        from beliefgate.planners.errors import LLMUnavailableError, ModelOutputError
         from beliefgate.planners.parse import _json_object, parse_skill
         from beliefgate.planners.prompts import render
 
-        tops = sorted(self.store, key=lambda h: -h.score)[:TOP_M]
+        tops = sorted(self.store, key=lambda h: -h.score)[:self.config.top_m]
         user = render("hypothesis_user", scene=scene_text(state, self.player),
                       events="\n".join(self.events[-12:]) or "none yet", skills=", ".join(names),
                       hypotheses="\n".join(f"- {h.strategy} -> {h.skill} ({h.score:+.2f})" for h in tops) or "- none")
         messages = [{"role": "system", "content": render("hypothesis_system")}, {"role": "user", "content": user}]
-        try:
-            schema = skill_schema(names, {"strategy": {"type": "string", "maxLength": 120}}, ("strategy",))
-            reply = self.client.chat(messages, role="hypothesis", schema=schema)
-            skill = parse_skill(reply, names)
-            obj = _json_object(reply) or {}
-            self.store.append(Hypothesis(str(obj.get("strategy", reply))[:200], skill, 0.0, state.timestep))
-        except (ModelOutputError, LLMUnavailableError):
-            pass  # no usable hypothesis this time; the store is unchanged
+        schema = skill_schema(names, {"strategy": {"type": "string", "maxLength": 120}}, ("strategy",))
+        asked = self.ask_model(self.client, messages, lambda reply: parse_skill(reply, names), role="hypothesis",
+                               output_schema=schema)
+        if asked.ok:  # else a counted `hypothesis` fallback: the store is unchanged, the old best stands
+            obj = _json_object(asked.reply) or {}
+            strategy = str(obj.get("strategy", asked.reply))[:200]
+            self.store.append(Hypothesis(strategy, asked.value, 0.0, state.timestep))
 
     def act(self, state, my_events=()):
         if self.prev is not None:
@@ -106,7 +117,7 @@ class HypotheticalMindsAgent(PlanningAgent):
             self._score(done)
         if done or not self.store:
             best = self.best
-            if best is None or best.score <= REUSE_THRESHOLD:
+            if best is None or best.score <= self.config.reuse_threshold:
                 self._generate(state)
         best = self.best
         prediction = best.skill if best is not None else None
@@ -122,3 +133,9 @@ class HypotheticalMindsAgent(PlanningAgent):
         rest = (1.0 - conf) / max(len(self.library.names) - 1, 1)
         posterior = {n: (conf if n == best.skill else rest) for n in self.library.names}
         return BeliefBlock(posterior, best.skill, conf, gate_signal)
+
+
+def hypothetical_minds_agent(option: Optional[str], *, llm: Optional[ChatModel] = None,
+                             gate_params=None) -> HypotheticalMindsAgent:
+    """``hypothetical-minds``: hypotheses and plans from the same model (offline: the gate's MAP)."""
+    return HypotheticalMindsAgent(client=llm, planner=planner_for(llm), params=gate_params)

@@ -8,25 +8,62 @@ replanned and why, and its belief when it has one.
 
 Counting: ``plans`` counts every planner call; ``replans`` only those that
 interrupted a skill still running (the quantity the papers' "replans per
-episode" compares).
+episode" compares); ``llm_calls`` every model answer the agent received (planner
+decisions' ``attempts`` plus its own judge / hypothesis calls); ``fallbacks`` every
+decision or call that fell back, per role and reason (:class:`FallbackLog`), with the
+events of each step in its log row (``fallback_events``).
+
+Factories (``bayes_belief_agent``...) are what the registry table
+(:data:`beliefgate.agents.registry.AGENTS`) names; each takes the name's option and,
+where the row says so, ``llm`` and ``gate_params``.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence, Type, TypeVar
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beliefgate.agents.scene import scene_text
-from beliefgate.beliefs.gate import Decision, Gate, GateParams
+from beliefgate.beliefs.gate import Decision, GateParams
 from beliefgate.envs.overcooked.controller import controller_for
 from beliefgate.envs.overcooked.dynamics import completed_skills, detect_events
 from beliefgate.envs.overcooked.executor import Executor, SkillStatus, fidget
+from beliefgate.envs.overcooked.gate import overcooked_gate
 from beliefgate.envs.overcooked.kitchen import skill_needs
 from beliefgate.envs.overcooked.state import SymbolicState
+from beliefgate.errors import InputError
+from beliefgate.planners.fallbacks import Fallback, FallbackLog
+from beliefgate.planners.model import Asked, ChatModel, Message, ask
 from beliefgate.planners.rule import RulePlanner
-from beliefgate.planners.types import BeliefBlock, PlanDecision, PlannerInput, Turn
+from beliefgate.planners.types import BeliefBlock, PlanDecision, Planner, PlannerInput, Turn
+
+C = TypeVar("C", bound=BaseModel)
+
+
+class AgentConfigError(InputError):
+    """An agent option out of range (``periodic-0``, ``bayes-belief:sometimes``...)."""
+
+
+def validated(model: Type[C], **values: Any) -> C:
+    """``model(**values)``, a bad value raising :class:`AgentConfigError` naming it."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise AgentConfigError(f"{where}: {err['msg']}, got {err.get('input')!r}") from None
+
+
+def planner_for(llm: Optional[ChatModel]) -> Planner:
+    """The rule planner offline, the LLM planner (rule fallback) with a model."""
+    if llm is None:
+        return RulePlanner()
+    from beliefgate.planners.llm import LLMPlanner
+
+    return LLMPlanner(llm)
 
 
 class PlanningAgent:
@@ -37,10 +74,12 @@ class PlanningAgent:
     #: show the belief to the planner
     belief_in_prompt = True
 
-    def __init__(self, name: str, planner=None, params: Optional[GateParams] = None):
+    def __init__(self, name: str, planner: Optional[Planner] = None, params: Optional[GateParams] = None):
         self.name = name
-        self.planner = planner if planner is not None else RulePlanner()
+        self.planner: Planner = planner if planner is not None else RulePlanner()
         self.params = params or GateParams()
+        self.fallback_log = FallbackLog()
+        self.llm_answers = 0
 
     # --------------------------------------------------------------------- API
     def reset(self, layout: str, player: int, seed: int) -> None:
@@ -51,7 +90,7 @@ class PlanningAgent:
         self.controller = controller_for(layout)
         self.library = self.controller.library
         self.executor = Executor(self.controller, player, self.rng)
-        self.gate = Gate.for_overcooked(layout, self.params, partner=self.partner) if self.keeps_belief else None
+        self.gate = overcooked_gate(layout, self.params, partner=self.partner) if self.keeps_belief else None
         self.complementary = {s: self.library.complementary_skills(s) for s in self.library.names}
         self.roles = {s.name: s.role for s in self.library.skills}
         self.prev: Optional[SymbolicState] = None
@@ -62,6 +101,8 @@ class PlanningAgent:
         self.decision: Optional[Decision] = None
         self._info: Dict[str, object] = {}
         self._last_source: Optional[str] = None
+        self.fallback_log = FallbackLog()
+        self.llm_answers = 0
 
     def act(self, state: SymbolicState, my_events: Sequence[str] = ()) -> int:
         decision = None
@@ -98,14 +139,20 @@ class PlanningAgent:
             "plans": self.plans,
             "replans": self.replans,
             "llm_calls": self.llm_calls,
-            "fallbacks": int(getattr(self.planner, "fallbacks", 0)),
+            "fallbacks": self.fallback_log.total,
+            "fallbacks_by_role": dict(self.fallback_log.by_role),
+            "fallback_events": self.fallback_log.drain(),
             "plan_source": self._last_source,
         }
         self.prev = state
         return int(action)
 
     def info(self) -> Dict[str, object]:
-        return dict(self._info) if self._info else {"skill": None, "replans": 0, "llm_calls": 0}
+        return dict(self._info) if self._info else {"skill": None, "replans": 0, "llm_calls": 0, "fallbacks": 0}
+
+    def fallback_summary(self) -> Dict[str, object]:
+        """This episode's fallbacks: total, per role, per reason, the last few (see :class:`FallbackLog`)."""
+        return self.fallback_log.summary()
 
     @property
     def active_skill(self) -> Optional[str]:
@@ -113,11 +160,17 @@ class PlanningAgent:
 
     @property
     def llm_calls(self) -> int:
-        return int(getattr(self.planner, "llm_calls", 0)) + self.extra_llm_calls()
+        """Model answers this episode: the planner decisions' ``attempts`` plus the agent's own calls."""
+        return self.llm_answers
 
-    def extra_llm_calls(self) -> int:
-        """LLM calls made outside the planner (e.g. a judge)."""
-        return 0
+    def ask_model(self, client: ChatModel, messages: Sequence[Message], parse: Callable[[str], Any], *,
+                  role: str, output_schema: Optional[Dict[str, Any]] = None) -> Asked:
+        """One model call of the agent's own (judge, hypothesis): counted, its fallback recorded."""
+        asked = ask(client, messages, parse, role=role, output_schema=output_schema)
+        self.llm_answers += asked.answers
+        if asked.fallback is not None:
+            self.fallback_log.record(asked.fallback)
+        return asked
 
     # ----------------------------------------------------------------- hooks
     def trigger(self, state: SymbolicState, decision: Optional[Decision], partner_events: Sequence[str]) -> Optional[str]:
@@ -156,6 +209,10 @@ class PlanningAgent:
         choice: PlanDecision = self.planner.choose(inp)
         self._last_source = choice.source
         self.plans += 1
+        self.llm_answers += choice.attempts
+        if choice.source == "fallback":
+            self.fallback_log.record(choice.fallback or Fallback("planner", "other", choice.note or
+                                                                 f"planner {self.planner.name!r} gave no reason"))
         if interrupted:
             self.replans += 1
             if self.gate is not None:
@@ -176,9 +233,11 @@ class BayesBeliefAgent(PlanningAgent):
 
     CONDITIONS = ("full", "no_replan", "no_prompt", "no_belief")
 
-    def __init__(self, condition: str = "full", planner=None, params: Optional[GateParams] = None):
+    def __init__(self, condition: str = "full", planner: Optional[Planner] = None,
+                 params: Optional[GateParams] = None):
         if condition not in self.CONDITIONS:
-            raise ValueError(f"unknown bayes-belief condition {condition!r}; choose from {', '.join(self.CONDITIONS)}")
+            raise AgentConfigError(f"unknown bayes-belief condition {condition!r}; "
+                                   f"choose from {', '.join(self.CONDITIONS)}")
         super().__init__(f"bayes-belief:{condition}", planner, params)
         self.condition = condition
         self.keeps_belief = condition != "no_belief"
@@ -201,18 +260,25 @@ class ProAgentLike(PlanningAgent):
     keeps_belief = False
     belief_in_prompt = False
 
-    def __init__(self, planner=None, params=None):
+    def __init__(self, planner: Optional[Planner] = None, params: Optional[GateParams] = None):
         super().__init__("proagent", planner, params)
+
+
+class PeriodicConfig(BaseModel):
+    """``periodic-N``: replan every ``period`` steps."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    period: int = Field(10, ge=1, le=100_000)
 
 
 class PeriodicAgent(PlanningAgent):
     """Belief in the prompt; replans every ``period`` steps instead of on the gate."""
 
-    def __init__(self, period: int = 10, planner=None, params=None):
-        if period < 1:
-            raise ValueError(f"period must be >= 1, got {period}")
-        super().__init__(f"periodic-{period}", planner, params)
-        self.period = period
+    def __init__(self, period: int = 10, planner: Optional[Planner] = None, params: Optional[GateParams] = None):
+        self.config = validated(PeriodicConfig, period=period)
+        super().__init__(f"periodic-{self.config.period}", planner, params)
+        self.period = self.config.period
 
     def trigger(self, state, decision, partner_events):
         return "periodic" if state.timestep > 0 and state.timestep % self.period == 0 else None
@@ -221,7 +287,7 @@ class PeriodicAgent(PlanningAgent):
 class CompletionHeldAgent(PlanningAgent):
     """Belief in the prompt; replans when the partner completes a skill or picks up a task item."""
 
-    def __init__(self, planner=None, params=None):
+    def __init__(self, planner: Optional[Planner] = None, params: Optional[GateParams] = None):
         super().__init__("completion-held", planner, params)
 
     def trigger(self, state, decision, partner_events):
@@ -234,22 +300,35 @@ class CompletionHeldAgent(PlanningAgent):
         return None
 
 
+class JudgeConfig(BaseModel):
+    """``llm-judge``: how often the judge is asked, and the offline rule's confidence for a duplicate."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    every: int = Field(5, ge=1, le=100_000)
+    duplicate_confidence: float = Field(0.7, ge=0.0, le=1.0)
+
+
 class LLMJudgeAgent(PlanningAgent):
     """Belief in the prompt; every ``every`` steps a separate judge decides whether to replan.
 
-    With an LLM client the judge is a model call (role ``judge``); offline it is a
-    rule: replan when the partner's most likely skill is in the ego's own role
-    with confidence >= 0.7 (a duplicate).
+    With a model the judge is a call with role ``judge`` (through
+    :meth:`PlanningAgent.ask_model`: an unusable or missing judgement keeps the current
+    skill and is a counted ``judge`` fallback); offline it is a rule: replan when the
+    partner's most likely skill is in the ego's own role with confidence >= 0.7 (a duplicate).
     """
 
-    def __init__(self, client=None, every: int = 5, planner=None, params=None):
+    def __init__(self, client: Optional[ChatModel] = None, every: int = 5, planner: Optional[Planner] = None,
+                 params: Optional[GateParams] = None, config: Optional[JudgeConfig] = None):
         super().__init__("llm-judge", planner, params)
         self.client = client
-        self.every = every
-        self.judge_fallbacks = 0
+        self.config = config or validated(JudgeConfig, every=every)
+        self.every = self.config.every
 
-    def extra_llm_calls(self) -> int:
-        return self.client.ledger.calls("judge") if self.client is not None else 0
+    @property
+    def judge_fallbacks(self) -> int:
+        """Deprecated: ``fallback_log.count("judge")``."""
+        return self.fallback_log.count("judge")
 
     def trigger(self, state, decision, partner_events):
         if state.timestep == 0 or state.timestep % self.every or decision is None:
@@ -257,17 +336,43 @@ class LLMJudgeAgent(PlanningAgent):
         own_role = self.library.role_of(self.active)
         if self.client is None:
             m = decision.map_skill
-            duplicate = self.library.role_of(m) == own_role and decision.confidence >= 0.7
+            duplicate = self.library.role_of(m) == own_role and decision.confidence >= self.config.duplicate_confidence
             return "judge" if duplicate else None
-        from beliefgate.planners.errors import LLMUnavailableError, ModelOutputError
         from beliefgate.planners.parse import parse_yes_no
         from beliefgate.planners.prompts import judge_messages
 
         actions = ", ".join(partner_events) or "no interaction"
         messages = judge_messages(scene_text(state, self.player), self.active_skill or "none", actions,
                                   self.belief_block(None))
-        try:
-            return "judge" if parse_yes_no(self.client.chat(messages, role="judge")) else None
-        except (ModelOutputError, LLMUnavailableError):
-            self.judge_fallbacks += 1  # an unusable or missing judgement keeps the current skill
-            return None
+        asked = self.ask_model(self.client, messages, parse_yes_no, role="judge")
+        return "judge" if asked.ok and asked.value else None
+
+
+# ------------------------------------------------------------------ factories of the agent table
+def bayes_belief_agent(option: Optional[str], *, llm: Optional[ChatModel] = None,
+                       gate_params: Optional[GateParams] = None) -> BayesBeliefAgent:
+    """``bayes-belief[:condition]``."""
+    return BayesBeliefAgent(option or "full", planner=planner_for(llm), params=gate_params)
+
+
+def proagent_agent(option: Optional[str], *, llm: Optional[ChatModel] = None) -> ProAgentLike:
+    """``proagent``."""
+    return ProAgentLike(planner=planner_for(llm))
+
+
+def periodic_agent(option: Optional[str], *, llm: Optional[ChatModel] = None,
+                   gate_params: Optional[GateParams] = None) -> PeriodicAgent:
+    """``periodic`` (every 10 steps) or ``periodic-N``."""
+    return PeriodicAgent(int(option) if option is not None else 10, planner=planner_for(llm), params=gate_params)
+
+
+def completion_held_agent(option: Optional[str], *, llm: Optional[ChatModel] = None,
+                          gate_params: Optional[GateParams] = None) -> CompletionHeldAgent:
+    """``completion-held``."""
+    return CompletionHeldAgent(planner=planner_for(llm), params=gate_params)
+
+
+def llm_judge_agent(option: Optional[str], *, llm: Optional[ChatModel] = None,
+                    gate_params: Optional[GateParams] = None) -> LLMJudgeAgent:
+    """``llm-judge``: the judge and the planner share the model."""
+    return LLMJudgeAgent(client=llm, planner=planner_for(llm), params=gate_params)

@@ -1,19 +1,33 @@
-"""Agents selectable by name (``--ego NAME``).
+"""Agents selectable by name (``--ego NAME``): one explicit table, nothing registered at import.
 
-Names: every scripted partner; ``bayes-belief[:full|no_replan|no_prompt|no_belief]``;
-``proagent``; ``periodic-N``; ``completion-held``; and whatever other modules
-register with :func:`register` (e.g. ``bc:<layout>``).
+Names: every scripted partner (``beliefgate partners``), and every row of :data:`AGENTS`:
+``bayes-belief[:full|no_replan|no_prompt|no_belief]``, ``proagent``, ``periodic[-N]``,
+``completion-held``, ``llm-judge``, ``hypothetical-minds``, ``bc[:<layout>]``.
+
+A row names its factory as ``"module:function"``; the module is imported the first time an
+agent of that row is built, so listing names imports no agent code and no module has to be
+imported for its agents to exist. A factory is called as
+``factory(option, llm=..., gate_params=...)`` -- ``option`` is what follows ``:`` (or the
+``N`` of ``NAME-N``; None when absent), and the keywords are passed only when the row says
+the agent takes an LLM (``llm=True``) or gate parameters (``gate=True``). Adding an agent is
+one line here, e.g.::
+
+    AgentEntry("policy-tree", "beliefgate.policytree.agent:make_policy_tree_agent",
+               "a policy tree from PATH", option="required", llm=True, gate=True),
 """
 
 from __future__ import annotations
-from beliefgate.errors import InputError
 
+import importlib
 import inspect
 import re
-from typing import Callable, Dict, List, Optional, Protocol, Sequence
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Literal, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
 from beliefgate.envs.overcooked.partners import PARTNERS, UnknownPartnerError, make_scripted
 from beliefgate.envs.overcooked.state import SymbolicState
+from beliefgate.errors import InputError, RuntimeFailure
 
 
 class Agent(Protocol):
@@ -26,131 +40,209 @@ class Agent(Protocol):
     def act(self, state: SymbolicState, my_events: Sequence[str] = ()) -> int: ...
 
     def info(self) -> Dict[str, object]:
-        """At least ``skill`` (active skill name or None), ``replans`` and ``llm_calls`` so far."""
+        """At least ``skill`` (active skill name or None), ``replans`` and ``llm_calls`` so far; agents
+        that call a model also ``fallbacks`` (total), ``fallbacks_by_role`` and ``fallback_events``."""
         ...
 
 
-#: factory(name, llm) -> Agent; ``llm`` is an optional LLM client for agents that use one
-Factory = Callable[[str, Optional[object]], Agent]
-_FACTORIES: Dict[str, Factory] = {}
-_DESCRIPTIONS: Dict[str, str] = {}
+@runtime_checkable
+class ReportsFallbacks(Protocol):
+    """An agent that calls a model and counts its fallbacks (every :class:`PlanningAgent`)."""
 
-
-def register(prefix: str, factory: Callable, description: str = "") -> None:
-    """Register a factory for agent names ``prefix``, ``prefix:OPTION`` or ``prefix-N``.
-
-    ``factory(name)`` or ``factory(name, llm)`` returns a fresh agent.
-    """
-    _FACTORIES[prefix] = factory
-    _DESCRIPTIONS[prefix] = description
-
-
-def _builtin() -> None:
-    if "bayes-belief" in _FACTORIES:
-        return
-    from beliefgate.agents import bc  # noqa: F401  (registers bc and bc:<layout>)
-    from beliefgate.agents import planning as P
-
-    def bayes(name, llm=None):
-        condition = name.split(":", 1)[1] if ":" in name else "full"
-        return P.BayesBeliefAgent(condition, planner=_planner(llm))
-
-    def periodic(name, llm=None):
-        match = re.fullmatch(r"periodic(?:-(\d+))?", name)
-        if match is None:
-            raise UnknownPartnerError(f"bad periodic agent name {name!r}; use periodic-N, e.g. periodic-10")
-        return P.PeriodicAgent(int(match.group(1) or 10), planner=_planner(llm))
-
-    register("bayes-belief", bayes, "posterior in the prompt + gate interrupts; :full|no_replan|no_prompt|no_belief")
-    register("proagent", lambda name, llm=None: P.ProAgentLike(planner=_planner(llm)),
-             "replans only on completion / invalid / time-out")
-    register("periodic", periodic, "posterior in the prompt, replans every N steps (periodic-N)")
-    register("completion-held", lambda name, llm=None: P.CompletionHeldAgent(planner=_planner(llm)),
-             "posterior in the prompt, replans when the partner completes a skill or picks an item up")
-    register("hypothetical-minds", lambda name, llm=None: _hm(llm),
-             "hypothesis store with Rescorla-Wagner scores (LLM, or the gate's MAP offline)")
-    register("llm-judge", lambda name, llm=None: P.LLMJudgeAgent(client=llm, planner=_planner(llm)),
-             "posterior in the prompt, a judge (LLM, or a duplicate-role rule offline) decides replanning")
-
-
-def _hm(llm):
-    from beliefgate.agents.hypothetical_minds import HypotheticalMindsAgent
-
-    return HypotheticalMindsAgent(client=llm, planner=_planner(llm))
-
-
-def _planner(llm):
-    if llm is None:
-        from beliefgate.planners.rule import RulePlanner
-
-        return RulePlanner()
-    from beliefgate.planners.llm import LLMPlanner
-
-    return LLMPlanner(llm)
-
-
-def uses_llm(name: str) -> bool:
-    """Does agent ``name`` take an LLM client (its factory accepts one)? Scripted partners do not."""
-    if name in PARTNERS:
-        return False
-    _builtin()
-    factory = _FACTORIES.get(_prefix(name))
-    return factory is not None and len(inspect.signature(factory).parameters) >= 2
-
-
-def agent_names() -> List[str]:
-    _builtin()
-    return sorted(set(PARTNERS) | set(_FACTORIES))
-
-
-def _prefix(name: str) -> str:
-    if ":" in name:
-        return name.split(":", 1)[0]
-    match = re.fullmatch(r"(.+?)-\d+", name)
-    return match.group(1) if match and match.group(1) in _FACTORIES else name
-
-
-def make_agent(name: str, llm: Optional[object] = None, gate_params: Optional[object] = None) -> Agent:
-    """Build an agent from its name (a scripted partner, or a registered ``prefix[:option]``).
-
-    ``gate_params`` (a :class:`~beliefgate.beliefs.gate.GateParams`) replaces the defaults of an
-    agent that runs a gate; giving it for an agent without one (a scripted partner, ``proagent``,
-    ``bayes-belief:no_belief``...) raises :class:`GateParamsNotUsedError`, so a sweep cannot
-    silently vary a parameter that nothing reads.
-    """
-    agent = _build(name, llm)
-    if gate_params is not None:
-        from beliefgate.beliefs.gate import GateParams
-
-        if not isinstance(gate_params, GateParams):
-            raise TypeError(f"gate_params must be a GateParams, not {type(gate_params).__name__}")
-        if not uses_gate(agent):
-            raise GateParamsNotUsedError(f"agent {name!r} runs no gate; gate parameters would have no effect")
-        agent.params = gate_params
-    return agent
+    def fallback_summary(self) -> Dict[str, object]:
+        """``{"total", "by_role", "by_reason", "last"}`` for this episode."""
+        ...
 
 
 class GateParamsNotUsedError(InputError):
     """Gate parameters were given for an agent that keeps no gate."""
 
 
+class AgentNameError(InputError):
+    """A known agent prefix with a bad option (``bayes-belief:sometimes``), or an LLM for an agent without one."""
+
+
+Option = Literal["none", "optional", "required", "number"]
+
+
+@dataclass(frozen=True)
+class AgentEntry:
+    """One row of the agent table.
+
+    ``option``: ``"none"`` (the bare name only), ``"optional"`` (``NAME`` or ``NAME:OPTION``),
+    ``"required"`` (``NAME:OPTION``), ``"number"`` (``NAME`` or ``NAME-N``).
+    """
+
+    prefix: str
+    factory: str
+    description: str
+    option: Option = "none"
+    llm: bool = False
+    gate: bool = False
+
+    def load(self) -> Callable:
+        module, _, function = self.factory.partition(":")
+        try:
+            return getattr(importlib.import_module(module), function)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and module.startswith(exc.name):
+                raise RuntimeFailure(f"agent {self.prefix!r} needs {module}, which is not part of this "
+                                     "installation") from None
+            raise
+        except AttributeError:
+            raise RuntimeFailure(f"agent {self.prefix!r}: {module} has no factory {function!r}") from None
+
+
+_P = "beliefgate.agents.planning"
+
+#: the agent table: prefix -> how to build it (scripted partners come from ``PARTNERS``)
+AGENTS: Dict[str, AgentEntry] = {e.prefix: e for e in (
+    AgentEntry("bayes-belief", f"{_P}:bayes_belief_agent",
+               "posterior in the prompt + gate interrupts; :full|no_replan|no_prompt|no_belief",
+               option="optional", llm=True, gate=True),
+    AgentEntry("proagent", f"{_P}:proagent_agent", "replans only on completion / invalid / time-out", llm=True),
+    AgentEntry("periodic", f"{_P}:periodic_agent", "posterior in the prompt, replans every N steps (periodic-N)",
+               option="number", llm=True, gate=True),
+    AgentEntry("completion-held", f"{_P}:completion_held_agent",
+               "posterior in the prompt, replans when the partner completes a skill or picks an item up",
+               llm=True, gate=True),
+    AgentEntry("hypothetical-minds", "beliefgate.agents.hypothetical_minds:hypothetical_minds_agent",
+               "hypothesis store with Rescorla-Wagner scores (LLM, or the gate's MAP offline)", llm=True, gate=True),
+    AgentEntry("llm-judge", f"{_P}:llm_judge_agent",
+               "posterior in the prompt, a judge (LLM, or a duplicate-role rule offline) decides replanning",
+               llm=True, gate=True),
+    AgentEntry("bc", "beliefgate.agents.bc:bc_agent",
+               "behaviour cloning on the human data (bc = the episode's layout, bc:<layout>)", option="optional"),
+)}
+
+#: rows added through the deprecated :func:`register` (old-style ``factory(name[, llm])``)
+_LEGACY: Dict[str, Tuple[Callable, str]] = {}
+
+
+def register(prefix: str, factory: Callable, description: str = "") -> None:
+    """Deprecated: add a row at run time. Add an :class:`AgentEntry` to :data:`AGENTS` instead.
+
+    ``factory(name)`` or ``factory(name, llm)`` returns a fresh agent (the old convention).
+    """
+    warnings.warn("beliefgate.agents.registry.register is deprecated; add an AgentEntry to AGENTS",
+                  DeprecationWarning, stacklevel=2)
+    _LEGACY[prefix] = (factory, description)
+
+
+def parse_name(name: str) -> Tuple[str, Optional[str]]:
+    """``(prefix, option)`` of an agent name that is not a scripted partner.
+
+    Raises :class:`~beliefgate.envs.overcooked.partners.UnknownPartnerError` for an unknown
+    prefix and :class:`AgentNameError` for a known one used with the wrong kind of option.
+    """
+    if not isinstance(name, str) or not name:
+        raise AgentNameError(f"an agent name must be a non-empty string, got {name!r}")
+    if ":" in name:
+        prefix, option = name.split(":", 1)
+    else:
+        match = re.fullmatch(r"(.+?)-(\d+)", name)
+        if name not in AGENTS and name not in _LEGACY and match and match.group(1) in (*AGENTS, *_LEGACY):
+            prefix, option = match.group(1), match.group(2)
+        else:
+            prefix, option = name, None
+    if prefix in _LEGACY:
+        return prefix, option
+    entry = AGENTS.get(prefix)
+    if entry is None:
+        raise UnknownPartnerError(f"unknown agent {name!r}; available: {', '.join(agent_names())}")
+    number = option is not None and ":" not in name
+    if option is not None and not option:
+        raise AgentNameError(f"agent {name!r} has an empty option after ':'")
+    if entry.option == "none" and option is not None:
+        raise AgentNameError(f"agent {prefix!r} takes no option, got {name!r}")
+    if entry.option == "required" and option is None:
+        raise AgentNameError(f"agent {prefix!r} needs an option: {prefix}:OPTION")
+    if entry.option == "number" and option is not None and not number:
+        raise AgentNameError(f"bad {prefix} agent name {name!r}; use {prefix}-N, e.g. {prefix}-10")
+    if entry.option in ("optional", "required") and number:
+        raise AgentNameError(f"bad agent name {name!r}; use {prefix}:OPTION")
+    return prefix, option
+
+
+def uses_llm(name: str) -> bool:
+    """Does agent ``name`` take an LLM client? Scripted partners do not."""
+    if name in PARTNERS:
+        return False
+    prefix, _ = parse_name(name)
+    if prefix in _LEGACY:
+        return len(inspect.signature(_LEGACY[prefix][0]).parameters) >= 2
+    return AGENTS[prefix].llm
+
+
+def agent_names() -> List[str]:
+    """Every scripted partner and every prefix of the table."""
+    return sorted(set(PARTNERS) | set(AGENTS) | set(_LEGACY))
+
+
+def agent_table() -> List[Dict[str, object]]:
+    """The table's rows as dicts (prefix, description, option, llm, gate) for listings."""
+    rows = [{"name": e.prefix, "description": e.description, "option": e.option, "llm": e.llm, "gate": e.gate}
+            for e in AGENTS.values()]
+    rows += [{"name": p, "description": d, "option": "optional", "llm": False, "gate": False}
+             for p, (_, d) in _LEGACY.items()]
+    return sorted(rows, key=lambda r: r["name"])
+
+
+def make_agent(name: str, llm: Optional[object] = None, gate_params: Optional[object] = None) -> Agent:
+    """Build an agent from its name (a scripted partner, or a row of :data:`AGENTS`).
+
+    ``llm`` (a :class:`~beliefgate.planners.model.ChatModel`) is for agents that call a model;
+    giving it to one that does not raises :class:`AgentNameError`. ``gate_params`` (a
+    :class:`~beliefgate.beliefs.gate.GateParams`) replaces the defaults of an agent that runs a
+    gate; giving it for an agent without one (a scripted partner, ``proagent``,
+    ``bayes-belief:no_belief``...) raises :class:`GateParamsNotUsedError`, so a sweep cannot
+    silently vary a parameter that nothing reads.
+    """
+    if gate_params is not None:
+        from beliefgate.beliefs.gate import GateParams
+
+        if not isinstance(gate_params, GateParams):
+            raise InputError(f"gate_params must be a GateParams, not {type(gate_params).__name__}")
+    if name in PARTNERS:
+        if llm is not None:
+            raise AgentNameError(f"agent {name!r} does not use an LLM")
+        if gate_params is not None:
+            raise GateParamsNotUsedError(f"agent {name!r} runs no gate; gate parameters would have no effect")
+        return make_scripted(name)
+    prefix, option = parse_name(name)
+    if prefix in _LEGACY:
+        return _legacy_build(name, prefix, llm, gate_params)
+    entry = AGENTS[prefix]
+    if llm is not None and not entry.llm:
+        raise AgentNameError(f"agent {name!r} does not use an LLM")
+    if gate_params is not None and not entry.gate:
+        raise GateParamsNotUsedError(f"agent {name!r} runs no gate; gate parameters would have no effect")
+    kwargs = {}
+    if entry.llm:
+        kwargs["llm"] = llm
+    if entry.gate:
+        kwargs["gate_params"] = gate_params
+    agent = entry.load()(option, **kwargs)
+    if gate_params is not None and not uses_gate(agent):
+        raise GateParamsNotUsedError(f"agent {name!r} runs no gate; gate parameters would have no effect")
+    return agent
+
+
+def _legacy_build(name: str, prefix: str, llm, gate_params) -> Agent:
+    factory = _LEGACY[prefix][0]
+    if len(inspect.signature(factory).parameters) >= 2:
+        agent = factory(name, llm)
+    elif llm is not None:
+        raise AgentNameError(f"agent {name!r} does not use an LLM")
+    else:
+        agent = factory(name)
+    if gate_params is not None:
+        if not uses_gate(agent):
+            raise GateParamsNotUsedError(f"agent {name!r} runs no gate; gate parameters would have no effect")
+        agent.params = gate_params
+    return agent
+
+
 def uses_gate(agent: object) -> bool:
     """Does this agent instance run a belief gate whose parameters it reads at ``reset``?"""
     return bool(getattr(agent, "keeps_belief", False)) and hasattr(agent, "params")
-
-
-def _build(name: str, llm: Optional[object]) -> Agent:
-    if name in PARTNERS:
-        if llm is not None:
-            raise UnknownPartnerError(f"agent {name!r} does not use an LLM")
-        return make_scripted(name)
-    _builtin()
-    prefix = _prefix(name)
-    if prefix in _FACTORIES:
-        factory = _FACTORIES[prefix]
-        if len(inspect.signature(factory).parameters) >= 2:
-            return factory(name, llm)
-        if llm is not None:
-            raise UnknownPartnerError(f"agent {name!r} does not use an LLM")
-        return factory(name)
-    raise UnknownPartnerError(f"unknown agent {name!r}; available: {', '.join(agent_names())}")

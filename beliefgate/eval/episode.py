@@ -1,4 +1,11 @@
-"""Play one episode on the real Overcooked dynamics and log it."""
+"""Play one episode on the real Overcooked dynamics and log it.
+
+The ego's fallbacks (LLM planner, judge and hypothesis calls that got no usable answer) are in
+every step's ``info`` (``fallbacks``, ``fallbacks_by_role``, ``fallback_events`` with role,
+reason and detail) and in the final summary (``fallbacks`` and ``fallback_counts``: per role,
+per reason, the last few); with a model, ``summary["llm"]`` adds the client's ledger
+(requests, answers, failures per kind, ``breaker_open``).
+"""
 
 from __future__ import annotations
 
@@ -10,10 +17,12 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 import beliefgate
-from beliefgate.agents.registry import make_agent
+from beliefgate.agents.registry import ReportsFallbacks, make_agent
 from beliefgate.envs.overcooked.adapter import DEFAULT_HORIZON, OvercookedAdapter
 from beliefgate.envs.overcooked.layouts import resolve_layout
 from beliefgate.envs.trajlog import FinalRow, LogHeader, LogWriter, StepRow, Trajectory
+from beliefgate.errors import InputError
+from beliefgate.planners.fallbacks import FallbackLog
 
 
 @dataclass
@@ -37,14 +46,15 @@ def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int
     """Play ``ego`` (in player slot ``seat``) with ``partner`` for ``horizon`` steps.
 
     Writes a trajectory log to ``log_path`` when given (flushed line by line).
-    ``llm`` (an :class:`~beliefgate.planners.client.LLMClient`) is given to the ego
-    when its agent uses one. ``gate_params`` (a :class:`~beliefgate.beliefs.gate.GateParams`)
+    ``llm`` (a :class:`~beliefgate.planners.model.ChatModel`, e.g. an
+    :class:`~beliefgate.planners.client.LLMClient`) is given to the ego when its agent uses
+    one; its per-episode budget is reset first (``start_episode``). ``gate_params`` (a :class:`~beliefgate.beliefs.gate.GateParams`)
     replaces the ego's gate defaults; it is an error for an ego without a gate. The
     parameters used are written into the log header's config (``gate_params``).
     """
     layout = resolve_layout(layout)
     if seat not in (0, 1):
-        raise ValueError(f"seat must be 0 or 1, got {seat}")
+        raise InputError(f"seat must be 0 or 1, got {seat}")
     env = OvercookedAdapter(layout, horizon=horizon, old_dynamics=old_dynamics)
     names = [partner, partner]
     names[seat] = ego
@@ -52,12 +62,14 @@ def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int
               for i, n in enumerate(names)]
     for i, (agent, s) in enumerate(zip(agents, agent_seeds(seed, 2))):
         agent.reset(layout, i, s)
+    if llm is not None:
+        llm.start_episode()
     header = LogHeader(
         layout=layout, horizon=horizon, seed=seed, seat=seat, agents=names, ego=ego, partner=partner,
         version=beliefgate.__version__,
         config={"old_dynamics": old_dynamics, **(config or {}),
                 **({"gate_params": gate_params.model_dump(mode="json")} if gate_params is not None else {}),
-                **({"llm_model": llm.settings.model, "llm_base_url": llm.settings.base_url} if llm is not None else {})},
+                **(llm.describe() if llm is not None else {})},
     )
     traj = Trajectory(header)
     writer = LogWriter(log_path, header) if log_path is not None else None
@@ -81,15 +93,16 @@ def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int
             if result.done:
                 break
         ego_info = agents[seat].info()
+        counts = fallback_counts(agents[seat])
         summary = {
             "layout": layout, "ego": ego, "partner": partner, "seed": seed, "seat": seat,
             "deliveries": deliveries, "reward": env.score, "steps": len(traj.steps),
             "replans": int(ego_info.get("replans", 0)), "llm_calls": int(ego_info.get("llm_calls", 0)),
+            "fallbacks": int(counts["total"]), "fallback_counts": counts,
             "wall_s": round(time.perf_counter() - started, 4),
         }
         if llm is not None:
-            summary["llm"] = {**llm.ledger.summary(), "model": llm.settings.model,
-                              "fallbacks": int(ego_info.get("fallbacks", 0))}
+            summary["llm"] = {**llm.usage_summary(), "fallbacks": int(counts["total"])}
         traj.final = FinalRow(state=state, summary=summary)
         if writer is not None:
             writer.final(traj.final)
@@ -97,3 +110,10 @@ def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int
         if writer is not None:
             writer.close()
     return EpisodeResult(traj, summary, Path(log_path) if log_path is not None else None)
+
+
+
+def fallback_counts(agent) -> Dict[str, Any]:
+    """An agent's fallbacks this episode (:meth:`FallbackLog.summary`); all zero for an agent
+    that calls no model (one that is not :class:`~beliefgate.agents.registry.ReportsFallbacks`)."""
+    return agent.fallback_summary() if isinstance(agent, ReportsFallbacks) else FallbackLog().summary()

@@ -23,7 +23,6 @@ evaluation runner stores one such row per episode.
 """
 
 from __future__ import annotations
-from beliefgate.errors import InputError
 
 import math
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from beliefgate.envs.overcooked.dynamics import completed_skills
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, layout_info
 from beliefgate.envs.overcooked.tables import INTERACT
 from beliefgate.envs.trajlog import Trajectory
+from beliefgate.errors import InputError
 from beliefgate.eval.replay import ReplayResult, replay
 from beliefgate.skills import load_builtin
 

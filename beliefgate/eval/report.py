@@ -27,7 +27,6 @@ report is reproducible and does not depend on table order.
 """
 
 from __future__ import annotations
-from beliefgate.errors import InputError
 
 import math
 import re
@@ -37,6 +36,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from beliefgate.errors import InputError
 from beliefgate.eval.metrics import METRICS
 
 Row = Dict[str, Any]

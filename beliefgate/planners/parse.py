@@ -7,7 +7,7 @@ import json
 import re
 from typing import Optional, Sequence
 
-from beliefgate.planners.errors import ModelOutputError
+from beliefgate.planners.errors import ModelOutputError, PlannerConfigError
 
 _JSON = re.compile(r"\{.*\}", re.DOTALL)
 
@@ -29,7 +29,7 @@ def parse_skill(reply: str, feasible: Sequence[str]) -> str:
     Raises :class:`ModelOutputError` when nothing in the reply identifies exactly one allowed skill.
     """
     if not feasible:
-        raise ValueError("no allowed skills to parse against")
+        raise PlannerConfigError("no allowed skills to parse against")
     text = (reply or "").strip()
     obj = _json_object(text)
     candidate = None

@@ -24,6 +24,8 @@ timer, a completion, a held item) keep the ordinary weight.
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from beliefgate.planners.errors import PlannerConfigError
 from beliefgate.planners.types import PlanDecision, PlannerInput
 
@@ -33,6 +35,15 @@ INTERRUPT_WEIGHT = 5.0
 CONTRADICTION_REASONS = ("gate", "judge")
 
 
+class RulePlannerConfig(BaseModel):
+    """The two complementarity weights of :class:`RulePlanner` (finite, >= 0)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    complementary_weight: float = Field(COMPLEMENTARY_WEIGHT, ge=0)
+    interrupt_weight: float = Field(INTERRUPT_WEIGHT, ge=0)
+
+
 class RulePlanner:
     """Deterministic planner used offline and as the LLM planners' fallback."""
 
@@ -40,12 +51,17 @@ class RulePlanner:
     llm_calls = 0
 
     def __init__(self, complementary_weight: float = COMPLEMENTARY_WEIGHT,
-                 interrupt_weight: float = INTERRUPT_WEIGHT):
-        for name, value in (("complementary_weight", complementary_weight), ("interrupt_weight", interrupt_weight)):
-            if not (isinstance(value, (int, float)) and value >= 0 and value == value and value != float("inf")):
-                raise PlannerConfigError(f"{name} must be a finite number >= 0, got {value!r}")
-        self.complementary_weight = float(complementary_weight)
-        self.interrupt_weight = float(interrupt_weight)
+                 interrupt_weight: float = INTERRUPT_WEIGHT, config: RulePlannerConfig | None = None):
+        if config is None:
+            try:
+                config = RulePlannerConfig(complementary_weight=complementary_weight, interrupt_weight=interrupt_weight)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                raise PlannerConfigError(f"{err['loc'][0]} must be a finite number >= 0, "
+                                         f"got {err.get('input')!r}") from None
+        self.config = config
+        self.complementary_weight = config.complementary_weight
+        self.interrupt_weight = config.interrupt_weight
 
     def choose(self, inp: PlannerInput) -> PlanDecision:
         if not inp.feasible:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Protocol, Tuple, runtime_checkable
+
+from beliefgate.planners.fallbacks import Fallback
 
 
 @dataclass(frozen=True)
@@ -56,10 +58,30 @@ class PlannerInput:
 
 @dataclass(frozen=True)
 class PlanDecision:
-    """A planner's answer: the skill and how it was reached."""
+    """A planner's answer: the skill and how it was reached.
+
+    ``source`` is ``"rule"``, ``"llm"`` or ``"fallback"``; a fallback decision carries the
+    :class:`~beliefgate.planners.fallbacks.Fallback` (role, reason, detail) that caused it,
+    which the agent counts. ``attempts`` is the number of model answers spent on it (cache
+    hits included), so an agent's LLM-call count is the sum over its decisions.
+    """
 
     skill: str
-    source: str            # "rule", "llm" or "fallback"
-    attempts: int = 0      # LLM calls spent on this decision
+    source: str
+    attempts: int = 0
     reply: str = ""        # the last raw reply (LLM planners)
     note: str = ""
+    fallback: Optional[Fallback] = None
+
+
+@runtime_checkable
+class Planner(Protocol):
+    """What agents need from a planner: a name and one decision per :class:`PlannerInput`.
+
+    A planner raises only for caller errors (:class:`~beliefgate.planners.errors.PlannerConfigError`,
+    e.g. an empty feasible set); a model fault is a decision with ``source="fallback"``.
+    """
+
+    name: str
+
+    def choose(self, inp: PlannerInput) -> PlanDecision: ...
