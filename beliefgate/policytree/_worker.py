@@ -7,7 +7,8 @@ with an empty environment. It imports only the standard library and RestrictedPy
 Protocol: one JSON object per line on stdin/stdout. The first line (from the trusted
 parent) carries the code and the limits; the worker then applies its resource limits,
 checks and compiles the code, runs the module body and answers ``{"ok": true}`` or a
-refusal. Every later line is ``{"state": {...}}``; the answer is
+refusal (after a first ``{"ok": true, "stage": "started"}`` once the limits are in place, so that
+the parent can tell a slow start from slow code). Every later line is ``{"state": {...}}``; the answer is
 ``{"ok": true, "result": [a, b], "cpu_ms": ..., "total_cpu_s": ..., "printed": "..."}``
 or ``{"ok": false, "kind": "violation" | "timeout", "rule": ..., "message": ...}``.
 End of input ends the worker.
@@ -326,6 +327,7 @@ def main() -> int:
     partner_skills = tuple(init["partner_skills"])
     cpu_s = float(init["cpu_ms"]) / 1000.0
     applied = apply_limits(int(init["memory_mb"]), int(init["lifetime_cpu_s"]))
+    send(out, {"ok": True, "stage": "started", "limits": applied})
     fn = None
     try:
         check_source(init["code"], entry)
@@ -340,7 +342,7 @@ def main() -> int:
     except Refusal as exc:
         send(out, refusal_payload(exc))
         return 0
-    send(out, {"ok": True, "limits": applied})
+    send(out, {"ok": True, "stage": "loaded"})
     for line in inp:
         PRINTS.clear()
         started = time.process_time()

@@ -191,16 +191,20 @@ class Sandbox:
         init = {"code": self.code, "entry": self.entry, "cpu_ms": self.cpu_ms, "memory_mb": self.memory_mb,
                 "lifetime_cpu_s": lifetime_cpu_s, "self_skills": list(self.self_skills),
                 "partner_skills": list(self.partner_skills)}
+        load_wall_s = max(2.0, 10.0 * max(4.0 * self.cpu_ms, 200.0) / 1000.0)
         try:
-            reply = self._exchange(init, self.startup_timeout_s, starting=True)
+            started = self._exchange(init, self.startup_timeout_s, starting=True)
+            if started.get("stage") != "started":
+                raise SandboxUnavailable("worker-start", "the worker did not report its start")
+            limits = started.get("limits")
+            self.limits = {str(k): bool(v) for k, v in limits.items()} if isinstance(limits, dict) else {}
+            reply = self._reply(load_wall_s)
         except SandboxError:
             self._kill()
             raise
         if not reply.get("ok"):
             self._kill()
             raise self._error(reply)
-        limits = reply.get("limits")
-        self.limits = {str(k): bool(v) for k, v in limits.items()} if isinstance(limits, dict) else {}
 
     # ------------------------------------------------------------------ calls
     def call(self, state: Mapping[str, Any]) -> Tuple[str, str]:
@@ -262,6 +266,9 @@ class Sandbox:
             proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError):
             raise self._died(starting) from None
+        return self._reply(timeout_s, starting)
+
+    def _reply(self, timeout_s: float, starting: bool = False) -> Dict[str, Any]:
         line = self._read_line(timeout_s, starting)
         try:
             reply = json.loads(line)

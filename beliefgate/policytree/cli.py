@@ -1,0 +1,153 @@
+"""``beliefgate policytree ...``: learn a policy tree with an LLM, play one with none.
+
+Heavy imports stay inside the commands so that ``beliefgate --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from beliefgate.console import console, err_console, fail
+
+app = typer.Typer(help="Co-pi-tree: distil the planner into an executable, sandboxed policy tree.",
+                  no_args_is_help=True)
+
+
+def _llm_client(base_url: Optional[str], model: Optional[str], timeout: float, max_tokens: int,
+                cache: Optional[Path]):
+    from beliefgate.planners.client import LLMClient, LLMSettings
+    from beliefgate.planners.errors import PlannerConfigError
+
+    url = base_url or os.environ.get("BELIEFGATE_LLM_BASE_URL")
+    if not url:
+        fail("learning needs an OpenAI-compatible server: --llm-base-url or $BELIEFGATE_LLM_BASE_URL")
+    try:
+        settings = LLMSettings(base_url=url, model=model or os.environ.get("BELIEFGATE_LLM_MODEL", ""),
+                               api_key=os.environ.get("OPENAI_API_KEY", "not-needed"), timeout_s=timeout,
+                               max_tokens=max_tokens, cache_dir=str(cache) if cache else None)
+    except PlannerConfigError as exc:
+        fail(str(exc))
+    return LLMClient(settings)
+
+
+@app.command()
+def learn(
+    layout: str = typer.Option(..., help="layout (see `beliefgate layouts`)"),
+    partner: str = typer.Option(..., help="source partner for the rollouts (see `beliefgate partners`)"),
+    out: Path = typer.Option(Path("runs/pt"), help="run directory (resumed when it exists)"),
+    llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server (default $BELIEFGATE_LLM_BASE_URL)"),
+    llm_model: Optional[str] = typer.Option(None, help="model name (default $BELIEFGATE_LLM_MODEL)"),
+    llm_timeout: float = typer.Option(120.0, min=0.1, help="seconds per LLM request"),
+    llm_max_tokens: int = typer.Option(1024, min=16, help="longest answer per LLM request"),
+    llm_cache: Optional[Path] = typer.Option(None, help="on-disk LLM response cache directory"),
+    iterations: int = typer.Option(10, min=1, help="refinement iterations"),
+    seed: int = typer.Option(0, help="first rollout seed (rollouts use seed .. seed+N-1)"),
+    rollouts: int = typer.Option(5, min=1, help="episodes per candidate tree"),
+    horizon: int = typer.Option(400, min=1, help="episode length"),
+    seat: int = typer.Option(0, min=0, max=1, help="seat of the tree's cook"),
+    repairs: int = typer.Option(2, min=0, max=5, help="repair prompts per iteration"),
+    start: str = typer.Option("llm", help="'llm' (the model writes the first tree) or 'seed' (start from the seed tree)"),
+    max_prompt_chars: int = typer.Option(12000, min=2000, help="prompt budget (long parts are clipped)"),
+    as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
+) -> None:
+    """Run (or resume) the planner -> coder -> rollouts -> summarizer loop; writes OUT/best.py."""
+    from beliefgate.errors import BeliefgateError
+    from beliefgate.policytree.learn import learn as run_learn
+
+    client = _llm_client(llm_base_url, llm_model, llm_timeout, llm_max_tokens, llm_cache)
+    info = {"base_url": client.settings.base_url, "model": client.settings.model,
+            "max_tokens": client.settings.max_tokens, "temperature": client.settings.temperature}
+
+    def progress(k, n, status):
+        reward = status.get("reward")
+        err_console.print(f"iteration {k}/{n}: source {status.get('source')}, "
+                          f"reward {'-' if reward is None else f'{reward:g}'}, "
+                          f"{'accepted' if status.get('accepted') else 'reverted'} ({status.get('reason')}), "
+                          f"NQ {status.get('queries_after')}")
+
+    try:
+        summary = run_learn(layout, partner, client, out, llm_info=info, progress=progress, seat=seat,
+                            iterations=iterations, rollouts=rollouts, horizon=horizon, seed=seed, repairs=repairs,
+                            start=start, max_prompt_chars=max_prompt_chars)
+    except BeliefgateError as exc:
+        fail(str(exc))
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    console.print(f"best tree: {summary['best']} (iteration {summary['best_iteration']}, "
+                  f"mean reward {summary['best_reward']:g}); NQ {summary['nq']} "
+                  f"({summary['nq_failed']} without an answer); counts {summary['counts']}")
+
+
+def _fmt(x: float, digits: int = 1) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+@app.command()
+def run(
+    tree: str = typer.Argument(..., help="tree file (e.g. runs/pt/best.py) or seed:LAYOUT"),
+    layout: List[str] = typer.Option(..., help="layout(s) to play on (repeat for a transfer table)"),
+    partner: List[str] = typer.Option(..., help="partner(s)"),
+    seeds: int = typer.Option(20, min=1, help="episodes per setting (seeds SEED .. SEED+N-1)"),
+    seed: int = typer.Option(0, help="first seed"),
+    seat: str = typer.Option("0", help="seat of the tree: 0, 1 or both"),
+    horizon: int = typer.Option(400, min=1, help="episode length"),
+    bayes: bool = typer.Option(False, help="teammate_last_inferred_skill from the belief gate's MAP"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON rows"),
+) -> None:
+    """Play a tree with zero LLM calls; mean reward with 95% bootstrap CIs per setting."""
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from beliefgate.errors import BeliefgateError
+    from beliefgate.policytree.evaluate import evaluate_tree, summarize
+
+    seats = {"0": (0,), "1": (1,), "both": (0, 1)}.get(seat)
+    if seats is None:
+        fail(f"--seat must be 0, 1 or both, got {seat!r}")
+    spec = tree + (":bayes" if bayes else "")
+    try:
+        with Progress(console=err_console, transient=True) as bar:
+            task = bar.add_task("episodes", total=None)
+            rows = evaluate_tree(spec, layout, partner, range(seed, seed + seeds), seats, horizon,
+                                 progress=lambda i, n, label: bar.update(task, total=n, completed=i,
+                                                                         description=label))
+    except BeliefgateError as exc:
+        fail(str(exc))
+    table_rows = summarize(rows)
+    if as_json:
+        print(json.dumps({"tree": spec, "seeds": [seed, seed + seeds - 1], "horizon": horizon, "rows": table_rows},
+                         indent=2))
+        return
+    table = Table(title=f"{spec}: {seeds} seeds from {seed}, {horizon} steps, zero LLM calls")
+    for col in ("layout", "partner", "seat", "reward", "95% CI", "soups", "IA", "tree errors", "not exec/ep",
+                "p50 us", "p99 us", "LLM calls"):
+        table.add_column(col, justify="left" if col in ("layout", "partner") else "right")
+    for r in table_rows:
+        table.add_row(r["layout"], r["partner"], str(r["seat"]), _fmt(r["reward"]),
+                      f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]", _fmt(r["deliveries"], 2),
+                      _fmt(r["intent_accuracy"], 3), str(r["tree_errors"]), _fmt(r["not_executable_per_ep"]),
+                      _fmt(r["latency_p50_us"]), _fmt(r["latency_p99_us"]), str(r["llm_calls"]))
+    console.print(table)
+    console.print("IA: share of steps where the tree's predicted partner skill is the partner's true skill; "
+                  "latency: flat state + sandbox call per decision.")
+
+
+@app.command()
+def show(tree: str = typer.Argument(..., help="tree file or seed:LAYOUT")) -> None:
+    """Print a tree as text (its two-part description)."""
+    from beliefgate.errors import BeliefgateError
+    from beliefgate.policytree.agent import load_tree_code
+    from beliefgate.policytree.seeds import tree_text
+
+    try:
+        text = tree_text(load_tree_code(tree))
+    except BeliefgateError as exc:
+        fail(str(exc))
+    print(text or "(this tree file has no textual description)")

@@ -1,0 +1,258 @@
+"""The policy-tree sandbox: an adversarial corpus finds no escape, every refusal names its rule,
+limits hold, and no worker process outlives its test."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from beliefgate.errors import InputError, RuntimeFailure
+from beliefgate.policytree import SKILLS, Sandbox, SandboxTimeout, SandboxViolation
+from beliefgate.policytree.sandbox import WORKER
+
+STATE = {"holdings": {"self": "empty", "teammate": "onion"}, "pot": [{"count": 1, "state": "idle", "timers": None}],
+         "any_soup_ready": False, "any_pot_not_full": True}
+
+GOOD = '''
+def helper(state):
+    pots = [p for p in state["pot"] if p.get("count", 0) < 3]
+    return len(pots)
+
+def PredictTeammateThenPlan(state):
+    n = 0
+    n += helper(state)
+    if state["holdings"]["teammate"] == "onion" and n > 0:
+        return "put_onion_in_pot", "pickup_dish"
+    return "pickup_onion", "pickup_onion"
+'''
+
+
+def _entry(body: str) -> str:
+    """A tree whose entry runs ``body`` (indented) and then returns a legal answer."""
+    lines = "\n".join("    " + line for line in body.strip().splitlines())
+    return f"def PredictTeammateThenPlan(state):\n{lines}\n    return 'pickup_onion', 'pickup_onion'\n"
+
+
+def _workers():
+    """Live sandbox worker processes whose parent is this test process."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:  # the process ended while we looked
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        state = stat.rsplit(")", 1)[1].split()[0]
+        if ppid == os.getpid() and str(WORKER).encode() in cmdline and state != "Z":
+            found.append(int(pid))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_worker_survives():
+    before = set(_workers())
+    yield
+    left = set(_workers()) - before
+    assert not left, f"sandbox workers still running after the test: {sorted(left)}"
+
+
+def test_good_tree_answers_and_the_worker_is_gone_after_the_block():
+    with Sandbox(GOOD, entry="PredictTeammateThenPlan", cpu_ms=50, memory_mb=256) as box:
+        assert box.call(STATE) == ("put_onion_in_pot", "pickup_dish")
+        other = dict(STATE, holdings={"self": "empty", "teammate": "empty"})
+        assert box.call(other) == ("pickup_onion", "pickup_onion")
+        pid = box.pid
+        assert pid in _workers()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert box.pid is None
+
+
+# --------------------------------------------------------------------------- refused at load
+LOAD_CORPUS = [
+    ("import os\n" + GOOD, "import"),
+    ("from os import system\n" + GOOD, "import"),
+    (_entry("m = __import__('os')"), "private-name"),
+    (_entry("__import__('os').system('true')"), "attribute"),
+    (_entry("x = ().__class__.__bases__[0].__subclasses__()"), "private-attribute"),
+    (_entry("x = [c for c in ''.__class__.__mro__[1].__subclasses__()]"), "private-attribute"),
+    (_entry("x = getattr((), '__class__')"), "forbidden-name"),
+    (_entry("x = ｇｅｔａｔｔｒ((), 'x')"), "forbidden-name"),  # full-width letters normalise to getattr
+    (_entry("g = (x for x in [1])\nf = g.gi_frame.f_back.f_globals"), "attribute"),
+    (_entry("f = (lambda: 0).__code__"), "private-attribute"),
+    (_entry("f = state.get.__self__"), "private-attribute"),
+    (_entry("s = '{0.__class__}'.format(1)"), "attribute"),
+    (_entry("s = '{x.__class__}'.format_map({'x': 1})"), "attribute"),
+    (_entry("s = format(1, 'x')"), "forbidden-name"),
+    (_entry("s = f'{state.__class__}'"), "private-attribute"),
+    (_entry("m = dict.mro()"), "attribute"),
+    (_entry("state.x = 1"), "attribute"),
+    (_entry("b = __builtins__"), "private-name"),
+    (_entry("g = globals()"), "forbidden-name"),
+    (_entry("v = vars()"), "forbidden-name"),
+    (_entry("t = type(state)"), "forbidden-name"),
+    (_entry("eval('1')"), "forbidden-name"),
+    (_entry("exec('x = 1')"), "forbidden-name"),
+    (_entry("open('/etc/passwd')"), "forbidden-name"),
+    (_entry("exit()"), "forbidden-name"),
+    (_entry("quit()"), "forbidden-name"),
+    (_entry("breakpoint()"), "forbidden-name"),
+    ("class A:\n    pass\n" + GOOD, "class"),
+    (_entry("try:\n    x = 1\nexcept Exception:\n    x = 2"), "try"),
+    (_entry("with open('x') as fh:\n    x = 1"), "with"),
+    (_entry("global X"), "global"),
+    (_entry("del state"), "delete"),
+    ("def gen(state):\n    yield 1\n" + GOOD, "yield"),
+    ("async def PredictTeammateThenPlan(state):\n    return 'a', 'b'\n", "async"),
+    ("@max\ndef PredictTeammateThenPlan(state):\n    return 'a', 'b'\n", "decorator"),
+    ("def _helper(s):\n    return 1\n" + GOOD, "private-name"),
+    ("def PredictTeammateThenPlan(_state):\n    return 'a', 'b'\n", "private-name"),
+    (GOOD + "\nwhile True:\n    pass\n", "top-level-statement"),
+    (GOOD + "\nPredictTeammateThenPlan({})\n", "top-level-statement"),
+    ("def Other(state):\n    return 'a', 'b'\n", "entry-missing"),
+    ("def PredictTeammateThenPlan(state) return 1\n", "syntax"),
+    ("x = " + "(" * 300 + "1" + ")" * 300 + "\n" + GOOD, "syntax"),
+    ("def PredictTeammateThenPlan(state):\n    return '\0', 'b'\n", "syntax"),
+    ("x = 1\n" * 12000 + GOOD, "code-size"),
+    ("", "empty-code"),
+]
+
+
+@pytest.mark.parametrize("code,rule", LOAD_CORPUS, ids=[f"{i:02d}-{r}" for i, (_, r) in enumerate(LOAD_CORPUS)])
+def test_refused_at_load_with_the_rule_named(code, rule):
+    with pytest.raises(SandboxViolation) as info:
+        Sandbox(code)
+    assert info.value.rule == rule
+    assert f"[{rule}]" in str(info.value)
+    assert isinstance(info.value, InputError)
+
+
+@pytest.mark.parametrize("body,rule", [("X = len([0 for i in range(10 ** 12) if i < 0])", "cpu-per-call"),
+                                       ("X = sum(range(10 ** 12))", "wall-clock")])  # a C loop: no alarm inside
+def test_a_module_body_that_never_ends_is_stopped_at_load(body, rule):
+    with pytest.raises(SandboxTimeout) as info:
+        Sandbox(body + "\n" + GOOD)
+    assert info.value.rule == rule
+    assert isinstance(info.value, RuntimeFailure)
+
+
+# --------------------------------------------------------------------------- refused at call time
+CALL_CORPUS = [
+    (_entry("while True:\n    pass"), SandboxTimeout, "cpu-per-call"),
+    (_entry("x = 0\nwhile True:\n    x += 1"), SandboxTimeout, "cpu-per-call"),
+    (_entry("x = 10 ** 10 ** 9"), SandboxTimeout, "cpu-per-call"),
+    ("def r(n):\n    return r(n + 1)\n\ndef PredictTeammateThenPlan(state):\n    return r(0)\n",
+     SandboxViolation, "recursion-limit"),
+    (_entry("x = 'a' * (10 ** 10)"), SandboxViolation, "memory-limit"),
+    (_entry("x = [0] * (10 ** 9)"), SandboxViolation, "memory-limit"),
+    (_entry("x = 1 / 0"), SandboxViolation, "runtime-error"),
+    (_entry("raise SystemExit(3)"), SandboxViolation, "runtime-error"),
+    (_entry("x = state['no such key']"), SandboxViolation, "runtime-error"),
+    (_entry("x = str.join('', ['a'])"), SandboxViolation, "attribute"),  # a method fetched from a type
+    (_entry("x = range(3).count(1)"), SandboxViolation, "attribute"),  # not a plain-data type
+    ("def PredictTeammateThenPlan(state):\n    return 1\n", SandboxViolation, "result"),
+    ("def PredictTeammateThenPlan(state):\n    return 'pickup_onion', 'fly'\n", SandboxViolation, "result"),
+    ("def PredictTeammateThenPlan(state):\n    return 'a' * 10 ** 6, 'pickup_onion'\n", SandboxViolation, "result"),
+    ("def PredictTeammateThenPlan(state):\n    return ['pickup_onion'] * 3\n", SandboxViolation, "result"),
+    ("def PredictTeammateThenPlan(state):\n    return None\n", SandboxViolation, "result"),
+]
+
+
+@pytest.mark.parametrize("code,kind,rule", CALL_CORPUS, ids=[f"{i:02d}-{r}" for i, (_, _, r) in enumerate(CALL_CORPUS)])
+def test_refused_at_call_kills_the_worker_and_names_the_rule(code, kind, rule):
+    with Sandbox(code, cpu_ms=50, memory_mb=256) as box:
+        pid = box.pid
+        with pytest.raises(kind) as info:
+            box.call(STATE)
+        assert info.value.rule == rule
+        assert f"[{rule}]" in str(info.value)
+        assert not box.alive and box.pid is None
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_a_growing_memory_bomb_hits_the_memory_limit():
+    with Sandbox(_entry("x = []\nwhile True:\n    x.append('a' * 10 ** 7)"), cpu_ms=5000, memory_mb=256) as box:
+        with pytest.raises(SandboxViolation) as info:
+            box.call(STATE)
+        assert info.value.rule == "memory-limit"
+
+
+def test_worker_restarts_after_a_timeout():
+    code = _entry("if state.get('spin'):\n    while True:\n        pass")
+    with Sandbox(code, cpu_ms=30) as box:
+        first = box.pid
+        with pytest.raises(SandboxTimeout):
+            box.call({**STATE, "spin": True})
+        assert box.call(STATE) == ("pickup_onion", "pickup_onion")
+        assert box.restarts == 1 and box.pid != first
+
+
+def test_wall_clock_deadline_stops_what_the_cpu_alarm_does_not():
+    with Sandbox(_entry("while True:\n    pass"), cpu_ms=5000, wall_s=0.5) as box:
+        with pytest.raises(SandboxTimeout) as info:
+            box.call(STATE)
+        assert info.value.rule == "wall-clock"
+
+
+def test_per_episode_cpu_budget_and_its_reset():
+    code = _entry("x = 0\nfor i in range(100000):\n    x += i")
+    with Sandbox(code, cpu_ms=500, episode_cpu_ms=500) as box:
+        with pytest.raises(SandboxTimeout) as info:
+            for _ in range(500):
+                box.call(STATE)
+        assert info.value.rule == "cpu-per-episode"
+        box.new_episode()
+        assert box.call(STATE) == ("pickup_onion", "pickup_onion")
+
+
+def test_printing_is_bounded_and_a_long_answer_is_refused():
+    flood = _entry("for i in range(500):\n    print('x' * 50)")
+    with Sandbox(flood, cpu_ms=200) as box:
+        assert box.call(STATE) == ("pickup_onion", "pickup_onion")
+        assert 0 < len(box.last_printed) <= 2000
+    with Sandbox(flood, cpu_ms=200, max_output_bytes=300) as box:
+        with pytest.raises(SandboxViolation) as info:
+            box.call(STATE)
+        assert info.value.rule == "output-size"
+
+
+def test_seat_restricted_skill_sets_are_enforced():
+    with Sandbox(GOOD, self_skills=("pickup_onion", "place_obj_on_counter"), partner_skills=SKILLS) as box:
+        assert box.call(dict(STATE, holdings={"self": "empty", "teammate": "empty"})) == ("pickup_onion",
+                                                                                         "pickup_onion")
+        with pytest.raises(SandboxViolation) as info:
+            box.call(STATE)  # answers pickup_dish, which this seat cannot do
+        assert info.value.rule == "result"
+
+
+def test_the_worker_runs_with_its_limits_and_without_our_environment():
+    probe = _entry("x = 1")
+    with Sandbox(probe, memory_mb=128) as box:
+        assert box.limits.get("nproc") in (True, False)
+        pid = box.pid
+        env = Path(f"/proc/{pid}/environ").read_bytes()
+        assert env == b""  # started with an empty environment
+        limits = Path(f"/proc/{pid}/limits").read_text()
+        row = next(line for line in limits.splitlines() if line.startswith("Max address space"))
+        assert str(128 * 1024 * 1024) in row
+        row = next(line for line in limits.splitlines() if line.startswith("Max file size"))
+        assert row.split()[3] == "0"
+
+
+def test_bad_arguments_and_closed_sandbox():
+    with pytest.raises(InputError):
+        Sandbox(GOOD, cpu_ms=0)
+    with pytest.raises(InputError):
+        Sandbox(GOOD, entry="_hidden")
+    with pytest.raises(InputError):
+        Sandbox(GOOD, memory_mb=8)
+    box = Sandbox(GOOD)
+    with pytest.raises(InputError):
+        box.call({"x": object()})  # not JSON data
+    box.close()
+    with pytest.raises(InputError):
+        box.call(STATE)
