@@ -188,7 +188,7 @@ def test_messages_are_validated():
 
 
 def test_play_game_moves_the_person_and_logs(tmp_path):
-    from beliefgate.viewer.play import PlayGame, PlaySettings
+    from beliefgate.viewer.play import GameOverError, PlayGame, PlayMessageError, PlaySettings
 
     try:  # the Overcooked loader behind `beliefgate fit` (registered as the "overcooked" fit-data domain)
         from beliefgate.envs.overcooked.fitdata import load_logs
@@ -210,6 +210,11 @@ def test_play_game_moves_the_person_and_logs(tmp_path):
     assert m2["belief"] is not None and abs(sum(m2["belief"]) - 1) < 1e-3
     summary = game.finish("player")
     assert summary["dropped_keys"] == 1 and summary["ended"] == "player" and summary["steps"] == 7
+    assert game.finish("disconnected") is summary  # idempotent: the first ending stands
+    with pytest.raises(GameOverError):
+        game.tick()
+    with pytest.raises(PlayMessageError):
+        game.press("fly")
     traj = read_log(tmp_path / "g.jsonl")
     assert traj.complete and len(traj.steps) == 7 and traj.header.partner == "human" and traj.header.seat == 0
     assert traj.steps[0].info[1]["input"] == "key" and traj.steps[-1].info[1]["input"] == "idle"

@@ -42,7 +42,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Deque, Dict, List, Literal, Optional, Union
+from typing import Annotated, Any, Deque, Dict, List, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -70,6 +70,10 @@ class PlayMessageError(InputError):
         super().__init__(detail)
         self.kind = kind
         self.detail = detail
+
+
+class GameOverError(InputError):
+    """A step asked of a game that has ended."""
 
 
 class PlayLogError(RuntimeFailure):
@@ -139,13 +143,8 @@ class EndMessage(BaseModel):
     type: Literal["end"]
 
 
-def _message_adapter() -> TypeAdapter:
-    from typing import Annotated
-
-    return TypeAdapter(Annotated[Union[KeyMessage, EndMessage], Field(discriminator="type")])
-
-
-MESSAGE = _message_adapter()
+#: a client message, told apart by its ``type``
+MESSAGE = TypeAdapter(Annotated[Union[KeyMessage, EndMessage], Field(discriminator="type")])
 
 
 def parse_message(text: Optional[str], max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES):
@@ -261,7 +260,7 @@ class PlayGame:
         from beliefgate.envs.trajlog import StepRow
 
         if self.finished:
-            raise PlaySettingsError("the episode is over")
+            raise GameOverError(f"session {self.session or '-'}: the episode is over ({self.summary['ended']})")
         if self.started_at is None:
             self.started_at = time.perf_counter()
         t = self.t
@@ -515,5 +514,5 @@ def serve_play(settings: PlaySettings, port: int = 8770, host: str = "127.0.0.1"
         sock.close()
 
 
-__all__ = ["PlaySettings", "PlaySettingsError", "PlayMessageError", "PlayLogError", "PlayGame", "parse_message",
+__all__ = ["PlaySettings", "PlaySettingsError", "GameOverError", "PlayMessageError", "PlayLogError", "PlayGame", "parse_message",
            "session_log_path", "create_play_app", "serve_play", "render_play_page", "ACTION_NAMES"]

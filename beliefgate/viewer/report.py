@@ -73,11 +73,10 @@ def fill_template(template: str, values: Dict[str, str]) -> str:
 
 
 # --------------------------------------------------------------------------- data
-def _skill_names(num: int) -> List[str]:
+def _library_names() -> List[str]:
     from beliefgate.skills.library import load_builtin
 
-    names = list(load_builtin("overcooked").names)
-    return names if len(names) == num else [f"skill {k}" for k in range(num)]
+    return list(load_builtin("overcooked").names)
 
 
 def _first(info: Dict[str, Any], *keys: str) -> Any:
@@ -136,7 +135,9 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
         else:
             beliefs.append(None)
     beliefs = [b if b is None or len(b) == num_skills else None for b in beliefs]
-    names = _skill_names(num_skills) if num_skills else list(_skill_names(6))
+    library = _library_names()
+    # the belief is over the layout's skill library; a belief of another length gets neutral names
+    names = library if num_skills in (0, len(library)) else [f"skill {k}" for k in range(num_skills)]
 
     def skill_index(name: Optional[str]) -> int:
         if name is None:
