@@ -18,7 +18,7 @@ Entry points (each validates, then calls :func:`beliefgate.beliefs.core.advance`
   (:meth:`Gate.for_domain`; Overcooked: ``beliefgate.envs.overcooked.overcooked_gate``).
 
 The core is domain-free: domains register an observer factory under the entry-point
-group ``beliefgate.domains`` (see :mod:`beliefgate.beliefs.domains`).
+group ``beliefgate.domains`` (see :mod:`beliefgate.plugins`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from beliefgate.beliefs.core import (
     LoglikEvidence,
     TableEvidence,
 )
-from beliefgate.beliefs.domains import make_observer
+from beliefgate.plugins import make_observer
 from beliefgate.beliefs.errors import (
     ActionIndexError,
     BeliefInputError,
@@ -95,7 +95,7 @@ class Gate:
         """A gate whose :meth:`observe` reads two states of a registered domain.
 
         ``options`` go to the domain's observer factory (Overcooked: ``layout``,
-        ``partner``). Raises :class:`beliefgate.beliefs.domains.UnknownDomainError`
+        ``partner``). Raises :class:`beliefgate.plugins.UnknownDomainError`
         when no installed package registers ``domain``.
         """
         params = GateParams() if params is None else params

@@ -42,10 +42,9 @@ import numpy as np
 
 from beliefgate.calibration import DEFAULT_BINS, reliability
 from beliefgate.calibration import scores as calibration_scores
-from beliefgate.envs.overcooked.controller import controller_for
-from beliefgate.envs.overcooked.dynamics import completed_skills, detect_events, infer_actions
-from beliefgate.envs.overcooked.observer import AMBIGUOUS_WEIGHT
-from beliefgate.envs.overcooked.tables import NUM_ACTIONS, STAY
+from beliefgate.envs.overcooked.fitdata import q_and_evidence
+from beliefgate.envs.overcooked.observer import OvercookedObserver
+from beliefgate.envs.overcooked.tables import NUM_ACTIONS
 from beliefgate.figures import pyplot, save_figure
 from beliefgate.models.controllers.boltzmann import boltzmann_logprobs
 
@@ -132,10 +131,16 @@ class Track:
 
 
 def track_from_trajectory(traj, partner: int, layout: Optional[str] = None, game: str = "") -> Track:
-    """The arrays of one partner of a trajectory log (same evidence as ``OvercookedObserver``)."""
+    """The arrays of one partner of a trajectory log.
+
+    The evidence (consistent actions, weight, completion, feasibility, ``Q``) is the
+    gate's own, read through :func:`beliefgate.envs.overcooked.fitdata.q_and_evidence`:
+    the one trajectory -> evidence path that fitting and replays use too.
+    """
     layout = layout or traj.header.layout
-    controller = controller_for(layout)
-    library = controller.library
+    observer = OvercookedObserver(layout, partner=partner)
+    controller = observer.controller
+    library = observer.library
     names = library.names
     states = traj.states()
     if len(states) < len(traj.steps) + 1:
@@ -153,29 +158,17 @@ def track_from_trajectory(traj, partner: int, layout: Optional[str] = None, game
     index = {n: i for i, n in enumerate(names)}
     last = -1
     for t, row in enumerate(traj.steps):
-        s0, s1 = states[t], states[t + 1]
-        acts = infer_actions(s0, s1, partner, step=t)
-        events = detect_events(s0, s1, step=t)[partner]
-        mask[t, list(acts)] = True
-        if STAY in acts:
-            weight[t] = 0.0
-        elif any(e.startswith("drop:") for e in events):
-            weight[t] = AMBIGUOUS_WEIGHT
-        else:
-            weight[t] = 1.0
-        done = completed_skills(events, library)
-        completed[t] = done[0] if done else -1
-        qt = controller.q_values(s0, partner)
-        q[t] = qt
-        feas = controller.feasible(s0, partner, True, q=qt)
-        feasible[t] = feas if feas.any() else True  # the observer's rule: nothing to pursue -> all possible
+        s0 = states[t]
+        qt, ev = q_and_evidence(observer, s0, states[t + 1])
+        q[t], mask[t], weight[t], feasible[t] = qt, ev.action_mask, ev.weight, ev.feasible
+        completed[t] = -1 if ev.completed is None else int(ev.completed)
         feas = controller.feasible(s0, partner, False)
         feasible_held[t] = feas if feas.any() else True
         h = s0.players[partner].held
         held[t] = HELD.index(h) if h in HELD else len(HELD) - 1
         last_done[t] = last
-        if done:
-            last = done[0]
+        if ev.completed is not None:
+            last = int(ev.completed)
         lab = row.skills[partner] if partner < len(row.skills) else None
         label[t] = index.get(lab, -1) if lab is not None else -1
     return Track(layout, game, partner, q, mask, weight, completed, feasible, feasible_held, held, last_done, label)

@@ -278,7 +278,7 @@ def _filter_pass(inputs, skill, config: FitConfig, draw: dict):
     import jax
     import jax.numpy as jnp
 
-    from beliefgate.beliefs.filter import FilterParams, Observations, scan_filter
+    from beliefgate.models.hmm import FilterParams, Observations, scan_filter
     from beliefgate.models.fit import MIN_HAZARD, model_loglik
     from beliefgate.models.skill_model import action_logprobs
 

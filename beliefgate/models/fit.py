@@ -2,7 +2,7 @@
 
 The fitted model is the marginalised NumPyro model of ``docs/model.md`` (skills
 summed out by the forward algorithm of the online filter,
-:func:`beliefgate.beliefs.filter.scan_filter`), with options that
+:func:`beliefgate.models.hmm.scan_filter`), with options that
 :func:`beliefgate.models.skill_model.partner_skill_model` does not have, added by
 the wrapper :func:`belief_model` here:
 
@@ -296,7 +296,7 @@ def log_marginal(inputs: ModelInputs, loglik, config: FitConfig, hazard, alpha):
     import jax
     import jax.numpy as jnp
 
-    from beliefgate.beliefs.filter import FilterParams, Observations, scan_filter
+    from beliefgate.models.hmm import FilterParams, Observations, scan_filter
 
     if config.model == "hazard":
         params = FilterParams("hazard", jnp.maximum(hazard, MIN_HAZARD), alpha, None)

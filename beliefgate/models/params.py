@@ -27,7 +27,7 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
-from beliefgate.beliefs.errors import InvalidParameterError
+from beliefgate.models.errors import InvalidParameterError
 
 
 class ParamSpec(NamedTuple):

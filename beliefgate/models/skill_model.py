@@ -4,10 +4,10 @@ The model is composed from parts:
 
 * **parameters** - :mod:`beliefgate.models.params` (priors and supports as data);
 * **skill prior** - ``pi0(k) ∝ n(k) + alpha`` from smoothed completion counts
-  (:func:`beliefgate.beliefs.filter.log_smoothed_prior`);
+  (:func:`beliefgate.models.hmm.log_smoothed_prior`);
 * **transition** - sticky with hazard ``h``, forced switch after a visible
   completion, renormalised over feasible skills
-  (:func:`beliefgate.beliefs.filter.hazard_log_transition`);
+  (:func:`beliefgate.models.hmm.hazard_log_transition`);
 * **likelihood controller** - ``log pi_hat(a | s_t, k)`` from per-skill action
   values ``Q[t, k, a]`` (default :func:`boltzmann_logprobs_jax`; any function
   ``(q, beta, epsilon) -> logprobs`` can be passed as ``controller=``), reduced to
@@ -17,7 +17,7 @@ Two forms of the same joint density:
 
 :func:`partner_skill_model`
     ``z`` summed out by the forward algorithm (the *same* scan as the online
-    filter, :func:`beliefgate.beliefs.filter.scan_filter`), one
+    filter, :func:`beliefgate.models.hmm.scan_filter`), one
     ``numpyro.factor`` per batch and a ``numpyro.deterministic("log_lik", [B])``
     site with each trajectory's log marginal likelihood (for LOO/WAIC). Use it for
     NUTS/SVI; pin parameters with ``fixed=`` or ``numpyro.handlers.substitute``.
@@ -44,15 +44,15 @@ import numpyro.distributions as dist
 from jax import lax
 from jax.nn import logsumexp
 
-from beliefgate.beliefs.checks import as_bool as _bool
-from beliefgate.beliefs.errors import (
+from beliefgate.models.checks import as_bool as _bool
+from beliefgate.models.errors import (
     CompletedIndexError,
     InvalidParameterError,
     NoFeasibleSkillError,
     NonFiniteLoglikError,
     ShapeMismatchError,
 )
-from beliefgate.beliefs.filter import (
+from beliefgate.models.hmm import (
     FilterParams,
     Observations,
     hazard_log_transition,

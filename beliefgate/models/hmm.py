@@ -1,0 +1,392 @@
+"""The partner-skill model's forward algorithm in JAX: components and the one traceable step.
+
+This module holds the maths of ``docs/model.md`` as traceable functions on small
+NamedTuple pytrees, so that the NumPyro model's likelihood
+(:mod:`beliefgate.models.skill_model`, :mod:`beliefgate.models.fit`), the online and
+offline filters (:mod:`beliefgate.beliefs.filter`), smoothing and Viterbi
+(:mod:`beliefgate.beliefs.offline`) and the diagnostics all run the *same* step:
+
+* the **skill prior** :func:`log_smoothed_prior` (``pi0 ∝ n + alpha``);
+* the **hazard transition** with its O(K) log-predict :func:`hazard_predict` and its
+  log-matrix form :func:`hazard_log_transition` (per-step matrices:
+  :func:`log_transition_matrices`), and the **windowed** segment product
+  (:func:`_windowed_predict`);
+* the forward step :func:`update_step` (predict, correct, book-keep completions) and
+  its scan :func:`scan_filter`, whose final ``log_marginal`` is the model's log
+  density with ``z`` summed out.
+
+No validation here: callers validate at the boundary (``beliefgate.beliefs.filter``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.nn import logsumexp
+
+from beliefgate.models.errors import InvalidParameterError
+
+MODELS = ("hazard", "windowed")
+
+
+# --------------------------------------------------------------------------------------
+# Containers
+# --------------------------------------------------------------------------------------
+
+
+class FilterParams(NamedTuple):
+    """Filter configuration (bound once; numeric fields may be JAX tracers).
+
+    Fields
+    ------
+    model : str
+        ``"hazard"`` (sticky transition with switch hazard) or ``"windowed"``
+        (segment product over the last ``window`` observed steps). Static.
+    hazard : float in [0, 1]
+        ``h``, probability per step of redrawing the skill from ``pi0`` (hazard
+        model only).
+    alpha : float > 0
+        Concentration of the smoothed prior ``pi0(k) ∝ n(k) + alpha``.
+    window : int >= 1 or None
+        Windowed model: number of observed steps kept in the product; ``None``
+        (or ``math.inf``) keeps the whole segment. Ignored by the hazard model. Static.
+    """
+
+    model: str = "hazard"
+    hazard: float = 0.05
+    alpha: float = 1.0
+    window: Optional[int] = None
+
+
+class FilterState(NamedTuple):
+    """Carried filter state after ``t`` updates (``K`` skills, ``W`` window slots).
+
+    Fields
+    ------
+    log_belief : float[K]
+        ``log b_{t-1}(k) = log p(z_{t-1} = k | a_{0:t-1})``, the filtered log
+        posterior after the last update (normalised: ``logsumexp == 0``). Before
+        the first update it holds ``log pi0_0`` (it is not used then because
+        ``reset`` is true).
+    counts : float[K]
+        ``n_t(k) = prior_counts(k) + #visible completions of k so far`` (memory of
+        earlier episodes included). ``pi0_t ∝ counts + alpha``.
+    reset : bool[]
+        True when the next predict is a forced switch to ``pi0 ∘ feasible``: at the
+        start of an episode and right after a visible completion. Windowed model:
+        the next step starts a new segment.
+    step : int32[]
+        Number of (valid) updates applied.
+    log_marginal : float[]
+        ``log p(a_{0:t-1})`` = sum of the per-step log normalisers so far.
+    log_seg_prior : float[K]
+        Windowed model: ``log pi0_seg``, the smoothed prior frozen at the start of
+        the current segment. Hazard model: carried unchanged.
+    window_buf : float[W, K]
+        Windowed model with a finite window: ring buffer of the last ``W`` observed
+        loglik rows of the segment (unused slots are zero). ``W = 0`` otherwise.
+    window_pos : int32[]
+        Next slot of ``window_buf`` to overwrite (the oldest row once full).
+    window_sum : float[K]
+        Windowed model: ``sum`` of the loglik rows currently in the product
+        (infinite window: the running segment sum). Hazard model: zeros.
+    """
+
+    log_belief: jax.Array
+    counts: jax.Array
+    reset: jax.Array
+    step: jax.Array
+    log_marginal: jax.Array
+    log_seg_prior: jax.Array
+    window_buf: jax.Array
+    window_pos: jax.Array
+    window_sum: jax.Array
+
+
+class UpdateInfo(NamedTuple):
+    """Diagnostics of one update (logged, never fed back).
+
+    Fields
+    ------
+    log_predicted : float[K]
+        ``log p(z_t | a_{0:t-1})``: the belief after the predict step, before the
+        new action enters (normalised).
+    log_posterior : float[K]
+        ``log p(z_t | a_{0:t})``: the belief after the correction (normalised).
+    log_normalizer : float[]
+        ``log p(a_t | a_{0:t-1}) = logsumexp(log_predicted + loglik)``.
+    observed : bool[]
+        Whether the loglik row was not identically zero (enters a window slot).
+    """
+
+    log_predicted: jax.Array
+    log_posterior: jax.Array
+    log_normalizer: jax.Array
+    observed: jax.Array
+
+
+class Observations(NamedTuple):
+    """A sequence (or a padded batch) of observed steps for offline filtering.
+
+    Shapes are ``[T, ...]`` for one trajectory or ``[B, T, ...]`` for a batch.
+
+    Fields
+    ------
+    loglik : float[..., T, K]
+        Tempered log-likelihood rows (``-inf`` allowed, NaN/``+inf`` not).
+    feasible : bool[..., T, K]
+        Skill preconditions; at least one True at every valid step.
+    completed : int32[..., T]
+        Skill visibly completed by ``a_t`` (-1 none).
+    valid : bool[..., T]
+        False for padding: such steps leave the state unchanged and add 0.
+    prior_counts : float[..., K]
+        Completion counts carried in from earlier episodes (>= 0).
+    """
+
+    loglik: jax.Array
+    feasible: jax.Array
+    completed: jax.Array
+    valid: jax.Array
+    prior_counts: jax.Array
+
+
+class FilterResult(NamedTuple):
+    """Output of :func:`filter` / :func:`filter_batch`.
+
+    Fields
+    ------
+    log_posterior : float[..., T, K]
+        Filtered ``log p(z_t | a_{0:t})`` (padding steps repeat the last belief).
+    log_predicted : float[..., T, K]
+        ``log p(z_t | a_{0:t-1})`` before each correction.
+    log_normalizer : float[..., T]
+        Per-step ``log p(a_t | a_{0:t-1})`` (0 at padding steps).
+    log_marginal : float[...]
+        ``log p(a_{0:T-1})`` = sum of ``log_normalizer``.
+    state : FilterState
+        Final state (leading batch axis for ``filter_batch``).
+    """
+
+    log_posterior: jax.Array
+    log_predicted: jax.Array
+    log_normalizer: jax.Array
+    log_marginal: jax.Array
+    state: FilterState
+
+
+# --------------------------------------------------------------------------------------
+# Pure maths (traceable; no validation)
+# --------------------------------------------------------------------------------------
+
+
+def _log_mask(feasible):
+    """0 where feasible, -inf elsewhere."""
+    return jnp.where(feasible, 0.0, -jnp.inf)
+
+
+def log_smoothed_prior(counts, alpha):
+    """``log pi0(k)`` with ``pi0(k) = (counts(k) + alpha) / sum_j (counts(j) + alpha)``."""
+    smoothed = counts + alpha
+    return jnp.log(smoothed) - jnp.log(jnp.sum(smoothed, axis=-1, keepdims=True))
+
+
+def hazard_predict(log_belief, log_pi0, feasible, hazard, reset):
+    """O(K) predict of the hazard model: ``log sum_i b(i) T(i, j)``.
+
+    Parameters are ``log_belief`` [K] (normalised), ``log_pi0`` [K], ``feasible``
+    [K] bool, ``hazard`` scalar, ``reset`` bool (forced switch for every row).
+    Returns the normalised predicted log belief [K] (``-inf`` on infeasible skills).
+    """
+    log_q = log_pi0 + _log_mask(feasible)
+    log_s = logsumexp(log_q)
+    log_forced = log_q - log_s
+    log_h = jnp.log(hazard)
+    log_1mh = jnp.log1p(-hazard)
+    log_z = jnp.where(feasible, jnp.logaddexp(log_1mh, log_h + log_s), log_h + log_s)
+    log_stay = jnp.where(feasible, log_1mh - log_z, -jnp.inf)
+    log_switch = jnp.where(feasible, log_h + log_s - log_z, 0.0)
+    switched = logsumexp(log_switch + log_belief)
+    # Infeasible j would give logaddexp(-inf, -inf): its value is right (-inf) but its
+    # gradient is NaN, which `where` does not stop. Feed it zeros there instead.
+    stay_term = jnp.where(feasible, log_stay + log_belief, 0.0)
+    switch_term = jnp.where(feasible, log_forced + switched, 0.0)
+    log_sticky = jnp.where(feasible, jnp.logaddexp(stay_term, switch_term), -jnp.inf)
+    return jnp.where(reset, log_forced, log_sticky)
+
+
+def hazard_log_transition(log_pi0, feasible, hazard, reset):
+    """Full log transition matrix ``log T[i, j]`` into a step (offline use, O(K^2)).
+
+    Written directly from ``docs/model.md``: row ``i`` is the forced switch
+    ``pi0 ∘ feasible / S`` if ``reset`` or skill ``i`` is infeasible, else
+    ``[(1-h)[i == j] + h pi0(j)] feasible(j) / Z_i``.
+    """
+    num_skills = log_pi0.shape[-1]
+    pi0 = jnp.exp(log_pi0)
+    f = feasible.astype(pi0.dtype)
+    forced = pi0 * f / jnp.sum(pi0 * f)
+    eye = jnp.eye(num_skills, dtype=pi0.dtype)
+    unnorm = ((1.0 - hazard) * eye + hazard * pi0[None, :]) * f[None, :]
+    z = jnp.sum(unnorm, axis=1, keepdims=True)
+    sticky_ok = feasible[:, None] & ~reset
+    rows = jnp.where(sticky_ok, unnorm / jnp.where(sticky_ok, z, 1.0), forced[None, :])
+    return jnp.log(rows)
+
+
+def _window_size(params: FilterParams) -> int:
+    """Number of ring-buffer slots (0 = no buffer: hazard model or infinite window)."""
+    if params.model != "windowed" or params.window is None or params.window == math.inf:
+        return 0
+    return int(params.window)
+
+
+def initial_state(params: FilterParams, prior_counts) -> FilterState:
+    """Traceable initial state from ``prior_counts`` [K] (no validation)."""
+    counts = jnp.asarray(prior_counts)
+    num_skills = counts.shape[-1]
+    log_pi0 = log_smoothed_prior(counts, params.alpha)
+    zeros = jnp.zeros(num_skills, counts.dtype)
+    return FilterState(
+        log_belief=log_pi0,
+        counts=counts,
+        reset=jnp.asarray(True),
+        step=jnp.asarray(0, jnp.int32),
+        log_marginal=jnp.zeros((), counts.dtype),
+        log_seg_prior=log_pi0,
+        window_buf=jnp.zeros((_window_size(params), num_skills), counts.dtype),
+        window_pos=jnp.asarray(0, jnp.int32),
+        window_sum=zeros,
+    )
+
+
+def _correct(log_pred, loglik):
+    log_joint = log_pred + loglik
+    log_norm = logsumexp(log_joint)
+    return log_joint - log_norm, log_norm
+
+
+def _windowed_predict(params, state, loglik, feasible, observed):
+    """Windowed predict; returns (log_pred, log_seg_prior, buf, pos, window_sum_after)."""
+    log_pi0 = log_smoothed_prior(state.counts, params.alpha)
+    seg_prior = jnp.where(state.reset, log_pi0, state.log_seg_prior)
+    num_slots = state.window_buf.shape[0]
+    if num_slots == 0:
+        before = jnp.where(state.reset, 0.0, state.window_sum)
+        buf, pos = state.window_buf, state.window_pos
+        after = before + loglik
+    else:
+        buf = jnp.where(state.reset, 0.0, state.window_buf)
+        pos = jnp.where(state.reset, 0, state.window_pos)
+        evicted = buf.at[pos].set(0.0)
+        kept = jnp.where(observed, evicted, buf)
+        before = jnp.sum(kept, axis=0)
+        buf = jnp.where(observed, evicted.at[pos].set(loglik), buf)
+        pos = jnp.where(observed, (pos + 1) % num_slots, pos)
+        after = jnp.sum(buf, axis=0)
+    unnorm = seg_prior + _log_mask(feasible) + before
+    return unnorm - logsumexp(unnorm), seg_prior, buf, pos, after
+
+
+def update_step(params: FilterParams, state: FilterState, loglik, feasible, completed):
+    """One filter step, raw and traceable (no validation): ``(state, UpdateInfo)``.
+
+    ``loglik`` float[K], ``feasible`` bool[K], ``completed`` int (-1 none). The
+    completion updates the counts and sets ``reset`` for the *next* step.
+    """
+    observed = jnp.any(loglik != 0.0)
+    if params.model == "hazard":
+        log_pi0 = log_smoothed_prior(state.counts, params.alpha)
+        log_pred = hazard_predict(state.log_belief, log_pi0, feasible, params.hazard, state.reset)
+        seg_prior, buf, pos, wsum = (
+            state.log_seg_prior, state.window_buf, state.window_pos, state.window_sum)
+    elif params.model == "windowed":
+        log_pred, seg_prior, buf, pos, wsum = _windowed_predict(
+            params, state, loglik, feasible, observed)
+    else:
+        raise InvalidParameterError(f"unknown filter model {params.model!r}; use one of {MODELS}")
+    log_post, log_norm = _correct(log_pred, loglik)
+    num_skills = loglik.shape[-1]
+    counts = state.counts + jax.nn.one_hot(completed, num_skills, dtype=state.counts.dtype)
+    new_state = FilterState(
+        log_belief=log_post,
+        counts=counts,
+        reset=jnp.asarray(completed) >= 0,
+        step=state.step + 1,
+        log_marginal=state.log_marginal + log_norm,
+        log_seg_prior=seg_prior,
+        window_buf=buf,
+        window_pos=pos,
+        window_sum=wsum,
+    )
+    return new_state, UpdateInfo(log_pred, log_post, log_norm, observed)
+
+
+def _masked_step(params, state, loglik, feasible, completed, valid):
+    """``update_step`` that leaves the state unchanged (and adds 0) where ``valid`` is False.
+
+    Padding inputs are replaced by harmless values *before* the step so no NaN is
+    ever produced (keeps gradients finite under ``where``).
+    """
+    loglik = jnp.where(valid, loglik, 0.0)
+    feasible = feasible | ~valid
+    completed = jnp.where(valid, completed, -1)
+    new_state, info = update_step(params, state, loglik, feasible, completed)
+    state = jax.tree_util.tree_map(lambda n, o: jnp.where(valid, n, o), new_state, state)
+    info = UpdateInfo(
+        log_predicted=jnp.where(valid, info.log_predicted, state.log_belief),
+        log_posterior=state.log_belief,
+        log_normalizer=jnp.where(valid, info.log_normalizer, 0.0),
+        observed=info.observed & valid,
+    )
+    return state, info
+
+
+def scan_filter(params: FilterParams, obs: Observations, unroll: int = 1):
+    """Traceable forward pass over one trajectory: ``(final_state, UpdateInfo[T])``.
+
+    The building block of :func:`filter` and of the NumPyro marginalised model.
+    """
+    state0 = initial_state(params, obs.prior_counts)
+
+    def body(state, xs):
+        return _masked_step(params, state, *xs)
+
+    xs = (obs.loglik, obs.feasible, obs.completed, obs.valid)
+    return lax.scan(body, state0, xs, unroll=unroll)
+
+
+def log_marginal_likelihood(params: FilterParams, obs: Observations):
+    """Traceable ``log p(a_{0:T-1})`` for one trajectory (hazard or windowed)."""
+    state, _ = scan_filter(params, obs)
+    return state.log_marginal
+
+
+def log_transition_matrices(params: FilterParams, obs: Observations):
+    """Traceable per-step log transition matrices ``[T, K, K]`` of the hazard model.
+
+    Entry ``t`` maps ``z_{t-1}`` to ``z_t`` (at the first step every row is the
+    initial distribution, so any dummy ``z_{-1}`` works). Padding steps get the
+    identity (``0`` on the diagonal, ``-inf`` elsewhere) and do not change counts.
+    """
+    num_skills = obs.loglik.shape[-1]
+    log_eye = jnp.log(jnp.eye(num_skills, dtype=obs.loglik.dtype))
+
+    def body(carry, xs):
+        counts, reset = carry
+        feasible, completed, valid = xs
+        log_pi0 = log_smoothed_prior(counts, params.alpha)
+        mat = hazard_log_transition(log_pi0, feasible | ~valid, params.hazard, reset)
+        mat = jnp.where(valid, mat, log_eye)
+        completed = jnp.where(valid, completed, -1)
+        counts = counts + jax.nn.one_hot(completed, num_skills, dtype=counts.dtype)
+        reset = jnp.where(valid, completed >= 0, reset)
+        return (counts, reset), mat
+
+    carry = (jnp.asarray(obs.prior_counts, obs.loglik.dtype), jnp.asarray(True))
+    _, mats = lax.scan(body, carry, (obs.feasible, obs.completed, obs.valid))
+    return mats
