@@ -47,19 +47,31 @@ def layouts(as_json: bool = typer.Option(False, "--json", help="print JSON inste
 
 
 @app.command()
-def partners(as_json: bool = typer.Option(False, "--json", help="print a JSON list")) -> None:
-    """List the scripted partner population (every name is also a valid --ego)."""
-    from beliefgate.envs.overcooked.partners import PARTNERS
+def partners(
+    files: Optional[List[Path]] = typer.Argument(None, help="partner files (YAML/JSON) to validate and list too"),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON list (each row with its full spec)"),
+    schema: bool = typer.Option(False, "--schema", help="print the JSON schema of a partner file"),
+) -> None:
+    """List the scripted partner population (every name is also a valid --ego); partner files are validated."""
+    from beliefgate.envs.overcooked.partners import PARTNERS, PartnerSpecError, load_partner, partner_schema
 
-    rows = [p.summary() for p in PARTNERS.values()]
+    if schema:
+        print(json.dumps(partner_schema(), indent=2))
+        return
+    try:
+        extra = [load_partner(f) for f in files or []]
+    except PartnerSpecError as exc:
+        _fail(str(exc))
+    rows = [p.summary() for p in [*PARTNERS.values(), *extra]]
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table(title="Scripted partners")
-    for col in ("name", "switches", "layouts", "description"):
+    table = Table(title="Scripted partners (`--json` for every field, `--schema` for the file format)")
+    for col in ("name", "group", "switches", "layouts", "description"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["name"], "yes" if r["switches"] else "no", ",".join(r["layouts"] or ["any"]), r["description"])
+        table.add_row(r["name"], r["group"] or "-", str(len(r["spec"]["switches"])) if r["switches"] else "no",
+                      ",".join(r["layouts"] or ["any"]), r["description"])
     console.print(table)
 
 
@@ -67,7 +79,7 @@ def partners(as_json: bool = typer.Option(False, "--json", help="print a JSON li
 def episode(
     layout: str = typer.Option(..., help="layout name (see `beliefgate layouts`)"),
     ego: str = typer.Option("balanced", help="ego agent name"),
-    partner: str = typer.Option("balanced", help="partner name (see `beliefgate partners`)"),
+    partner: str = typer.Option("balanced", help="partner name (see `beliefgate partners`) or partner file path"),
     seed: int = typer.Option(0, help="episode seed"),
     horizon: int = typer.Option(400, min=1, help="episode length in steps"),
     seat: int = typer.Option(0, min=0, max=1, help="player slot of the ego (0 or 1)"),
@@ -81,9 +93,14 @@ def episode(
 ) -> None:
     """Play one episode on the real Overcooked dynamics and summarise it."""
     from beliefgate.envs.overcooked.layouts import UnknownLayoutError
-    from beliefgate.envs.overcooked.partners import UnknownPartnerError
+    from beliefgate.envs.overcooked.partners import PartnerSpecError, UnknownPartnerError, check_partners
     from beliefgate.eval.episode import run_episode
     from beliefgate.planners.errors import PlannerConfigError
+
+    try:  # partner files are read and checked before anything runs
+        check_partners([ego, partner], horizon)
+    except PartnerSpecError as exc:
+        _fail(str(exc))
 
     llm = None
     base_url = llm_base_url or os.environ.get("BELIEFGATE_LLM_BASE_URL")
@@ -162,50 +179,73 @@ def demo(
 
 @app.command()
 def switches(
-    seeds: int = typer.Option(8, min=1, help="seeds per layout and partner (0..N-1)"),
+    seeds: int = typer.Option(4, min=1, help="seeds per layout and partner (first-seed .. first-seed + N - 1)"),
+    first_seed: int = typer.Option(0, "--first-seed", min=0, help="first seed (choose settings on seeds >= 1000)"),
     layouts_: Optional[List[str]] = typer.Option(None, "--layout", help="layouts (repeatable; default: four open layouts)"),
-    partners_: Optional[List[str]] = typer.Option(None, "--partner", help="partners (repeatable; default: the two switchers)"),
+    partners_: Optional[List[str]] = typer.Option(None, "--partner", help="partner names or files (repeatable; "
+                                                  "default: the 12 shipped behaviour-preferring switchers)"),
     horizon: int = typer.Option(400, min=10, help="episode length"),
     window: int = typer.Option(10, min=1, help="steps after a switch within which an alarm counts as a detection"),
     params_file: Optional[Path] = typer.Option(None, "--params", help="GateParams JSON (default: the defaults)"),
-    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    n_boot: int = typer.Option(2000, min=100, help="bootstrap resamples per interval"),
+    out: Optional[Path] = typer.Option(None, help="write the full JSON result (config included) here"),
+    plot: Optional[Path] = typer.Option(None, help="write the false-alarm/delay trade-off PNG here"),
+    tune: bool = typer.Option(False, "--tune", help="search gate settings on these seeds instead (see docs/switches.md)"),
+    max_fa: float = typer.Option(1.0, min=0.0, help="false-alarm budget per 100 steps (best points, --tune)"),
+    min_detection: float = typer.Option(0.9, min=0.0, max=1.0, help="detection target for --tune"),
+    as_json: bool = typer.Option(False, "--json", help="print the JSON result"),
 ) -> None:
-    """Detection delay and false alarms of the gates vs the naive rule on hidden partner switches."""
+    """Detection rate, delay and false alarms of the gates, CUSUM, BOCPD and the naive rule on hidden partner switches."""
     from rich.progress import Progress
 
     from beliefgate.beliefs.gate import GateParams
-    from beliefgate.eval.switches import DEFAULT_LAYOUTS, DEFAULT_PARTNERS, evaluate_switches
+    from beliefgate.errors import InputError, LookupFailure
+    from beliefgate.eval import switches as sw
 
     params = GateParams.load(params_file) if params_file else GateParams()
-    with Progress(console=err_console, transient=True) as bar:
-        task = bar.add_task("episodes", total=None)
+    seed_list = range(first_seed, first_seed + seeds)
+    try:
+        with Progress(console=err_console, transient=True) as bar:
+            task = bar.add_task("episodes", total=None)
 
-        def progress(i, n, label):
-            bar.update(task, total=n, completed=i, description=label)
+            def progress(i, n, label):
+                bar.update(task, total=n, completed=i, description=label)
 
-        report = evaluate_switches(params, layouts=layouts_ or DEFAULT_LAYOUTS, partners=partners_ or DEFAULT_PARTNERS,
-                                   seeds=range(seeds), horizon=horizon, window=window, progress=progress)
-    data = report.to_dict()
-    data["params"] = params.model_dump()
-    if as_json:
-        print(json.dumps(data, indent=2))
-        return
-    table = Table(title=f"Hidden partner switches: {report.episodes} episodes, detection window {window} steps")
-    for col in ("method", "switches", "detected", "mean delay", "false alarms / 100 steps"):
-        table.add_column(col, justify="left" if col == "method" else "right")
-    for name, sc in report.rows.items():
-        table.add_row(name, str(sc.switches), f"{sc.detection_rate:.0%}", f"{sc.mean_delay:.2f}",
-                      f"{sc.false_alarms_per_100:.2f}")
-    console.print(table)
-    for gate in ("stable-map gate", "change-point gate"):
-        g = report.rows[gate]
-        naive = report.naive_false_alarms_at(g.mean_delay)
-        if naive is None:
-            console.print(f"{gate}: delay {g.mean_delay:.2f} lies outside the naive rule's sweep")
+            if tune:
+                result = sw.tune_gate(layouts_ or sw.DEFAULT_LAYOUTS, partners_, seed_list, horizon, window,
+                                      max_fa=max_fa, min_detection=min_detection, progress=progress)
+            else:
+                bench = sw.run_benchmark(params, layouts_ or sw.DEFAULT_LAYOUTS, partners_, seed_list, horizon,
+                                         window, n_boot=n_boot, progress=progress)
+                result = bench.to_dict()
+    except (InputError, LookupFailure) as exc:
+        _fail(str(exc))
+    if out is not None:
+        out.write_text(json.dumps(result, indent=1) + "\n")
+    if tune:
+        if as_json:
+            print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=2))
         else:
-            verdict = "fewer" if g.false_alarms_per_100 < naive else "NOT fewer"
-            console.print(f"{gate}: {g.false_alarms_per_100:.2f} false alarms/100 steps at delay {g.mean_delay:.2f}; "
+            for line in sw.tuning_lines(result):
+                console.print(line)
+        return
+    if plot is not None:
+        sw.plot_tradeoff(bench, plot, max_fa=max_fa)
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    console.print(sw.summary_table(bench, max_fa))
+    for name in ("stable-MAP gate", "change-point gate"):
+        g = bench.sweeps[name].operating_point
+        naive = sw.naive_false_alarms_at(bench, g.mean_delay)
+        if naive is None:
+            console.print(f"{name}: delay {g.mean_delay:.2f} lies outside the naive rule's sweep")
+        else:
+            verdict = "fewer" if g.fa_per_100 < naive else "NOT fewer"
+            console.print(f"{name}: {g.fa_per_100:.2f} false alarms/100 steps at delay {g.mean_delay:.2f}; "
                           f"the naive rule needs {naive:.2f} for the same delay: {verdict}")
+    if bench.switches < 200:
+        console.print(f"note: only {bench.switches} hidden switches; use more seeds for tight intervals (>= 200)")
     console.print("Delay counts a missed switch as the full window; a hidden switch is a change of the partner's "
                   "true skill that no visible completion or vanished target announced.")
 

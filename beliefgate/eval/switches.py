@@ -1,80 +1,701 @@
-"""How well do the gates detect hidden partner switches?
+"""The switch benchmark: how well do the gates and standard change detectors find hidden partner switches?
 
-Plays scripted episodes (real dynamics), replays the partner through the gate
-and scores three alarm sequences against the partner's true *hidden* switches
-(a change of its active skill that no visible completion announced):
+For every (layout, partner, seed) it plays one scripted episode on the real Overcooked
+dynamics (ego ``balanced`` in seat 0), computes the partner's per-step evidence once
+(:func:`beliefgate.eval.replay.partner_evidence`), finds the partner's *hidden* switches
+(a change of its true skill that no visible completion or vanished target announced:
+:func:`beliefgate.eval.replay.ground_truth`), runs one :class:`~beliefgate.Gate` pass
+over the evidence through its public API (``Gate.step_evidence`` and the ``Decision``
+fields), and replays the recording through every detector of
+:mod:`beliefgate.eval.detectors`:
 
-* the stable-MAP contradiction gate (SPEC §4) at the given parameters,
-* the change-point gate,
-* the naive rule "alarm whenever the observed action is unlikely under the MAP"
-  (l_t < tau) for a grid of thresholds tau, so the gates can be compared with it
-  at equal or better delay.
+* ``stable-MAP gate`` -- swept over ``tau_obs`` (the other fields from the given
+  :class:`~beliefgate.GateParams`); its operating point is the given parameters;
+* ``change-point gate`` -- swept over ``cp_threshold`` (``cp_release`` keeps its ratio);
+* ``naive threshold`` -- ``pi(a_t | m_t) / max_a pi(a | m_t) < tau``, swept over ``tau``;
+* ``CUSUM (LLR)`` -- Page's CUSUM of the other skills' log-likelihood ratio against the
+  belief's MAP skill, swept over its threshold ``h``;
+* ``BOCPD`` -- Adams & MacKay's online change-point posterior (hazard ``params.hazard``,
+  "recent" = ``params.cp_horizon`` steps), swept over its alarm threshold.
+
+Scores: a switch at step s is detected by the first alarm in [s, s + window); delay =
+that alarm's step minus s (a miss counts as ``window``); an alarm in no switch's window
+is a false alarm. Percentile bootstrap 95% intervals (:func:`beliefgate.eval.report.bootstrap_mean_ci`)
+resample switches for the detection rate and delay, and episodes for false alarms per
+100 steps.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, Iterable, Optional, Sequence
+import hashlib
+import json
+import math
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
+import numpy as np
 
-from beliefgate.eval.episode import run_episode
-from beliefgate.eval.replay import SwitchScores, replay, score_switches
+from beliefgate.errors import InputError
+from beliefgate.eval.detectors import (
+    BeliefTrace,
+    EvidenceTrace,
+    bocpd_statistic,
+    cusum_alarms,
+    naive_alarms,
+    score_alarms,
+    stable_map_alarms,
+    threshold_alarms,
+)
 
-DEFAULT_PARTNERS = ("switch-sourcer-to-plater", "switch-plater-to-sourcer")
+SWITCHES_FORMAT = "beliefgate.switches/2"
 DEFAULT_LAYOUTS = ("cramped_room", "asymmetric_advantages", "coordination_ring", "counter_circuit")
-NAIVE_TAUS = (0.01, 0.02, 0.03, 0.04, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5)
+#: the sweeps (every method's curve)
+GATE_TAUS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7)
+CP_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+NAIVE_TAUS = (0.01, 0.02, 0.03, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5)
+CUSUM_HS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
+BOCPD_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+METHODS = ("stable-MAP gate", "change-point gate", "naive threshold", "CUSUM (LLR)", "BOCPD")
+
+
+class SwitchBenchmarkError(InputError):
+    """Bad benchmark settings (no episodes, an unknown method, a bad window)."""
+
+
+def default_partners() -> Tuple[str, ...]:
+    """The shipped behaviour-preferring switching population (12 partners)."""
+    from beliefgate.envs.overcooked.partners import shipped_partners
+
+    return tuple(shipped_partners())
+
+
+# ------------------------------------------------------------------------------ recording
+@dataclass
+class EpisodeTrace:
+    """One episode's partner evidence and hidden switches (everything the detectors need)."""
+
+    layout: str
+    partner: str
+    seed: int
+    skill_names: Tuple[str, ...]
+    steps: list                    # StepEvidence per step (for gate passes)
+    evidence: EvidenceTrace
+    hidden: np.ndarray             # bool[T]
+    truth: np.ndarray              # int[T], the partner's true skill (-1: idle or unknown)
+
+    @property
+    def num_switches(self) -> int:
+        return int(self.hidden.sum())
+
+
+def record_episode(layout: str, partner: str, seed: int, horizon: int = 400, ego: str = "balanced",
+                   params=None) -> EpisodeTrace:
+    """Play one episode (ego in seat 0) and record the partner's evidence (``params.beta``, ``params.epsilon``)."""
+    from beliefgate.eval.episode import run_episode
+
+    result = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=0)
+    return trace_of(result.trajectory, partner, seed, params)
+
+
+def trace_of(traj, partner: str, seed: int, params=None) -> EpisodeTrace:
+    """The partner's (seat 1) evidence and hidden switches in a logged episode."""
+    from beliefgate.envs.overcooked.observer import OvercookedObserver
+    from beliefgate.eval.replay import ground_truth, partner_evidence
+
+    steps = partner_evidence(traj, 1, params)
+    names = tuple(OvercookedObserver(traj.header.layout, params, partner=1).skill_names)
+    truth, hidden = ground_truth(traj, 1, names, evidence=steps)
+    return EpisodeTrace(traj.header.layout, partner, seed, names, steps, EvidenceTrace.from_steps(steps), hidden,
+                        truth)
+
+
+def gate_pass(trace: EpisodeTrace, params) -> BeliefTrace:
+    """Run a fresh :class:`~beliefgate.Gate` over the recorded evidence; collect its Decision fields.
+
+    The stable-MAP interrupt starts its own cooldown; nothing else is fed back (the
+    benchmark scores each gate's alarms on their own).
+    """
+    from beliefgate import Gate
+
+    gate = Gate.from_logprobs(len(trace.skill_names), params, list(trace.skill_names))
+    T = len(trace.steps)
+    cols = {k: np.empty(T, dtype=d) for k, d in [("map", int), ("conf", float), ("stable", int), ("logl", float),
+                                                   ("logla", float), ("cp", float), ("w", float),
+                                                   ("intr", bool), ("cpf", bool)]}
+    lam = params.likelihood_scale
+    for t, ev in enumerate(trace.steps):
+        d = gate.step_evidence(ev)
+        info = d.info
+        m = int(info.map_skill)
+        cols["map"][t], cols["conf"][t], cols["stable"][t] = m, info.confidence, info.stable
+        # the gate's log ratio at likelihood_scale 1 (its log_l is lambda * r_t)
+        cols["logl"][t] = info.stable_map.log_l / lam if lam != 0 else _log_ratio(ev, m, params.reference)
+        row = np.asarray(ev.logprobs[m], dtype=float)
+        cols["logla"][t] = float(row[np.asarray(ev.action_mask, dtype=bool)].max() - row.max())
+        cols["cp"][t] = d.changepoint_prob
+        cols["w"][t] = info.weight
+        cols["intr"][t], cols["cpf"][t] = info.stable_map.interrupt, d.changepoint
+    return BeliefTrace(cols["map"], cols["conf"], cols["stable"], cols["logl"], cols["logla"], cols["cp"],
+                       cols["w"], cols["intr"], cols["cpf"])
+
+
+def _log_ratio(ev, m: int, reference: str) -> float:
+    """log l_t at lambda = 1 for the given reference (only needed when the params have lambda = 0)."""
+    lp = np.asarray(ev.logprobs, dtype=float)
+    mask = np.asarray(ev.action_mask, dtype=bool)
+    best = lp[:, mask].max(axis=1)
+    if reference == "action":
+        return float(best[m] - lp[m].max())
+    feas = np.ones(lp.shape[0], dtype=bool) if ev.feasible is None else np.asarray(ev.feasible, dtype=bool)
+    return float(best[m] - best[feas].max())
+
+
+# -------------------------------------------------------------------------------- scoring
+@dataclass
+class PointStats:
+    """One detector setting scored over the whole benchmark."""
+
+    value: float
+    switches: int
+    detected: int
+    detection_rate: float
+    detection_ci: Tuple[float, float]
+    mean_delay: float
+    delay_ci: Tuple[float, float]
+    delay_detected: float
+    false_alarms: int
+    steps: int
+    fa_per_100: float
+    fa_ci: Tuple[float, float]
+
+    def to_dict(self) -> Dict[str, Any]:
+        def num(x):
+            return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+        return {"value": self.value, "switches": self.switches, "detected": self.detected,
+                "detection_rate": num(self.detection_rate), "detection_ci": [num(v) for v in self.detection_ci],
+                "mean_delay": num(self.mean_delay), "delay_ci": [num(v) for v in self.delay_ci],
+                "delay_detected": num(self.delay_detected), "false_alarms": self.false_alarms, "steps": self.steps,
+                "false_alarms_per_100_steps": num(self.fa_per_100), "false_alarms_ci": [num(v) for v in self.fa_ci]}
+
+
+def summarise(scores: Sequence, value: float, n_boot: int = 2000, seed: int = 0, name: str = "") -> PointStats:
+    """Pool per-episode :class:`~beliefgate.eval.detectors.EpisodeScore` s, with bootstrap intervals."""
+    from beliefgate.eval.report import bootstrap_mean_ci
+
+    detected = [float(d) for s in scores for d in s.detected]
+    delays = [float(d) for s in scores for d in s.delays]
+    fa_rates = [100.0 * s.false_alarms / s.steps for s in scores if s.steps]
+    rate, rlo, rhi = bootstrap_mean_ci(detected, n_boot=n_boot, seed=seed, name=name + "/detection")
+    delay, dlo, dhi = bootstrap_mean_ci(delays, n_boot=n_boot, seed=seed, name=name + "/delay")
+    _, flo, fhi = bootstrap_mean_ci(fa_rates, n_boot=n_boot, seed=seed, name=name + "/fa")
+    hit = [dl for s in scores for dl, ok in zip(s.delays, s.detected) if ok]
+    steps = sum(s.steps for s in scores)
+    fas = sum(s.false_alarms for s in scores)
+    return PointStats(float(value), len(detected), int(sum(detected)), rate, (rlo, rhi), delay, (dlo, dhi),
+                      float(np.mean(hit)) if hit else float("nan"), fas, steps,
+                      100.0 * fas / steps if steps else float("nan"), (flo, fhi))
+
+
+# ------------------------------------------------------------------------------- methods
+@dataclass
+class Sweep:
+    """One method's curve: the swept parameter and the scored points (in sweep order)."""
+
+    method: str
+    parameter: str
+    points: List[PointStats]
+    operating_point: Optional[PointStats] = None
+    settings: Dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"parameter": self.parameter, "settings": self.settings,
+                "operating_point": self.operating_point.to_dict() if self.operating_point else None,
+                "points": [p.to_dict() for p in self.points]}
+
+
+AlarmFn = Callable[[EpisodeTrace, BeliefTrace, Any], np.ndarray]
+
+
+def method_alarms(params, cache: Dict[Tuple[int, str], Any]) -> Dict[str, Tuple[str, Sequence[float], AlarmFn]]:
+    """Each method's swept parameter, its values and ``alarms(trace, belief, value)``."""
+    ratio = params.cp_release / params.cp_threshold
+
+    def stable(trace, belief, tau):
+        return stable_map_alarms(belief, tau, params.confidence_floor, params.n_stable, params.cooldown,
+                                 params.likelihood_scale)
+
+    def cp(trace, belief, thr):
+        return threshold_alarms(belief.cp_prob, thr, thr * ratio, params.cp_cooldown)
+
+    def naive(trace, belief, tau):
+        return naive_alarms(belief, tau)
+
+    def cusum(trace, belief, h):
+        return cusum_alarms(trace.evidence, belief.map_skill, h)
+
+    def bocpd(trace, belief, thr):
+        key = (id(trace), "bocpd")
+        if key not in cache:
+            cache[key] = bocpd_statistic(trace.evidence, hazard=params.hazard, alpha=params.alpha,
+                                         recent=params.cp_horizon)
+        return threshold_alarms(cache[key].prob, thr, thr * ratio)
+
+    return {
+        "stable-MAP gate": ("tau_obs", GATE_TAUS, stable),
+        "change-point gate": ("cp_threshold", CP_THRESHOLDS, cp),
+        "naive threshold": ("tau", NAIVE_TAUS, naive),
+        "CUSUM (LLR)": ("h", CUSUM_HS, cusum),
+        "BOCPD": ("threshold", BOCPD_THRESHOLDS, bocpd),
+    }
 
 
 @dataclass
-class SwitchReport:
-    rows: Dict[str, SwitchScores]
+class SwitchBenchmark:
+    """The benchmark's result: every method's curve plus the configuration that made it."""
+
+    config: Dict[str, Any]
     episodes: int
-    window: int
+    switches: int
+    steps: int
+    sweeps: Dict[str, Sweep]
+    per_episode: List[Dict[str, Any]]
+    bocpd_pruned_mass: float = 0.0
 
-    def to_dict(self) -> Dict[str, object]:
-        return {
-            "episodes": self.episodes, "window": self.window,
-            "methods": {
-                name: {"switches": s.switches, "detected": s.detected, "detection_rate": s.detection_rate,
-                       "mean_delay": s.mean_delay, "false_alarms": s.false_alarms,
-                       "false_alarms_per_100_steps": s.false_alarms_per_100, "steps": s.steps}
-                for name, s in self.rows.items()
-            },
-        }
+    def to_dict(self) -> Dict[str, Any]:
+        return {"format": SWITCHES_FORMAT, "config": self.config, "episodes": self.episodes,
+                "switches": self.switches, "steps": self.steps, "bocpd_pruned_mass": self.bocpd_pruned_mass,
+                "methods": {name: sw.to_dict() for name, sw in self.sweeps.items()},
+                "per_episode": self.per_episode}
 
-    def naive_false_alarms_at(self, delay: float) -> Optional[float]:
-        """False alarms per 100 steps of the naive rule at the given mean delay.
+    def best_point(self, method: str, max_fa: float = 1.0) -> Optional[PointStats]:
+        """The setting with the highest detection rate (then the lowest delay) at ``<= max_fa`` false alarms/100 steps."""
+        ok = [p for p in self.sweeps[method].points if p.fa_per_100 <= max_fa]
+        return max(ok, key=lambda p: (p.detection_rate, -p.mean_delay)) if ok else None
 
-        The naive rule's thresholds trace a curve of (delay, false alarms); this
-        interpolates it piecewise-linearly in delay (mixing two thresholds at random
-        reaches any point in between). ``None`` outside the range of the sweep.
-        """
-        pts = sorted((s.mean_delay, s.false_alarms_per_100) for n, s in self.rows.items() if n.startswith("naive"))
-        for (d0, f0), (d1, f1) in zip(pts, pts[1:]):
-            if d0 <= delay <= d1:
-                return f0 if d1 == d0 else f0 + (delay - d0) / (d1 - d0) * (f1 - f0)
+
+def git_commit() -> Optional[str]:
+    """The repository commit of the running code, if it is a git checkout (for provenance)."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
         return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
 
-def evaluate_switches(params=None, layouts: Sequence[str] = DEFAULT_LAYOUTS,
-                      partners: Sequence[str] = DEFAULT_PARTNERS, seeds: Iterable[int] = range(4),
-                      horizon: int = 400, window: int = 10, taus: Sequence[float] = NAIVE_TAUS,
-                      ego: str = "balanced", progress=None) -> SwitchReport:
-    """Score the gates and the naive rule on scripted switching partners."""
-    totals: Dict[str, SwitchScores] = {}
-    episodes = 0
-    jobs = [(l, p, s) for l in layouts for p in partners for s in seeds]
+
+def check_names(partners: Sequence[str], ego: str) -> None:
+    """Every partner and the ego build as agents (an unknown name fails before any episode)."""
+    from beliefgate.agents.registry import make_agent
+
+    for name in [ego, *partners]:
+        make_agent(name)
+
+
+def record_all(layouts: Sequence[str], partners: Sequence[str], seeds: Iterable[int], horizon: int = 400,
+               ego: str = "balanced", params=None, progress=None) -> List[EpisodeTrace]:
+    """Record every (layout, partner, seed) episode; partners restricted to other layouts are left out."""
+    from beliefgate.envs.overcooked.layouts import resolve_layout
+    from beliefgate.envs.overcooked.partners import PARTNERS, check_partners
+
+    seeds = list(seeds)
+    if not seeds or not partners or not layouts:
+        raise SwitchBenchmarkError("give at least one layout, one partner and one seed")
+    check_names(partners, ego)
+    check_partners(list(partners), horizon)
+    jobs = []
+    for layout in layouts:
+        layout = resolve_layout(layout)
+        for p in partners:
+            spec = PARTNERS[p] if p in PARTNERS else None
+            if spec is not None and spec.layouts and layout not in spec.layouts:
+                continue
+            jobs.extend((layout, p, s) for s in seeds)
+    traces = []
     for i, (layout, partner, seed) in enumerate(jobs):
         if progress is not None:
             progress(i, len(jobs), f"{layout} / {partner} / seed {seed}")
-        result = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=0)
-        rep = replay(result.trajectory, params, partner=1)
-        scored = {
-            "stable-map gate": score_switches(rep.interrupt, rep.hidden_switch, window),
-            "change-point gate": score_switches(rep.changepoint, rep.hidden_switch, window),
-        }
-        for tau in taus:
-            scored[f"naive tau={tau:g}"] = score_switches(rep.naive_alarms(tau), rep.hidden_switch, window)
-        for name, sc in scored.items():
-            totals[name] = totals[name] + sc if name in totals else sc
-        episodes += 1
-    return SwitchReport(totals, episodes, window)
+        traces.append(record_episode(layout, partner, seed, horizon, ego, params))
+    return traces
+
+
+def evaluate_traces(traces: Sequence[EpisodeTrace], params, window: int = 10, n_boot: int = 2000,
+                    methods: Sequence[str] = METHODS, config: Optional[Dict[str, Any]] = None,
+                    beliefs: Optional[List[BeliefTrace]] = None) -> SwitchBenchmark:
+    """Score every method's sweep on recorded episodes (one gate pass each at ``params``)."""
+    if window < 1:
+        raise SwitchBenchmarkError(f"window must be >= 1, got {window}")
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise SwitchBenchmarkError(f"unknown method(s) {unknown}; methods: {', '.join(METHODS)}")
+    if not traces:
+        raise SwitchBenchmarkError("no episodes to score")
+    beliefs = beliefs if beliefs is not None else [gate_pass(tr, params) for tr in traces]
+    cache: Dict[Tuple[int, str], Any] = {}
+    table = method_alarms(params, cache)
+    sweeps: Dict[str, Sweep] = {}
+    for name in methods:
+        parameter, values, fn = table[name]
+        points = []
+        for v in values:
+            scores = [score_alarms(fn(tr, b, v), tr.hidden, window) for tr, b in zip(traces, beliefs)]
+            points.append(summarise(scores, v, n_boot, name=f"{name}/{v}"))
+        operating = None
+        if name == "stable-MAP gate":
+            scores = [score_alarms(b.interrupt, tr.hidden, window) for tr, b in zip(traces, beliefs)]
+            operating = summarise(scores, params.tau_obs, n_boot, name=f"{name}/operating")
+        elif name == "change-point gate":
+            scores = [score_alarms(b.changepoint, tr.hidden, window) for tr, b in zip(traces, beliefs)]
+            operating = summarise(scores, params.cp_threshold, n_boot, name=f"{name}/operating")
+        settings = {"stable-MAP gate": {k: getattr(params, k) for k in ("confidence_floor", "n_stable", "cooldown",
+                                                                         "likelihood_scale", "reference")},
+                    "change-point gate": {"cp_release/cp_threshold": params.cp_release / params.cp_threshold,
+                                          "cp_cooldown": params.cp_cooldown, "cp_horizon": params.cp_horizon},
+                    "naive threshold": {},
+                    "CUSUM (LLR)": {"reference": "pre-update MAP skill"},
+                    "BOCPD": {"hazard": params.hazard, "alpha": params.alpha, "recent": params.cp_horizon,
+                              "release/threshold": params.cp_release / params.cp_threshold}}[name]
+        sweeps[name] = Sweep(name, parameter, points, operating, settings)
+    pruned = sum(v.pruned_mass for v in cache.values())
+    per_episode = [{"layout": tr.layout, "partner": tr.partner, "seed": tr.seed, "switches": tr.num_switches,
+                    "steps": len(tr.hidden)} for tr in traces]
+    return SwitchBenchmark(dict(config or {}), len(traces), sum(tr.num_switches for tr in traces),
+                           sum(len(tr.hidden) for tr in traces), sweeps, per_episode, pruned)
+
+
+def run_benchmark(params=None, layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Sequence[str]] = None,
+                  seeds: Iterable[int] = range(4), horizon: int = 400, window: int = 10, ego: str = "balanced",
+                  n_boot: int = 2000, methods: Sequence[str] = METHODS, progress=None) -> SwitchBenchmark:
+    """Record the episodes and score every method (the ``beliefgate switches`` command)."""
+    from beliefgate import GateParams
+
+    params = params or GateParams()
+    partners = tuple(partners) if partners else default_partners()
+    seeds = list(seeds)
+    traces = record_all(layouts, partners, seeds, horizon, ego, params, progress)
+    config = {"layouts": list(layouts), "partners": list(partners), "seeds": seeds, "horizon": horizon,
+              "window": window, "ego": ego, "ego_seat": 0, "n_boot": n_boot, "methods": list(methods),
+              "gate_params": params.model_dump(mode="json"), "commit": git_commit(),
+              "sweeps": {"stable-MAP gate": list(GATE_TAUS), "change-point gate": list(CP_THRESHOLDS),
+                         "naive threshold": list(NAIVE_TAUS), "CUSUM (LLR)": list(CUSUM_HS),
+                         "BOCPD": list(BOCPD_THRESHOLDS)}}
+    config["digest"] = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return evaluate_traces(traces, params, window, n_boot, methods, config)
+
+
+# ------------------------------------------------------------------------------------ tuning
+#: the tuning grid: belief settings need a gate pass each (beta/epsilon also new evidence);
+#: decision settings are replayed on the recorded belief
+TUNE_BELIEF = {"beta_epsilon": [(2.0, 0.1), (1.0, 0.1), (4.0, 0.1), (2.0, 0.05), (4.0, 0.05), (2.0, 0.2)],
+               "hazard": [0.01, 0.02, 0.05, 0.1, 0.2], "reference": ["skill", "action"]}
+TUNE_STABLE = {"tau_obs": list(GATE_TAUS), "confidence_floor": [0.5, 0.7, 0.8, 0.9],
+               "n_stable": [0, 1, 2, 4], "cooldown": [0, 5, 10]}
+TUNE_CP = {"cp_threshold": list(CP_THRESHOLDS), "release_ratio": [0.5, 0.67, 1.0], "cp_cooldown": [0, 10, 20],
+           "cp_horizon": [6, 10]}
+
+
+def _pooled(scores) -> Tuple[float, float, float]:
+    det = [d for s in scores for d in s.detected]
+    delays = [d for s in scores for d in s.delays]
+    steps = sum(s.steps for s in scores)
+    return (float(np.mean(det)) if det else float("nan"), float(np.mean(delays)) if delays else float("nan"),
+            100.0 * sum(s.false_alarms for s in scores) / steps)
+
+
+def tune_gate(layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Sequence[str]] = None,
+              seeds: Iterable[int] = range(1000, 1003), horizon: int = 400, window: int = 10, ego: str = "balanced",
+              max_fa: float = 1.0, min_detection: float = 0.9, belief_grid=None, stable_grid=None, cp_grid=None,
+              progress=None) -> Dict[str, Any]:
+    """Search gate settings for ``<= max_fa`` false alarms per 100 steps at ``>= min_detection`` detection.
+
+    Plays the episodes once, recomputes the evidence for every (beta, epsilon), runs one
+    gate pass per belief setting and replays every decision setting on it. Returns every
+    scored setting, the best stable-MAP and change-point settings under the false-alarm
+    budget (highest detection, then lowest delay), whether the target is met, and the
+    separability of the evidence (:func:`separability`). Choose settings on seeds other
+    than the ones you report on.
+    """
+    from itertools import product
+
+    from beliefgate import GateParams
+    from beliefgate.eval.episode import run_episode
+
+    belief_grid = belief_grid or TUNE_BELIEF
+    stable_grid = stable_grid or TUNE_STABLE
+    cp_grid = cp_grid or TUNE_CP
+    partners = tuple(partners) if partners else default_partners()
+    seeds = list(seeds)
+    base = GateParams()
+    from beliefgate.envs.overcooked.partners import check_partners
+
+    check_names(partners, ego)
+    check_partners(list(partners), horizon)
+    jobs = [(lay, p, sd) for lay in layouts for p in partners for sd in seeds]
+    trajs = []
+    for i, (lay, p, sd) in enumerate(jobs):
+        if progress is not None:
+            progress(i, len(jobs), f"play {lay} / {p} / seed {sd}")
+        trajs.append((p, sd, run_episode(lay, ego, p, seed=sd, horizon=horizon, seat=0).trajectory))
+    rows: List[Dict[str, Any]] = []
+    sep = None
+    passes = [(be, h, ref) for be in belief_grid["beta_epsilon"] for h in belief_grid["hazard"]
+              for ref in belief_grid["reference"]]
+    traces_by_be: Dict[Tuple[float, float], List[EpisodeTrace]] = {}
+    for j, ((beta, eps), hazard, ref) in enumerate(passes):
+        if progress is not None:
+            progress(j, len(passes), f"beta={beta} eps={eps} hazard={hazard} reference={ref}")
+        if (beta, eps) not in traces_by_be:
+            ev_params = base.replace(beta=beta, epsilon=eps)
+            traces_by_be[(beta, eps)] = [trace_of(t, p, sd, ev_params) for p, sd, t in trajs]
+        traces = traces_by_be[(beta, eps)]
+        if sep is None:
+            sep = separability(traces, window)
+        belief = {"beta": beta, "epsilon": eps, "hazard": hazard, "reference": ref}
+        for L in cp_grid["cp_horizon"]:
+            params = base.replace(beta=beta, epsilon=eps, hazard=hazard, reference=ref, cp_horizon=L)
+            beliefs = [gate_pass(tr, params) for tr in traces]
+            if L == cp_grid["cp_horizon"][0]:
+                for tau, cf, ns, cd in product(*(stable_grid[k] for k in ("tau_obs", "confidence_floor",
+                                                                          "n_stable", "cooldown"))):
+                    scores = [score_alarms(stable_map_alarms(b, tau, cf, ns, cd), tr.hidden, window)
+                              for tr, b in zip(traces, beliefs)]
+                    det, delay, fa = _pooled(scores)
+                    rows.append({"gate": "stable_map", **belief, "tau_obs": tau, "confidence_floor": cf,
+                                 "n_stable": ns, "cooldown": cd, "detection_rate": det, "mean_delay": delay,
+                                 "fa_per_100": fa})
+            for thr, rr, cd in product(*(cp_grid[k] for k in ("cp_threshold", "release_ratio", "cp_cooldown"))):
+                scores = [score_alarms(threshold_alarms(b.cp_prob, thr, thr * rr, cd), tr.hidden, window)
+                          for tr, b in zip(traces, beliefs)]
+                det, delay, fa = _pooled(scores)
+                rows.append({"gate": "changepoint", **belief, "cp_horizon": L, "cp_threshold": thr,
+                             "cp_release": round(thr * rr, 6), "cp_cooldown": cd, "detection_rate": det,
+                             "mean_delay": delay, "fa_per_100": fa})
+
+    def best(gate: str) -> Optional[Dict[str, Any]]:
+        ok = [r for r in rows if r["gate"] == gate and r["fa_per_100"] <= max_fa]
+        return max(ok, key=lambda r: (r["detection_rate"], -r["mean_delay"])) if ok else None
+
+    def frontier(gate: str) -> List[Dict[str, Any]]:
+        """The Pareto front (false alarms down, detection up)."""
+        pts = sorted((r for r in rows if r["gate"] == gate), key=lambda r: (r["fa_per_100"], -r["detection_rate"]))
+        out, top = [], -1.0
+        for r in pts:
+            if r["detection_rate"] > top:
+                out.append(r)
+                top = r["detection_rate"]
+        return out
+
+    first = next(iter(traces_by_be.values()))
+    result = {
+        "config": {"layouts": list(layouts), "partners": list(partners), "seeds": seeds, "horizon": horizon,
+                   "window": window, "ego": ego, "max_fa": max_fa, "min_detection": min_detection,
+                   "belief_grid": {k: [list(v) if isinstance(v, tuple) else v for v in vs]
+                                   for k, vs in belief_grid.items()},
+                   "stable_grid": stable_grid, "cp_grid": cp_grid, "commit": git_commit()},
+        "episodes": len(trajs), "switches": sum(tr.num_switches for tr in first),
+        "steps": sum(len(tr.hidden) for tr in first),
+        "best": {"stable_map": best("stable_map"), "changepoint": best("changepoint")},
+        "frontier": {"stable_map": frontier("stable_map"), "changepoint": frontier("changepoint")},
+        "separability": sep,
+        "rows": rows,
+    }
+    result["target_met"] = any(b is not None and b["detection_rate"] >= min_detection
+                               for b in result["best"].values())
+    return result
+
+
+def recommended_params(tuning: Dict[str, Any], gate: str = "stable_map"):
+    """:class:`~beliefgate.GateParams` of a tuning result's best setting for ``gate`` (defaults elsewhere)."""
+    from beliefgate import GateParams
+
+    row = tuning["best"].get(gate)
+    if row is None:
+        raise SwitchBenchmarkError(f"the tuning found no {gate} setting within its false-alarm budget")
+    keys = ("beta", "epsilon", "hazard", "reference", "tau_obs", "confidence_floor", "n_stable", "cooldown",
+            "cp_horizon", "cp_threshold", "cp_release", "cp_cooldown")
+    fields = {k: row[k] for k in keys if k in row}
+    if gate == "changepoint":
+        fields["gate"] = "changepoint"
+    return GateParams(**fields)
+
+
+# ------------------------------------------------------------------------------ separability
+def separability(traces: Sequence[EpisodeTrace], window: int = 10,
+                 taus: Sequence[float] = (0.05, 0.1, 0.2)) -> Dict[str, Any]:
+    """How much the evidence itself allows, measured with the true skills (no belief involved).
+
+    * for every hidden switch (old skill ``o`` = true skill before, new ``n`` after), the
+      oracle log-likelihood ratio ``sum w_t (loglik_t(n) - loglik_t(o))`` over the steps
+      ``[s, s + window)`` on which the new skill still runs: a switch whose ratio stays
+      at or below 0 is invisible to any detector that compares the two skills;
+    * on every other step with a known true skill, how often a single action is
+      ``tau`` times likelier under another feasible skill than under the true one -- the
+      false-alarm floor of a one-step contradiction rule even with a perfect belief.
+    """
+    llrs: List[float] = []
+    first_positive: List[int] = []
+    counts = {tau: 0 for tau in taus}
+    steps = 0
+    for tr in traces:
+        ev, truth = tr.evidence, tr.truth
+        for s in np.flatnonzero(tr.hidden):
+            o, n = int(truth[s - 1]), int(truth[s])
+            total, first = 0.0, -1
+            for t in range(s, min(s + window, len(truth))):
+                if truth[t] != n:
+                    break
+                total += ev.weight[t] * (ev.loglik[t, n] - ev.loglik[t, o])
+                if first < 0 and total > 0:
+                    first = t - s
+            llrs.append(total)
+            first_positive.append(first)
+        covered = np.zeros(len(truth), dtype=bool)
+        for s in np.flatnonzero(tr.hidden):
+            covered[s:s + window] = True
+        for t in np.flatnonzero((truth >= 0) & ~covered & (ev.weight > 0)):
+            k = int(truth[t])
+            alt = np.where(ev.feasible[t], ev.loglik[t], -np.inf)
+            alt[k] = -np.inf
+            gap = ev.loglik[t, k] - alt.max()
+            steps += 1
+            for tau in taus:
+                counts[tau] += bool(gap < np.log(tau))
+    llr = np.asarray(llrs)
+    fp = np.asarray(first_positive)
+    return {
+        "switches": int(llr.size),
+        "oracle_llr_median": float(np.median(llr)) if llr.size else None,
+        "share_llr_le_0": float(np.mean(llr <= 0)) if llr.size else None,
+        "share_llr_gt_log10": float(np.mean(llr > np.log(10))) if llr.size else None,
+        "share_positive_within_3": float(np.mean((fp >= 0) & (fp < 3))) if fp.size else None,
+        "evidence_steps": steps,
+        "true_skill_contradiction_per_100_steps": {str(tau): 100.0 * counts[tau] / steps if steps else None
+                                                  for tau in taus},
+    }
+
+
+# ---------------------------------------------------------------------------------- figure
+STYLES = {"stable-MAP gate": ("tab:blue", "o"), "change-point gate": ("tab:orange", "s"),
+          "naive threshold": ("tab:gray", "x"), "CUSUM (LLR)": ("tab:green", "^"), "BOCPD": ("tab:purple", "D")}
+
+
+def plot_tradeoff(bench: SwitchBenchmark, path: str | Path, max_fa: float = 1.0, min_detection: float = 0.9) -> Path:
+    """False alarms per 100 steps against mean delay (left) and detection rate (right), every method."""
+    from beliefgate.figures import pyplot, save_figure
+
+    plt = pyplot()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+    for name, sw in bench.sweeps.items():
+        color, marker = STYLES.get(name, ("black", "."))
+        pts = sorted(sw.points, key=lambda p: p.mean_delay)
+        ax1.plot([p.mean_delay for p in pts], [p.fa_per_100 for p in pts], marker=marker, color=color, label=name,
+                 lw=1.2, ms=5)
+        pts = sorted(sw.points, key=lambda p: p.fa_per_100)
+        ax2.plot([p.fa_per_100 for p in pts], [p.detection_rate for p in pts], marker=marker, color=color,
+                 label=name, lw=1.2, ms=5)
+        op = sw.operating_point
+        if op is not None:
+            for ax, x, y, xe, ye in ((ax1, op.mean_delay, op.fa_per_100, op.delay_ci, op.fa_ci),
+                                     (ax2, op.fa_per_100, op.detection_rate, op.fa_ci, op.detection_ci)):
+                ax.errorbar([x], [y], xerr=[[x - xe[0]], [xe[1] - x]], yerr=[[y - ye[0]], [ye[1] - y]],
+                            fmt=marker, color=color, ms=11, mfc="white", mew=2, capsize=3)
+    ax1.axhline(max_fa, color="red", ls=":", lw=1)
+    ax1.set_xlabel(f"mean delay (steps; a miss counts {bench.config.get('window', '?')})")
+    ax1.set_ylabel("false alarms per 100 steps")
+    ax1.set_yscale("symlog", linthresh=0.1)
+    ax1.set_ylim(bottom=0)
+    ax1.set_title("false alarms vs delay (open markers: the gates' given settings, 95% CI)")
+    ax2.axvline(max_fa, color="red", ls=":", lw=1)
+    ax2.axhline(min_detection, color="red", ls=":", lw=1)
+    ax2.set_xscale("symlog", linthresh=0.1)
+    ax2.set_xlim(left=0)
+    ax2.set_ylim(-0.02, 1.02)
+    ax2.set_xlabel("false alarms per 100 steps")
+    ax2.set_ylabel(f"detection rate within {bench.config.get('window', '?')} steps")
+    ax2.set_title("detection vs false alarms (target: upper left of the red lines)")
+    ax2.legend(loc="lower right", fontsize=8)
+    cfg = bench.config
+    fig.suptitle(f"{bench.switches} hidden switches in {bench.episodes} episodes; seeds "
+                 f"{_seed_text(cfg.get('seeds', []))}, {len(cfg.get('partners', []))} partners, "
+                 f"{len(cfg.get('layouts', []))} layout(s) (commit {cfg.get('commit') or '?'})", fontsize=10)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def _seed_text(seeds: Sequence[int]) -> str:
+    seeds = list(seeds)
+    if seeds and seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])
+    return ",".join(map(str, seeds))
+
+
+# ------------------------------------------------------------------------------ text output
+def _ci(x: float, ci: Tuple[float, float], fmt: str = "{:.2f}") -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    lo, hi = ci
+    if lo is None or (isinstance(lo, float) and math.isnan(lo)):
+        return fmt.format(x)
+    return f"{fmt.format(x)} [{fmt.format(lo)}, {fmt.format(hi)}]"
+
+
+def summary_table(bench: SwitchBenchmark, max_fa: float = 1.0):
+    """A rich table: the gates at their given settings, and every method's best point within ``max_fa``."""
+    from rich.table import Table
+
+    window = bench.config.get("window", "?")
+    table = Table(title=f"{bench.switches} hidden switches in {bench.episodes} episodes ({bench.steps} steps); "
+                        f"detection within {window} steps; 95% bootstrap CIs")
+    for col in ("method", "setting", "detection", "mean delay", "false alarms / 100 steps"):
+        table.add_column(col, justify="left" if col in ("method", "setting") else "right")
+
+    def row(name: str, label: str, p: PointStats) -> None:
+        table.add_row(name, label, _ci(p.detection_rate, p.detection_ci, "{:.1%}"), _ci(p.mean_delay, p.delay_ci),
+                      _ci(p.fa_per_100, p.fa_ci))
+
+    for name, sw in bench.sweeps.items():
+        if sw.operating_point is not None:
+            row(name, f"given: {sw.parameter}={sw.operating_point.value:g}", sw.operating_point)
+        best = bench.best_point(name, max_fa)
+        if best is None:
+            table.add_row(name, f"no {sw.parameter} within {max_fa:g} FA/100", "-", "-", "-")
+        else:
+            row(name, f"best at <= {max_fa:g} FA/100: {sw.parameter}={best.value:g}", best)
+    return table
+
+
+def naive_false_alarms_at(bench: SwitchBenchmark, delay: float) -> Optional[float]:
+    """False alarms per 100 steps of the naive rule at a mean delay (piecewise-linear in delay; None outside)."""
+    pts = sorted((p.mean_delay, p.fa_per_100) for p in bench.sweeps["naive threshold"].points)
+    for (d0, f0), (d1, f1) in zip(pts, pts[1:]):
+        if d0 <= delay <= d1:
+            return f0 if d1 == d0 else f0 + (delay - d0) / (d1 - d0) * (f1 - f0)
+    return None
+
+
+def tuning_lines(result: Dict[str, Any]) -> List[str]:
+    """What a tuning run found, in a few lines."""
+    cfg = result["config"]
+    lines = [f"tuning on seeds {_seed_text(cfg['seeds'])}: {result['switches']} hidden switches in "
+             f"{result['episodes']} episodes, {len(result['rows'])} settings scored"]
+    for gate, best in result["best"].items():
+        if best is None:
+            lines.append(f"{gate}: no setting within {cfg['max_fa']:g} false alarms / 100 steps")
+            continue
+        keys = [k for k in best if k not in ("gate", "detection_rate", "mean_delay", "fa_per_100")]
+        lines.append(f"{gate}: best within {cfg['max_fa']:g} FA/100: detection {best['detection_rate']:.1%}, delay "
+                     f"{best['mean_delay']:.2f}, {best['fa_per_100']:.2f} FA/100 at "
+                     + ", ".join(f"{k}={best[k]}" for k in keys))
+    verdict = "met" if result["target_met"] else "NOT met"
+    lines.append(f"target (>= {cfg['min_detection']:.0%} detection at <= {cfg['max_fa']:g} FA/100): {verdict}")
+    sep = result.get("separability") or {}
+    if sep:
+        floor = sep["true_skill_contradiction_per_100_steps"]
+        lines.append(f"evidence: median oracle LLR of a switch over the window {sep['oracle_llr_median']:.2f}; "
+                     f"{sep['share_positive_within_3']:.0%} of switches favour the new skill within 3 steps; with the "
+                     f"true skill known, one action contradicts it (tau 0.05/0.1/0.2) "
+                     + "/".join(f"{floor[k]:.2f}" for k in sorted(floor, key=float)) + " times per 100 steps")
+    return lines

@@ -1,0 +1,335 @@
+"""Change detectors for hidden partner switches, run over recorded per-step evidence.
+
+The switch benchmark (:mod:`beliefgate.eval.switches`) records, once per episode, the
+partner's per-step evidence and one pass of a :class:`~beliefgate.Gate` over it, and
+replays both through every detector here:
+
+* :func:`stable_map_alarms` and :func:`threshold_alarms` re-apply the gate's own
+  decision rules (SPEC §4: stable-MAP, and the change-point gate's threshold with
+  hysteresis) to the recorded belief, so one gate pass scores a whole sweep of decision
+  parameters (the belief does not depend on them; ``tests/test_switches.py`` checks the
+  replayed alarms against the gate's own ``Decision.interrupt`` / ``Decision.changepoint``);
+* :func:`naive_alarms`: alarm whenever the observed action is unlikely under the
+  pre-update MAP skill (no stability, confidence or cooldown);
+* :func:`cusum_alarms`: Page's CUSUM on the log-likelihood ratio of every other feasible
+  skill against the belief's MAP skill (parallel one-sided CUSUMs, one per alternative);
+* :func:`bocpd_statistic`: Bayesian online change-point detection (Adams & MacKay 2007)
+  with a constant hazard and a categorical segment model (the skill is fixed within a
+  run and drawn from the smoothed prior at a change point); its alarm is the posterior
+  probability of a change point in the last ``recent`` steps, thresholded like the
+  change-point gate.
+
+Everything is NumPy on small arrays in log space; nothing here knows Overcooked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from beliefgate.errors import InputError
+
+
+class DetectorInputError(InputError):
+    """A detector got arrays of the wrong shape or a parameter out of range."""
+
+
+def _logsumexp(x: np.ndarray, axis=None) -> np.ndarray:
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):  # log(0) = -inf when every entry is -inf
+        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return np.squeeze(out, axis=axis) if axis is not None else float(out.reshape(()))
+
+
+@dataclass
+class EvidenceTrace:
+    """One partner's evidence over an episode (domain-agnostic).
+
+    ``loglik[t, k]`` = log-probability of what was observed at step t under skill k
+    (untempered; the sum over consistent actions), ``weight[t]`` its tempering weight
+    (0 = excluded step), ``completed[t]`` the skill the step visibly completed (-1: none),
+    ``feasible[t, k]`` the skills whose preconditions held.
+    """
+
+    loglik: np.ndarray
+    weight: np.ndarray
+    completed: np.ndarray
+    feasible: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.loglik = np.asarray(self.loglik, dtype=float)
+        T = self.loglik.shape[0] if self.loglik.ndim == 2 else -1
+        if T < 0:
+            raise DetectorInputError(f"loglik must be float[T, K], got shape {self.loglik.shape}")
+        self.weight = np.asarray(self.weight, dtype=float)
+        self.completed = np.asarray(self.completed, dtype=int)
+        self.feasible = np.asarray(self.feasible, dtype=bool)
+        for name, arr, shape in (("weight", self.weight, (T,)), ("completed", self.completed, (T,)),
+                                 ("feasible", self.feasible, self.loglik.shape)):
+            if arr.shape != shape:
+                raise DetectorInputError(f"{name} must have shape {shape}, got {arr.shape}")
+
+    @property
+    def num_steps(self) -> int:
+        return self.loglik.shape[0]
+
+    @property
+    def num_skills(self) -> int:
+        return self.loglik.shape[1]
+
+    @classmethod
+    def from_steps(cls, steps: Sequence) -> "EvidenceTrace":
+        """From a list of :class:`~beliefgate.beliefs.evidence.StepEvidence`."""
+        if not steps:
+            raise DetectorInputError("an evidence trace needs at least one step")
+        K = np.asarray(steps[0].logprobs).shape[0]
+        loglik = np.empty((len(steps), K))
+        feasible = np.ones((len(steps), K), dtype=bool)
+        weight = np.empty(len(steps))
+        completed = np.full(len(steps), -1, dtype=int)
+        for t, ev in enumerate(steps):
+            lp = np.asarray(ev.logprobs, dtype=float)
+            mask = np.asarray(ev.action_mask, dtype=bool)
+            loglik[t] = _logsumexp(np.where(mask[None, :], lp, -np.inf), axis=1)
+            weight[t] = float(ev.weight)
+            if ev.completed is not None:
+                completed[t] = int(ev.completed)
+            if ev.feasible is not None:
+                feasible[t] = np.asarray(ev.feasible, dtype=bool)
+        return cls(loglik, weight, completed, feasible)
+
+
+@dataclass
+class BeliefTrace:
+    """What one gate pass reports at every step (from its ``Decision``s).
+
+    ``map_skill``, ``confidence``, ``stable``: the pre-update MAP skill, its probability
+    and stable count; ``log_l``: the gate's log likelihood ratio at ``likelihood_scale``
+    1 (its ``reference``); ``log_l_action``: log pi(a_t | m_t) / max_a pi(a | m_t) (the
+    naive rule's ratio); ``cp_prob``: the change-point statistic; ``interrupt`` and
+    ``changepoint``: the gate's own alarms (for checking the replayed rules).
+    """
+
+    map_skill: np.ndarray
+    confidence: np.ndarray
+    stable: np.ndarray
+    log_l: np.ndarray
+    log_l_action: np.ndarray
+    cp_prob: np.ndarray
+    weight: np.ndarray
+    interrupt: np.ndarray
+    changepoint: np.ndarray
+
+
+# ------------------------------------------------------------------------------ decision rules
+def spaced(candidates: np.ndarray, cooldown: int) -> np.ndarray:
+    """The earliest candidate, then the earliest one at least ``cooldown`` steps later, and so on."""
+    out = np.zeros(len(candidates), dtype=bool)
+    last = None
+    for t in np.flatnonzero(candidates):
+        if last is None or t - last >= cooldown:
+            out[t] = True
+            last = t
+    return out
+
+
+def stable_map_alarms(b: BeliefTrace, tau_obs: float, confidence_floor: float, n_stable: int, cooldown: int,
+                      likelihood_scale: float = 1.0) -> np.ndarray:
+    """The stable-MAP gate's interrupts (SPEC §4) on a recorded belief, ego always active."""
+    if not 0.0 <= tau_obs <= 1.0 or likelihood_scale < 0 or cooldown < 0 or n_stable < 0:
+        raise DetectorInputError(f"bad stable-MAP parameters tau_obs={tau_obs}, likelihood_scale={likelihood_scale}, "
+                                 f"n_stable={n_stable}, cooldown={cooldown}")
+    log_tau = np.log(tau_obs) if tau_obs > 0 else -np.inf
+    log_l = likelihood_scale * b.log_l if likelihood_scale != 0 else np.zeros_like(b.log_l)
+    contradiction = (b.weight > 0) & (log_l < log_tau)
+    candidates = contradiction & (b.stable >= n_stable) & (b.confidence >= confidence_floor)
+    return spaced(candidates, cooldown)
+
+
+def threshold_alarms(prob: np.ndarray, threshold: float, release: float, cooldown: int = 0) -> np.ndarray:
+    """Fire when ``prob >= threshold`` while armed (then disarm until ``prob < release``), honouring a cooldown.
+
+    The change-point gate's rule; NaN never fires.
+    """
+    if not 0.0 < threshold <= 1.0 or not 0.0 <= release <= threshold or cooldown < 0:
+        raise DetectorInputError(f"need 0 < threshold <= 1, 0 <= release <= threshold, cooldown >= 0; got "
+                                 f"threshold={threshold}, release={release}, cooldown={cooldown}")
+    out = np.zeros(len(prob), dtype=bool)
+    armed, last = True, None
+    for t, p in enumerate(np.asarray(prob, dtype=float)):
+        armed = armed or p < release
+        if p >= threshold and armed and (last is None or t - last >= cooldown):
+            out[t] = True
+            armed, last = False, t
+    return out
+
+
+def naive_alarms(b: BeliefTrace, tau: float) -> np.ndarray:
+    """Alarm whenever ``pi(a_t | m_t) / max_a pi(a | m_t) < tau`` (the naive rule)."""
+    return (b.weight > 0) & (b.log_l_action < (np.log(tau) if tau > 0 else -np.inf))
+
+
+# ------------------------------------------------------------------------------------- CUSUM
+def cusum_statistic(ev: EvidenceTrace, reference: np.ndarray, h: Optional[float] = None):
+    """Page's CUSUM of every other feasible skill against the reference skill.
+
+    ``S_t(k) = max(0, S_{t-1}(k) + w_t (loglik_t(k) - loglik_t(ref_t)))`` for feasible
+    ``k != ref_t``; the statistic is ``max_k S_t(k)``. All ``S`` restart at 0 when the
+    reference changes (the belief has absorbed the change), after a visible completion
+    (a new segment), and -- with ``h`` -- after an alarm (``max_k S_t(k) >= h``).
+    Returns ``(statistic float[T], alarms bool[T])``.
+    """
+    reference = np.asarray(reference, dtype=int)
+    T, K = ev.loglik.shape
+    if reference.shape != (T,):
+        raise DetectorInputError(f"reference must have shape ({T},), got {reference.shape}")
+    if h is not None and not h > 0:
+        raise DetectorInputError(f"CUSUM threshold h must be > 0, got {h}")
+    S = np.zeros(K)
+    stat = np.zeros(T)
+    alarms = np.zeros(T, dtype=bool)
+    prev_ref = -1
+    for t in range(T):
+        r = int(reference[t])
+        if r != prev_ref:
+            S[:] = 0.0
+            prev_ref = r
+        w = ev.weight[t]
+        if w > 0:
+            llr = w * (ev.loglik[t] - ev.loglik[t, r])
+            llr = np.where(ev.feasible[t], llr, -np.inf)
+            llr[r] = -np.inf
+            S = np.maximum(0.0, S + llr)
+        stat[t] = float(S.max())
+        if h is not None and stat[t] >= h:
+            alarms[t] = True
+            S[:] = 0.0
+        if ev.completed[t] >= 0:
+            S[:] = 0.0
+    return stat, alarms
+
+
+def cusum_alarms(ev: EvidenceTrace, reference: np.ndarray, h: float) -> np.ndarray:
+    return cusum_statistic(ev, reference, h)[1]
+
+
+# -------------------------------------------------------------------------------------- BOCPD
+@dataclass
+class BOCPDResult:
+    """``prob[t]`` = P(a hidden change point in the last ``recent`` steps | data up to t);
+    ``pruned_mass`` = total posterior mass dropped by run pruning (reported, not hidden)."""
+
+    prob: np.ndarray
+    map_run_length: np.ndarray
+    pruned_mass: float
+    max_runs_kept: int
+
+
+def bocpd_statistic(ev: EvidenceTrace, hazard: float = 0.05, alpha: float = 1.0, recent: int = 6,
+                    max_runs: int = 400, prune_below: float = 1e-12) -> BOCPDResult:
+    """Bayesian online change-point detection (Adams & MacKay 2007) over a skill sequence.
+
+    Generative model: the partner's skill is constant within a run; at each step a new
+    run starts with probability ``hazard`` and its skill is drawn from the smoothed prior
+    ``pi0(k) ∝ n_k + alpha`` (``n_k`` = completions so far) restricted to feasible skills;
+    the observation has likelihood ``exp(w_t * loglik_t(k))`` under skill k. The filter
+    keeps, for every run still alive, ``log P(run, z = k | data)``; a skill that becomes
+    infeasible in a run is redrawn within that run from ``pi0`` (the state announced it),
+    and a visible completion starts one announced run at the next step (neither counts as
+    a hidden change point). Runs below ``prune_below`` or beyond the ``max_runs`` most
+    probable are dropped and their mass is added to ``pruned_mass``.
+    """
+    if not 0.0 < hazard < 1.0 or alpha <= 0 or recent < 1 or max_runs < 2:
+        raise DetectorInputError(f"need 0 < hazard < 1, alpha > 0, recent >= 1, max_runs >= 2; got hazard={hazard}, "
+                                 f"alpha={alpha}, recent={recent}, max_runs={max_runs}")
+    T, K = ev.loglik.shape
+    counts = np.zeros(K)
+    log_h, log_1mh = np.log(hazard), np.log1p(-hazard)
+
+    def log_prior(t: int) -> np.ndarray:
+        p = (counts + alpha) * ev.feasible[t]
+        with np.errstate(divide="ignore"):
+            return np.log(p / p.sum())
+
+    starts = np.array([0])            # start step of each run
+    announced = 0                     # start of the last announced run (episode start / after a completion)
+    lj = log_prior(0)[None, :]       # log P(run, z = k | data so far), before step 0's evidence
+    prob = np.zeros(T)
+    map_rl = np.zeros(T, dtype=int)
+    pruned = 0.0
+    kept_max = 1
+    for t in range(T):
+        lp0 = log_prior(t)
+        if not (len(starts) == 1 and starts[0] == t):  # (a run that starts now is fresh: nothing to grow)
+            total = _logsumexp(lj)  # grow every run, and open a new one at t
+            lj = np.vstack([lj + log_1mh, (log_h + total) + lp0])
+            starts = np.append(starts, t)
+        # a skill that became infeasible is redrawn within its run (announced by the state)
+        feas = ev.feasible[t]
+        if not feas.all():
+            lost = _logsumexp(np.where(feas[None, :], -np.inf, lj), axis=1)
+            lj = np.where(feas[None, :], np.logaddexp(lj, lost[:, None] + lp0[None, :]), -np.inf)
+        w = ev.weight[t]
+        if w > 0:
+            lj = lj + w * np.where(feas, ev.loglik[t], 0.0)[None, :]
+        lj = lj - _logsumexp(lj)
+        run_mass = np.exp(_logsumexp(lj, axis=1))
+        hidden = (starts > announced) & (starts > t - recent)
+        prob[t] = float(run_mass[hidden].sum())
+        map_rl[t] = int(t - starts[int(run_mass.argmax())])
+        # prune: negligible runs, then all but the most probable (the announced run is kept)
+        keep = run_mass >= prune_below
+        keep |= starts == announced
+        if keep.sum() > max_runs:
+            order = np.argsort(-run_mass)
+            top = np.zeros_like(keep)
+            top[order[:max_runs]] = True
+            keep &= top
+            keep |= starts == announced
+        if not keep.all():
+            pruned += float(run_mass[~keep].sum())
+            lj, starts = lj[keep], starts[keep]
+            lj = lj - _logsumexp(lj)
+        kept_max = max(kept_max, len(starts))
+        c = ev.completed[t]
+        if c >= 0:
+            counts[c] += 1
+            if t + 1 < T:
+                announced = t + 1
+                starts = np.array([t + 1])
+                lj = log_prior(t + 1)[None, :]
+    return BOCPDResult(prob, map_rl, pruned, kept_max)
+
+
+# ------------------------------------------------------------------------------------ scoring
+@dataclass
+class EpisodeScore:
+    """Detection of the hidden switches of one episode by one alarm sequence."""
+
+    delays: List[int]        # per switch; a miss counts as the full window
+    detected: List[bool]     # per switch
+    false_alarms: int
+    steps: int
+
+
+def score_alarms(alarms: np.ndarray, hidden_switch: np.ndarray, window: int = 10) -> EpisodeScore:
+    """A switch at step s is detected by the first alarm in [s, s + window); its delay is
+    that alarm's step minus s (``window`` when missed). An alarm in no switch's window is
+    a false alarm (the definition of :func:`beliefgate.eval.replay.score_switches`)."""
+    alarms = np.asarray(alarms, dtype=bool)
+    hidden_switch = np.asarray(hidden_switch, dtype=bool)
+    if alarms.shape != hidden_switch.shape:
+        raise DetectorInputError(f"alarms {alarms.shape} and switches {hidden_switch.shape} differ in shape")
+    if window < 1:
+        raise DetectorInputError(f"window must be >= 1, got {window}")
+    covered = np.zeros(len(alarms), dtype=bool)
+    delays, detected = [], []
+    for s in np.flatnonzero(hidden_switch):
+        hits = np.flatnonzero(alarms[s:s + window])
+        covered[s:s + window] = True
+        detected.append(bool(hits.size))
+        delays.append(int(hits[0]) if hits.size else window)
+    return EpisodeScore(delays, detected, int(np.sum(alarms & ~covered)), len(alarms))

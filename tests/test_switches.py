@@ -1,0 +1,234 @@
+"""The switch benchmark: detectors on synthetic traces with a known switch, the gate's rules replayed, the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from beliefgate import Gate, GateParams
+from beliefgate.beliefs.evidence import StepEvidence
+from beliefgate.eval.detectors import (
+    BeliefTrace,
+    DetectorInputError,
+    EvidenceTrace,
+    bocpd_statistic,
+    cusum_alarms,
+    cusum_statistic,
+    naive_alarms,
+    score_alarms,
+    spaced,
+    stable_map_alarms,
+    threshold_alarms,
+)
+from beliefgate.eval.replay import score_switches
+
+BIN = Path(sys.executable).parent / "beliefgate"
+K, A = 3, 4
+
+
+def synthetic(switch_at=60, T=120, seed=0, noise=0.15, completion_at=None):
+    """A partner on skill 0 that silently switches to skill 1 at ``switch_at``.
+
+    Skill k prefers action k (prob 0.7, the rest share 0.3); the partner takes its skill's
+    action, or a uniformly random one with probability ``noise``.
+    """
+    rng = np.random.default_rng(seed)
+    table = np.full((K, A), 0.3 / (A - 1))
+    for k in range(K):
+        table[k, k] = 0.7
+    logp = np.log(table)
+    steps, truth = [], []
+    for t in range(T):
+        z = 0 if t < switch_at else 1
+        a = int(rng.integers(A)) if rng.random() < noise else z
+        mask = np.zeros(A, dtype=bool)
+        mask[a] = True
+        steps.append(StepEvidence(logp, mask, 1.0, 2 if t == completion_at else None, None))
+        truth.append(z)
+    hidden = np.zeros(T, dtype=bool)
+    if switch_at < T:
+        hidden[switch_at] = True
+    return steps, hidden
+
+
+def belief_of(steps, params):
+    gate = Gate.from_logprobs(K, params)
+    cols = {k: [] for k in ("map", "conf", "stable", "logl", "logla", "cp", "w", "intr", "cpf")}
+    for ev in steps:
+        d = gate.step_evidence(ev)
+        m = d.info.map_skill
+        cols["map"].append(m)
+        cols["conf"].append(d.info.confidence)
+        cols["stable"].append(d.info.stable)
+        cols["logl"].append(d.info.stable_map.log_l / params.likelihood_scale)
+        row = ev.logprobs[m]
+        cols["logla"].append(row[ev.action_mask].max() - row.max())
+        cols["cp"].append(d.changepoint_prob)
+        cols["w"].append(d.info.weight)
+        cols["intr"].append(d.info.stable_map.interrupt)
+        cols["cpf"].append(d.changepoint)
+    return BeliefTrace(*(np.asarray(cols[k]) for k in ("map", "conf", "stable", "logl", "logla", "cp", "w",
+                                                        "intr", "cpf")))
+
+
+def test_evidence_trace_from_steps_sums_consistent_actions():
+    logp = np.log(np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]]))
+    ev = EvidenceTrace.from_steps([StepEvidence(logp, np.array([True, True, False]), 0.35, 1, np.array([1, 0]))])
+    assert ev.loglik[0] == pytest.approx(np.log([0.8, 0.2]))
+    assert ev.weight[0] == 0.35 and ev.completed[0] == 1 and ev.feasible[0].tolist() == [True, False]
+    with pytest.raises(DetectorInputError):
+        EvidenceTrace(np.zeros((3, 2)), np.ones(2), -np.ones(3), np.ones((3, 2)))
+
+
+def test_replayed_gate_rules_equal_the_gate_decisions():
+    """One gate pass + the replayed rules give exactly the gate's interrupts and change-point firings."""
+    for params in (GateParams(), GateParams(tau_obs=0.5, cooldown=3, n_stable=2, confidence_floor=0.6,
+                                            likelihood_scale=2.0, cp_threshold=0.5, cp_release=0.1, cp_cooldown=4)):
+        for seed in range(3):
+            steps, _ = synthetic(seed=seed, completion_at=30)
+            b = belief_of(steps, params)
+            assert b.interrupt.any()
+            mine = stable_map_alarms(b, params.tau_obs, params.confidence_floor, params.n_stable, params.cooldown,
+                                     params.likelihood_scale)
+            assert np.array_equal(mine, b.interrupt)
+            cp = threshold_alarms(b.cp_prob, params.cp_threshold, params.cp_release, params.cp_cooldown)
+            assert np.array_equal(cp, b.cpf if hasattr(b, "cpf") else b.changepoint)
+
+
+def test_every_detector_finds_the_known_switch_quickly():
+    steps, hidden = synthetic(noise=0.1)
+    ev = EvidenceTrace.from_steps(steps)
+    b = belief_of(steps, GateParams())
+    found = {
+        "stable-MAP": stable_map_alarms(b, 0.5, 0.7, 1, 5),
+        "naive": naive_alarms(b, 0.5),
+        "CUSUM": cusum_alarms(ev, b.map_skill, 3.0),
+        "BOCPD": threshold_alarms(bocpd_statistic(ev, hazard=0.02).prob, 0.5, 0.3),
+        "change-point": threshold_alarms(b.cp_prob, 0.5, 0.3),
+    }
+    for name, alarms in found.items():
+        sc = score_alarms(alarms, hidden, 10)
+        assert sc.detected == [True], name
+        assert sc.delays[0] <= 6, (name, sc.delays)
+    # the accumulating detectors are quiet before the switch, the one-step naive rule is not
+    for name in ("CUSUM", "BOCPD", "change-point"):
+        assert found[name][:60].sum() <= 1, name
+    assert found["naive"][:60].sum() > found["CUSUM"][:60].sum()
+
+
+def test_cusum_and_bocpd_react_to_evidence_not_to_time():
+    steps, hidden = synthetic(switch_at=60, noise=0.0)
+    ev = EvidenceTrace.from_steps(steps)
+    stat, _ = cusum_statistic(ev, np.zeros(len(steps), dtype=int))
+    assert stat[:60].max() == 0.0 and stat[62] > stat[61] > stat[60] > 0  # grows by the LLR per step
+    assert stat[60] == pytest.approx(np.log(0.7) - np.log(0.1))
+    res = bocpd_statistic(ev, hazard=0.02, recent=6)
+    assert res.prob[:58].max() < 0.2 and res.prob[61:64].max() > 0.8
+    assert res.map_run_length[70] == pytest.approx(10, abs=2)  # the run started near the switch
+    # a visible completion is not a hidden change point: the statistic restarts at 0
+    steps2, _ = synthetic(switch_at=200, T=80, noise=0.0, completion_at=40)
+    res2 = bocpd_statistic(EvidenceTrace.from_steps(steps2), hazard=0.02)
+    assert res2.prob[41:50].max() < 0.2
+    # no evidence (weight 0), no change
+    flat = EvidenceTrace(ev.loglik, np.zeros(len(steps)), ev.completed, ev.feasible)
+    assert bocpd_statistic(flat, hazard=0.02).prob.max() < 0.2
+    assert cusum_statistic(flat, np.zeros(len(steps), dtype=int))[0].max() == 0
+
+
+def test_bocpd_posterior_mass_is_accounted_for():
+    steps, _ = synthetic(T=300, noise=0.3)
+    ev = EvidenceTrace.from_steps(steps)
+    small = bocpd_statistic(ev, hazard=0.05, max_runs=8)
+    assert small.max_runs_kept <= 9 and small.pruned_mass > 0  # dropped mass is reported (summed over steps)
+    res = bocpd_statistic(ev, hazard=0.05)
+    assert res.pruned_mass < small.pruned_mass and res.pruned_mass < 1e-6
+    assert np.all((res.prob >= 0) & (res.prob <= 1 + 1e-12))
+    with pytest.raises(DetectorInputError):
+        bocpd_statistic(EvidenceTrace.from_steps(steps), hazard=0.0)
+
+
+def test_score_alarms_matches_score_switches():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        alarms = rng.random(200) < 0.05
+        hidden = rng.random(200) < 0.02
+        mine = score_alarms(alarms, hidden, 10)
+        ref = score_switches(alarms, hidden, 10)
+        assert len(mine.detected) == ref.switches and sum(mine.detected) == ref.detected
+        assert mine.false_alarms == ref.false_alarms
+        if ref.switches:
+            assert np.mean(mine.delays) == pytest.approx(ref.mean_delay)
+
+
+def test_threshold_and_spacing_rules():
+    p = np.array([0.0, 0.6, 0.7, 0.1, 0.6, 0.6, 0.0, 0.9])
+    assert threshold_alarms(p, 0.5, 0.2).tolist() == [0, 1, 0, 0, 1, 0, 0, 1]
+    assert threshold_alarms(p, 0.5, 0.05).tolist() == [0, 1, 0, 0, 0, 0, 0, 1]
+    # suppressed by the cooldown at t=4 it stays armed and fires at t=5; t=7 is inside the next cooldown
+    assert threshold_alarms(p, 0.5, 0.2, cooldown=4).tolist() == [0, 1, 0, 0, 0, 1, 0, 0]
+    assert spaced(np.array([1, 1, 1, 0, 1, 1], dtype=bool), 2).tolist() == [1, 0, 1, 0, 1, 0]
+    with pytest.raises(DetectorInputError):
+        threshold_alarms(p, 0.5, 0.6)
+
+
+def test_benchmark_on_recorded_episodes_gates_beat_naive():
+    """Real episodes: the gates' replayed rules equal their decisions, and the gate beats the naive rule."""
+    from beliefgate.eval import switches as sw
+
+    params = GateParams()
+    traces = sw.record_all(["coordination_ring"], ["bp-g1-dish-hi-eager-hi", "bp-g3-onion-lo-stock-lo"], [0, 1],
+                           params=params)
+    assert sum(tr.num_switches for tr in traces) >= 4
+    beliefs = [sw.gate_pass(tr, params) for tr in traces]
+    for b in beliefs:
+        mine = stable_map_alarms(b, params.tau_obs, params.confidence_floor, params.n_stable, params.cooldown)
+        assert np.array_equal(mine, b.interrupt)
+        assert np.array_equal(threshold_alarms(b.cp_prob, params.cp_threshold, params.cp_release), b.changepoint)
+    bench = sw.evaluate_traces(traces, params, n_boot=200, beliefs=beliefs)
+    assert set(bench.sweeps) == set(sw.METHODS)
+    gate = bench.sweeps["stable-MAP gate"].operating_point
+    assert gate.switches == bench.switches and gate.detection_rate > 0
+    lo, hi = gate.detection_ci
+    assert lo <= gate.detection_rate <= hi
+    naive = sw.naive_false_alarms_at(bench, gate.mean_delay)
+    assert naive is not None and gate.fa_per_100 < naive
+    sep = sw.separability(traces)
+    assert sep["switches"] == bench.switches and sep["share_llr_le_0"] < 0.5
+
+
+def test_cli_end_to_end_two_seeds(tmp_path):
+    out, png = tmp_path / "s.json", tmp_path / "s.png"
+    proc = subprocess.run([str(BIN), "switches", "--seeds", "2", "--first-seed", "5", "--layout", "coordination_ring",
+                           "--partner", "bp-g1-dish-lo-eager-lo", "--partner", "bp-g2-onion-lo-pot-lo",
+                           "--n-boot", "200", "--out", str(out), "--plot", str(png)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "CUSUM" in proc.stdout and "BOCPD" in proc.stdout and "naive rule needs" in proc.stdout
+    data = json.loads(out.read_text())
+    assert data["config"]["seeds"] == [5, 6] and data["episodes"] == 4
+    assert data["config"]["gate_params"] == GateParams().model_dump(mode="json")
+    for name, m in data["methods"].items():
+        assert len(m["points"]) >= 5, name
+        for p in m["points"]:
+            assert 0 <= p["detection_rate"] <= 1 and p["false_alarms_per_100_steps"] >= 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    bad = subprocess.run([str(BIN), "switches", "--seeds", "1", "--partner", "no-such-partner"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "no-such-partner" in bad.stderr
+
+
+@pytest.mark.slow
+def test_tuning_finds_a_setting_within_the_budget():
+    from beliefgate.eval import switches as sw
+
+    result = sw.tune_gate(["coordination_ring"], ["bp-g1-dish-hi-eager-hi", "bp-g2-onion-lo-pot-lo"], [1000, 1001],
+                          belief_grid={"beta_epsilon": [(2.0, 0.1)], "hazard": [0.05], "reference": ["skill"]})
+    best = result["best"]["stable_map"]
+    assert best is not None and best["fa_per_100"] <= 1.0
+    params = sw.recommended_params(result)
+    assert params.tau_obs == best["tau_obs"] and params.cooldown == best["cooldown"]
