@@ -111,20 +111,26 @@ def test_report_degrades_without_gate_fields(scripted_log):
     assert "not logged" in render_report(read_log(scripted_log))  # the page says so (checked in the browser too)
 
 
-def test_report_reads_kappa_and_contradictions_when_logged(episode_log, tmp_path):
-    """κ/commit (flat or nested) and contradiction/suppressed fields, as the κ and gate agents log them."""
-    lines = episode_log.read_text().splitlines()
+def _augment(episode_log: Path, path: Path) -> Path:
+    """The log with the fields the κ and gate-quality agents log: contradiction, suppressed_reason, κ, fallbacks."""
     out = []
-    for line in lines:
+    for line in episode_log.read_text().splitlines():
         row = json.loads(line)
         if row["kind"] == "step":
             t = row["t"]
             row["info"][0]["contradiction"] = t % 7 == 0
             row["info"][0]["suppressed_reason"] = "unstable_map" if t % 5 == 0 else None
             row["info"][0]["kappa"] = {"kappa": 0.5 + 0.001 * t, "committed": t % 10 == 0} if t % 2 else None
+            row["info"][0]["fallback_events"] = ([{"role": "planner", "reason": "timeout", "detail": "deadline"}]
+                                                 if t in (4, 40) else [])
         out.append(json.dumps(row))
-    path = tmp_path / "k.jsonl"
     path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def test_report_reads_kappa_and_contradictions_when_logged(episode_log, tmp_path):
+    """κ/commit (flat or nested) and contradiction/suppressed fields, as the κ and gate agents log them."""
+    path = _augment(episode_log, tmp_path / "k.jsonl")
     data = report_data(read_log(path))
     T = data["steps"]
     assert data["gate"]["contradictions"] == [t for t in range(T) if t % 7 == 0]
@@ -132,6 +138,7 @@ def test_report_reads_kappa_and_contradictions_when_logged(episode_log, tmp_path
     assert data["kappa"][1] == pytest.approx(0.501) and data["kappa"][2] is None
     assert [c[0] for c in data["commits"]] == [t for t in range(T) if t % 2]
     assert all(c[1] == (c[0] % 10 == 0) for c in data["commits"])
+    assert data["fallbacks"] == [[4, "planner", "timeout", "deadline"], [40, "planner", "timeout", "deadline"]]
 
 
 def test_report_rejects_an_empty_log(tmp_path, episode_log):
@@ -454,3 +461,22 @@ def test_a_failing_game_ends_only_its_session(tmp_path, monkeypatch):
         traj = read_log(hello["log"])
         assert len(traj.steps) == 2 and traj.final.summary["ended"] == m["summary"]["ended"]
         assert client.get("/healthz").json()["sessions"] == 0  # the server is still up, the session is gone
+
+
+def test_report_with_kappa_and_gate_fields_in_browser(browser, episode_log, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    out = tmp_path / "k.html"
+    write_report(_augment(episode_log, tmp_path / "k.jsonl"), out)
+    browser.get(out.as_uri())
+    _wait(lambda: browser.execute_script("return !!window.beliefgateReport"), what="report script")
+    assert _severe(browser) == []
+    T = browser.execute_script("return window.beliefgateReport.steps")
+    count = lambda sel: len(browser.find_elements(By.CSS_SELECTOR, sel))  # noqa: E731
+    assert count("rect.contradiction") == len(range(0, T, 7))
+    assert count("rect.suppressed") == len(range(0, T, 5))
+    assert count("rect.commit") == len(range(1, T, 2)) and count("circle.kappa") == len(range(1, T, 2))
+    assert count("polyline.kappa-line") == 1
+    assert count("rect.fallback") == 2
+    browser.execute_script("window.beliefgateReport.seek(40)")
+    assert "planner: timeout (deadline)" in browser.find_element(By.ID, "step-table").text

@@ -15,7 +15,9 @@ What it shows, each track degrading to "not logged" when its fields are absent:
   after it differs from the skill before (the log's ``effective``/``replan_effective``
   field when present, else derived from the logged active skills; the report says which);
 * deliveries (``deliver:soup`` events, per player);
-* κ and commits (``kappa``, ``commit``/``committed``, flat or in a ``kappa`` object) when logged.
+* κ and commits (``kappa``, ``commit``/``committed``, flat or in a ``kappa`` object) when logged;
+* fallbacks of the model-calling roles (``fallback_events``: role, reason, detail; or, when only
+  the running ``fallbacks`` count is logged, one mark per increment).
 
 :func:`write_episode_reports` writes one report per episode of an ``eval run`` directory
 and an ``index.html`` linking them (for ``beliefgate eval report --html``).
@@ -157,8 +159,10 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
     replans: List[List[Any]] = []       # [t, reason, effective (bool), interrupt (bool)]
     kappa: List[Optional[float]] = []
     commits: List[List[Any]] = []       # [t, committed (bool)]
+    fallbacks: List[List[Any]] = []     # [t, role, reason, detail]
     present = {"contradiction": False, "interrupt": False, "gate_fired": False, "suppressed_reason": False,
-               "replanned": False, "effective": False, "kappa": False, "commit": False}
+               "replanned": False, "effective": False, "kappa": False, "commit": False, "fallbacks": False}
+    previous_count = 0
     for t, row in enumerate(steps):
         info = row.info[seat] if seat < len(row.info) else {}
         if "contradiction" in info:
@@ -189,6 +193,16 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
                     before = ego_skill[t - 1] if t > 0 else -1
                     effective = ego_skill[t] != before
                 replans.append([t, str(info.get("reason") or ""), effective, bool(info.get("interrupt"))])
+        events = info.get("fallback_events")
+        if isinstance(events, list):
+            present["fallbacks"] = True
+            for ev in events:
+                if isinstance(ev, dict):
+                    fallbacks.append([t, str(ev.get("role", "?")), str(ev.get("reason", "?")), str(ev.get("detail", ""))])
+        elif isinstance(info.get("fallbacks"), int) and not isinstance(info.get("fallbacks"), bool):
+            present["fallbacks"] = True  # only the running count is logged: one entry per increment
+            fallbacks.extend([t, "?", "?", ""] for _ in range(max(0, info["fallbacks"] - previous_count)))
+            previous_count = info["fallbacks"]
         k, commit = _kappa_fields(info)
         kappa.append(None if k is None else round(k, 4))
         if k is not None:
@@ -228,6 +242,8 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
         "deliveries": deliveries,
         "kappa": kappa if present["kappa"] else None,
         "commits": commits,
+        "fallbacks": fallbacks,
+        "plan_source": [(r.info[seat].get("plan_source") if seat < len(r.info) else None) for r in steps],
         "present": present,
         "renormalised_steps": renormalised,
     }

@@ -73,8 +73,10 @@
     { key: "suppressed", h: 18, title: "suppressed" },
     { key: "replans", h: 18, title: "replans" },
     { key: "deliveries", h: 18, title: "deliveries" },
-    { key: "kappa", h: hasKappa ? 50 : 18, title: "\u03ba / commits" }
+    { key: "kappa", h: hasKappa ? 50 : 18, title: "\u03ba / commits" },
+    { key: "fallbacks", h: 18, title: "fallbacks" }
   ];
+  var ROLE_COLOURS = { planner: "#e6550d", judge: "#3182bd", hypothesis: "#756bb1" };
   var GAP = 6, H = 0;
   rows.forEach(function (r) { r.y = 4 + H; H += r.h + GAP; });
   H += 20;
@@ -174,22 +176,34 @@
 
   function drawKappa(r) {
     if (!hasKappa && !pr.commit) { absent(r, "\u03ba not logged (the ego is no \u03ba agent)"); return; }
-    if (hasKappa) {
-      var segs = [], cur = [];
+    if (hasKappa) {  // κ is logged at decisions: a dot per logged value, joined across the steps between them
+      var pts = [];
       for (var t = t0; t < t1; t++) {
         var v = D.kappa[t];
-        if (v === null) { if (cur.length) { segs.push(cur); cur = []; } continue; }
-        cur.push(xr(x(t)) + "," + xr(r.y + r.h - v * r.h));
+        if (v === null) { continue; }
+        var px = xr(x(t)), py = xr(r.y + r.h - v * r.h);
+        pts.push(px + "," + py);
+        titled(el("circle", { cx: px, cy: py, r: 1.8, fill: "#6a3d9a", "class": "kappa" }, r.g), "\u03ba = " + v + " at t=" + t);
       }
-      if (cur.length) { segs.push(cur); }
-      segs.forEach(function (s) {
-        el("polyline", { points: s.join(" "), fill: "none", stroke: "#6a3d9a", "stroke-width": 1.2, "class": "kappa" }, r.g);
-      });
+      if (pts.length > 1) {
+        el("polyline", { points: pts.join(" "), fill: "none", stroke: "#6a3d9a", "stroke-width": 1, opacity: 0.6,
+                         "class": "kappa-line" }, r.g);
+      }
     }
     D.commits.forEach(function (c) {
       if (!visible(c[0])) { return; }
       titled(el("rect", { x: xr(x(c[0]) - 2.5), y: r.y + r.h - 7, width: 5, height: 5, fill: c[1] ? "#33a02c" : "#ffffff",
                           stroke: "#33a02c", "class": "commit" }, r.g), (c[1] ? "committed" : "not committed") + " at t=" + c[0]);
+    });
+  }
+
+  function drawFallbacks(r) {
+    if (!pr.fallbacks) { absent(r, "fallbacks not logged"); return; }
+    if (!D.fallbacks.length) { absent(r, "no fallbacks"); return; }
+    D.fallbacks.forEach(function (f) {
+      if (!visible(f[0])) { return; }
+      titled(el("rect", { x: xr(x(f[0]) - 1.5), y: r.y + 3, width: 3, height: r.h - 6, fill: ROLE_COLOURS[f[1]] || "#555555",
+                          "class": "fallback" }, r.g), f[1] + " fell back (" + f[2] + ") at t=" + f[0] + (f[3] ? ": " + f[3] : ""));
     });
   }
 
@@ -222,6 +236,7 @@
     drawReplans(row.replans);
     drawDeliveries(row.deliveries);
     drawKappa(row.kappa);
+    drawFallbacks(row.fallbacks);
     drawAxis();
     cursor = el("line", { id: "cursor", x1: LEFT, x2: LEFT, y1: 0, y2: H - 18, stroke: "#000", "stroke-width": 1, opacity: 0.6 }, layer);
   }
@@ -245,6 +260,11 @@
     html.push('<span><i class="swatch" style="background:#ff7f0e"></i>gate fired</span>');
     html.push("<span>\u25bc interrupt</span><span>\u25cf effective replan</span><span>\u25cb replan, skill unchanged</span>");
     html.push("<span>red ring: replan by interrupt</span>");
+    if (D.fallbacks.length) {
+      Object.keys(ROLE_COLOURS).forEach(function (role) {
+        html.push('<span><i class="swatch" style="background:' + ROLE_COLOURS[role] + '"></i>' + role + " fallback</span>");
+      });
+    }
     reasons.forEach(function (r, i) {
       html.push('<span><i class="swatch" style="background:' + REASON_COLOURS[i % REASON_COLOURS.length] + '"></i>suppressed: ' + escapeHtml(r) + "</span>");
     });
@@ -277,6 +297,9 @@
       var ev = D.events[t].map(function (e, i) { return e.length ? "P" + i + ": " + e.join(" ") : ""; }).filter(Boolean);
       add("events", ev.join("; ") || "-");
       if (hasKappa) { add("\u03ba", D.kappa[t] === null ? "-" : D.kappa[t]); }
+      if (D.plan_source[t]) { add("plan source", D.plan_source[t]); }
+      var fb = D.fallbacks.filter(function (f) { return f[0] === t; });
+      if (fb.length) { add("fallbacks", fb.map(function (f) { return f[1] + ": " + f[2] + (f[3] ? " (" + f[3] + ")" : ""); }).join("; ")); }
     }
     stepTable.innerHTML = rowsHtml.join("");
     var b = D.belief[t], out = [];
