@@ -294,3 +294,134 @@ def test_changepoint_ignores_visible_completions():
     d = gate.step(lp, 1)
     assert d.switch_prob == 0.0 and d.changepoint_prob == 0.0
     assert d.map_skill == 1
+
+
+# --------------------------------------------------------------------------- one rule, C configurations
+
+
+def test_first_failure_scalar_and_element_wise():
+    reasons = G.STABLE_MAP_REASONS[:3]
+    assert G.first_failure(reasons, True, True, True) == (None, True)
+    assert G.first_failure(reasons, True, False, np.array([True])) == (reasons[1], False)  # scalar fails first
+    names, passed = G.first_failure(reasons, True, np.array([True, False, True, False]),
+                                    np.array([True, True, False, False]))
+    assert names.tolist() == [None, reasons[1], reasons[2], reasons[1]]
+    assert passed.tolist() == [True, False, False, False]
+    names, passed = G.first_failure(reasons, np.array([True, True]), True, False)  # a later scalar failure
+    assert names.tolist() == [reasons[2], reasons[2]] and passed.tolist() == [False, False]
+    assert G.logical_not(True) is False and G.logical_not(np.array([True, False])).tolist() == [False, True]
+
+
+def _random_stable_map_configs(rng, count):
+    return dict(tau=rng.choice([0.0, 0.01, 0.1, 0.3, 1.0], count), lam=rng.choice([0.0, 0.5, 1.0, 3.0], count),
+                floor=rng.choice([0.0, 0.4, 0.6, 1.0], count), n_stable=rng.integers(0, 5, count),
+                cooldown=rng.integers(0, 9, count))
+
+
+def _as_list(value, count):
+    return np.broadcast_to(np.asarray(value, dtype=object), (count,)).tolist()
+
+
+def test_stable_map_decide_on_c_configurations_equals_one_at_a_time():
+    """Every field of every step, scalar update per configuration == one batched decide."""
+    rng = np.random.default_rng(3)
+    steps, num, count = 80, 3, 60
+    cols = _random_stable_map_configs(rng, count)
+    scalar_cfgs = [G.StableMapConfig.make(*(cols[k][c] for k in ("tau", "lam", "floor", "n_stable", "cooldown")))
+                   for c in range(count)]
+    batch_cfg = G.StableMapConfig.make(cols["tau"], cols["lam"], cols["floor"], cols["n_stable"], cols["cooldown"])
+    assert [float(x) for x in batch_cfg.log_tau] == [c.log_tau for c in scalar_cfgs]
+    # a belief sequence with long stable runs, impossible actions, excluded steps and an idle ego
+    priors, scores, weights, egos, replans = [], [], [], [], []
+    m = 0
+    for t in range(steps):
+        m = int(rng.integers(num)) if rng.random() < 0.1 else m
+        p = rng.dirichlet(np.ones(num) * 0.5)
+        p[m] += 2.0
+        priors.append(p / p.sum())
+        s = np.log(rng.dirichlet(np.ones(num)))
+        if rng.random() < 0.1:
+            s[m] = -math.inf
+        scores.append(None if rng.random() < 0.05 else s)
+        weights.append(float(rng.choice([0.0, 0.5, 1.0], p=[0.1, 0.2, 0.7])))
+        egos.append(bool(rng.random() < 0.9))
+        replans.append(bool(rng.random() < 0.05))
+    # scalar: one configuration at a time
+    rows = []
+    for cfg in scalar_cfgs:
+        st, row = G.stable_map_init(), []
+        for t in range(steps):
+            st, info = G.stable_map_update(cfg, st, t, priors[t], scores[t], 0.0, weights[t], egos[t])
+            if replans[t]:
+                st = G.stable_map_notify_replanned(st, t)
+            row.append((info, st))
+        rows.append(row)
+    # batched: the belief side of one pass (lambda = 1: log_l is the ratio), then one decide per step
+    belief = []
+    st = G.stable_map_init()
+    for t in range(steps):
+        st, info = G.stable_map_update(sm_config(lam=1.0), st, t, priors[t], scores[t], 0.0, weights[t])
+        belief.append((info.map_skill, info.confidence, info.stable, info.log_l))
+    bst = G.stable_map_init()
+    fired = 0
+    with np.errstate(invalid="ignore"):
+        for t in range(steps):
+            bst, binfo = G.stable_map_decide(batch_cfg, bst, t, *belief[t], weights[t], egos[t])
+            bst = G.stable_map_notify_replanned(bst, t, replans[t])
+            for name in ("interrupt", "contradiction", "suppressed_reason", "log_l"):
+                got = _as_list(getattr(binfo, name), count)
+                want = [getattr(rows[c][t][0], name) for c in range(count)]
+                assert [str(x) for x in got] == [str(x) for x in want], (t, name)  # str: NaN-safe, exact
+            # l_t = exp(log_l): numpy's exp may differ from math.exp in the last bit
+            np.testing.assert_array_max_ulp(np.broadcast_to(binfo.l_t, (count,)),
+                                            np.array([rows[c][t][0].l_t for c in range(count)]), maxulp=1)
+            for name in ("t_last_interrupt", "num_contradictions", "num_interrupts"):
+                assert _as_list(getattr(bst, name), count) == [getattr(rows[c][t][1], name) for c in range(count)]
+            fired += int(np.sum(binfo.interrupt))
+    reasons = {r for row in rows for info, _ in row for r in [info.suppressed_reason]}
+    assert reasons == set(G.STABLE_MAP_REASONS) | {None} and fired > 20  # every branch was exercised
+
+
+def test_changepoint_decide_on_c_configurations_equals_one_at_a_time():
+    rng = np.random.default_rng(5)
+    count, num, horizon, h = 40, 3, 4, 0.1
+    thr = rng.uniform(0.05, 1.0, count)
+    rel = thr * rng.choice([0.0, 0.3, 0.9, 1.0], count)
+    cool = rng.integers(0, 8, count)
+    lp = switching_table(num, p_pref=0.8)
+    truth = [z for z in (0, 1, 2, 0, 2, 1) for _ in range(12)]
+    actions = [int(rng.choice(5, p=np.exp(lp[z]))) for z in truth]
+    pi0 = np.full(num, 1.0 / num)
+
+    def run(cfg):
+        st, belief, out = G.changepoint_init(num, horizon), pi0, []
+        for t, a in enumerate(actions):
+            step = G.hazard_step(belief, pi0, None, t == 0, h, lp[:, a])
+            st, info = G.changepoint_update(cfg, st, t, step, pi0, None, lp[:, a])
+            belief = step.post
+            out.append((info, st))
+        return out
+
+    rows = [run(G.ChangePointConfig(h, horizon, float(thr[c]), float(rel[c]), int(cool[c]))) for c in range(count)]
+    batch_cfg = G.ChangePointConfig(h, horizon, thr, rel, cool)
+    bst = G.ChangePointState(None, 0, None)
+    for t in range(len(actions)):
+        info0 = rows[0][t][0]
+        bst, binfo = G.changepoint_decide(batch_cfg, bst, t, info0.prob, info0.switch_prob)
+        assert _as_list(binfo.fired, count) == [rows[c][t][0].fired for c in range(count)]
+        assert _as_list(binfo.suppressed_reason, count) == [rows[c][t][0].suppressed_reason for c in range(count)]
+        for name in ("armed", "t_last_fire", "num_fires"):
+            assert _as_list(getattr(bst, name), count) == [getattr(rows[c][t][1], name) for c in range(count)]
+    reasons = {info.suppressed_reason for row in rows for info, _ in row}
+    assert reasons == set(G.CHANGEPOINT_REASONS) | {None}
+
+
+def test_gate_interrupt_modes():
+    sm, cp = np.array([True, False, False, True]), np.array([False, True, False, True])
+    assert G.gate_interrupt("stable_map", sm, cp).tolist() == sm.tolist()
+    assert G.gate_interrupt("changepoint", sm, cp).tolist() == cp.tolist()
+    assert G.gate_interrupt("changepoint", sm, cp, False).tolist() == [False] * 4
+    assert G.gate_interrupt("either", sm, cp).tolist() == [True, True, False, True]
+    assert G.gate_interrupt("either", True, False, False) is True
+    with pytest.raises(ValueError, match="unknown gate mode 'both'"):
+        G.gate_interrupt("both", True, True)

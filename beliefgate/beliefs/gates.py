@@ -43,6 +43,19 @@ Change-point gate (beyond the paper)
     so one switch fires once. A *visible* completion is not a hidden switch: the
     run length restarts at ``L``. The marginal of the augmented filter over ``r``
     is exactly the hazard model of ``docs/model.md``.
+
+One rule, two shapes
+    Each gate splits into its belief side (the MAP, its stable count and log ratio;
+    the run-length filter and its statistic) and its *decision rule*
+    (:func:`stable_map_decide`, :func:`changepoint_decide`): the ordered conditions
+    and the counters. The rules are written once on array-likes. Called with Python
+    scalars they are the online gate (the ``*_update`` functions call them every
+    step); called with configuration fields and counters that are NumPy arrays of
+    shape ``[C]`` they evaluate ``C`` configurations on one belief sequence at once,
+    element for element the same (``beliefgate.eval.sensitivity`` replays sweeps this
+    way; ``tests/test_gates.py`` checks the equality). Only operators that Python
+    scalars and NumPy arrays share are used; :func:`where`, :func:`first_failure`
+    and two one-line helpers dispatch the rest.
 """
 
 from __future__ import annotations
@@ -52,6 +65,7 @@ from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
+from beliefgate.beliefs.errors import InvalidParameterError
 from beliefgate.models.forward import HazardStep, condition, hazard_constants, hazard_step
 
 #: ``t_last`` value of a gate that never fired (any ``t - NEVER`` exceeds any cooldown).
@@ -68,6 +82,80 @@ REASON_EGO_IDLE = "ego_idle"
 REASON_BELOW_THRESHOLD = "below_threshold"
 REASON_DISARMED = "disarmed"
 
+#: The stable-MAP gate's conditions in the order they are checked (a suppressed step reports
+#: the first that fails).
+STABLE_MAP_REASONS = (REASON_EXCLUDED, REASON_NO_CONTRADICTION, REASON_UNSTABLE, REASON_LOW_CONFIDENCE,
+                      REASON_COOLDOWN, REASON_EGO_IDLE)
+#: The change-point gate's conditions in the order they are checked.
+CHANGEPOINT_REASONS = (REASON_BELOW_THRESHOLD, REASON_DISARMED, REASON_COOLDOWN)
+
+# --------------------------------------------------------------------------- scalar / [C] helpers
+
+_ndarray = np.ndarray
+_exp = math.exp
+_np_exp = np.exp
+
+
+def where(cond, a, b):
+    """``a`` where ``cond`` holds, else ``b``: Python's conditional for a scalar ``cond``,
+    :func:`numpy.where` (broadcasting) when ``cond`` is an array."""
+    if cond.__class__ is _ndarray:
+        return np.where(cond, a, b)
+    return a if cond else b
+
+
+def logical_not(x):
+    """``not x`` of a bool, or element-wise of a bool array (``~`` would turn ``True`` into -2)."""
+    return x ^ True
+
+
+def exp(x):
+    """``exp`` of a float (:func:`math.exp`) or element-wise of an array."""
+    return _np_exp(x) if x.__class__ is _ndarray else _exp(x)
+
+
+def first_failure(reasons, *oks):
+    """The first failing condition: ``oks`` are the conditions, in order, and
+    ``reasons[i]`` names condition ``i``.
+
+    Scalar conditions: ``(reasons[i], False)`` for the first ``oks[i]`` that is false
+    (nothing after it is looked at), else ``(None, True)``. When a condition is an
+    array (one entry per configuration) the answer is element-wise: ``(names,
+    passed)``, ``names`` an object array holding the first failing reason per entry
+    (``None`` where every condition holds) and ``passed`` the bool array "every
+    condition holds". A scalar condition that fails before any array one fails for
+    every entry; the scalar answer is returned then (it broadcasts).
+    """
+    i = 0
+    for ok in oks:
+        if ok is not True:
+            if ok is False:
+                return reasons[i], False
+            if ok.__class__ is _ndarray:
+                return _first_failure_rows(reasons, oks)
+            if not ok:
+                return reasons[i], False
+        i += 1
+    return None, True
+
+
+def _first_failure_rows(reasons, oks):
+    code = 0
+    passed = True
+    for i, ok in enumerate(oks, start=1):
+        if ok is not True:
+            code = np.where(passed & logical_not(ok), i, code)
+            passed = passed & ok
+    names = _REASON_NAMES.get(reasons)
+    if names is None:
+        names = _REASON_NAMES[reasons] = np.array((None, *reasons), dtype=object)
+    return names[code], passed
+
+
+#: reasons tuple -> object array ``(None, *reasons)``, indexed by "1 + first failing condition"
+_REASON_NAMES: dict = {}
+
+
 # --------------------------------------------------------------------------- stable-MAP gate
 
 
@@ -76,7 +164,9 @@ class StableMapConfig(NamedTuple):
 
     Fields: ``log_tau`` = log tau_obs (``-inf`` for tau_obs = 0: never contradicts);
     ``likelihood_scale`` = lambda >= 0; ``confidence_floor`` = c_floor in [0, 1];
-    ``n_stable`` >= 0; ``cooldown`` >= 0 steps.
+    ``n_stable`` >= 0; ``cooldown`` >= 0 steps. Each field is a scalar (one
+    configuration) or a float/int64 array of shape ``[C]`` (``C`` configurations,
+    see :func:`stable_map_decide`).
     """
 
     log_tau: float
@@ -94,8 +184,19 @@ class StableMapConfig(NamedTuple):
         n_stable: int,
         cooldown: int,
     ) -> "StableMapConfig":
-        log_tau = math.log(tau_obs) if tau_obs > 0.0 else -math.inf
-        return cls(log_tau, float(likelihood_scale), float(confidence_floor), int(n_stable), int(cooldown))
+        """Bind scalars, or ``[C]`` sequences for ``C`` configurations at once (``log tau``
+        then comes from :func:`math.log` per entry, bit for bit the scalar value)."""
+        if np.ndim(tau_obs) == 0:
+            log_tau = math.log(tau_obs) if tau_obs > 0.0 else -math.inf
+            return cls(log_tau, float(likelihood_scale), float(confidence_floor), int(n_stable), int(cooldown))
+        tau = np.asarray(tau_obs, dtype=np.float64)
+        log_tau = np.array([math.log(x) if x > 0.0 else -math.inf for x in tau.tolist()]).reshape(tau.shape)
+        return cls(log_tau, np.asarray(likelihood_scale, dtype=np.float64),
+                   np.asarray(confidence_floor, dtype=np.float64), _as_int_array(n_stable), _as_int_array(cooldown))
+
+
+def _as_int_array(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64).astype(np.int64)
 
 
 class StableMapState(NamedTuple):
@@ -103,7 +204,9 @@ class StableMapState(NamedTuple):
 
     Fields: ``prev_map`` = m_{t-1} (-1 before the first step); ``stable`` = stable_{t-1};
     ``t_last_interrupt`` = step of the last interrupt or external replan (:data:`NEVER`);
-    ``num_contradictions`` / ``num_interrupts`` = totals this episode.
+    ``num_contradictions`` / ``num_interrupts`` = totals this episode. With ``[C]``
+    configurations the last three become int64 arrays of shape ``[C]`` (the scalar
+    start values broadcast), ``prev_map`` and ``stable`` stay shared.
     """
 
     prev_map: int = -1
@@ -138,6 +241,55 @@ def stable_map_init() -> StableMapState:
     return StableMapState()
 
 
+def stable_map_decide(
+    config: StableMapConfig,
+    state: StableMapState,
+    t: int,
+    map_skill: int,
+    confidence: float,
+    stable: int,
+    ratio: float,
+    weight: float,
+    ego_active=True,
+) -> tuple[StableMapState, StableMapInfo]:
+    """The stable-MAP decision rule at step ``t``, for one configuration or ``C`` at once.
+
+    The belief side is shared: ``map_skill`` = m_t, ``confidence`` = b(m_t), ``stable``
+    = stable_t, ``ratio`` = r_t (the log ratio of ``l_t`` at lambda = 1, 0 where
+    undefined; :func:`stable_map_update` computes them from the pre-update belief) and
+    ``weight``. ``config`` fields and the
+    counters of ``state`` are scalars (one configuration) or ``[C]`` arrays, and so is
+    every field of the result: ``log_l = lambda * r_t`` (0 for lambda = 0),
+    ``contradiction``, ``interrupt``, the counters, and ``suppressed_reason`` (an object
+    array of reasons with ``None`` where the gate fired, or one reason for all;
+    ``l_t = exp(log_l)`` comes from :func:`numpy.exp` then, which may differ from the
+    scalar :func:`math.exp` in the last bit -- nothing is decided on it). Steps with
+    ``weight = 0`` carry no evidence and never contradict.
+    """
+    lam = config.likelihood_scale
+    log_l = where(lam != 0.0, lam * ratio, 0.0)
+    evidence = weight > 0.0
+    contradiction = evidence & (log_l < config.log_tau)
+    reason, interrupt = first_failure(  # in the order of STABLE_MAP_REASONS
+        STABLE_MAP_REASONS,
+        evidence,
+        contradiction,
+        stable >= config.n_stable,
+        confidence >= config.confidence_floor,
+        t - state.t_last_interrupt >= config.cooldown,
+        ego_active,
+    )
+    new_state = StableMapState(
+        map_skill,
+        stable,
+        where(interrupt, t, state.t_last_interrupt),
+        state.num_contradictions + contradiction,
+        state.num_interrupts + interrupt,
+    )
+    info = StableMapInfo(map_skill, confidence, stable, exp(log_l), log_l, contradiction, interrupt, reason)
+    return new_state, info
+
+
 def stable_map_update(
     config: StableMapConfig,
     state: StableMapState,
@@ -155,45 +307,25 @@ def stable_map_update(
     ``top[k] = log max_a pi(a | s_t, k)``; it must be ``<= 0`` (``-inf`` allowed).
     ``score = None`` means undefined (an excluded step whose likelihoods are all
     ``-inf``): then ``l_t = 1``. Returns the new counters and the step's
-    :class:`StableMapInfo`.
+    :class:`StableMapInfo`. The belief side is computed here (``m_t = argmax prior``,
+    lowest index on ties; the stable count; ``r_t = score[m_t] - top[m_t]``), the
+    decision by :func:`stable_map_decide`.
     """
     m = int(prior.argmax())
-    conf = float(prior[m])
     stable = state.stable + 1 if m == state.prev_map else 0
-    lam = config.likelihood_scale
-    if lam != 0.0 and score is not None:
-        log_l = lam * (float(score[m]) - (top if type(top) is float else float(top[m])))
+    if score is None:
+        ratio = 0.0
     else:
-        log_l = 0.0
-    contradiction = weight > 0.0 and log_l < config.log_tau
-    reason: Optional[str]
-    if not contradiction:
-        reason = REASON_NO_CONTRADICTION if weight > 0.0 else REASON_EXCLUDED
-    elif stable < config.n_stable:
-        reason = REASON_UNSTABLE
-    elif conf < config.confidence_floor:
-        reason = REASON_LOW_CONFIDENCE
-    elif t - state.t_last_interrupt < config.cooldown:
-        reason = REASON_COOLDOWN
-    elif not ego_active:
-        reason = REASON_EGO_IDLE
-    else:
-        reason = None
-    interrupt = reason is None
-    new_state = StableMapState(
-        m,
-        stable,
-        t if interrupt else state.t_last_interrupt,
-        state.num_contradictions + contradiction,
-        state.num_interrupts + interrupt,
-    )
-    info = StableMapInfo(m, conf, stable, math.exp(log_l), log_l, contradiction, interrupt, reason)
-    return new_state, info
+        ratio = float(score[m]) - (top if type(top) is float else float(top[m]))
+    return stable_map_decide(config, state, t, m, float(prior[m]), stable, ratio, weight, ego_active)
 
 
-def stable_map_notify_replanned(state: StableMapState, t: int) -> StableMapState:
-    """Start the cooldown at step ``t`` as if the gate had interrupted there."""
-    return state._replace(t_last_interrupt=t)
+def stable_map_notify_replanned(state: StableMapState, t: int, when=True) -> StableMapState:
+    """Start the cooldown at step ``t`` as if the gate had interrupted there (only where
+    ``when`` holds: a bool, or a ``[C]`` mask over configurations)."""
+    if when is True:
+        return state._replace(t_last_interrupt=t)
+    return state._replace(t_last_interrupt=where(when, t, state.t_last_interrupt))
 
 
 # --------------------------------------------------------------------------- change-point gate
@@ -204,7 +336,9 @@ class ChangePointConfig(NamedTuple):
 
     ``hazard`` = h of the run-length filter; ``horizon`` = L >= 1 (steps a switch
     counts as recent); ``threshold`` in (0, 1] fires the gate; ``release`` in
-    [0, threshold] re-arms it; ``cooldown`` >= 0 steps between two firings.
+    [0, threshold] re-arms it; ``cooldown`` >= 0 steps between two firings. The
+    decision fields (``threshold``, ``release``, ``cooldown``) may be ``[C]`` arrays
+    (see :func:`changepoint_decide`).
     """
 
     hazard: float
@@ -316,31 +450,60 @@ def changepoint_update(
     settled = joint[horizon]
     prob = 0.0 if enter is None else max(0.0, 1.0 - sum(settled.tolist()))
     switch_prob = sum(enter.tolist()) if enter is not None else 0.0
-    armed = state.armed or prob < config.release
-    reason: Optional[str]
-    if prob < config.threshold:
-        reason = REASON_BELOW_THRESHOLD
-    elif not armed:
-        reason = REASON_DISARMED
-    elif t - state.t_last_fire < config.cooldown:
-        reason = REASON_COOLDOWN
-    else:
-        reason = None
-    fired = reason is None
+    return changepoint_decide(config, state, t, prob, switch_prob, (joint, head, step.post))
+
+
+def changepoint_decide(config: ChangePointConfig, state: ChangePointState, t: int, prob: float,
+                       switch_prob: float = math.nan, filtered: Optional[tuple] = None
+                       ) -> tuple[ChangePointState, ChangePointInfo]:
+    """The change-point decision rule at step ``t``, for one configuration or ``C`` at once.
+
+    ``prob`` = P(r_t < L | a_{0:t}) (shared by the configurations); the gate re-arms
+    when ``prob < release``, fires when ``prob >= threshold`` while armed and out of
+    cooldown, and then disarms. ``config``'s decision fields and ``state``'s counters
+    (``armed``, ``t_last_fire``, ``num_fires``) are scalars or ``[C]`` arrays, and so
+    are the results. The new state holds the run-length filter ``filtered`` =
+    ``(joint, head, belief)`` after this step (``None``: ``state``'s, untouched).
+    """
+    armed = state.armed | (prob < config.release)
+    reason, fired = first_failure(  # in the order of CHANGEPOINT_REASONS
+        CHANGEPOINT_REASONS,
+        prob >= config.threshold,
+        armed,
+        t - state.t_last_fire >= config.cooldown,
+    )
+    joint, head, belief = (state.joint, state.head, state.belief) if filtered is None else filtered
     new_state = ChangePointState(
         joint,
         head,
-        step.post,
-        armed and not fired,
-        t if fired else state.t_last_fire,
+        belief,
+        armed & logical_not(fired),
+        where(fired, t, state.t_last_fire),
         state.num_fires + fired,
     )
     return new_state, ChangePointInfo(prob, switch_prob, fired, reason)
 
 
-def changepoint_notify_replanned(state: ChangePointState, t: int) -> ChangePointState:
-    """Start the change-point cooldown at step ``t``."""
-    return state._replace(t_last_fire=t)
+def changepoint_notify_replanned(state: ChangePointState, t: int, when=True) -> ChangePointState:
+    """Start the change-point cooldown at step ``t`` (only where ``when`` holds: a bool,
+    or a ``[C]`` mask over configurations)."""
+    if when is True:
+        return state._replace(t_last_fire=t)
+    return state._replace(t_last_fire=where(when, t, state.t_last_fire))
+
+
+def gate_interrupt(mode: str, sm_interrupt, cp_fired, ego_active=True):
+    """Whether the gate chosen by ``mode`` interrupts (scalars or ``[C]`` arrays):
+    ``"stable_map"``: the stable-MAP interrupt; ``"changepoint"``: a change-point firing
+    while the ego is active; ``"either"``: one or the other (then both cooldowns restart,
+    see :func:`beliefgate.beliefs.core.advance`)."""
+    if mode == "stable_map":
+        return sm_interrupt
+    if mode == "changepoint":
+        return cp_fired & ego_active
+    if mode == "either":
+        return sm_interrupt | (cp_fired & ego_active)
+    raise InvalidParameterError(f"unknown gate mode {mode!r}; use 'stable_map', 'changepoint' or 'either'")
 
 
 __all__ = [
@@ -349,7 +512,14 @@ __all__ = [
     "StableMapConfig",
     "StableMapState",
     "StableMapInfo",
+    "STABLE_MAP_REASONS",
+    "CHANGEPOINT_REASONS",
+    "where",
+    "logical_not",
+    "exp",
+    "first_failure",
     "stable_map_init",
+    "stable_map_decide",
     "stable_map_update",
     "stable_map_notify_replanned",
     "HazardStep",
@@ -361,5 +531,7 @@ __all__ = [
     "changepoint_init",
     "changepoint_joint",
     "changepoint_update",
+    "changepoint_decide",
+    "gate_interrupt",
     "changepoint_notify_replanned",
 ]

@@ -1,0 +1,230 @@
+"""Replaying ``C`` configurations on logged episodes: the batched gate decision over a
+belief trace, the column-wise switch scores and :func:`evaluate_configs`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from beliefgate.beliefs.errors import BeliefInputError
+from beliefgate.beliefs.gates import (
+    ChangePointState,
+    changepoint_decide,
+    changepoint_notify_replanned,
+    gate_interrupt,
+    stable_map_decide,
+    stable_map_init,
+    stable_map_notify_replanned,
+)
+from beliefgate.eval.sensitivity.configs import ConfigTable, DecisionColumns
+from beliefgate.eval.sensitivity.errors import SensitivityError
+from beliefgate.eval.sensitivity.ranges import BELIEF_PARAMS
+from beliefgate.eval.sensitivity.traces import BeliefTrace, LoggedEpisode, belief_params, belief_trace
+
+#: Outputs measured per configuration, with their display labels.
+OUTPUTS: Dict[str, str] = {
+    "interrupts_per_episode": "interrupts / episode",
+    "detection_delay": "detection delay (steps)",
+    "false_alarms_per_100": "false alarms / 100 steps",
+    "detection_rate": "detection rate",
+    "map_accuracy": "MAP accuracy",
+    "mean_confidence": "mean confidence",
+}
+#: Outputs that need the logs' ground truth.
+TRUTH_OUTPUTS = ("detection_delay", "false_alarms_per_100", "detection_rate", "map_accuracy")
+
+
+# --------------------------------------------------------------------------- the batched gate
+
+GATE_MODES = ("stable_map", "changepoint", "either")
+
+
+def vectorised_interrupts(trace: BeliefTrace, dec: DecisionColumns, mode: str = "stable_map") -> np.ndarray:
+    """Interrupts of ``C`` gate configurations on one belief sequence: bool[T, C].
+
+    The gate's own decision rules (:func:`beliefgate.beliefs.gates.stable_map_decide`,
+    :func:`~beliefgate.beliefs.gates.changepoint_decide`, the mode by
+    :func:`~beliefgate.beliefs.gates.gate_interrupt`) stepped once per step of the
+    trace with every configuration field and counter a ``[C]`` array, the ego always
+    active and a replan after every interrupt (both cooldowns restart, as
+    :meth:`Gate.notify_replanned <beliefgate.beliefs.gate.Gate.notify_replanned>` does in
+    :func:`beliefgate.eval.replay.replay`). Column ``c`` equals the scalar gate run with
+    configuration ``c`` (``tests/test_sensitivity.py``).
+    """
+    if mode not in GATE_MODES:
+        raise SensitivityError(f"unknown gate mode {mode!r}; use one of {', '.join(GATE_MODES)}")
+    T, C = len(trace), len(dec)
+    out = np.zeros((T, C), dtype=bool)
+    if T == 0 or C == 0:
+        return out
+    use_sm, use_cp = mode != "changepoint", mode != "stable_map"
+    sm_config, cp_config = dec.stable_map, dec.changepoint
+    sm_state = stable_map_init()                     # scalar start values broadcast to [C]
+    cp_state = ChangePointState(None, 0, None)      # counters only: the trace holds the filter's statistic
+    map_skill = (trace.map_skill if trace.map_skill is not None else np.full(T, -1)).tolist()
+    stable, conf, ratio, weight = (a.tolist() for a in (trace.stable, trace.conf, trace.log_ratio, trace.weight))
+    cp_prob = trace.cp_prob.tolist()
+    sm_fired = cp_fired = False
+    with np.errstate(invalid="ignore"):  # lambda = 0 times r = -inf is NaN; the rule selects 0 there
+        for t in range(T):
+            if use_sm:
+                sm_state, sm_info = stable_map_decide(sm_config, sm_state, t, map_skill[t], conf[t], stable[t],
+                                                      ratio[t], weight[t])
+                sm_fired = sm_info.interrupt
+            if use_cp:
+                cp_state, cp_info = changepoint_decide(cp_config, cp_state, t, cp_prob[t])
+                cp_fired = cp_info.fired
+            interrupt = gate_interrupt(mode, sm_fired, cp_fired)
+            if interrupt is False:
+                continue
+            out[t] = interrupt
+            # the ego replans on every interrupt: both cooldowns start at t
+            sm_state = stable_map_notify_replanned(sm_state, t, interrupt)
+            cp_state = changepoint_notify_replanned(cp_state, t, interrupt)
+    return out
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+@dataclass
+class _Totals:
+    """Per-configuration accumulators (arrays of shape [C])."""
+
+    n: int
+    episodes: int = 0
+    interrupts: np.ndarray = None
+    switches: int = 0
+    detected: np.ndarray = None
+    delay_sum: np.ndarray = None
+    false_alarms: np.ndarray = None
+    truth_steps: int = 0
+    map_correct: np.ndarray = None
+    map_known: np.ndarray = None
+    conf_sum: np.ndarray = None
+    steps: int = 0
+
+    def __post_init__(self):
+        z = lambda: np.zeros(self.n)  # noqa: E731
+        self.interrupts, self.detected, self.delay_sum, self.false_alarms = z(), z(), z(), z()
+        self.map_correct, self.map_known, self.conf_sum = z(), z(), z()
+
+    def outputs(self) -> Dict[str, np.ndarray]:
+        nan = np.full(self.n, math.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return {
+                "interrupts_per_episode": self.interrupts / max(self.episodes, 1),
+                "detection_delay": self.delay_sum / self.switches if self.switches else nan,
+                "false_alarms_per_100": 100.0 * self.false_alarms / self.truth_steps if self.truth_steps else nan,
+                "detection_rate": self.detected / self.switches if self.switches else nan,
+                "map_accuracy": np.where(self.map_known > 0, self.map_correct / np.maximum(self.map_known, 1), nan),
+                "mean_confidence": self.conf_sum / max(self.steps, 1),
+            }
+
+
+def score_configs(alarms: np.ndarray, hidden: np.ndarray, window: int):
+    """:func:`~beliefgate.eval.replay.score_switches` for every column of ``alarms``
+    (bool[T, C]) at once: ``(detected, delay_sum, false_alarms)``, each float[C]."""
+    T, C = alarms.shape
+    detected, delay_sum = np.zeros(C), np.zeros(C)
+    covered = np.zeros(T, dtype=bool)
+    for s in np.flatnonzero(hidden):
+        win = alarms[s:s + window]
+        hit = win.any(axis=0)
+        detected += hit
+        delay_sum += np.where(hit, win.argmax(axis=0), window)
+        covered[s:s + window] = True
+    false_alarms = alarms[~covered].sum(axis=0).astype(float)
+    return detected, delay_sum, false_alarms
+
+
+def evaluate_configs(episodes: Sequence[LoggedEpisode], configs: ConfigTable, window: int = 10,
+                     progress: Optional[Callable[[int, int, str], None]] = None) -> Dict[str, np.ndarray]:
+    """Replay every episode under every configuration; returns ``OUTPUTS`` -> float[C].
+
+    One belief pass per (belief group, episode), then :func:`vectorised_interrupts`
+    over the group's configurations. Detection scores pool all switches and steps
+    of the episodes that carry ground truth (a missed switch counts ``window``).
+    """
+    if not episodes:
+        raise SensitivityError("no episodes to replay")
+    if window < 1:
+        raise SensitivityError(f"detection window must be >= 1, got {window}")
+    C = len(configs)
+    base = configs.base
+    totals = _Totals(C)
+    groups = configs.belief_groups()
+    # evidence keys outermost so that each episode's evidence is computed once per (beta, epsilon)
+    order = sorted(groups, key=lambda k: (k[BELIEF_PARAMS.index("beta")], k[BELIEF_PARAMS.index("epsilon")]))
+    jobs = len(order) * len(episodes)
+    done = 0
+    beta_i, eps_i = BELIEF_PARAMS.index("beta"), BELIEF_PARAMS.index("epsilon")
+    last_evidence_key = None
+    for key in order:
+        idx = groups[key]
+        dec = configs.decision_columns(idx)
+        bparams = belief_params(base, key)
+        ekey = (key[beta_i], key[eps_i])
+        base_ekey = (float(base.beta), float(base.epsilon))
+        if last_evidence_key is not None and ekey != last_evidence_key and last_evidence_key != base_ekey:
+            for ep in episodes:  # free the previous (beta, epsilon)'s evidence (the base's stays cached)
+                ep._evidence.pop((float(last_evidence_key[0]), float(last_evidence_key[1])), None)
+        last_evidence_key = ekey
+        for ep in episodes:
+            if progress is not None:
+                progress(done, jobs, f"{Path(ep.name).name} ({len(idx)} configs)")
+            try:
+                trace = belief_trace(ep.evidence(*ekey), ep.skill_names, bparams)
+            except BeliefInputError as exc:
+                changed = {n: v for n, v in zip(BELIEF_PARAMS, key) if v != getattr(base, n)}
+                raise SensitivityError(f"{ep.name}: the belief pass failed with {changed or 'the base parameters'}: "
+                                       f"{exc}") from exc
+            alarms = vectorised_interrupts(trace, dec, base.gate)
+            totals.interrupts[idx] += alarms.sum(axis=0)
+            totals.conf_sum[idx] += float(trace.post_conf.sum())
+            if ep.has_truth:
+                det, dsum, fa = score_configs(alarms, ep.hidden, window)
+                totals.detected[idx] += det
+                totals.delay_sum[idx] += dsum
+                totals.false_alarms[idx] += fa
+                known = ep.truth >= 0
+                totals.map_correct[idx] += float(np.sum(trace.post_map[known] == ep.truth[known]))
+                totals.map_known[idx] += float(known.sum())
+            done += 1
+    for ep in episodes:
+        totals.episodes += 1
+        totals.steps += ep.steps
+        if ep.has_truth:
+            totals.switches += int(ep.hidden.sum())
+            totals.truth_steps += ep.steps
+    if progress is not None:
+        progress(jobs, jobs, "done")
+    return totals.outputs()
+
+
+def count_belief_passes(configs: ConfigTable, episodes: int) -> int:
+    """How many scalar belief passes :func:`evaluate_configs` will run."""
+    return len(configs.belief_groups()) * episodes
+
+
+def _available(episodes: Sequence[LoggedEpisode]) -> List[str]:
+    truth = any(ep.has_truth for ep in episodes)
+    switches = any(ep.has_truth and ep.hidden.any() for ep in episodes)
+    out = []
+    for k in OUTPUTS:
+        if k in TRUTH_OUTPUTS and not truth:
+            continue
+        if k in ("detection_delay", "detection_rate") and not switches:
+            continue
+        out.append(k)
+    return out
+
+
+
+
+__all__ = ["OUTPUTS", "TRUTH_OUTPUTS", "vectorised_interrupts", "score_configs", "evaluate_configs",
+           "count_belief_passes"]
