@@ -480,3 +480,31 @@ def test_report_with_kappa_and_gate_fields_in_browser(browser, episode_log, tmp_
     assert count("rect.fallback") == 2
     browser.execute_script("window.beliefgateReport.seek(40)")
     assert "planner: timeout (deadline)" in browser.find_element(By.ID, "step-table").text
+
+
+def test_play_game_person_in_seat_zero(tmp_path):
+    from beliefgate.viewer.play import PlayGame, PlaySettings
+
+    game = PlayGame(PlaySettings(agent=AGENT, human_seat=0, horizon=3, log=tmp_path / "s0.jsonl"),
+                    tmp_path / "s0.jsonl")
+    game.press("east")
+    for _ in range(3):
+        m = game.tick()
+    assert game.finished and game.summary["ended"] == "horizon" and m["belief"] is not None
+    traj = read_log(tmp_path / "s0.jsonl")
+    assert traj.header.seat == 1 and traj.header.agents == ["human", AGENT]
+    assert [r.actions[0] for r in traj.steps] == [2, 4, 4] and traj.steps[0].info[0]["input"] == "key"
+    assert traj.steps[0].skills[0] is None and traj.steps[0].skills[1] is not None
+
+
+def test_play_cli_rejects_bad_settings_before_serving(tmp_path):
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+
+    runner = CliRunner()
+    for args, needle in ((["--tick-hz", "100"], "tick rate"), (["--agent", "no-such-agent"], "no-such-agent"),
+                         (["--layout", "nowhere"], "nowhere")):
+        res = runner.invoke(app, ["play", "--log", f"{tmp_path}/", *args])
+        assert res.exit_code == 2 and needle in res.output, res.output
+    assert list(tmp_path.iterdir()) == []  # nothing was started or written
