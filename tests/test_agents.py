@@ -142,3 +142,114 @@ def test_full_has_a_lower_gap_rate_than_no_replan_on_switching_partners(tmp_path
     diff = paired_bootstrap(full, base, "gap_rate")
     assert diff.pairs >= 190
     assert diff.hi < 0, diff
+
+
+# ----------------------------------------------------------------------- the agent table
+def test_listing_agents_imports_no_agent_code_and_bc_registers_nothing():
+    import subprocess
+    import sys
+
+    code = ("import sys; from beliefgate.agents import registry as r; names = r.agent_names(); "
+            "assert 'bc' in names and 'policy-tree' not in names; "
+            "print(sorted(m for m in sys.modules if m.startswith('beliefgate.agents.') or m == 'beliefgate.eval.episode'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['beliefgate.agents.registry']"
+    # importing bc no longer touches the registry (the cycle bc -> registry -> episode -> registry is gone)
+    code = "import sys, beliefgate.agents.bc; print('beliefgate.agents.registry' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_agent_names_and_options_are_checked_by_the_table():
+    from beliefgate.agents.registry import AgentNameError, GateParamsNotUsedError, parse_name, uses_llm
+    from beliefgate.beliefs.gate import GateParams
+    from beliefgate.errors import InputError
+
+    assert parse_name("periodic-7") == ("periodic", "7") and parse_name("bayes-belief") == ("bayes-belief", None)
+    assert make_agent("periodic").period == 10
+    for bad in ("periodic-0", "proagent:x", "periodic:3", "bayes-belief-3", "bayes-belief:"):
+        with pytest.raises(InputError):
+            make_agent(bad)
+    with pytest.raises(AgentNameError, match="does not use an LLM"):
+        make_agent("balanced", llm=object())
+    with pytest.raises(GateParamsNotUsedError):
+        make_agent("proagent", gate_params=GateParams())
+    with pytest.raises(GateParamsNotUsedError):
+        make_agent("bayes-belief:no_belief", gate_params=GateParams())
+    assert make_agent("periodic-3", gate_params=GateParams(hazard=0.2)).params.hazard == 0.2
+    assert uses_llm("llm-judge") and not uses_llm("bc") and not uses_llm("plater")
+
+
+def test_a_table_row_is_one_line_with_a_lazily_imported_factory(monkeypatch):
+    from beliefgate.agents import registry as R
+    from beliefgate.errors import RuntimeFailure
+
+    monkeypatch.setitem(R.AGENTS, "slow-periodic", R.AgentEntry(
+        "slow-periodic", "beliefgate.agents.planning:periodic_agent", "every N steps", option="number", llm=True))
+    assert make_agent("slow-periodic-40").period == 40 and "slow-periodic" in R.agent_names()
+    monkeypatch.setitem(R.AGENTS, "ghost", R.AgentEntry("ghost", "beliefgate.no_such_module:make", "missing"))
+    with pytest.raises(RuntimeFailure, match="not part of this installation"):
+        make_agent("ghost")
+
+
+# ----------------------------------------------------------------------- fallbacks, counted
+class RoleScript:
+    """A ChatModel double answering by role: a list of replies (or exceptions) per role, the last repeated."""
+
+    def __new__(cls, **script):
+        from beliefgate.planners.model import ChatModel, ModelResponse
+
+        class _Model(ChatModel):
+            def __init__(self):
+                self.script = {role: list(items) for role, items in script.items()}
+                self.calls = []
+
+            def get_response(self, system_instructions, input, *, role="planner", output_schema=None):
+                self.calls.append(role)
+                items = self.script[role]
+                item = items.pop(0) if len(items) > 1 else items[0]
+                if isinstance(item, Exception):
+                    raise item
+                return ModelResponse(item)
+
+        return _Model()
+
+
+def test_judge_fallbacks_reach_the_log_and_the_summary():
+    from beliefgate.planners.errors import LLMUnavailableError
+
+    model = RoleScript(planner=["1"],  # the first feasible skill: always an allowed answer
+                       judge=["maybe", LLMUnavailableError("server down")])
+    result = run_episode("cramped_room", "llm-judge", "onion-sourcer", seed=0, horizon=60, llm=model)
+    judged = model.calls.count("judge")
+    assert judged >= 2
+    counts = result.summary["fallback_counts"]
+    assert counts["by_role"]["judge"] == judged == result.summary["fallbacks"] and counts["by_role"]["planner"] == 0
+    assert counts["by_reason"]["unusable_reply"] == 1 and counts["by_reason"]["unavailable"] == judged - 1
+    events = [e for row in result.trajectory.steps for e in row.info[0]["fallback_events"]]
+    assert [e["reason"] for e in events if e["role"] == "judge"][:2] == ["unusable_reply", "unavailable"]
+    assert result.trajectory.steps[-1].info[0]["fallbacks_by_role"]["judge"] == judged
+    assert result.summary["llm_calls"] == model.calls.count("planner") + 1  # one judge answer ("maybe")
+    metrics = episode_metrics(result.trajectory)
+    assert metrics["fallbacks_judge"] == judged and metrics["fallback_unavailable"] == judged - 1
+
+
+def test_hypothesis_fallbacks_are_counted_and_keep_the_store():
+    model = RoleScript(planner=["1"], hypothesis=["no idea"])
+    result = run_episode("cramped_room", "hypothetical-minds", "onion-sourcer", seed=0, horizon=20, llm=model)
+    asked = model.calls.count("hypothesis")
+    assert asked >= 1 and result.summary["fallback_counts"]["by_role"]["hypothesis"] == asked
+    events = [e for row in result.trajectory.steps for e in row.info[0]["fallback_events"]]
+    assert len(events) == asked and {e["role"] for e in events} == {"hypothesis"}
+    assert all(e["reason"] == "unusable_reply" and "no usable answer" in e["detail"] for e in events)
+    assert episode_metrics(result.trajectory)["fallbacks_hypothesis"] == asked
+
+
+def test_planner_fallback_decision_carries_its_reason():
+    from beliefgate.planners.errors import CircuitOpenError
+    from beliefgate.planners.llm import LLMPlanner
+
+    model = RoleScript(planner=[CircuitOpenError("open")])
+    d = LLMPlanner(model).choose(_input(None, {"pickup_dish": 1.0}))
+    assert d.source == "fallback" and d.fallback.reason == "breaker_open" and d.fallback.role == "planner"
+    assert d.skill == "pickup_dish" and d.attempts == 0

@@ -121,3 +121,46 @@ def test_interrupted_run_keeps_written_steps(tmp_path, monkeypatch):
         run_episode("cramped_room", "balanced", "balanced", seed=0, horizon=100, log_path=path)
     partial = read_log(path, allow_incomplete=True)
     assert len(partial.steps) == 24 and not partial.complete
+
+
+def test_eval_report_has_a_fallbacks_column_and_the_reasons():
+    from beliefgate.eval import metrics as M
+    from beliefgate.eval.report import build_report
+
+    rows = []
+    for agent, fell in (("bayes-belief", 0.0), ("llm-judge", 3.0)):
+        for seed in range(3):
+            row = {k: float("nan") for k in M.METRICS}
+            row.update(agent=agent, layout="cramped_room", partner="plater", group="logistics", seed=seed, seat=0,
+                       horizon=40, version="x", reward=10.0 + seed, gap_rate=0.2, replans=1.0, fallbacks=fell,
+                       fallbacks_planner=0.0, fallbacks_judge=fell, fallbacks_hypothesis=0.0,
+                       **{f"fallback_{r}": 0.0 for r in ("unusable_reply", "bad_response", "unavailable", "rejected",
+                                                         "budget", "breaker_open", "other")},
+                       fallback_deadline=fell)
+            rows.append(row)
+    text, _ = build_report(rows, n_boot=200)
+    table2 = text.split("## Table 2")[1].split("## Table 3")[0]
+    assert "fallbacks ↓" in next(line for line in table2.splitlines() if line.startswith("| layout"))
+    section = text.split("## LLM fallbacks")[1].split("## ")[0]
+    header = next(line for line in section.splitlines() if line.startswith("| condition"))
+    assert "deadline" in header and "unavailable" not in header  # only the reasons that occurred
+    judge = next(line for line in section.splitlines() if line.startswith("| llm-judge"))
+    assert judge.split("|")[3].strip() == "3.0"
+    # nothing fell back: no section, and old tables without the columns still report
+    text, _ = build_report([{k: v for k, v in r.items() if not k.startswith("fallback")} | {"fallbacks": 0.0}
+                            for r in rows], n_boot=200)
+    assert "## LLM fallbacks" not in text
+
+
+def test_fallback_metrics_from_a_log_without_events_are_unknown_per_reason():
+    from beliefgate.eval.metrics import fallback_counts
+
+    traj = run_episode("cramped_room", "bayes-belief", "balanced", seed=0, horizon=5).trajectory
+    counts = fallback_counts(traj)
+    assert counts["fallbacks"] == 0 and all(v == 0 for v in counts.values())
+    for row in traj.steps:  # an older log: a cumulative counter only
+        row.info[0].pop("fallback_events")
+        row.info[0]["fallbacks"] = 2
+    traj.final = None
+    counts = fallback_counts(traj)
+    assert counts["fallbacks"] == 2 and all(v != v for k, v in counts.items() if k != "fallbacks")

@@ -92,6 +92,8 @@ class LLMConfig(BaseModel):
     base_url: str
     model: str = Field(min_length=1)
     timeout_s: float = Field(30.0, gt=0)
+    deadline_s: float = Field(60.0, gt=0)          # one call, all retries included
+    budget_s: Optional[float] = Field(None, gt=0)  # LLM wall time per episode
     max_retries: int = Field(3, ge=0)
     cache_dir: Optional[str] = None
 
@@ -173,6 +175,10 @@ class GridSpec(BaseModel):
         data["partners"] = [e.model_dump(mode="json") for e in self.partner_entries]
         if data.get("gate") is None:  # a grid without gate overrides keeps its former digest
             data.pop("gate", None)
+        if data.get("llm"):  # so does an llm block that leaves the newer deadline/budget at their defaults
+            for key in ("deadline_s", "budget_s"):
+                if data["llm"].get(key) == LLMConfig.model_fields[key].default:
+                    data["llm"].pop(key)
         return data
 
     def gate_params(self):
@@ -485,8 +491,7 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
         from beliefgate.planners.errors import PlannerConfigError
 
         try:
-            LLMSettings(base_url=spec.llm.base_url, model=spec.llm.model, timeout_s=spec.llm.timeout_s,
-                        max_retries=spec.llm.max_retries, cache_dir=spec.llm.cache_dir)
+            LLMSettings(**spec.llm.model_dump())
         except PlannerConfigError as exc:
             raise GridError(f"llm: {exc}") from None
         llm_agents = [a for a in spec.agents if uses_llm(expand(a, layouts[0]))]

@@ -35,11 +35,14 @@ from beliefgate.envs.overcooked.layouts import DIRECTIONS, layout_info
 from beliefgate.envs.overcooked.tables import INTERACT
 from beliefgate.envs.trajlog import Trajectory
 from beliefgate.errors import InputError
+from beliefgate.planners.errors import FALLBACK_REASONS
+from beliefgate.planners.fallbacks import ROLES
 from beliefgate.eval.replay import ReplayResult, replay
 from beliefgate.skills import load_builtin
 
 #: bump when a definition changes: stored metric rows of another version are recomputed
-METRICS_VERSION = 1
+#: (2: the fallback columns)
+METRICS_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,11 @@ METRICS: Dict[str, MetricInfo] = {
     "blocking_rate": MetricInfo("MB", "lower", "ego steps whose move the partner blocked"),
     "intent_accuracy": MetricInfo("IA", "higher", "ego's own partner-skill prediction is right"),
     "abandoned": MetricInfo("Σ⁻", "lower", "ego sub-tasks abandoned per episode"),
+    "fallbacks": MetricInfo("fallbacks", "lower", "ego LLM fallbacks per episode, all roles"),
+    **{f"fallbacks_{role}": MetricInfo(f"fb {role}", "lower", f"ego {role} fallbacks per episode")
+       for role in ROLES},
+    **{f"fallback_{reason}": MetricInfo(f"fb {reason}", "lower", f"ego fallbacks for reason {reason} per episode")
+       for reason in FALLBACK_REASONS},
     "steps": MetricInfo("steps", "", "logged steps"),
 }
 
@@ -157,6 +165,35 @@ def llm_calls(traj: Trajectory) -> int:
 def llm_calls_per_step(traj: Trajectory) -> float:
     """LLM calls per agent-step, c/s: ``llm_calls(traj)`` divided by the number of logged ego steps."""
     return _nan_ratio(llm_calls(traj), len(traj.steps))
+
+
+def fallback_counts(traj: Trajectory) -> Dict[str, float]:
+    """The ego's LLM fallbacks: ``fallbacks`` (total), ``fallbacks_<role>`` and ``fallback_<reason>``.
+
+    Counted from the ``fallback_events`` of the ego's logged info (one event per planner
+    decision, judge or hypothesis call that fell back, with its role and reason). A log
+    without any ``fallback_events`` (an older log) gives the total from the ego's cumulative
+    ``fallbacks`` counter and NaN per role and reason (unknown); an agent that calls no
+    model has zero everywhere.
+    """
+    seat = traj.header.seat
+    infos = [row.info[seat] for row in traj.steps if seat < len(row.info)]
+    roles = {f"fallbacks_{r}": 0.0 for r in ROLES}
+    reasons = {f"fallback_{r}": 0.0 for r in FALLBACK_REASONS}
+    if not any("fallback_events" in i for i in infos):
+        nan = float("nan")
+        total = float(_ego_counter(traj, "fallbacks"))
+        return {"fallbacks": total, **{k: (0.0 if total == 0 else nan) for k in (*roles, *reasons)}}
+    total = 0
+    for info in infos:
+        for event in info.get("fallback_events") or ():
+            total += 1
+            role, reason = f"fallbacks_{event.get('role')}", f"fallback_{event.get('reason')}"
+            if role in roles:
+                roles[role] += 1
+            if reason in reasons:
+                reasons[reason] += 1
+    return {"fallbacks": float(total), **roles, **reasons}
 
 
 # --------------------------------------------------------------------------- partner beliefs
@@ -355,6 +392,7 @@ def episode_metrics(traj: Trajectory, reference: Optional[ReplayResult] = None,
         "blocking_rate": blocking_rate(traj),
         "intent_accuracy": partner_intent_accuracy(traj),
         "abandoned": subtasks_abandoned(traj),
+        **fallback_counts(traj),
         "steps": len(traj.steps),
     }
     return {k: float(v) for k, v in out.items()}

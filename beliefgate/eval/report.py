@@ -9,7 +9,10 @@ A *condition* is an ego agent of the grid; a *setting* is a layout x partner gro
 * Table 3 -- the BayesBelief ablations (``full``, ``no_replan``, ``no_prompt``,
   ``no_belief``): reward by setting;
 * Table 4 -- replanning triggers (``full``, ``periodic-N``, ``completion-held``,
-  ``llm-judge``): reward / replans per episode by setting.
+  ``llm-judge``): reward / replans per episode by setting;
+* LLM fallbacks -- per condition, fallbacks per episode by role (planner, judge,
+  hypothesis) and their reasons (unusable reply, bad response, unavailable, rejected,
+  deadline, budget, breaker open), when any episode fell back.
 
 Each table is followed by the paired differences *condition − baseline* with a
 95% bootstrap interval (:func:`paired_bootstrap`), and a sentence naming the
@@ -38,12 +41,14 @@ import numpy as np
 
 from beliefgate.errors import InputError
 from beliefgate.eval.metrics import METRICS
+from beliefgate.planners.errors import FALLBACK_REASONS
+from beliefgate.planners.fallbacks import ROLES
 
 Row = Dict[str, Any]
 PAIR_KEYS = ("layout", "partner", "seat", "seed")
 ABLATIONS = ("full", "no_replan", "no_prompt", "no_belief")
 MECHANISM = ("map_accuracy", "gap_rate", "comp3", "duplicate_rate", "intent_accuracy", "failed_interaction_rate",
-             "blocking_rate", "abandoned", "replans", "llm_calls_per_step")
+             "blocking_rate", "abandoned", "replans", "llm_calls_per_step", "fallbacks")
 
 
 class ReportError(InputError):
@@ -134,7 +139,8 @@ def paired_bootstrap(cond: Iterable[Row], base: Iterable[Row], metric: str, unit
 def _fmt(metric: str, value: float, signed: bool = False) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
-    digits = 1 if metric in ("reward", "replans", "deliveries", "abandoned", "llm_calls", "steps") else 2
+    digits = 1 if metric in ("reward", "replans", "deliveries", "abandoned", "llm_calls", "steps") \
+        or metric.startswith("fallback") else 2
     if metric == "llm_calls_per_step":
         digits = 3
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
@@ -201,6 +207,8 @@ class Report:
         if self.baseline not in self.conditions:
             raise ReportError(f"baseline {self.baseline!r} is not a condition of these results; "
                               f"choose from: {', '.join(self.conditions)}")
+        # a table written before a metric existed (e.g. the fallback columns) reports it as undefined
+        rows = [{**{m: float("nan") for m in METRICS if m not in r}, **r} for r in rows]
         self.rows, self.n_boot, self.seed, self.unit, self.level = rows, n_boot, seed, unit, level
         self.title, self.source, self.description = title, source, description.strip()
         self.layouts = list(dict.fromkeys(r["layout"] for r in rows))
@@ -352,6 +360,28 @@ class Report:
         out += self._diff_table(conds, "replans")
         return out
 
+    def fallback_table(self) -> List[str]:
+        """Fallbacks per episode by condition, role and reason (empty when nothing fell back)."""
+        def values(c: str, m: str) -> List[float]:
+            return self._values(c, m)
+
+        if not any(_nanmean(values(c, "fallbacks")) > 0 for c in self.conditions):
+            return []
+        reasons = [r for r in FALLBACK_REASONS
+                   if any(_nanmean(values(c, f"fallback_{r}")) > 0 for c in self.conditions)]
+        out = ["## LLM fallbacks", "",
+               "Mean per episode of the ego's model calls that fell back to the offline rule, by the role that "
+               "called (planner, judge, hypothesis) and by reason; the reasons are in every episode log "
+               "(`fallback_events`).", ""]
+        header = ["condition", "episodes", "fallbacks"] + [f"{role}" for role in ROLES] + reasons
+        rows = []
+        for c in self.conditions:
+            total = values(c, "fallbacks")
+            rows.append([c, str(len(self._select(c))), _fmt("fallbacks", _nanmean(total))]
+                        + [_fmt("fallbacks", _nanmean(values(c, f"fallbacks_{role}"))) for role in ROLES]
+                        + [_fmt("fallbacks", _nanmean(values(c, f"fallback_{r}"))) for r in reasons])
+        return out + [_table(header, rows), ""]
+
     def headline(self) -> List[str]:
         """Replans per episode of full vs periodic-10 vs completion-held; gap rate of full vs no_replan."""
         def find(kind: str, name: Optional[str] = None) -> Optional[str]:
@@ -397,8 +427,9 @@ class Report:
                  f"{'seeds' if self.unit == 'seed' else 'episodes'} ({self.n_boot} resamples, seed {self.seed}). "
                  "An interval that includes zero is marked † and listed below its table; as the intervals are not "
                  "corrected for multiple comparisons, read them only as including zero or not.", ""]
+        fallbacks = self.fallback_table()
         parts = intro + self.headline() + [""] + self.table1() + [""] + self.table2() + [""] + self.table3() + \
-            [""] + self.table4() + ["", "## Metric definitions", ""]
+            [""] + self.table4() + ([""] + fallbacks if fallbacks else []) + ["", "## Metric definitions", ""]
         parts += [f"- **{info.label}** (`{name}`{', ' + info.better + ' is better' if info.better else ''}): "
                   f"{info.description}." for name, info in METRICS.items() if name != "steps"]
         parts += ["", "Exact definitions: `beliefgate/eval/metrics.py` and docs/eval.md."]

@@ -446,9 +446,7 @@ def run_grid(grid: GridSpec | ResolvedGrid, out: str | Path, executor=None, prog
     todo = [st.spec for st in states if st.status == "run"]
     llm_settings = None
     if spec.llm is not None:
-        llm_settings = {"base_url": spec.llm.base_url, "model": spec.llm.model, "timeout_s": spec.llm.timeout_s,
-                        "max_retries": spec.llm.max_retries, "cache_dir": spec.llm.cache_dir,
-                        "api_key": api_key or "not-needed"}
+        llm_settings = {**spec.llm.model_dump(), "api_key": api_key or "not-needed"}
     tasks = [EpisodeTask(ep, llm_settings if ep.llm_model is not None else None) for ep in todo]
     executor = executor or InlineExecutor()
     summary.executor = executor.description
