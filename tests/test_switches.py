@@ -189,6 +189,11 @@ def test_benchmark_on_recorded_episodes_gates_beat_naive():
         mine = stable_map_alarms(b, params.tau_obs, params.confidence_floor, params.n_stable, params.cooldown)
         assert np.array_equal(mine, b.interrupt)
         assert np.array_equal(threshold_alarms(b.cp_prob, params.cp_threshold, params.cp_release), b.changepoint)
+    # the "action" reference's ratio is the recorded log_l_action; the belief itself does not depend on it
+    for tr, b in zip(traces, beliefs):
+        a = sw.gate_pass(tr, params.replace(reference="action"))
+        assert np.allclose(a.log_l, b.log_l_action) and np.array_equal(a.map_skill, b.map_skill)
+        assert np.allclose(a.cp_prob, b.cp_prob)
     bench = sw.evaluate_traces(traces, params, n_boot=200, beliefs=beliefs)
     assert set(bench.sweeps) == set(sw.METHODS)
     gate = bench.sweeps["stable-MAP gate"].operating_point

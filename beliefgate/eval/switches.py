@@ -31,7 +31,7 @@ import hashlib
 import json
 import math
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -389,8 +389,8 @@ def run_benchmark(params=None, layouts: Sequence[str] = DEFAULT_LAYOUTS, partner
 # ------------------------------------------------------------------------------------ tuning
 #: the tuning grid: belief settings need a gate pass each (beta/epsilon also new evidence);
 #: decision settings are replayed on the recorded belief
-TUNE_BELIEF = {"beta_epsilon": [(2.0, 0.1), (1.0, 0.1), (4.0, 0.1), (2.0, 0.05), (4.0, 0.05), (2.0, 0.2)],
-               "hazard": [0.01, 0.02, 0.05, 0.1, 0.2], "reference": ["skill", "action"]}
+TUNE_BELIEF = {"beta_epsilon": [(2.0, 0.1), (1.0, 0.1), (4.0, 0.1), (4.0, 0.05)],
+               "hazard": [0.01, 0.02, 0.05, 0.1], "reference": ["skill", "action"]}
 TUNE_STABLE = {"tau_obs": list(GATE_TAUS), "confidence_floor": [0.5, 0.7, 0.8, 0.9],
                "n_stable": [0, 1, 2, 4], "cooldown": [0, 5, 10]}
 TUNE_CP = {"cp_threshold": list(CP_THRESHOLDS), "release_ratio": [0.5, 0.67, 1.0], "cp_cooldown": [0, 10, 20],
@@ -441,38 +441,43 @@ def tune_gate(layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Seque
         trajs.append((p, sd, run_episode(lay, ego, p, seed=sd, horizon=horizon, seat=0).trajectory))
     rows: List[Dict[str, Any]] = []
     sep = None
-    passes = [(be, h, ref) for be in belief_grid["beta_epsilon"] for h in belief_grid["hazard"]
-              for ref in belief_grid["reference"]]
+    # one gate pass per (beta, epsilon, hazard, cp_horizon): the MAP, its confidence and stability and the
+    # change-point statistic do not depend on the reference, and the "action" reference's log ratio is the
+    # recorded log_l_action (tests/test_switches.py checks both)
+    passes = [(be, h, L) for be in belief_grid["beta_epsilon"] for h in belief_grid["hazard"]
+              for L in cp_grid["cp_horizon"]]
     traces_by_be: Dict[Tuple[float, float], List[EpisodeTrace]] = {}
-    for j, ((beta, eps), hazard, ref) in enumerate(passes):
+    for j, ((beta, eps), hazard, L) in enumerate(passes):
         if progress is not None:
-            progress(j, len(passes), f"beta={beta} eps={eps} hazard={hazard} reference={ref}")
+            progress(j, len(passes), f"beta={beta} eps={eps} hazard={hazard} cp_horizon={L}")
         if (beta, eps) not in traces_by_be:
             ev_params = base.replace(beta=beta, epsilon=eps)
             traces_by_be[(beta, eps)] = [trace_of(t, p, sd, ev_params) for p, sd, t in trajs]
         traces = traces_by_be[(beta, eps)]
         if sep is None:
             sep = separability(traces, window)
-        belief = {"beta": beta, "epsilon": eps, "hazard": hazard, "reference": ref}
-        for L in cp_grid["cp_horizon"]:
-            params = base.replace(beta=beta, epsilon=eps, hazard=hazard, reference=ref, cp_horizon=L)
-            beliefs = [gate_pass(tr, params) for tr in traces]
-            if L == cp_grid["cp_horizon"][0]:
+        params = base.replace(beta=beta, epsilon=eps, hazard=hazard, reference="skill", cp_horizon=L)
+        beliefs = [gate_pass(tr, params) for tr in traces]
+        if L == cp_grid["cp_horizon"][0]:
+            for ref in belief_grid["reference"]:
+                refd = beliefs if ref == "skill" else [replace(b, log_l=b.log_l_action) for b in beliefs]
+                belief = {"beta": beta, "epsilon": eps, "hazard": hazard, "reference": ref}
                 for tau, cf, ns, cd in product(*(stable_grid[k] for k in ("tau_obs", "confidence_floor",
                                                                           "n_stable", "cooldown"))):
                     scores = [score_alarms(stable_map_alarms(b, tau, cf, ns, cd), tr.hidden, window)
-                              for tr, b in zip(traces, beliefs)]
+                              for tr, b in zip(traces, refd)]
                     det, delay, fa = _pooled(scores)
                     rows.append({"gate": "stable_map", **belief, "tau_obs": tau, "confidence_floor": cf,
                                  "n_stable": ns, "cooldown": cd, "detection_rate": det, "mean_delay": delay,
                                  "fa_per_100": fa})
-            for thr, rr, cd in product(*(cp_grid[k] for k in ("cp_threshold", "release_ratio", "cp_cooldown"))):
-                scores = [score_alarms(threshold_alarms(b.cp_prob, thr, thr * rr, cd), tr.hidden, window)
-                          for tr, b in zip(traces, beliefs)]
-                det, delay, fa = _pooled(scores)
-                rows.append({"gate": "changepoint", **belief, "cp_horizon": L, "cp_threshold": thr,
-                             "cp_release": round(thr * rr, 6), "cp_cooldown": cd, "detection_rate": det,
-                             "mean_delay": delay, "fa_per_100": fa})
+        belief = {"beta": beta, "epsilon": eps, "hazard": hazard}
+        for thr, rr, cd in product(*(cp_grid[k] for k in ("cp_threshold", "release_ratio", "cp_cooldown"))):
+            scores = [score_alarms(threshold_alarms(b.cp_prob, thr, thr * rr, cd), tr.hidden, window)
+                      for tr, b in zip(traces, beliefs)]
+            det, delay, fa = _pooled(scores)
+            rows.append({"gate": "changepoint", **belief, "cp_horizon": L, "cp_threshold": thr,
+                         "cp_release": round(thr * rr, 6), "cp_cooldown": cd, "detection_rate": det,
+                         "mean_delay": delay, "fa_per_100": fa})
 
     def best(gate: str) -> Optional[Dict[str, Any]]:
         ok = [r for r in rows if r["gate"] == gate and r["fa_per_100"] <= max_fa]
