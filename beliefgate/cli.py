@@ -87,7 +87,10 @@ def episode(
     llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server for LLM agents "
                                                "(default: $BELIEFGATE_LLM_BASE_URL; none = offline rule planner)"),
     llm_model: Optional[str] = typer.Option(None, help="model name (default: $BELIEFGATE_LLM_MODEL)"),
-    llm_timeout: float = typer.Option(30.0, min=0.1, help="seconds per LLM request"),
+    llm_timeout: float = typer.Option(30.0, min=0.1, help="read timeout of one LLM request attempt, seconds"),
+    llm_deadline: float = typer.Option(60.0, min=0.1, help="wall-clock limit of one LLM call, all retries included"),
+    llm_budget: Optional[float] = typer.Option(None, min=0.1, help="LLM wall time allowed per episode, seconds "
+                                               "(default: no limit); once spent, plans fall back to the rule"),
     llm_cache: Optional[Path] = typer.Option(None, help="directory for an on-disk LLM response cache"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
 ) -> None:
@@ -110,7 +113,8 @@ def episode(
         try:
             llm = LLMClient(LLMSettings(base_url=base_url, model=llm_model or os.environ.get("BELIEFGATE_LLM_MODEL", ""),
                                         api_key=os.environ.get("OPENAI_API_KEY", "not-needed"),
-                                        timeout_s=llm_timeout, cache_dir=str(llm_cache) if llm_cache else None))
+                                        timeout_s=llm_timeout, deadline_s=llm_deadline, budget_s=llm_budget,
+                                        cache_dir=str(llm_cache) if llm_cache else None))
         except PlannerConfigError as exc:
             _fail(str(exc))
     try:
@@ -123,7 +127,7 @@ def episode(
     table = Table(title=f"episode {layout}: {ego} (seat {seat}) + {partner}, seed {seed}")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key in ("deliveries", "reward", "steps", "replans", "llm_calls", "wall_s"):
+    for key in ("deliveries", "reward", "steps", "replans", "llm_calls", "fallbacks", "wall_s"):
         table.add_row(key, str(result.summary[key]))
     if log is not None:
         table.add_row("log", str(log))
