@@ -12,7 +12,8 @@ skill; the same choice lets it run on.
 * A tree call that fails (timeout, violation, bad result) is a *fallback*: the agent keeps
   its running skill (or waits), counts it in ``tree_errors`` / ``fallbacks`` and logs the rule.
 * ``bayes``: ``teammate_last_inferred_skill`` is the belief gate's MAP skill
-  (:meth:`beliefgate.Gate.for_overcooked`) instead of the tree's own previous prediction.
+  (:func:`beliefgate.envs.overcooked.gate.overcooked_gate`, what ``Gate.for_overcooked`` now
+  forwards to) instead of the tree's own previous prediction.
 
 Each step's info carries the tree's prediction as ``partner_map`` (so the partner-intent
 accuracy metric scores it), the chosen skill, whether it was executable, and the decision
@@ -110,9 +111,9 @@ class PolicyTreeAgent:
         self.box.new_episode()
         self.gate = None
         if self.bayes:
-            from beliefgate.beliefs.gate import Gate
+            from beliefgate.envs.overcooked.gate import overcooked_gate
 
-            self.gate = Gate.for_overcooked(layout, self.params, partner=self.partner)
+            self.gate = overcooked_gate(layout, self.params, partner=self.partner)
         self.prev: Optional[SymbolicState] = None
         self.active: Optional[int] = None
         self.mate_completed: Optional[str] = None
@@ -226,7 +227,14 @@ def make_policy_tree_agent(spec: str, llm=None, gate_params=None, **limits) -> P
 
 
 def register_agent() -> None:
-    """Make ``policy-tree:SPEC`` a registered agent name unless the registry already has it."""
+    """Make ``policy-tree:SPEC`` an agent name for ``run_episode`` unless the registry has it.
+
+    A bridge until the registry's table carries the row
+    ``AgentEntry("policy-tree", "beliefgate.policytree.agent:make_policy_tree_agent", ...,
+    option="required", llm=True, gate=True)``; then this does nothing.
+    """
+    import warnings
+
     from beliefgate.agents.registry import agent_names, register
 
     if PREFIX in agent_names():
@@ -237,4 +245,7 @@ def register_agent() -> None:
             raise TreeSpecError(f"{PREFIX} needs a tree: {PREFIX}:PATH or {PREFIX}:PATH:bayes")
         return make_policy_tree_agent(name.split(":", 1)[1], llm)
 
-    register(PREFIX, factory, "an executable policy tree run in the sandbox (PATH[:bayes]; seed:LAYOUT)")
+    with warnings.catch_warnings():  # the run-time row is the documented bridge (see above)
+        warnings.filterwarnings("ignore", "beliefgate.agents.registry.register is deprecated",
+                                DeprecationWarning)
+        register(PREFIX, factory, "an executable policy tree run in the sandbox (PATH[:bayes]; seed:LAYOUT)")

@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 import beliefgate
 from beliefgate.errors import InputError
 from beliefgate.fileio import atomic_write
-from beliefgate.planners.errors import LLMUnavailableError, ModelOutputError, PlannerConfigError
+from beliefgate.planners.errors import ModelOutputError
 from beliefgate.policytree.sandbox import SKILLS, Sandbox, SandboxError
 from beliefgate.policytree.seeds import seed_code, tree_text
 
@@ -135,33 +135,36 @@ class LearnConfig:
 class TreeLLM:
     """The one place the loop talks to a model: every call is counted and saved.
 
-    ``client`` is anything with ``chat(messages, role=..., schema=...) -> str`` (today
-    :class:`beliefgate.planners.client.LLMClient`). Every call appends one JSON line to
-    ``log_path`` (iteration, role, messages, reply or error, latency), so NQ is the number of
-    lines, across resumed sessions.
+    ``model`` is a :class:`~beliefgate.planners.model.ChatModel` (e.g.
+    :class:`~beliefgate.planners.client.LLMClient`); calls go through
+    :func:`beliefgate.planners.model.ask`, which never raises for a model or server fault.
+    Every call appends one JSON line to ``log_path`` (iteration, role, messages, reply, the
+    fallback reason when there was no reply, latency), so NQ is the number of lines, across
+    resumed sessions.
     """
 
-    def __init__(self, client, log_path: Path):
-        self.client = client
+    def __init__(self, model, log_path: Path):
+        self.model = model
         self.log_path = Path(log_path)
         self.session_queries = 0
         self.session_failures = 0
 
     def ask(self, role: str, messages: List[Dict[str, str]], schema: Dict[str, Any], iteration: int) -> Optional[str]:
-        """The model's reply, or None when the server gave none (the error is logged and counted)."""
+        """The model's reply, or None when the server gave none (the reason is logged and counted)."""
+        from beliefgate.planners.model import ask
+
         started = time.perf_counter()
-        reply = error = None
-        try:
-            reply = self.client.chat(messages, role=f"policytree_{role}", schema=schema)
-        except (LLMUnavailableError, PlannerConfigError) as exc:
-            error = str(exc)
+        asked = ask(self.model, messages, str, role=f"policytree_{role}", output_schema=schema)
+        error = None
+        if asked.fallback is not None:
+            error = f"{asked.fallback.reason}: {asked.fallback.detail}"
             self.session_failures += 1
         self.session_queries += 1
         record = {"iteration": iteration, "role": role, "latency_s": round(time.perf_counter() - started, 4),
-                  "messages": messages, "reply": reply, "error": error}
+                  "messages": messages, "reply": asked.value, "error": error}
         with self.log_path.open("a") as fh:
             fh.write(json.dumps(record) + "\n")
-        return reply
+        return asked.value
 
     def queries(self) -> int:
         """NQ so far: every call this run has made (all sessions)."""
@@ -698,8 +701,8 @@ class Learner:
         return self.write_summary()
 
     def write_summary(self) -> Dict[str, Any]:
-        client = self.llm.client
-        ledger = client.ledger.summary() if hasattr(client, "ledger") else {}
+        model = self.llm.model
+        ledger = model.usage_summary() if hasattr(model, "usage_summary") else {}
         nq = self.llm.queries()
         summary = {
             "config": self.cfg.to_dict(), "llm": self.llm_info, "nq": nq,
