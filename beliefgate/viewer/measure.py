@@ -37,7 +37,7 @@ def measure_report(steps: int, seed: int, loads: int, img: Optional[Path], workd
     played = time.perf_counter() - started
     out = workdir / f"report-{steps}.html"
     written = write_report(log, out)
-    driver = headless_chromium(1300, 980)
+    driver = headless_chromium(1300, 1060)
     try:
         opens, walls = [], []
         for _ in range(loads):
