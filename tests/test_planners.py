@@ -167,3 +167,26 @@ def test_loopback_guard_blocks_external_hosts():
 
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("93.184.216.34", 80), timeout=1)
+
+
+@pytest.mark.parametrize("error, reason", [
+    (_err(openai.NotFoundError, 404, "model 'gpt-9' not found"), "rejected"),
+    (_err(openai.AuthenticationError, 401, "bad key"), "rejected"),
+    (_err(openai.InternalServerError, 500), "unavailable"),
+    (openai.APIConnectionError(request=REQ), "unavailable"),
+])
+def test_every_server_fault_is_a_fallback_with_its_reason(error, reason):
+    # a 404 (wrong model name) used to escape as openai.NotFoundError and end the episode
+    c, fake, _ = client(*[error] * 4, max_retries=3)
+    d = LLMPlanner(c).choose(INPUT)
+    assert d.source == "fallback" and d.fallback.reason == reason and d.skill in FEASIBLE
+    assert len(fake.requests) == (1 if reason == "rejected" else 4)
+
+
+def test_settings_keep_the_positional_form_and_name_bad_values():
+    s = LLMSettings("http://127.0.0.1:1/v1", "m", timeout_s=2.0)
+    assert (s.base_url, s.model, s.deadline_s, s.budget_s) == ("http://127.0.0.1:1/v1", "m", 60.0, None)
+    with pytest.raises(PlannerConfigError, match="deadline_s"):
+        LLMSettings(base_url="http://127.0.0.1:1/v1", model="m", deadline_s=0)
+    with pytest.raises(PlannerConfigError, match="breaker_failures"):
+        LLMSettings(base_url="http://127.0.0.1:1/v1", model="m", breaker_failures=-1)

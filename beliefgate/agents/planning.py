@@ -161,7 +161,12 @@ class PlanningAgent:
     @property
     def llm_calls(self) -> int:
         """Model answers this episode: the planner decisions' ``attempts`` plus the agent's own calls."""
-        return self.llm_answers
+        return self.llm_answers + self.extra_llm_calls()
+
+    def extra_llm_calls(self) -> int:
+        """Deprecated hook (model calls made outside :meth:`ask_model`); the built-in agents count
+        every answer in ``llm_answers`` and return 0 here."""
+        return 0
 
     def ask_model(self, client: ChatModel, messages: Sequence[Message], parse: Callable[[str], Any], *,
                   role: str, output_schema: Optional[Dict[str, Any]] = None) -> Asked:

@@ -93,7 +93,7 @@ def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int
             if result.done:
                 break
         ego_info = agents[seat].info()
-        counts = fallback_counts(agents[seat])
+        counts = agent_fallbacks(agents[seat])
         summary = {
             "layout": layout, "ego": ego, "partner": partner, "seed": seed, "seat": seat,
             "deliveries": deliveries, "reward": env.score, "steps": len(traj.steps),
@@ -113,7 +113,7 @@ def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int
 
 
 
-def fallback_counts(agent) -> Dict[str, Any]:
+def agent_fallbacks(agent) -> Dict[str, Any]:
     """An agent's fallbacks this episode (:meth:`FallbackLog.summary`); all zero for an agent
     that calls no model (one that is not :class:`~beliefgate.agents.registry.ReportsFallbacks`)."""
     return agent.fallback_summary() if isinstance(agent, ReportsFallbacks) else FallbackLog().summary()

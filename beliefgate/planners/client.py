@@ -87,7 +87,11 @@ class LLMSettings(BaseModel):
     breaker_cooldown_s: float = Field(30.0, ge=0)
     cache_dir: Optional[str] = None
 
-    def __init__(self, **data: Any):
+    def __init__(self, *args: Any, **data: Any):
+        fields = list(type(self).model_fields)
+        if len(args) > len(fields):
+            raise PlannerConfigError(f"LLMSettings takes at most {len(fields)} positional values, got {len(args)}")
+        data.update(zip(fields, args))  # the former dataclass took (base_url, model, ...) positionally
         try:
             super().__init__(**data)
         except ValidationError as exc:

@@ -21,7 +21,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Generic, List, Optional, Sequence, TypeVar, Union
 
-from beliefgate.planners.errors import ModelOutputError, PlannerError
+from beliefgate.planners.errors import ModelOutputError, PlannerConfigError, PlannerError
 from beliefgate.planners.fallbacks import Fallback
 
 Message = Dict[str, str]
@@ -120,7 +120,7 @@ def ask(model: ChatModel, messages: Sequence[Message], parse: Callable[[str], T]
     ``unusable_reply``.
     """
     if reasks < 0:
-        raise PlannerError(f"reasks must be >= 0, got {reasks}")
+        raise PlannerConfigError(f"reasks must be >= 0, got {reasks}")
     history = list(messages)
     reply, answers = "", 0
     last: Optional[ModelOutputError] = None
