@@ -42,12 +42,14 @@ def scripted_log(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    from beliefgate.viewer.browser import BrowserUnavailable, headless_chromium
+    """A headless Chromium; skips only when none is found (a browser that is found but fails to start fails)."""
+    from beliefgate.viewer.browser import BrowserUnavailable, find_browser, headless_chromium
 
     try:
-        driver = headless_chromium()
+        paths = find_browser()
     except BrowserUnavailable as exc:
         pytest.skip(f"no headless browser: {exc}")
+    driver = headless_chromium(paths=paths)
     driver.set_page_load_timeout(30)
     yield driver
     driver.quit()

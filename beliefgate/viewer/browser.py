@@ -22,6 +22,10 @@ class BrowserUnavailable(RuntimeFailure):
     """No headless browser (or no selenium, or no chromedriver) on this machine."""
 
 
+class BrowserStartError(RuntimeFailure):
+    """A browser was found but did not start (a broken install: tests fail on this, they do not skip)."""
+
+
 @dataclass(frozen=True)
 class BrowserPaths:
     binary: str
@@ -30,12 +34,16 @@ class BrowserPaths:
 
 def find_browser() -> BrowserPaths:
     """Paths of a Chromium binary and its chromedriver; :class:`BrowserUnavailable` says what is missing."""
-    binary = os.environ.get("BELIEFGATE_CHROMIUM") or next(
-        (p for p in (shutil.which(n) for n in BROWSER_NAMES) if p), None)
+    override = os.environ.get("BELIEFGATE_CHROMIUM")
+    if override and not (os.path.isfile(override) and os.access(override, os.X_OK)):
+        raise BrowserUnavailable(f"$BELIEFGATE_CHROMIUM={override} is not an executable file")
+    binary = override or next((p for p in (shutil.which(n) for n in BROWSER_NAMES) if p), None)
     if not binary:
         raise BrowserUnavailable(f"no Chromium found (looked for {', '.join(BROWSER_NAMES)} on PATH; "
                                  "Debian: apt-get install -y chromium chromium-driver)")
     driver = os.environ.get("BELIEFGATE_CHROMEDRIVER") or shutil.which("chromedriver")
+    if driver and not (os.path.isfile(driver) and os.access(driver, os.X_OK)):
+        raise BrowserUnavailable(f"chromedriver {driver} is not an executable file")
     if not driver:
         raise BrowserUnavailable("no chromedriver on PATH (Debian: apt-get install -y chromium-driver)")
     try:
@@ -46,7 +54,11 @@ def find_browser() -> BrowserPaths:
 
 
 def headless_chromium(width: int = 1400, height: int = 1000, paths: Optional[BrowserPaths] = None):
-    """A started headless Chromium ``webdriver`` (the caller quits it)."""
+    """A started headless Chromium ``webdriver`` (the caller quits it).
+
+    :class:`BrowserUnavailable` when none is found; :class:`BrowserStartError` when one is found
+    but does not start.
+    """
     from selenium import webdriver
     from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.chrome.service import Service
@@ -62,7 +74,7 @@ def headless_chromium(width: int = 1400, height: int = 1000, paths: Optional[Bro
     try:
         return webdriver.Chrome(service=Service(executable_path=paths.driver), options=opts)
     except WebDriverException as exc:
-        raise BrowserUnavailable(f"headless Chromium did not start: {str(exc).splitlines()[0]}") from None
+        raise BrowserStartError(f"headless Chromium {paths.binary} did not start: {str(exc).splitlines()[0]}") from None
 
 
 def console_errors(driver) -> list:
@@ -70,4 +82,4 @@ def console_errors(driver) -> list:
     return [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
 
 
-__all__ = ["BrowserUnavailable", "BrowserPaths", "find_browser", "headless_chromium", "console_errors"]
+__all__ = ["BrowserUnavailable", "BrowserStartError", "BrowserPaths", "find_browser", "headless_chromium", "console_errors"]
