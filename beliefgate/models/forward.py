@@ -16,6 +16,8 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from beliefgate.models import components as _C
+
 # Below this normaliser the probability-space update may have lost precision to
 # underflow; the update is then redone in log space.
 _TINY = 1e-280
@@ -101,8 +103,7 @@ class HazardStep(NamedTuple):
 
 def hazard_constants(pi0: np.ndarray, hazard: float) -> tuple[np.ndarray, np.ndarray]:
     """``(h pi0, (1-h) + h pi0)``: the all-feasible switch and stay factors for one ``pi0``."""
-    hpi0 = hazard * pi0
-    return hpi0, (1.0 - hazard) + hpi0
+    return _C.hazard_constants(np, pi0, hazard)
 
 
 def hazard_step(
@@ -122,36 +123,15 @@ def hazard_step(
     ``pi0 ∘ feasible``); ``loglik``: tempered float[K] (``None``: excluded step);
     ``constants``: ``hazard_constants(pi0, hazard)`` if already computed.
 
-    With ``S = sum(pi0 ∘ f)``, ``Zf = (1-h) + h S``, ``B_f`` the belief mass on
-    feasible skills and ``B_x = 1 - B_f`` (rows of infeasible skills switch by force)::
-
-        stay(j)   = f(j) [(1-h) + h pi0(j)] / Zf
-        switch(j) = f(j) pi0(j) [h (B_f - b(j)) / Zf + B_x / S]
-        prior     = stay * b + switch
-
-    (resampling the current skill counts as staying). Never raises: an impossible
-    observation gives ``log_z = -inf``.
+    The predict is :func:`beliefgate.models.components.hazard_sticky` (the one
+    definition, shared with the JAX filter and the batched kernel) instantiated
+    with NumPy. Never raises: an impossible observation gives ``log_z = -inf``.
     """
     if restart:
         stay = switch = None
-        if feasible is None:
-            prior = pi0
-        else:
-            pf = pi0 * feasible
-            prior = pf / pf.sum()
-    elif feasible is None:
-        hpi0, stay = constants if constants is not None else hazard_constants(pi0, hazard)
-        switch = hpi0 * (1.0 - belief)
-        prior = stay * belief + switch
+        prior = _C.forced_switch(np, pi0, feasible)
     else:
-        h = hazard
-        pf = pi0 * feasible
-        s = pf.sum()
-        zf = (1.0 - h) + h * s
-        b_f = float(belief[feasible].sum())
-        stay = feasible * (((1.0 - h) + h * pi0) / zf)
-        switch = pf * (h * (b_f - belief) / zf + (1.0 - b_f) / s)
-        prior = stay * belief + switch
+        prior, stay, switch = _C.hazard_sticky(np, belief, pi0, feasible, hazard, constants)
     if loglik is None:
         return HazardStep(prior, prior, 0.0, stay, switch, None)
     post, log_z, factor = condition(prior, loglik, factor=True)

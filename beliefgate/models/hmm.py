@@ -28,6 +28,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.nn import logsumexp
 
+from beliefgate.models import components as _C
 from beliefgate.models.errors import InvalidParameterError
 
 MODELS = ("hazard", "windowed")
@@ -201,22 +202,23 @@ def hazard_predict(log_belief, log_pi0, feasible, hazard, reset):
     Parameters are ``log_belief`` [K] (normalised), ``log_pi0`` [K], ``feasible``
     [K] bool, ``hazard`` scalar, ``reset`` bool (forced switch for every row).
     Returns the normalised predicted log belief [K] (``-inf`` on infeasible skills).
+
+    The predict is :func:`beliefgate.models.components.hazard_sticky` (one
+    definition for NumPy and JAX) on the belief scaled by its maximum, so relative
+    beliefs stay exact down to float range (1e-308 of the MAP); the result is
+    taken back to log space.
     """
-    log_q = log_pi0 + _log_mask(feasible)
-    log_s = logsumexp(log_q)
-    log_forced = log_q - log_s
-    log_h = jnp.log(hazard)
-    log_1mh = jnp.log1p(-hazard)
-    log_z = jnp.where(feasible, jnp.logaddexp(log_1mh, log_h + log_s), log_h + log_s)
-    log_stay = jnp.where(feasible, log_1mh - log_z, -jnp.inf)
-    log_switch = jnp.where(feasible, log_h + log_s - log_z, 0.0)
-    switched = logsumexp(log_switch + log_belief)
-    # Infeasible j would give logaddexp(-inf, -inf): its value is right (-inf) but its
-    # gradient is NaN, which `where` does not stop. Feed it zeros there instead.
-    stay_term = jnp.where(feasible, log_stay + log_belief, 0.0)
-    switch_term = jnp.where(feasible, log_forced + switched, 0.0)
-    log_sticky = jnp.where(feasible, jnp.logaddexp(stay_term, switch_term), -jnp.inf)
-    return jnp.where(reset, log_forced, log_sticky)
+    top = jnp.max(log_belief)
+    belief = jnp.exp(log_belief - top)
+    belief = belief / jnp.sum(belief)
+    pi0 = jnp.exp(log_pi0)
+    f = feasible.astype(pi0.dtype)
+    sticky, _, _ = _C.hazard_sticky(jnp, belief, pi0, f, hazard)
+    forced = _C.forced_switch(jnp, pi0, f)
+    pred = jnp.where(reset, forced, sticky)
+    # Infeasible skills get exactly -inf; feed log() a 1 there so no NaN gradient leaks.
+    ok = feasible & (pred > 0)
+    return jnp.where(ok, jnp.log(jnp.where(ok, pred, 1.0)), -jnp.inf)
 
 
 def hazard_log_transition(log_pi0, feasible, hazard, reset):

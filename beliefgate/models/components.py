@@ -1,0 +1,79 @@
+"""The partner-skill model's components, written once for any array namespace.
+
+Each function takes the array module ``xp`` (``numpy`` or ``jax.numpy``) as its first
+argument and uses only operations both provide, so the *same* definition is
+instantiated by
+
+* the NumPy online step (:func:`beliefgate.models.forward.hazard_step`, the gate),
+* the JAX log-space forward step (:func:`beliefgate.models.hmm.hazard_predict`, used by
+  the NumPyro model's likelihood, ``filter``/``update``, fitting and diagnostics),
+* the JAX batched filter kernel (:func:`beliefgate.models.hmm.batch_filter_scaled`).
+
+``axis`` is the skill axis (``-1`` for ``[..., K]`` arrays, ``0`` for the batched
+kernel's ``[K, B]`` layout). The hazard transition also has a log-matrix form for
+offline work (:func:`beliefgate.models.hmm.hazard_log_transition`), tested equal to
+the O(K) predict here. Notation as in ``docs/model.md``.
+"""
+
+from __future__ import annotations
+
+
+def smoothed_prior(xp, counts, alpha, axis: int = -1):
+    """``pi0(k) = (n(k) + alpha) / sum_j (n(j) + alpha)``."""
+    smoothed = counts + alpha
+    return smoothed / xp.sum(smoothed, axis=axis, keepdims=True)
+
+
+def hazard_constants(xp, pi0, hazard):
+    """``(h pi0, (1-h) + h pi0)``: the all-feasible switch and stay factors for one ``pi0``."""
+    hpi0 = hazard * pi0
+    return hpi0, (1.0 - hazard) + hpi0
+
+
+def forced_switch(xp, pi0, feasible, axis: int = -1):
+    """The restart distribution ``pi0 ∘ f / sum(pi0 ∘ f)`` (episode start, visible completion)."""
+    if feasible is None:
+        return pi0
+    pf = pi0 * feasible
+    return pf / xp.sum(pf, axis=axis, keepdims=True)
+
+
+def hazard_sticky(xp, belief, pi0, feasible, hazard, consts=None, axis: int = -1):
+    """O(K) predict of the hazard model from a normalised belief: ``(prior, stay, switch)``.
+
+    With ``S = sum(pi0 ∘ f)``, ``Zf = (1-h) + h S``, ``B_f`` the belief mass on
+    feasible skills and ``B_x = 1 - B_f`` (rows of infeasible skills switch by force)::
+
+        stay(j)   = f(j) [(1-h) + h pi0(j)] / Zf
+        switch(j) = f(j) pi0(j) [h (B_f - b(j)) / Zf + B_x / S]
+        prior     = stay * b + switch
+
+    (resampling the current skill counts as staying). ``feasible`` is a 0/1 (or bool)
+    array, or ``None`` for "all feasible" (then ``stay = (1-h) + h pi0`` and
+    ``switch = h pi0 (1 - b)``; ``consts`` may hold :func:`hazard_constants`).
+    """
+    if feasible is None:
+        hpi0, stay = consts if consts is not None else hazard_constants(xp, pi0, hazard)
+        switch = hpi0 * (1.0 - belief)
+        return stay * belief + switch, stay, switch
+    h = hazard
+    pf = pi0 * feasible
+    s = xp.sum(pf, axis=axis, keepdims=True)
+    zf = (1.0 - h) + h * s
+    b_f = xp.sum(belief * feasible, axis=axis, keepdims=True)
+    stay = feasible * (((1.0 - h) + h * pi0) / zf)
+    switch = pf * (h * (b_f - belief) / zf + (1.0 - b_f) / s)
+    return stay * belief + switch, stay, switch
+
+
+def scaled_correct(xp, prior, lik, axis: int = -1):
+    """Bayes correction on scaled likelihoods ``lik = exp(loglik - shift)``: ``(post, z)``.
+
+    ``z = sum(prior * lik)``; the step's log normaliser is ``log z + shift``.
+    """
+    joint = prior * lik
+    z = xp.sum(joint, axis=axis, keepdims=True)
+    return joint / z, z
+
+
+__all__ = ["smoothed_prior", "hazard_constants", "forced_switch", "hazard_sticky", "scaled_correct"]
