@@ -303,12 +303,14 @@ def test_first_failure_scalar_and_element_wise():
     reasons = G.STABLE_MAP_REASONS[:3]
     assert G.first_failure(reasons, True, True, True) == (None, True)
     assert G.first_failure(reasons, True, False, np.array([True])) == (reasons[1], False)  # scalar fails first
-    names, passed = G.first_failure(reasons, True, np.array([True, False, True, False]),
+    codes, passed = G.first_failure(reasons, True, np.array([True, False, True, False]),
                                     np.array([True, True, False, False]))
-    assert names.tolist() == [None, reasons[1], reasons[2], reasons[1]]
-    assert passed.tolist() == [True, False, False, False]
-    names, passed = G.first_failure(reasons, np.array([True, True]), True, False)  # a later scalar failure
-    assert names.tolist() == [reasons[2], reasons[2]] and passed.tolist() == [False, False]
+    assert codes.tolist() == [3, 1, 2, 1] and passed.tolist() == [True, False, False, False]
+    assert G.reason_names(reasons, codes).tolist() == [None, reasons[1], reasons[2], reasons[1]]
+    codes, passed = G.first_failure(reasons, np.array([True, True]), True, False)  # a later scalar failure
+    assert codes.tolist() == [2, 2] and passed.tolist() == [False, False]
+    assert G.first_failure(reasons, True, np.array([False, False]), np.array([True, False])) == (reasons[1], False)
+    assert G.reason_names(reasons, reasons[0]) == reasons[0] and G.reason_names(reasons, None) is None
     assert G.logical_not(True) is False and G.logical_not(np.array([True, False])).tolist() == [False, True]
 
 
@@ -364,20 +366,20 @@ def test_stable_map_decide_on_c_configurations_equals_one_at_a_time():
         belief.append((info.map_skill, info.confidence, info.stable, info.log_l))
     bst = G.stable_map_init()
     fired = 0
-    with np.errstate(invalid="ignore"):
-        for t in range(steps):
-            bst, binfo = G.stable_map_decide(batch_cfg, bst, t, *belief[t], weights[t], egos[t])
-            bst = G.stable_map_notify_replanned(bst, t, replans[t])
-            for name in ("interrupt", "contradiction", "suppressed_reason", "log_l"):
-                got = _as_list(getattr(binfo, name), count)
-                want = [getattr(rows[c][t][0], name) for c in range(count)]
-                assert [str(x) for x in got] == [str(x) for x in want], (t, name)  # str: NaN-safe, exact
-            # l_t = exp(log_l): numpy's exp may differ from math.exp in the last bit
-            np.testing.assert_array_max_ulp(np.broadcast_to(binfo.l_t, (count,)),
-                                            np.array([rows[c][t][0].l_t for c in range(count)]), maxulp=1)
-            for name in ("t_last_interrupt", "num_contradictions", "num_interrupts"):
-                assert _as_list(getattr(bst, name), count) == [getattr(rows[c][t][1], name) for c in range(count)]
-            fired += int(np.sum(binfo.interrupt))
+    for t in range(steps):
+        bst, binfo = G.stable_map_decide(batch_cfg, bst, t, *belief[t], weights[t], egos[t])
+        bst = G.stable_map_notify_replanned(bst, t, replans[t])
+        binfo = binfo._replace(suppressed_reason=G.reason_names(G.STABLE_MAP_REASONS, binfo.suppressed_reason))
+        for name in ("interrupt", "contradiction", "suppressed_reason", "log_l"):
+            got = _as_list(getattr(binfo, name), count)
+            want = [getattr(rows[c][t][0], name) for c in range(count)]
+            assert [str(x) for x in got] == [str(x) for x in want], (t, name)  # str: NaN-safe, exact
+        # l_t = exp(log_l): numpy's exp may differ from math.exp in the last bit
+        np.testing.assert_array_max_ulp(np.broadcast_to(binfo.l_t, (count,)),
+                                        np.array([rows[c][t][0].l_t for c in range(count)]), maxulp=1)
+        for name in ("t_last_interrupt", "num_contradictions", "num_interrupts"):
+            assert _as_list(getattr(bst, name), count) == [getattr(rows[c][t][1], name) for c in range(count)]
+        fired += int(np.sum(binfo.interrupt))
     reasons = {r for row in rows for info, _ in row for r in [info.suppressed_reason]}
     assert reasons == set(G.STABLE_MAP_REASONS) | {None} and fired > 20  # every branch was exercised
 
@@ -409,7 +411,8 @@ def test_changepoint_decide_on_c_configurations_equals_one_at_a_time():
         info0 = rows[0][t][0]
         bst, binfo = G.changepoint_decide(batch_cfg, bst, t, info0.prob, info0.switch_prob)
         assert _as_list(binfo.fired, count) == [rows[c][t][0].fired for c in range(count)]
-        assert _as_list(binfo.suppressed_reason, count) == [rows[c][t][0].suppressed_reason for c in range(count)]
+        reasons = G.reason_names(G.CHANGEPOINT_REASONS, binfo.suppressed_reason)
+        assert _as_list(reasons, count) == [rows[c][t][0].suppressed_reason for c in range(count)]
         for name in ("armed", "t_last_fire", "num_fires"):
             assert _as_list(getattr(bst, name), count) == [getattr(rows[c][t][1], name) for c in range(count)]
     reasons = {info.suppressed_reason for row in rows for info, _ in row}

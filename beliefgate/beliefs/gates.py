@@ -86,12 +86,14 @@ REASON_DISARMED = "disarmed"
 #: the first that fails).
 STABLE_MAP_REASONS = (REASON_EXCLUDED, REASON_NO_CONTRADICTION, REASON_UNSTABLE, REASON_LOW_CONFIDENCE,
                       REASON_COOLDOWN, REASON_EGO_IDLE)
+_SM_CONTRADICTION = STABLE_MAP_REASONS[:2]
 #: The change-point gate's conditions in the order they are checked.
 CHANGEPOINT_REASONS = (REASON_BELOW_THRESHOLD, REASON_DISARMED, REASON_COOLDOWN)
 
 # --------------------------------------------------------------------------- scalar / [C] helpers
 
 _ndarray = np.ndarray
+_INF = math.inf
 _exp = math.exp
 _np_exp = np.exp
 
@@ -120,11 +122,12 @@ def first_failure(reasons, *oks):
 
     Scalar conditions: ``(reasons[i], False)`` for the first ``oks[i]`` that is false
     (nothing after it is looked at), else ``(None, True)``. When a condition is an
-    array (one entry per configuration) the answer is element-wise: ``(names,
-    passed)``, ``names`` an object array holding the first failing reason per entry
-    (``None`` where every condition holds) and ``passed`` the bool array "every
-    condition holds". A scalar condition that fails before any array one fails for
-    every entry; the scalar answer is returned then (it broadcasts).
+    array (one entry per configuration) the answer is element-wise: ``(codes,
+    passed)``, ``codes`` an int8 array holding per entry the index of the first
+    failing condition (``len(reasons)`` where every condition holds; decode with
+    :func:`reason_names`) and ``passed`` the bool array "every condition holds". A
+    condition that fails for every entry before any entry has failed gives the
+    scalar answer (it broadcasts).
     """
     i = 0
     for ok in oks:
@@ -140,20 +143,27 @@ def first_failure(reasons, *oks):
 
 
 def _first_failure_rows(reasons, oks):
-    code = 0
-    passed = True
-    for i, ok in enumerate(oks, start=1):
+    passed = True  # every condition so far holds: a bool, then a bool array
+    count = _ZERO  # per entry, how many leading conditions hold (= the first failing one)
+    for i, ok in enumerate(oks):
         if ok is not True:
-            code = np.where(passed & logical_not(ok), i, code)
+            if passed is True and ok.__class__ is _ndarray and not ok.any():
+                return reasons[i], False  # fails for every entry, as one scalar condition would
             passed = passed & ok
-    names = _REASON_NAMES.get(reasons)
-    if names is None:
-        names = _REASON_NAMES[reasons] = np.array((None, *reasons), dtype=object)
-    return names[code], passed
+        count = count + passed
+    return count, passed
 
 
-#: reasons tuple -> object array ``(None, *reasons)``, indexed by "1 + first failing condition"
-_REASON_NAMES: dict = {}
+_ZERO = np.int8(0)
+
+
+def reason_names(reasons, suppressed):
+    """The reasons of a batched decision as an object array (``None`` where the gate
+    fired): ``suppressed`` is a ``suppressed_reason`` of :func:`stable_map_decide` /
+    :func:`changepoint_decide` (int8 codes into ``reasons``, or one reason for all)."""
+    if suppressed is None or isinstance(suppressed, str):
+        return suppressed
+    return np.array((*reasons, None), dtype=object)[suppressed]
 
 
 # --------------------------------------------------------------------------- stable-MAP gate
@@ -260,32 +270,41 @@ def stable_map_decide(
     ``weight``. ``config`` fields and the
     counters of ``state`` are scalars (one configuration) or ``[C]`` arrays, and so is
     every field of the result: ``log_l = lambda * r_t`` (0 for lambda = 0),
-    ``contradiction``, ``interrupt``, the counters, and ``suppressed_reason`` (an object
-    array of reasons with ``None`` where the gate fired, or one reason for all;
-    ``l_t = exp(log_l)`` comes from :func:`numpy.exp` then, which may differ from the
-    scalar :func:`math.exp` in the last bit -- nothing is decided on it). Steps with
+    ``contradiction``, ``interrupt``, the counters and ``suppressed_reason`` (with
+    arrays: int8 codes into :data:`STABLE_MAP_REASONS`, ``len(STABLE_MAP_REASONS)``
+    where the gate fired, or one reason for all; :func:`reason_names` decodes them).
+    ``l_t = exp(log_l)`` then comes from :func:`numpy.exp`, which may differ from the
+    scalar :func:`math.exp` in the last bit (nothing is decided on it). Steps with
     ``weight = 0`` carry no evidence and never contradict.
     """
     lam = config.likelihood_scale
-    log_l = where(lam != 0.0, lam * ratio, 0.0)
+    if ratio > -_INF:
+        log_l = lam * ratio + 0.0  # + 0.0: lambda = 0 gives 0.0, not -0.0
+    else:  # an impossible action: -inf, or 0 for lambda = 0 (not NaN)
+        log_l = where(lam != 0.0, -_INF, 0.0)
     evidence = weight > 0.0
     contradiction = evidence & (log_l < config.log_tau)
-    reason, interrupt = first_failure(  # in the order of STABLE_MAP_REASONS
-        STABLE_MAP_REASONS,
-        evidence,
-        contradiction,
-        stable >= config.n_stable,
-        confidence >= config.confidence_floor,
-        t - state.t_last_interrupt >= config.cooldown,
-        ego_active,
-    )
-    new_state = StableMapState(
-        map_skill,
-        stable,
-        where(interrupt, t, state.t_last_interrupt),
-        state.num_contradictions + contradiction,
-        state.num_interrupts + interrupt,
-    )
+    reason, interrupt = first_failure(_SM_CONTRADICTION, evidence, contradiction)
+    if interrupt is False:  # no configuration contradicts: the counters stay
+        new_state = StableMapState(map_skill, stable, state.t_last_interrupt, state.num_contradictions,
+                                   state.num_interrupts)
+    else:  # some configuration contradicts: the other conditions decide
+        reason, interrupt = first_failure(  # in the order of STABLE_MAP_REASONS
+            STABLE_MAP_REASONS,
+            evidence,
+            contradiction,
+            stable >= config.n_stable,
+            confidence >= config.confidence_floor,
+            t - state.t_last_interrupt >= config.cooldown,
+            ego_active,
+        )
+        new_state = StableMapState(
+            map_skill,
+            stable,
+            where(interrupt, t, state.t_last_interrupt),
+            state.num_contradictions + contradiction,
+            state.num_interrupts + interrupt,
+        )
     info = StableMapInfo(map_skill, confidence, stable, exp(log_l), log_l, contradiction, interrupt, reason)
     return new_state, info
 
@@ -462,7 +481,8 @@ def changepoint_decide(config: ChangePointConfig, state: ChangePointState, t: in
     when ``prob < release``, fires when ``prob >= threshold`` while armed and out of
     cooldown, and then disarms. ``config``'s decision fields and ``state``'s counters
     (``armed``, ``t_last_fire``, ``num_fires``) are scalars or ``[C]`` arrays, and so
-    are the results. The new state holds the run-length filter ``filtered`` =
+    are the results (``suppressed_reason``: codes into :data:`CHANGEPOINT_REASONS`, see
+    :func:`reason_names`). The new state holds the run-length filter ``filtered`` =
     ``(joint, head, belief)`` after this step (``None``: ``state``'s, untouched).
     """
     armed = state.armed | (prob < config.release)
@@ -473,14 +493,17 @@ def changepoint_decide(config: ChangePointConfig, state: ChangePointState, t: in
         t - state.t_last_fire >= config.cooldown,
     )
     joint, head, belief = (state.joint, state.head, state.belief) if filtered is None else filtered
-    new_state = ChangePointState(
-        joint,
-        head,
-        belief,
-        armed & logical_not(fired),
-        where(fired, t, state.t_last_fire),
-        state.num_fires + fired,
-    )
+    if fired is False:  # no configuration fires: only the arming moves
+        new_state = ChangePointState(joint, head, belief, armed, state.t_last_fire, state.num_fires)
+    else:
+        new_state = ChangePointState(
+            joint,
+            head,
+            belief,
+            armed & logical_not(fired),
+            where(fired, t, state.t_last_fire),
+            state.num_fires + fired,
+        )
     return new_state, ChangePointInfo(prob, switch_prob, fired, reason)
 
 
@@ -518,6 +541,7 @@ __all__ = [
     "logical_not",
     "exp",
     "first_failure",
+    "reason_names",
     "stable_map_init",
     "stable_map_decide",
     "stable_map_update",

@@ -69,22 +69,21 @@ def vectorised_interrupts(trace: BeliefTrace, dec: DecisionColumns, mode: str = 
     stable, conf, ratio, weight = (a.tolist() for a in (trace.stable, trace.conf, trace.log_ratio, trace.weight))
     cp_prob = trace.cp_prob.tolist()
     sm_fired = cp_fired = False
-    with np.errstate(invalid="ignore"):  # lambda = 0 times r = -inf is NaN; the rule selects 0 there
-        for t in range(T):
-            if use_sm:
-                sm_state, sm_info = stable_map_decide(sm_config, sm_state, t, map_skill[t], conf[t], stable[t],
-                                                      ratio[t], weight[t])
-                sm_fired = sm_info.interrupt
-            if use_cp:
-                cp_state, cp_info = changepoint_decide(cp_config, cp_state, t, cp_prob[t])
-                cp_fired = cp_info.fired
-            interrupt = gate_interrupt(mode, sm_fired, cp_fired)
-            if interrupt is False:
-                continue
-            out[t] = interrupt
-            # the ego replans on every interrupt: both cooldowns start at t
-            sm_state = stable_map_notify_replanned(sm_state, t, interrupt)
-            cp_state = changepoint_notify_replanned(cp_state, t, interrupt)
+    for t in range(T):
+        if use_sm:
+            sm_state, sm_info = stable_map_decide(sm_config, sm_state, t, map_skill[t], conf[t], stable[t],
+                                                  ratio[t], weight[t])
+            sm_fired = sm_info.interrupt
+        if use_cp:
+            cp_state, cp_info = changepoint_decide(cp_config, cp_state, t, cp_prob[t])
+            cp_fired = cp_info.fired
+        interrupt = gate_interrupt(mode, sm_fired, cp_fired)
+        if interrupt is False:
+            continue
+        out[t] = interrupt
+        # the ego replans on every interrupt: both cooldowns start at t
+        sm_state = stable_map_notify_replanned(sm_state, t, interrupt)
+        cp_state = changepoint_notify_replanned(cp_state, t, interrupt)
     return out
 
 
