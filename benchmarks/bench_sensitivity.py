@@ -9,9 +9,11 @@ Overcooked dynamics). Target: <= 120 s on the 2-core reference machine.
 Timed parts, in this process:
 
 * load: reading the logs, the partner's evidence and the ground truth (once);
-* analysis: ``run_gate_global`` -- sample, one scalar belief pass per log (the
-  gate parameters do not change the belief), every configuration advanced
-  together through each belief sequence as NumPy arrays, SALib analysis;
+* analysis: ``run_gate_global`` -- sample, one belief pass per log through the
+  gate's functional core (the gate parameters do not change the belief), the
+  gate's own decision rules (``beliefgate.beliefs.gates.stable_map_decide``, the
+  same code the online gate runs) stepped once per belief step with every
+  configuration a ``[C]`` array, SALib analysis;
 * baseline 1: a plain Python loop over configurations -- for each configuration a
   fresh scalar ``Gate`` steps through every episode's precomputed evidence
   (replanning after each interrupt) and the episode is scored with
@@ -20,7 +22,7 @@ Timed parts, in this process:
   every configuration costs the same number of gate steps). Its outputs on the
   subset must equal the vectorised ones exactly.
 * baseline 2 (to separate the two savings): the belief sequences shared as in
-  the analysis, but the decision kernel called once per configuration
+  the analysis, but the decision rules called once per configuration
   (``vectorised_interrupts`` with one column), same subset, same extrapolation.
 
 The episodes are generated once into the beliefgate cache (``$BELIEFGATE_CACHE``

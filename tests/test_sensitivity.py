@@ -168,7 +168,9 @@ def _random_columns(rng, base, C):
     GateParams(gate="changepoint", hazard=0.08, cp_horizon=4),
 ], ids=["hazard-skill", "hazard-action", "windowed", "either", "changepoint"])
 def test_vectorised_replay_equals_the_scalar_gate(episodes, base):
-    """Interrupt for interrupt, random configurations including integer parameters and edge values."""
+    """Interrupt for interrupt, random configurations including integer parameters and edge values:
+    the batched replay (the gates' decision rules on [C] arrays) against replay(), which runs the real
+    scalar Gate once per configuration and replans after each interrupt."""
     rng = np.random.default_rng(7)
     ep = episodes[0]
     ev = ep.evidence(base.beta, base.epsilon)
