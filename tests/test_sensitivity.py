@@ -372,3 +372,41 @@ def test_benchmark_smoke():
     spec.loader.exec_module(module)
     out = module.main(["--quick"])
     assert out["configs"] == 8 * 7 and out["subset_mismatches"] == 0
+
+
+# --------------------------------------------------------------------------- package layout
+
+#: every public name of the former single module beliefgate/eval/sensitivity.py
+OLD_PUBLIC = (
+    "SensitivityError RangeSpecError UnknownParameterError IrrelevantParameterError ParamSpec PARAMETERS "
+    "DECISION_PARAMS BELIEF_PARAMS GATE_FIVE TABLE7_DIRECTIONS OUTPUTS TRUTH_OUTPUTS AUTO_LOG_RATIO Scale Kind "
+    "ParamRange parse_range parse_ranges prepare_global_ranges looks_like_range ConfigTable DecisionColumns "
+    "LoggedEpisode prepare_episode resolve_log_paths load_episodes BeliefTrace belief_params belief_trace "
+    "vectorised_interrupts score_configs evaluate_configs count_belief_passes OATRow OATResult oat_values run_oat "
+    "table7_directions Evaluator GlobalResult global_sample run_global GateReplayEvaluator run_gate_global "
+    "CLOSED_LOOP_OUTPUTS CLOSED_LOOP_COLUMNS BASE_DIR CLOSED_LOOP_FORMAT ClosedLoopConfig ClosedLoopPlan "
+    "plan_closed_loop count_interrupts ClosedLoopRow ClosedLoopResult run_closed_loop_oat plot_closed_loop "
+    "plot_oat plot_global").split()
+
+
+def test_package_re_exports_every_former_public_name():
+    import importlib
+
+    for name in OLD_PUBLIC:
+        value = getattr(sens, name)
+        module = importlib.import_module(f"beliefgate.eval.sensitivity.{sens._WHERE[name]}")
+        assert getattr(module, name) is value, name
+    assert set(OLD_PUBLIC) <= set(sens.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        sens.nope  # noqa: B018
+
+
+def test_old_cli_module_is_a_deprecated_alias():
+    import importlib
+
+    from beliefgate.eval.sensitivity import cli
+
+    sys.modules.pop("beliefgate.eval.sensitivity_cli", None)
+    with pytest.warns(DeprecationWarning, match="beliefgate.eval.sensitivity.cli"):
+        alias = importlib.import_module("beliefgate.eval.sensitivity_cli")
+    assert alias.register is cli.register
