@@ -194,6 +194,7 @@ def switches(
     n_boot: int = typer.Option(2000, min=100, help="bootstrap resamples per interval"),
     out: Optional[Path] = typer.Option(None, help="write the full JSON result (config included) here"),
     plot: Optional[Path] = typer.Option(None, help="write the false-alarm/delay trade-off PNG here"),
+    cache: Optional[Path] = typer.Option(None, help="folder of played episodes to reuse (logged there on first use)"),
     tune: bool = typer.Option(False, "--tune", help="search gate settings on these seeds instead (see docs/switches.md)"),
     max_fa: float = typer.Option(1.0, min=0.0, help="false-alarm budget per 100 steps (best points, --tune)"),
     min_detection: float = typer.Option(0.9, min=0.0, max=1.0, help="detection target for --tune"),
@@ -220,7 +221,7 @@ def switches(
                                       max_fa=max_fa, min_detection=min_detection, progress=progress)
             else:
                 bench = sw.run_benchmark(params, layouts_ or sw.DEFAULT_LAYOUTS, partners_, seed_list, horizon,
-                                         window, n_boot=n_boot, progress=progress)
+                                         window, n_boot=n_boot, progress=progress, cache_dir=cache)
                 result = bench.to_dict()
     except (InputError, LookupFailure) as exc:
         _fail(str(exc))

@@ -176,14 +176,18 @@ def test_threshold_and_spacing_rules():
         threshold_alarms(p, 0.5, 0.6)
 
 
-def test_benchmark_on_recorded_episodes_gates_beat_naive():
+def test_benchmark_on_recorded_episodes_gates_beat_naive(tmp_path):
     """Real episodes: the gates' replayed rules equal their decisions, and the gate beats the naive rule."""
     from beliefgate.eval import switches as sw
 
     params = GateParams()
     traces = sw.record_all(["coordination_ring"], ["bp-g1-dish-hi-eager-hi", "bp-g3-onion-lo-stock-lo"], [0, 1],
-                           params=params)
+                           params=params, cache_dir=tmp_path)
     assert sum(tr.num_switches for tr in traces) >= 4
+    assert len(list(tmp_path.glob("*.jsonl"))) == 4
+    again = sw.record_all(["coordination_ring"], ["bp-g1-dish-hi-eager-hi"], [0], params=params, cache_dir=tmp_path)
+    assert np.array_equal(again[0].hidden, traces[0].hidden)
+    assert np.array_equal(again[0].evidence.loglik, traces[0].evidence.loglik)
     beliefs = [sw.gate_pass(tr, params) for tr in traces]
     for b in beliefs:
         mine = stable_map_alarms(b, params.tau_obs, params.confidence_floor, params.n_stable, params.cooldown)

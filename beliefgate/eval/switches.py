@@ -295,8 +295,36 @@ def check_names(partners: Sequence[str], ego: str) -> None:
         make_agent(name)
 
 
+def play_cached(layout: str, partner: str, seed: int, horizon: int, ego: str, cache_dir: Optional[Path] = None):
+    """The episode's trajectory: played now, or read from ``cache_dir`` where an earlier run logged it.
+
+    The cache file name carries everything that determines the episode (layout, partner and
+    a digest of its spec, seed, horizon, ego, package version), so changed partners never hit
+    an old entry; delete the folder after changing the dynamics or the agents' code.
+    """
+    import beliefgate
+    from beliefgate.envs.overcooked.partners import PARTNERS
+    from beliefgate.envs.trajlog import read_log
+    from beliefgate.eval.episode import run_episode
+    from beliefgate.eval.grid import slug
+
+    if cache_dir is None:
+        return run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=0).trajectory
+    spec = json.dumps(PARTNERS[partner].model_dump(mode="json"), sort_keys=True) if partner in PARTNERS else partner
+    digest = hashlib.sha256(f"{spec}|{beliefgate.__version__}".encode()).hexdigest()[:10]
+    path = Path(cache_dir) / f"{layout}__{slug(partner)}__seed{seed}__h{horizon}__{slug(ego)}__{digest}.jsonl"
+    if path.exists():
+        return read_log(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".partial")
+    traj = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=0, log_path=tmp).trajectory
+    tmp.replace(path)
+    return traj
+
+
 def record_all(layouts: Sequence[str], partners: Sequence[str], seeds: Iterable[int], horizon: int = 400,
-               ego: str = "balanced", params=None, progress=None) -> List[EpisodeTrace]:
+               ego: str = "balanced", params=None, progress=None, cache_dir: Optional[Path] = None
+               ) -> List[EpisodeTrace]:
     """Record every (layout, partner, seed) episode; partners restricted to other layouts are left out."""
     from beliefgate.envs.overcooked.layouts import resolve_layout
     from beliefgate.envs.overcooked.partners import PARTNERS, check_partners
@@ -318,7 +346,7 @@ def record_all(layouts: Sequence[str], partners: Sequence[str], seeds: Iterable[
     for i, (layout, partner, seed) in enumerate(jobs):
         if progress is not None:
             progress(i, len(jobs), f"{layout} / {partner} / seed {seed}")
-        traces.append(record_episode(layout, partner, seed, horizon, ego, params))
+        traces.append(trace_of(play_cached(layout, partner, seed, horizon, ego, cache_dir), partner, seed, params))
     return traces
 
 
@@ -368,14 +396,15 @@ def evaluate_traces(traces: Sequence[EpisodeTrace], params, window: int = 10, n_
 
 def run_benchmark(params=None, layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Sequence[str]] = None,
                   seeds: Iterable[int] = range(4), horizon: int = 400, window: int = 10, ego: str = "balanced",
-                  n_boot: int = 2000, methods: Sequence[str] = METHODS, progress=None) -> SwitchBenchmark:
+                  n_boot: int = 2000, methods: Sequence[str] = METHODS, progress=None,
+                  cache_dir: Optional[Path] = None) -> SwitchBenchmark:
     """Record the episodes and score every method (the ``beliefgate switches`` command)."""
     from beliefgate import GateParams
 
     params = params or GateParams()
     partners = tuple(partners) if partners else default_partners()
     seeds = list(seeds)
-    traces = record_all(layouts, partners, seeds, horizon, ego, params, progress)
+    traces = record_all(layouts, partners, seeds, horizon, ego, params, progress, cache_dir)
     config = {"layouts": list(layouts), "partners": list(partners), "seeds": seeds, "horizon": horizon,
               "window": window, "ego": ego, "ego_seat": 0, "n_boot": n_boot, "methods": list(methods),
               "gate_params": params.model_dump(mode="json"), "commit": git_commit(),
