@@ -76,6 +76,8 @@ from beliefgate.models.hmm import (  # noqa: F401  (re-exported: the public filt
     FilterState,
     Observations,
     UpdateInfo,
+    BatchFilterResult,
+    batch_filter_scaled,
     _correct,
     _window_size,
     hazard_log_transition,
@@ -325,19 +327,37 @@ def filter(params: FilterParams, obs) -> FilterResult:  # noqa: A001 - public na
     return _filter_jit(params.model, params.window, hazard, alpha, obs)
 
 
-def filter_batch(params: FilterParams, obs) -> FilterResult:
-    """Forward filter of a padded batch ``[B, T, ...]`` (``vmap`` of :func:`filter`).
+def filter_batch(params: FilterParams, obs, *, method: str = "scaled"):
+    """Forward filter of a padded batch ``[B, T, ...]``: filtered posteriors and log marginals.
 
+    Hazard model, ``method="scaled"`` (default): the batched kernel
+    :func:`beliefgate.models.hmm.batch_filter_scaled` (scaled probabilities, the same
+    transition component as every other filter; a cheaper recurrence is picked when every
+    skill is feasible, nothing completes and nothing is padded), returning a
+    :class:`~beliefgate.models.hmm.BatchFilterResult` (``posterior`` probabilities,
+    ``log_posterior`` on demand). ``method="log"`` and the windowed model: ``vmap`` of
+    :func:`filter` in log space, a :class:`FilterResult` (``log_predicted`` included).
     Steps with ``valid == False`` leave the state unchanged and add 0 to the log
     marginal, so each row equals the unbatched result on its valid steps.
     """
     params = _check_params(params)
+    if method not in ("scaled", "log"):
+        raise InvalidParameterError(f"method must be 'scaled' or 'log', got {method!r}")
     if not isinstance(obs, Observations):
         obs = observations(obs, batched=True)
     elif obs.loglik.ndim != 3:
         raise ShapeMismatchError(f"filter_batch expects [B, T, K] arrays, got {obs.loglik.shape}")
     hazard, alpha = _numbers(params, obs.loglik.dtype)
+    if params.model == "hazard" and method == "scaled":
+        simple = bool(_is_simple(obs.feasible, obs.completed, obs.valid))
+        return batch_filter_scaled(hazard, alpha, obs, simple=simple)
     return _filter_batch_jit(params.model, params.window, hazard, alpha, obs)
+
+
+@jax.jit
+def _is_simple(feasible, completed, valid):
+    """Every skill feasible, no completion, no padding (one fused reduction on the device)."""
+    return jnp.all(feasible) & jnp.all(completed < 0) & jnp.all(valid)
 
 
 # --------------------------------------------------------------------------------------

@@ -73,7 +73,7 @@ def scaled_correct(xp, prior, lik, axis: int = -1):
     """
     joint = prior * lik
     z = xp.sum(joint, axis=axis, keepdims=True)
-    return joint / z, z
+    return joint * (1.0 / z), z
 
 
 __all__ = ["smoothed_prior", "hazard_constants", "forced_switch", "hazard_sticky", "scaled_correct"]
