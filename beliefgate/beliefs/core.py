@@ -469,18 +469,24 @@ def _vs_best_skill(obs: np.ndarray, feas: Optional[np.ndarray]):
 
 def reduce_table(config: GateConfig, ev: TableEvidence) -> Reduced:
     """Validate a :class:`TableEvidence` and reduce it."""
-    lp = _table(config, ev.logprobs)
-    a = ev.action
+    return reduce_table_args(config, ev.logprobs, ev.action, ev.completed, ev.feasible, ev.weight)
+
+
+def reduce_table_args(config: GateConfig, logprobs, action, completed=None, feasible=None,
+                      weight=1.0) -> Reduced:
+    """:func:`reduce_table` on the fields themselves (the hot path of ``Gate.step``)."""
+    lp = _table(config, logprobs)
+    a = action
     if type(a) is not int:
         if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
-            raise ActionIndexError(f"action must be an integer index, got {ev.action!r}")
+            raise ActionIndexError(f"action must be an integer index, got {action!r}")
         a = int(a)
     if not 0 <= a < lp.shape[1]:
         raise ActionIndexError(f"action index {a} outside [0, {lp.shape[1]})")
     rowmax = _row_max(lp)
-    comp = _completed_index(config, ev.completed)
-    feas = _feasible_mask(config, ev.feasible)
-    w = _weight(ev.weight)
+    comp = -1 if completed is None else _completed_index(config, completed)
+    feas = None if feasible is None else _feasible_mask(config, feasible)
+    w = _weight(weight)
     col = lp[:, a]
     if config.skill_ref:
         score, top = _vs_best_skill(col, feas)
@@ -609,7 +615,9 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
     if log_z == -_INF:
         raise ImpossibleObservationError(
             "the observation has probability zero under every skill the belief allows")
-    if not log_z < _INF or not np.isfinite(post).all():  # NaN or overflow: reject, state untouched
+    # log_z finite means the normaliser is a positive finite number and (the likelihoods
+    # being shifted below exp's overflow) every posterior entry is finite too.
+    if not log_z < _INF:  # NaN or overflow: reject, state untouched
         raise NonFiniteLoglikError(
             "the tempered log-likelihood overflows (weight x log-probability too large); the gate is unchanged")
 
@@ -790,6 +798,7 @@ __all__ = [
     "Reduced",
     "reduce",
     "reduce_table",
+    "reduce_table_args",
     "reduce_step",
     "reduce_loglik",
     "init",

@@ -226,8 +226,8 @@ class Gate:
         all); ``weight``: tempering weight (0 = exclude, e.g. STAY); ``ego_active``:
         whether the ego is executing a skill that could be interrupted.
         """
-        ev = TableEvidence(action_logprobs, action, completed, feasible, weight)
-        return self._take(_core.reduce_table(self._config, ev), _ego(ego_active))
+        reduced = _core.reduce_table_args(self._config, action_logprobs, action, completed, feasible, weight)
+        return self._take(reduced, _ego(ego_active))
 
     def step_evidence(self, ev: StepEvidence, *, ego_active: bool = True) -> Decision:
         """Condition on a :class:`StepEvidence` (the general entry point).
