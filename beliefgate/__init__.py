@@ -12,9 +12,11 @@ _LAZY = {
     "Gate": "beliefgate.beliefs.gate",
     "GateParams": "beliefgate.beliefs.gate",
     "Decision": "beliefgate.beliefs.gate",
+    "Kappa": "beliefgate.beliefs.kappa",
+    "KappaParams": "beliefgate.beliefs.kappa",
 }
 
-__all__ = ["Gate", "GateParams", "Decision", "__version__"]
+__all__ = ["Gate", "GateParams", "Decision", "Kappa", "KappaParams", "__version__"]
 
 
 def __getattr__(name: str):
