@@ -92,6 +92,25 @@ def jax_variant(lls) -> Optional[Callable[[int], object]]:
     return call
 
 
+def drift(tables, actions, steps: int) -> dict:
+    """A long run of one hazard gate: p50 over the first and the last tenth of ``steps``
+    (no slow-down as the run goes on) and the largest |sum(posterior) - 1| seen."""
+    gate = Gate.from_logprobs(NUM_SKILLS, GateParams())
+    clock = time.perf_counter_ns
+    times = np.empty(steps, dtype=np.int64)
+    worst = 0.0
+    for i in range(steps):
+        j = i % POOL
+        t0 = clock()
+        d = gate.step(tables[j], actions[j])
+        times[i] = clock() - t0
+        worst = max(worst, abs(float(d.posterior.sum()) - 1.0))
+    tenth = max(1, steps // 10)
+    return {"steps": steps, "p50_first_us": float(np.percentile(times[:tenth], 50) / 1000.0),
+            "p50_last_us": float(np.percentile(times[-tenth:], 50) / 1000.0),
+            "max_abs_sum_error": worst}
+
+
 def summarise(samples: np.ndarray) -> dict:
     return {
         "steps": int(samples.size),
@@ -121,7 +140,9 @@ def main(argv: Optional[list[str]] = None) -> dict:
     for res in results.values():
         res["speedup_vs_jax_update"] = ref["p50_us"] / res["p50_us"] if ref else None
 
+    long_run = drift(tables, actions, 2_000 if args.quick else 100_000)
     report = {
+        "drift": long_run,
         "machine": f"{platform.processor() or platform.machine()} ({platform.python_version()})",
         "num_skills": NUM_SKILLS,
         "num_actions": NUM_ACTIONS,
@@ -129,6 +150,9 @@ def main(argv: Optional[list[str]] = None) -> dict:
         "results": results,
     }
     _print(report)
+    print(f"drift over {long_run['steps']} steps: p50 first tenth {long_run['p50_first_us']:.1f} us, "
+          f"last tenth {long_run['p50_last_us']:.1f} us; max |sum(posterior) - 1| = "
+          f"{long_run['max_abs_sum_error']:.1e}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(report, fh, indent=2)
