@@ -198,6 +198,8 @@ def switches(
     tune: bool = typer.Option(False, "--tune", help="search gate settings on these seeds instead (see docs/switches.md)"),
     max_fa: float = typer.Option(1.0, min=0.0, help="false-alarm budget per 100 steps (best points, --tune)"),
     min_detection: float = typer.Option(0.9, min=0.0, max=1.0, help="detection target for --tune"),
+    params_out: Optional[Path] = typer.Option(None, "--params-out", help="--tune: write the best stable-MAP "
+                                              "setting as GateParams JSON here (pass it back with --params)"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON result"),
 ) -> None:
     """Detection rate, delay and false alarms of the gates, CUSUM, BOCPD and the naive rule on hidden partner switches."""
@@ -228,6 +230,11 @@ def switches(
     if out is not None:
         out.write_text(json.dumps(result, indent=1) + "\n")
     if tune:
+        if params_out is not None:
+            try:
+                sw.recommended_params(result).save(params_out)
+            except InputError as exc:
+                _fail(str(exc))
         if as_json:
             print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=2))
         else:

@@ -263,10 +263,12 @@ class SwitchBenchmark:
     sweeps: Dict[str, Sweep]
     per_episode: List[Dict[str, Any]]
     bocpd_pruned_mass: float = 0.0
+    diagnostics: Dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"format": SWITCHES_FORMAT, "config": self.config, "episodes": self.episodes,
                 "switches": self.switches, "steps": self.steps, "bocpd_pruned_mass": self.bocpd_pruned_mass,
+                "diagnostics": self.diagnostics,
                 "methods": {name: sw.to_dict() for name, sw in self.sweeps.items()},
                 "per_episode": self.per_episode}
 
@@ -388,10 +390,32 @@ def evaluate_traces(traces: Sequence[EpisodeTrace], params, window: int = 10, n_
                               "release/threshold": params.cp_release / params.cp_threshold}}[name]
         sweeps[name] = Sweep(name, parameter, points, operating, settings)
     pruned = sum(v.pruned_mass for v in cache.values())
+    diagnostics = {"separability": separability(traces, window), **belief_diagnostics(traces, beliefs, window)}
     per_episode = [{"layout": tr.layout, "partner": tr.partner, "seed": tr.seed, "switches": tr.num_switches,
                     "steps": len(tr.hidden)} for tr in traces]
     return SwitchBenchmark(dict(config or {}), len(traces), sum(tr.num_switches for tr in traces),
-                           sum(len(tr.hidden) for tr in traces), sweeps, per_episode, pruned)
+                           sum(len(tr.hidden) for tr in traces), sweeps, per_episode, pruned, diagnostics)
+
+
+def belief_diagnostics(traces: Sequence[EpisodeTrace], beliefs: Sequence[BeliefTrace], window: int = 10
+                       ) -> Dict[str, Any]:
+    """Where the stable-MAP gate's false alarms come from: how often its pre-update MAP is the true skill,
+    and which share of its false alarms (at the given settings) fall on steps where the MAP was right."""
+    known = right = 0
+    fa = fa_right = 0
+    for tr, b in zip(traces, beliefs):
+        k = tr.truth >= 0
+        known += int(k.sum())
+        right += int(np.sum(b.map_skill[k] == tr.truth[k]))
+        covered = np.zeros(len(tr.hidden), dtype=bool)
+        for s in np.flatnonzero(tr.hidden):
+            covered[s:s + window] = True
+        false = b.interrupt & ~covered
+        fa += int(false.sum())
+        fa_right += int(np.sum(false & (b.map_skill == tr.truth)))
+    return {"pre_update_map_accuracy": right / known if known else None,
+            "stable_map_false_alarms": fa,
+            "share_of_false_alarms_with_correct_map": fa_right / fa if fa else None}
 
 
 def run_benchmark(params=None, layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Sequence[str]] = None,
