@@ -21,6 +21,8 @@ Timed parts, in this process:
   configurations and extrapolated linearly (time per configuration x 7,168:
   every configuration costs the same number of gate steps). Its outputs on the
   subset must equal the vectorised ones exactly.
+* the batched decision replay alone (``vectorised_interrupts`` of every
+  configuration over every belief trace), for the cost of the decision rules;
 * baseline 2 (to separate the two savings): the belief sequences shared as in
   the analysis, but the decision rules called once per configuration
   (``vectorised_interrupts`` with one column), same subset, same extrapolation.
@@ -145,6 +147,12 @@ def run(n: int, episodes_count: int, horizon: int, loop_subset: int, seed: int, 
             alarms = vectorised_interrupts(tr, dec, base.gate)
             score_configs(alarms, ep.hidden, window)
     shared_s = time.perf_counter() - t0
+    # the batched decision replay alone: every configuration over every belief trace at once
+    full = table.decision_columns()
+    t0 = time.perf_counter()
+    for tr in traces:
+        vectorised_interrupts(tr, full, base.gate)
+    replay_s = time.perf_counter() - t0
     shared_extrapolated_s = shared_s / len(subset) * configs
     switches = sum(int(ep.hidden.sum()) for ep in episodes)
     return {
@@ -155,6 +163,7 @@ def run(n: int, episodes_count: int, horizon: int, loop_subset: int, seed: int, 
         "subset_mismatches": mismatches, "target_s": TARGET_S,
         "shared_belief_loop_extrapolated_s": shared_extrapolated_s,
         "shared_belief_ratio": shared_extrapolated_s / analysis_s,
+        "batched_replay_s": replay_s, "batched_replay_per_trace_ms": 1000.0 * replay_s / len(traces),
         "ST_interrupts": dict(zip(result.names, np.round(result.indices["interrupts_per_episode"]["ST"], 3).tolist())),
         "S1_interrupts": dict(zip(result.names, np.round(result.indices["interrupts_per_episode"]["S1"], 3).tolist())),
         "machine": platform.processor() or platform.machine(), "python": platform.python_version(),
@@ -176,6 +185,8 @@ def print_report(r: dict) -> None:
           f"{'yes' if r['subset_mismatches'] == 0 else 'NO, ' + str(r['subset_mismatches']) + ' differ'})")
     print(f"  loop over configs, belief shared    : {r['shared_belief_loop_extrapolated_s']:8.1f} s extrapolated "
           f"(the same kernel, one configuration per call) -> {r['shared_belief_ratio']:.1f}x the vectorised time")
+    print(f"  batched decision replay alone       : {r['batched_replay_s']:8.2f} s ({r['configs']} configurations x "
+          f"{r['episodes']} traces, {r['batched_replay_per_trace_ms']:.1f} ms per trace)")
     print(f"  total index ST of interrupts/episode: {r['ST_interrupts']}")
     print("Timings on a shared 2-core machine are noisy; no assertion is made on them.")
 
