@@ -150,7 +150,7 @@ def test_listing_agents_imports_no_agent_code_and_bc_registers_nothing():
     import sys
 
     code = ("import sys; from beliefgate.agents import registry as r; names = r.agent_names(); "
-            "assert 'bc' in names and 'policy-tree' not in names; "
+            "assert 'bc' in names and 'policy-tree' in names; "
             "print(sorted(m for m in sys.modules if m.startswith('beliefgate.agents.') or m == 'beliefgate.eval.episode'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['beliefgate.agents.registry']"

@@ -2,7 +2,8 @@
 
 Names: every scripted partner (``beliefgate partners``), and every row of :data:`AGENTS`:
 ``bayes-belief[:full|no_replan|no_prompt|no_belief]``, ``proagent``, ``periodic[-N]``,
-``completion-held``, ``llm-judge``, ``hypothetical-minds``, ``bc[:<layout>]``.
+``completion-held``, ``llm-judge``, ``hypothetical-minds``, ``bc[:<layout>]``,
+``policy-tree:PATH[:bayes]``.
 
 A row names its factory as ``"module:function"``; the module is imported the first time an
 agent of that row is built, so listing names imports no agent code and no module has to be
@@ -113,6 +114,9 @@ AGENTS: Dict[str, AgentEntry] = {e.prefix: e for e in (
                llm=True, gate=True),
     AgentEntry("bc", "beliefgate.agents.bc:bc_agent",
                "behaviour cloning on the human data (bc = the episode's layout, bc:<layout>)", option="optional"),
+    AgentEntry("policy-tree", "beliefgate.policytree.agent:make_policy_tree_agent",
+               "an executable policy tree run in the sandbox (PATH[:bayes]; seed:LAYOUT)",
+               option="required", llm=True, gate=True),
 )}
 
 #: rows added through the deprecated :func:`register` (old-style ``factory(name[, llm])``)
