@@ -282,8 +282,8 @@ def stable_map_decide(
         log_l = lam * ratio + 0.0  # + 0.0: lambda = 0 gives 0.0, not -0.0
     else:  # an impossible action: -inf, or 0 for lambda = 0 (not NaN)
         log_l = where(lam != 0.0, -_INF, 0.0)
-    evidence = weight > 0.0
-    contradiction = evidence & (log_l < config.log_tau)
+    evidence = weight > 0.0  # the belief side is shared: one bool for every configuration
+    contradiction = (log_l < config.log_tau) if evidence else False
     reason, interrupt = first_failure(_SM_CONTRADICTION, evidence, contradiction)
     if interrupt is False:  # no configuration contradicts: the counters stay
         new_state = StableMapState(map_skill, stable, state.t_last_interrupt, state.num_contradictions,
