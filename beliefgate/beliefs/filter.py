@@ -65,8 +65,6 @@ from typing import Callable, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
-from jax.nn import logsumexp
 
 from beliefgate.beliefs.checks import as_bool as _as_bool
 from beliefgate.models.hmm import (  # noqa: F401  (re-exported: the public filter API)
@@ -78,7 +76,6 @@ from beliefgate.models.hmm import (  # noqa: F401  (re-exported: the public filt
     UpdateInfo,
     BatchFilterResult,
     batch_filter_scaled,
-    _correct,
     _window_size,
     hazard_log_transition,
     hazard_predict,
@@ -96,7 +93,6 @@ from beliefgate.beliefs.errors import (
     NoFeasibleSkillError,
     NonFiniteLoglikError,
     ShapeMismatchError,
-    UnsupportedModelError,
 )
 
 

@@ -37,7 +37,7 @@ from beliefgate.beliefs.core import (
     GateInfo,
     GateState,
     LoglikEvidence,
-    TableEvidence,
+    TableEvidence,  # noqa: F401  (re-exported)
 )
 from beliefgate.plugins import make_observer
 from beliefgate.beliefs.errors import (

@@ -20,6 +20,7 @@ from beliefgate.console import console, err_console, fail as _fail
 class ModelChoice(str, Enum):
     hazard = "hazard"
     windowed = "windowed"
+    kappa = "kappa"
 
 
 class MethodChoice(str, Enum):
@@ -102,9 +103,11 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     @app.command("fit")
     def fit_command(
         ctx: typer.Context,
-        logs: List[Path] = typer.Argument(..., help="trajectory logs (JSONL, `beliefgate episode --log`)"),
+        logs: List[Path] = typer.Argument(..., help="trajectory logs (JSONL, `beliefgate episode --log`); "
+                                          "with --model kappa: decisions JSONL (docs/kappa.md)"),
         model: ModelChoice = typer.Option(ModelChoice.hazard, help="hazard (sticky switching) or windowed "
-                                          "(paper-faithful segment window)"),
+                                          "(paper-faithful segment window) skill model, or kappa (OverForge "
+                                          "branch utilities: mu0, sigma0, tau, sigma_r)"),
         method: MethodChoice = typer.Option(MethodChoice.nuts, help="nuts (MCMC) or svi (variational)"),
         out: Path = typer.Option(..., "--out", "-o", help="write the fit here (ArviZ NetCDF, e.g. fit.nc)"),
         partner_side: Optional[int] = typer.Option(None, min=0, help="player whose actions are modelled "
@@ -134,7 +137,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bars"),
         as_json: bool = typer.Option(False, "--json", help="print the fit's record and summary as JSON"),
     ) -> None:
-        """Fit beta, epsilon, h (skills summed out by the forward algorithm) to the partner's actions."""
+        """Fit beta, epsilon, h (skills summed out by the forward algorithm) to the partner's actions,
+        or, with --model kappa, mu0, sigma0, tau, sigma_r to logged OverForge decisions."""
         from pydantic import ValidationError
 
         _quiet_arviz()
@@ -148,6 +152,16 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         method_name = chain_method.value
         if method_name == "auto":
             method_name = "parallel" if chains > 1 and jax.local_device_count() >= chains else "sequential"
+        if model == ModelChoice.kappa:
+            given = [name for name, value in (("--window", window), ("--per-skill-beta", per_skill_beta or None),
+                                              ("--fit-weight", fit_weight or None), ("--partner-side", partner_side),
+                                              ("--allow-incomplete", allow_incomplete or None)) if value is not None]
+            if given:
+                _fail(f"{', '.join(given)}: not an option of the kappa model")
+            _fit_kappa(logs, out, method.value, chains, draws, warmup, seed, _parse_fixed(fix), method_name,
+                       target_accept, svi_steps, learning_rate, guide.value, x64, progress, as_json,
+                       _command_options(ctx))
+            return
         from beliefgate.models.fit import FitConfig, FitError
 
         try:
@@ -218,7 +232,14 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         from beliefgate.models.data import FitDataError
         from beliefgate.models.diagnose import diagnose, write_plots
         from beliefgate.models.fit import FitError, load_fit
+        from beliefgate.models.kappa import KappaFitError, is_kappa_fit, read_netcdf
 
+        try:
+            if is_kappa_fit(read_netcdf(fit_file)):
+                _diagnose_kappa(fit_file, as_json, plots, ppc_draws, seed, ppc, strict)
+                return
+        except KappaFitError as exc:
+            _fail(str(exc))
         try:
             idata = load_fit(fit_file)
             result = diagnose(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc, calibrate=calibrate)
@@ -261,6 +282,85 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         verdict = ("clearly" if second.elpd_diff > 2 * second.dse else "not clearly")
         console.print(f"'{best.name}' is {verdict} better than '{second.name}' (elpd_diff {second.elpd_diff:.1f}, "
                       f"dse {second.dse:.1f}). warning = Pareto k > 0.7 for some trajectory: LOO is unreliable.")
+
+
+def _fit_kappa(logs, out, method, chains, draws, warmup, seed, fixed, chain_method, target_accept, svi_steps,
+               learning_rate, guide, x64, progress, as_json, options) -> None:
+    """``beliefgate fit --model kappa``: read decisions, fit, write the NetCDF, print the summary."""
+    from pydantic import ValidationError
+
+    from beliefgate.models.diagnose import summarize
+    from beliefgate.models.kappa import (KappaDataError, KappaFitConfig, KappaFitError, fit_kappa,
+                                         kappa_fit_record, read_decisions, save_kappa_fit)
+
+    try:
+        config = KappaFitConfig(fixed=fixed, method=method, chains=chains, draws=draws, warmup=warmup, seed=seed,
+                                chain_method=chain_method, target_accept=target_accept, svi_steps=svi_steps,
+                                learning_rate=learning_rate, guide=guide)
+    except ValidationError as exc:
+        _fail("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors()))
+    if out.exists() and out.is_dir():
+        _fail(f"--out {out} is a directory; give a file name such as kappa_fit.nc")
+    try:
+        decisions = read_decisions(logs)
+    except KappaDataError as exc:
+        _fail(str(exc))
+    d = decisions.data
+    err_console.print(f"fitting the kappa model by {config.method.upper()} on {decisions.num_decisions} decisions "
+                      f"({d.num_branches} branches, {len(d.j_y)} judgments, {len(d.r_score)} rollouts; "
+                      f"{config.chains} chains x {config.draws} draws, {config.chain_method})")
+    command = {"argv": ["beliefgate", "fit", "--model", "kappa", *[str(p) for p in logs]], "out": str(out),
+               "x64": x64, "options": options}
+    try:
+        idata = fit_kappa(decisions, config, progress=progress, extra_attrs={"command": command})
+    except KappaFitError as exc:
+        _fail(str(exc))
+    save_kappa_fit(idata, out)
+    parameters = summarize(idata)
+    if as_json:
+        record = kappa_fit_record(idata)
+        for key in ("sources", "branches", "decision_ids"):
+            record.pop(key, None)
+        record["out"] = str(out)
+        record["summary"] = {k: v._asdict() for k, v in parameters.items()}
+        print(json.dumps(record, default=str))
+        return
+    _print_summary(parameters)
+    console.print(f"wrote {out}  (next: `beliefgate diagnose {out}`)")
+
+
+def _diagnose_kappa(fit_file, as_json, plots, ppc_draws, seed, ppc, strict) -> None:
+    from beliefgate.models.diagnose import diagnose_kappa, write_kappa_plots
+    from beliefgate.models.kappa import KappaFitError, load_kappa_fit
+
+    try:
+        idata = load_kappa_fit(fit_file)
+        result = diagnose_kappa(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc)
+    except KappaFitError as exc:
+        _fail(str(exc))
+    written = write_kappa_plots(idata, result, plots) if plots is not None else []
+    if as_json:
+        print(json.dumps(result.to_json_dict()))
+    else:
+        _print_summary(result.parameters)
+        console.print(f"kappa fit: method {result.method}, {result.chains} chains x {result.draws} draws, "
+                      f"divergences: {result.divergences}")
+        if result.checks:
+            table = Table(title="Posterior predictive check (replicated decisions, same structure)")
+            for col in ("statistic", "observed", "replicated", "90% band", "ppp"):
+                table.add_column(col, justify="left" if col == "statistic" else "right")
+            for c in result.checks:
+                table.add_row(c.name, f"{c.observed:.3f}", f"{c.replicated_mean:.3f}", f"[{c.low:.3f}, {c.high:.3f}]",
+                              f"{c.ppp:.3f}")
+            console.print(table)
+        for w in result.warnings:
+            err_console.print(f"[bold yellow]warning:[/] {w}")
+        if not result.warnings:
+            console.print("no warnings: r_hat <= 1.01, ESS >= 400, no divergences, predictive check passed")
+        for path in written:
+            console.print(f"wrote {path}")
+    if strict and result.warnings:
+        raise typer.Exit(1)
 
 
 def _print_diagnosis(result, written) -> None:

@@ -76,4 +76,20 @@ def scaled_correct(xp, prior, lik, axis: int = -1):
     return joint * (1.0 / z), z
 
 
-__all__ = ["smoothed_prior", "hazard_constants", "forced_switch", "hazard_sticky", "scaled_correct"]
+def book_completion(xp, counts, reset, completed, valid=None, axis: int = -1):
+    """``(counts, reset)`` after a step: a visible completion of skill ``c`` adds one to
+    ``n(c)`` and makes the next predict a forced switch; a padding step (``valid`` False)
+    changes neither. ``completed`` is -1 for none; ``reset`` is the flag carried in."""
+    if valid is not None:
+        completed = xp.where(valid, completed, -1)
+    num_skills = counts.shape[axis]
+    skills = xp.arange(num_skills)
+    if axis == 0 and counts.ndim > 1:
+        skills = xp.reshape(skills, (num_skills,) + (1,) * (counts.ndim - 1))
+    hit = xp.expand_dims(completed, axis) == skills
+    counts = counts + hit.astype(counts.dtype)
+    done = completed >= 0
+    return counts, (done if valid is None else xp.where(valid, done, reset))
+
+
+__all__ = ["book_completion", "smoothed_prior", "hazard_constants", "forced_switch", "hazard_sticky", "scaled_correct"]

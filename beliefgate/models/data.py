@@ -346,5 +346,5 @@ def subset(data: FitData, trajectories: Sequence[int], max_steps: Optional[int] 
         sources=[data.sources[i] for i in idx], meta=data.meta)
 
 
-__all__ = ["FitData", "FitDataError", "from_arrays", "load_logs", "q_and_evidence", "simulate",
+__all__ = ["FitData", "FitDataError", "from_arrays", "load_logs", "pad_trajectories", "simulate",
            "subset"]

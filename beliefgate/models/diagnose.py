@@ -192,10 +192,18 @@ def _finite_or_none(value):
 
 
 def summarize(idata, hdi_prob: float = HDI_PROB) -> Dict[str, ParameterSummary]:
-    """``{name: ParameterSummary}`` from ``arviz.summary`` over the sampled parameters."""
+    """``{name: ParameterSummary}`` from ``arviz.summary`` over the sampled parameters
+    (skill-model fits and kappa fits)."""
+    from beliefgate.models.kappa import is_kappa_fit, kappa_fit_config
+
+    config = kappa_fit_config(idata) if is_kappa_fit(idata) else fit_config(idata)
+    return summarize_names(idata, [n for n in config.parameter_names() if n in idata.posterior], hdi_prob)
+
+
+def summarize_names(idata, names: List[str], hdi_prob: float = HDI_PROB) -> Dict[str, ParameterSummary]:
+    """``{name: ParameterSummary}`` of the posterior variables ``names``."""
     import arviz as az
 
-    names = [n for n in fit_config(idata).parameter_names() if n in idata.posterior]
     if not names:
         return {}
     # unrounded: ArviZ's default rounds r_hat to 2 decimals, which would hide 1.01 < r_hat < 1.015
@@ -551,6 +559,97 @@ def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = T
 
 
 # --------------------------------------------------------------------------------------
+# Kappa fits
+# --------------------------------------------------------------------------------------
+
+
+class KappaDiagnosis(NamedTuple):
+    """What :func:`diagnose_kappa` found: summary, warnings and the predictive check."""
+
+    parameters: Dict[str, ParameterSummary]
+    divergences: int
+    warnings: List[str]
+    method: str
+    chains: int
+    draws: int
+    checks: list  # KappaStatCheck
+    settings: Optional[dict] = None
+
+    def to_json_dict(self) -> dict:
+        """The same shape as :meth:`Diagnosis.to_json_dict` (``parameters``, ``divergences``, ``warnings``)."""
+        return {
+            "parameters": {name: {k: _finite_or_none(v) for k, v in row._asdict().items()}
+                           for name, row in self.parameters.items()},
+            "divergences": int(self.divergences),
+            "warnings": list(self.warnings),
+        }
+
+    def report(self) -> dict:
+        out = self.to_json_dict()
+        out["model"] = "kappa"
+        out["method"] = self.method
+        out["predictive_check"] = [c._asdict() for c in self.checks]
+        out["settings"] = self.settings
+        return json.loads(json.dumps(out, default=_finite_or_none))
+
+
+def diagnose_kappa(idata, *, ppc_draws: int = 200, seed: int = 0, predictive: bool = True) -> KappaDiagnosis:
+    """Summary, convergence warnings and the posterior predictive check of a kappa fit
+    (:func:`beliefgate.models.kappa.kappa_predictive_check`)."""
+    from beliefgate.models.kappa import kappa_fit_config, kappa_fit_record, kappa_predictive_check
+
+    record = kappa_fit_record(idata)
+    config = kappa_fit_config(idata)
+    post = idata.posterior
+    chains, draws = int(post.sizes["chain"]), int(post.sizes["draw"])
+    parameters = summarize_names(idata, [n for n in config.parameter_names() if n in post])
+    divergences = count_divergences(idata)
+    warnings = convergence_warnings(parameters, divergences, chains, draws, config.method)
+    checks = kappa_predictive_check(idata, num_draws=ppc_draws, seed=seed) if predictive else []
+    for c in checks:
+        if not c.passed:
+            warnings.append(f"posterior predictive check failed: {c.name} ({c.description}) observed "
+                            f"{c.observed:.3f}, replicated {c.replicated_mean:.3f} [{c.low:.3f}, {c.high:.3f}], "
+                            f"ppp {c.ppp:.3f}")
+    settings = {"seed": seed, "ppc_draws": ppc_draws, "predictive": predictive, "fit": record}
+    return KappaDiagnosis(parameters, divergences, warnings, config.method, chains, draws, checks, settings)
+
+
+def write_kappa_plots(idata, diagnosis: KappaDiagnosis, out_dir: Union[str, Path]) -> List[Path]:
+    """Trace, rank and predictive-check plots (PNG) plus diagnosis.json in ``out_dir``."""
+    import arviz as az
+
+    plt = pyplot()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    names = list(diagnosis.parameters)
+    written: List[Path] = []
+    if names:
+        axes = az.plot_trace(idata, var_names=names, compact=True)
+        fig = np.asarray(axes).ravel()[0].figure
+        fig.tight_layout()
+        written.append(save_figure(fig, out / "trace.png", bbox_inches="tight"))
+        if idata.posterior.sizes["chain"] > 1:
+            axes = az.plot_rank(idata, var_names=names)
+            written.append(save_figure(np.asarray(axes).ravel()[0].figure, out / "rank.png", bbox_inches="tight"))
+    if diagnosis.checks:
+        fig, axes = plt.subplots(1, len(diagnosis.checks), figsize=(3.2 * len(diagnosis.checks), 2.8), squeeze=False)
+        for ax, c in zip(axes.ravel(), diagnosis.checks):
+            ax.errorbar([0], [c.replicated_mean], yerr=[[c.replicated_mean - c.low], [c.high - c.replicated_mean]],
+                        fmt="s", color="#3182bd", capsize=4, label="replicated (90%)")
+            ax.plot([0], [c.observed], "o", color="#d62728", label="observed")
+            ax.set_xticks([])
+            ax.set_title(f"{c.name}\nppp {c.ppp:.2f}", fontsize=8)
+        axes.ravel()[0].legend(fontsize=6)
+        fig.tight_layout()
+        written.append(save_figure(fig, out / "ppc_kappa.png", bbox_inches="tight"))
+    path = out / "diagnosis.json"
+    path.write_text(json.dumps(diagnosis.report(), indent=2) + "\n", encoding="utf-8")
+    written.append(path)
+    return written
+
+
+# --------------------------------------------------------------------------------------
 # Plots
 # --------------------------------------------------------------------------------------
 
@@ -635,6 +734,10 @@ __all__ = [
     "Calibration",
     "Diagnosis",
     "summarize",
+    "summarize_names",
+    "KappaDiagnosis",
+    "diagnose_kappa",
+    "write_kappa_plots",
     "count_divergences",
     "convergence_warnings",
     "skill_state_buckets",

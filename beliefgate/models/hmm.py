@@ -313,12 +313,11 @@ def update_step(params: FilterParams, state: FilterState, loglik, feasible, comp
     else:
         raise InvalidParameterError(f"unknown filter model {params.model!r}; use one of {MODELS}")
     log_post, log_norm = _correct(log_pred, loglik)
-    num_skills = loglik.shape[-1]
-    counts = state.counts + jax.nn.one_hot(completed, num_skills, dtype=state.counts.dtype)
+    counts, reset = _C.book_completion(jnp, state.counts, state.reset, jnp.asarray(completed))
     new_state = FilterState(
         log_belief=log_post,
         counts=counts,
-        reset=jnp.asarray(completed) >= 0,
+        reset=reset,
         step=state.step + 1,
         log_marginal=state.log_marginal + log_norm,
         log_seg_prior=seg_prior,
@@ -385,9 +384,7 @@ def log_transition_matrices(params: FilterParams, obs: Observations):
         log_pi0 = log_smoothed_prior(counts, params.alpha)
         mat = hazard_log_transition(log_pi0, feasible | ~valid, params.hazard, reset)
         mat = jnp.where(valid, mat, log_eye)
-        completed = jnp.where(valid, completed, -1)
-        counts = counts + jax.nn.one_hot(completed, num_skills, dtype=counts.dtype)
-        reset = jnp.where(valid, completed >= 0, reset)
+        counts, reset = _C.book_completion(jnp, counts, reset, completed, valid)
         return (counts, reset), mat
 
     carry = (jnp.asarray(obs.prior_counts, obs.loglik.dtype), jnp.asarray(True))
@@ -454,7 +451,6 @@ def _kernel(loglik, feasible, completed, valid, prior_counts, hazard, alpha, chu
     dtype = loglik.dtype
     pi0_0 = _C.smoothed_prior(jnp, prior_counts.astype(dtype), alpha).T  # [K, B]
     general = completed is not None
-    skills = jnp.arange(num_skills)[:, None]
 
     def step(carry, xs):
         belief, counts, reset = carry
@@ -470,9 +466,7 @@ def _kernel(loglik, feasible, completed, valid, prior_counts, hazard, alpha, chu
             post = jnp.where(v_t[None, :], post, belief)
             z = jnp.where(v_t, z, 1.0)
         if general:
-            c = jnp.where(v_t, c_t, -1) if v_t is not None else c_t
-            counts = counts + (skills == c[None, :]).astype(dtype)
-            reset = (c >= 0) | (reset & ~v_t) if v_t is not None else c >= 0
+            counts, reset = _C.book_completion(jnp, counts, reset, c_t, v_t, axis=0)
         return (post, counts, reset), (post, z)
 
     def block(carry, start, size):

@@ -59,6 +59,7 @@ from beliefgate.models.hmm import (
     log_smoothed_prior,
     scan_filter,
 )
+from beliefgate.models import components as _C
 from beliefgate.models.controllers.boltzmann import boltzmann_logprobs_jax
 from beliefgate.models.params import PARAMS, ParamSpec, check_values, sample_params
 
@@ -264,7 +265,6 @@ def partner_skill_model_explicit(data: SkillData, fixed: Optional[Mapping[str, f
             f"the explicit model takes one trajectory [T, K, A], got {data.q.shape}")
     values = sample_params(specs, fixed)
     loglik = controller_loglik(data, values["beta"], values["epsilon"], controller)
-    num_skills = loglik.shape[-1]
     valid = np.asarray(data.valid)
     counts = data.prior_counts
     reset = jnp.asarray(True)
@@ -276,8 +276,7 @@ def partner_skill_model_explicit(data: SkillData, fixed: Optional[Mapping[str, f
         mat = hazard_log_transition(log_pi0, data.feasible[t], values["hazard"], reset)
         z = numpyro.sample(f"z_{t}", dist.Categorical(probs=jnp.exp(mat[z_prev])))
         numpyro.factor(f"a_{t}", loglik[t, z])
-        counts = counts + jax.nn.one_hot(data.completed[t], num_skills, dtype=counts.dtype)
-        reset = data.completed[t] >= 0
+        counts, reset = _C.book_completion(jnp, counts, reset, data.completed[t])
         z_prev = z
 
 
@@ -288,7 +287,7 @@ def partner_skill_model_explicit(data: SkillData, fixed: Optional[Mapping[str, f
 
 def _sample_path(key, logp, data: SkillData, values):
     """One path: ``(z [T], a [T])``; padding steps repeat ``z`` and give ``a = -1``."""
-    num_steps, num_skills = logp.shape[0], logp.shape[1]
+    num_steps = logp.shape[0]
 
     def body(carry, xs):
         counts, reset, z_prev = carry
@@ -300,9 +299,7 @@ def _sample_path(key, logp, data: SkillData, values):
         a = jax.random.categorical(key_a, logp_t[z])
         z = jnp.where(valid, z, z_prev).astype(jnp.int32)
         a = jnp.where(valid, a, -1).astype(jnp.int32)
-        completed = jnp.where(valid, completed, -1)
-        counts = counts + jax.nn.one_hot(completed, num_skills, dtype=counts.dtype)
-        reset = jnp.where(valid, completed >= 0, reset)
+        counts, reset = _C.book_completion(jnp, counts, reset, completed, valid)
         return (counts, reset, z), (z, a)
 
     keys = jax.random.split(key, num_steps)
