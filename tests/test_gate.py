@@ -717,3 +717,46 @@ def test_overflowing_tempered_loglik_is_rejected_and_state_kept():
         gate.step_loglik([-np.inf, 2.6e16, -np.inf], weight=6.3e306)
     assert gate.state is before
     assert np.isfinite(gate.step_loglik([0.0, -1.0, -2.0]).posterior).all()
+
+
+# ---------------------------------------------------------------------- every accepted configuration is usable
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    model=st.sampled_from(["hazard", "windowed"]),
+    hazard=st.floats(1e-9, 1.0),
+    window=st.one_of(st.none(), st.integers(1, 512)),
+    alpha=st.floats(1e-6, 1e6),
+    tau=st.floats(0.0, 1.0),
+    lam=st.floats(0.0, 1e3),
+    cp_horizon=st.integers(1, 512),
+    counts=st.lists(st.floats(0.0, 1e9), min_size=4, max_size=4),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_any_accepted_configuration_survives_random_steps(model, hazard, window, alpha, tau, lam,
+                                                         cp_horizon, counts, seed):
+    """The bounds of GateParams and of the evidence keep every accepted gate usable: 1,000
+    random valid steps (extreme tables, weights, feasibility, completions) never fail and the
+    posterior stays a distribution."""
+    from beliefgate.beliefs.core import MAX_ABS_LOGPROB, MAX_WEIGHT
+
+    params = GateParams(model=model, hazard=hazard, window=window, alpha=alpha, tau_obs=tau,
+                        likelihood_scale=lam, cp_horizon=cp_horizon, cp_threshold=0.5, cp_release=0.2)
+    gate = Gate.from_logprobs(4, params, prior_counts=counts)
+    rng = np.random.default_rng(seed)
+    for _ in range(1000):
+        scale = 10.0 ** rng.uniform(-2, np.log10(MAX_ABS_LOGPROB) - 0.1)
+        table = -np.abs(rng.normal(scale=scale, size=(4, 5)))
+        table -= table.max(axis=1, keepdims=True)  # each row keeps a 0 (a possible action)
+        table = np.maximum(table, -MAX_ABS_LOGPROB)  # the largest magnitude the gate accepts
+        feasible = rng.random(4) < 0.8
+        feasible[rng.integers(4)] = True
+        weight = float(rng.choice([0.0, 0.35, 1.0, MAX_WEIGHT * rng.random()]))
+        completed = int(rng.integers(-1, 4)) if rng.random() < 0.1 else None
+        action = int(rng.integers(5))
+        try:
+            d = gate.step(table, action, completed, feasible=feasible, weight=weight)
+        except ImpossibleObservationError:
+            continue  # a refused observation leaves the gate as it was; the gate stays usable
+        assert np.isfinite(d.posterior).all() and abs(d.posterior.sum() - 1.0) < 1e-9

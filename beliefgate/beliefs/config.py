@@ -22,6 +22,8 @@ MAX_MEMORY_STEPS = 512
 #: and, near float64's range, overflow the smoothed prior).
 MAX_ALPHA = 1e6
 MAX_PRIOR_COUNT = 1e9
+#: Smallest hazard: every skill keeps a predicted mass of at least h pi0 each step.
+MIN_HAZARD = 1e-9
 
 
 class GateParams(BaseModel):
@@ -30,7 +32,10 @@ class GateParams(BaseModel):
     Belief model
         ``model``: ``"hazard"`` (sticky switching, default) or ``"windowed"``
         (paper-faithful segment product over the last ``window`` observed steps);
-        ``hazard`` h in [0, 1]; ``window`` >= 1 or ``None`` (whole segment);
+        ``hazard`` h in [0, 1] (with h = 0 a skill whose belief underflows to exactly 0
+        stays there, and observations only it explains are refused with
+        ImpossibleObservationError; any h >= MIN_HAZARD keeps every skill's predicted
+        mass >= h pi0, so that cannot happen); ``window`` >= 1 or ``None`` (whole segment);
         ``alpha`` > 0, concentration of the smoothed prior ``pi0 ∝ n + alpha``.
     Likelihood controller (used by domain observers, e.g. Overcooked)
         ``beta`` >= 0 (rationality), ``epsilon`` in [0, 1] (noise).
@@ -149,4 +154,4 @@ class GateParams(BaseModel):
             self.hazard, self.cp_horizon, self.cp_threshold, self.cp_release, self.cp_cooldown)
 
 
-__all__ = ["GateParams", "MAX_MEMORY_STEPS", "MAX_ALPHA", "MAX_PRIOR_COUNT"]
+__all__ = ["GateParams", "MAX_MEMORY_STEPS", "MAX_ALPHA", "MAX_PRIOR_COUNT", "MIN_HAZARD"]
