@@ -150,6 +150,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="seed of the bootstrap resampling"),
         unit: str = typer.Option("seed", "--unit", help="bootstrap unit: 'seed' (matched seeds) or 'episode'"),
         as_json: bool = typer.Option(False, "--json", help="print every paired difference as JSON"),
+        html: bool = typer.Option(False, "--html", help="also write one self-contained HTML report per "
+                                                        "episode (RUN_DIR/reports/index.html links them)"),
     ) -> None:
         """Markdown tables (BayesBelief Tables 1-4) with paired bootstrap CIs against a baseline."""
         if not run_dir.is_dir():
@@ -164,3 +166,10 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             print(text, end="")
         else:
             console.print(f"report written to {out}")
+        if html:
+            from beliefgate.viewer.report import write_episode_reports
+
+            res = write_episode_reports(run_dir)
+            failed = len(res["failed"])
+            console.print(f"{len(res['reports'])} episode reports: {res['index']}"
+                          + (f" ({failed} logs could not be read; listed in the index)" if failed else ""))
