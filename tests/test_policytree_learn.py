@@ -55,7 +55,7 @@ def test_parsers():
     assert split_tree_text(rendered) == tree.__class__(tree.partner.strip(), tree.own.strip())
     assert parse_tree("**Partner Inference Tree**\nteammate empty -> pickup_onion always\n"
                       "**Self Action Selection Tree**\nself empty -> pickup_dish when ready").own.endswith("ready")
-    for junk in ("", "hello", json.dumps({"partner_tree": "x", "self_tree": "y"}), '{"partner_tree": 1}'):
+    for junk in ("", "hello", json.dumps({"partner_tree": " ", "self_tree": "y"}), '{"partner_tree": 1}'):
         with pytest.raises(ModelOutputError):
             parse_tree(junk)
     assert "def PredictTeammateThenPlan" in parse_code("Here:\n```python\n" + SEED_BODY + "```")

@@ -19,7 +19,7 @@ app = typer.Typer(help="Co-pi-tree: distil the planner into an executable, sandb
                   no_args_is_help=True)
 
 
-def _llm_client(base_url: Optional[str], model: Optional[str], timeout: float, max_tokens: int,
+def _llm_client(base_url: Optional[str], model: Optional[str], timeout: float, deadline: float, max_tokens: int,
                 cache: Optional[Path]):
     from beliefgate.planners.client import LLMClient, LLMSettings
     from beliefgate.planners.errors import PlannerConfigError
@@ -30,7 +30,7 @@ def _llm_client(base_url: Optional[str], model: Optional[str], timeout: float, m
     try:
         settings = LLMSettings(base_url=url, model=model or os.environ.get("BELIEFGATE_LLM_MODEL", ""),
                                api_key=os.environ.get("OPENAI_API_KEY", "not-needed"), timeout_s=timeout,
-                               max_tokens=max_tokens, cache_dir=str(cache) if cache else None)
+                               deadline_s=max(deadline, timeout), max_tokens=max_tokens, cache_dir=str(cache) if cache else None)
     except PlannerConfigError as exc:
         fail(str(exc))
     return LLMClient(settings)
@@ -43,7 +43,8 @@ def learn(
     out: Path = typer.Option(Path("runs/pt"), help="run directory (resumed when it exists)"),
     llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server (default $BELIEFGATE_LLM_BASE_URL)"),
     llm_model: Optional[str] = typer.Option(None, help="model name (default $BELIEFGATE_LLM_MODEL)"),
-    llm_timeout: float = typer.Option(120.0, min=0.1, help="seconds per LLM request"),
+    llm_timeout: float = typer.Option(120.0, min=0.1, help="read timeout of one LLM request attempt (s)"),
+    llm_deadline: float = typer.Option(600.0, min=0.1, help="wall clock of one LLM call, retries included (s)"),
     llm_max_tokens: int = typer.Option(1024, min=16, help="longest answer per LLM request"),
     llm_cache: Optional[Path] = typer.Option(None, help="on-disk LLM response cache directory"),
     iterations: int = typer.Option(10, min=1, help="refinement iterations"),
@@ -60,7 +61,7 @@ def learn(
     from beliefgate.errors import BeliefgateError
     from beliefgate.policytree.learn import learn as run_learn
 
-    client = _llm_client(llm_base_url, llm_model, llm_timeout, llm_max_tokens, llm_cache)
+    client = _llm_client(llm_base_url, llm_model, llm_timeout, llm_deadline, llm_max_tokens, llm_cache)
     info = {"base_url": client.settings.base_url, "model": client.settings.model,
             "max_tokens": client.settings.max_tokens, "temperature": client.settings.temperature}
 
