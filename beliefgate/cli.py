@@ -266,12 +266,13 @@ def switches(
 #: shared group for evaluation commands (`beliefgate eval ...`)
 eval_app = typer.Typer(help="Evaluate agents and beliefs (episode grids, human data).", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
+app.add_typer(__import__("beliefgate.policytree.cli", fromlist=["app"]).app, name="policytree")  # learn|run|show
 
 #: modules that add their commands with ``register(app, eval_app)``; each keeps heavy
 #: imports inside its command functions so that ``beliefgate --help`` stays fast
 COMMAND_MODULES = (
     "beliefgate.models.cli",       # fit, diagnose, compare
-    "beliefgate.eval.sensitivity_cli",  # sensitivity oat|global
+    "beliefgate.eval.sensitivity.cli",  # sensitivity oat|global
     "beliefgate.serve.cli",        # serve
     "beliefgate.envs.data_cli",    # data fetch-human, eval human
     "beliefgate.eval.cli",         # eval run|report
