@@ -447,3 +447,14 @@ def test_cli_killed_run_completes_on_rerun(tmp_path, reference_run):
     rows = load_results(out)
     assert len(rows) == 4 and len({r["episode_key"] for r in rows}) == 4
     _same(_by_key(rows), expected)
+
+
+def test_report_html_links_one_page_per_episode(reference_run):
+    out, expected = reference_run
+    proc = _cli("eval", "report", str(out), "--bootstrap", "200", "--html")
+    index = out / "reports" / "index.html"
+    assert index.is_file() and "episode reports" in proc.stdout
+    pages = sorted((out / "reports").rglob("*.html"))
+    assert len(pages) == len(expected) + 1  # one per episode plus the index
+    text = index.read_text()
+    assert all(p.name in text for p in pages if p != index)

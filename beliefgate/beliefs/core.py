@@ -60,6 +60,7 @@ from beliefgate.beliefs.gates import (
     changepoint_init,
     changepoint_notify_replanned,
     changepoint_update,
+    gate_interrupt,
     stable_map_init,
     stable_map_notify_replanned,
     stable_map_update,
@@ -631,13 +632,12 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
             hs = hazard_step(cps.belief, pi0, feas, restart, config.hazard, ll, consts)
         cp_state, cp = changepoint_update(config.changepoint, cps, t, hs, pi0, feas, ll)
     mode = config.mode
+    interrupt = bool(gate_interrupt(mode, sm.interrupt, cp.fired, ego_active))
     if mode == "stable_map":
-        interrupt, reason = sm.interrupt, sm.suppressed_reason
+        reason = sm.suppressed_reason
     elif mode == "changepoint":
-        interrupt = cp.fired and ego_active
         reason = cp.suppressed_reason if not cp.fired else (None if ego_active else REASON_EGO_IDLE)
     else:
-        interrupt = sm.interrupt or (cp.fired and ego_active)
         reason = None if interrupt else sm.suppressed_reason
         if interrupt:  # one replanning signal: both cooldowns start
             sm_state = stable_map_notify_replanned(sm_state, t)
