@@ -17,14 +17,23 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 import typer
 from rich.table import Table
 
-from beliefgate.console import console, err_console, fail as _fail
+from beliefgate.console import BoundaryGroup, console, err_console, fail as _fail
 
 app = typer.Typer(
     help="beliefgate: partner-skill beliefs and belief-driven control signals for cooperative agents.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=BoundaryGroup,  # the one error boundary: one line + exit 2 (bad input) / 1 (failure); --debug: traceback
 )
+
+
+@app.callback()
+def _main_options(
+    debug: bool = typer.Option(False, "--debug", help="show the full traceback when a command fails "
+                               "(also BELIEFGATE_DEBUG=1)"),
+) -> None:
+    """beliefgate: partner-skill beliefs and belief-driven control signals for cooperative agents."""
 
 
 @app.command()
@@ -80,10 +89,10 @@ def episode(
     layout: str = typer.Option(..., help="layout name (see `beliefgate layouts`)"),
     ego: str = typer.Option("balanced", help="ego agent name"),
     partner: str = typer.Option("balanced", help="partner name (see `beliefgate partners`) or partner file path"),
-    seed: int = typer.Option(0, help="episode seed"),
+    seed: int = typer.Option(0, min=0, help="episode seed (>= 0)"),
     horizon: int = typer.Option(400, min=1, help="episode length in steps"),
     seat: int = typer.Option(0, min=0, max=1, help="player slot of the ego (0 or 1)"),
-    log: Optional[Path] = typer.Option(None, help="write the trajectory log (JSONL) here"),
+    log: Optional[Path] = typer.Option(None, help="write the trajectory log (JSONL) here (its folder must exist)"),
     llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server for LLM agents "
                                                "(default: $BELIEFGATE_LLM_BASE_URL; none = offline rule planner)"),
     llm_model: Optional[str] = typer.Option(None, help="model name (default: $BELIEFGATE_LLM_MODEL)"),
@@ -104,6 +113,7 @@ def episode(
         check_partners([ego, partner], horizon)
     except PartnerSpecError as exc:
         _fail(str(exc))
+    _check_episode_inputs(ego, partner, log)
 
     llm = None
     base_url = llm_base_url or os.environ.get("BELIEFGATE_LLM_BASE_URL")
@@ -134,9 +144,27 @@ def episode(
     console.print(table)
 
 
+def _check_episode_inputs(ego: str, partner: str, log: Optional[Path]) -> None:
+    """Refuse bad agent names/options and an unusable --log before anything runs or is written."""
+    from beliefgate.agents.registry import make_agent
+    from beliefgate.errors import InputError, LookupFailure
+
+    for flag, name in (("--ego", ego), ("--partner", partner)):
+        try:
+            make_agent(name)
+        except (InputError, LookupFailure) as exc:
+            _fail(f"{flag} {name!r}: {exc}")
+    if log is not None:
+        if log.is_dir():
+            _fail(f"--log {log} is a directory; give a file path such as {log / 'episode.jsonl'}")
+        parent = log.parent if str(log.parent) else Path(".")
+        if not parent.is_dir():
+            _fail(f"--log {log}: the folder {parent} does not exist (create it first)")
+
+
 @app.command()
 def demo(
-    seed: int = typer.Option(0, help="first seed"),
+    seed: int = typer.Option(0, min=0, help="first seed"),
     seeds: int = typer.Option(3, min=1, help="seeds per agent and partner in the agent comparison"),
     horizon: int = typer.Option(400, min=1, help="episode length"),
     partner: str = typer.Option("switch-sourcer-to-plater", help="partner for the per-layout gate tour"),
@@ -149,6 +177,12 @@ def demo(
 
     from beliefgate.eval.demo import compare_agents, run_demo
 
+    from beliefgate.envs.overcooked.partners import check_partners
+
+    check_partners([partner], horizon)  # an unknown name or a bad partner file stops the tour before it starts
+    _check_episode_inputs("balanced", partner, None)
+    if out is not None and out.exists() and not out.is_dir():
+        _fail(f"--out {out} exists and is not a directory")
     out_dir = out or Path(tempfile.mkdtemp(prefix="beliefgate-demo-"))
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task("demo", total=None)

@@ -16,6 +16,10 @@ import typer
 from beliefgate.console import err_console, fail as _fail
 
 
+#: uvicorn's log levels (``uvicorn.config.LOG_LEVELS``; listed here so that --help stays fast)
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` names only this machine (127.0.0.0/8, ::1, localhost)."""
     if host.lower() == "localhost":
@@ -55,10 +59,12 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             None, "--snapshot", help="snapshot file: sessions are written after every change and restored at start"),
         max_body_bytes: int = typer.Option(1 << 20, "--max-body-bytes", min=1024, help="request body limit (413)"),
         access_log: bool = typer.Option(False, "--access-log", help="log every request"),
-        log_level: str = typer.Option("info", "--log-level", help="uvicorn log level"),
+        log_level: str = typer.Option("info", "--log-level", help="uvicorn log level: " + ", ".join(LOG_LEVELS)),
         print_openapi: bool = typer.Option(False, "--print-openapi", help="print the OpenAPI document and exit"),
     ) -> None:
         """Serve the plug-in Gate over HTTP (JSON API under /v1; see docs/serve.md)."""
+        if log_level.lower() not in LOG_LEVELS:
+            _fail(f"--log-level {log_level!r} is not a log level; choose from {', '.join(LOG_LEVELS)}")
         try:
             from beliefgate.serve.app import ServeSettings, create_app, openapi_document
             from beliefgate.serve.sessions import SnapshotError
