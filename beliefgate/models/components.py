@@ -55,7 +55,8 @@ def hazard_sticky(xp, belief, pi0, feasible, hazard, consts=None, axis: int = -1
     if feasible is None:
         hpi0, stay = consts if consts is not None else hazard_constants(xp, pi0, hazard)
         switch = hpi0 * (1.0 - belief)
-        return stay * belief + switch, stay, switch
+        # stay * b + switch = (1-h) b + h pi0 for a normalised b: two operations, not four
+        return (1.0 - hazard) * belief + hpi0, stay, switch
     h = hazard
     pf = pi0 * feasible
     s = xp.sum(pf, axis=axis, keepdims=True)
