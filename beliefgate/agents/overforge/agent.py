@@ -1,0 +1,302 @@
+"""The OverForge Prefrontal Cortex Module as an Overcooked ego agent (SPEC §5).
+
+The agent holds a *strategy* (a division of labour from :mod:`.strategies`) across decisions.
+At each decision point (start, its skill ended, or the gate reported a contradiction) it
+
+1. forms branches ``b = (g, a)``: ``k`` strategies (the current one and the best alternative)
+   x the feasible first skills each prefers (``first`` of them);
+2. judges neighbouring branches of the state judge's order pairwise (``y = 1`` for the one
+   with the higher immediate value; ties give no judgment) and feeds the judgments to kappa;
+3. rolls every branch ``depth`` imagined steps in the real dynamics (round 1), then extends
+   only kappa's nucleus one depth unit per round, feeding each round's dish-progress gains
+   as :class:`~beliefgate.beliefs.kappa.RolloutRound` evidence at depth = round;
+4. commits when ``kappa >= theta``; after ``rounds`` rounds it takes the best branch anyway
+   and logs it as not committed.
+
+The strategy changes when the search commits to a branch of another strategy, when the gate
+reports a contradiction, or when the partner is seen to have taken the strategy's role (its
+MAP skill lies in one of the strategy's roles with confidence >= ``ROLE_CONFIDENCE``); the
+latter two allow a switch without a commit. Every decision is logged in the step's info
+(``pcm``): branches, immediate values, the evidence in the order it was given to kappa,
+rollout scores, kappa, argmax probabilities, nucleus, committed, depth used, time, and the
+strategy change; :func:`beliefgate.agents.overforge.metrics.recompute_kappa` rebuilds kappa
+from that record with the kappa API.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from beliefgate.agents.overforge.config import OverForgeConfig, OverForgeOptionError
+from beliefgate.agents.overforge.potential import immediate_value, usefulness
+from beliefgate.agents.overforge.rollout import BranchRollout, ForwardModel
+from beliefgate.agents.overforge.strategies import FLAT, Strategy, StrategyLibrary, flat_strategy, load_strategies
+from beliefgate.agents.planning import PlanningAgent
+from beliefgate.agents.scene import scene_text
+from beliefgate.beliefs.gate import GateParams
+from beliefgate.beliefs.kappa import Judgment, Kappa, Rollout, RolloutRound
+from beliefgate.envs.overcooked.kitchen import skill_needs
+from beliefgate.envs.overcooked.state import SymbolicState
+from beliefgate.planners.model import ChatModel
+from beliefgate.planners.types import Turn
+
+#: the partner "has taken" a strategy's role when its MAP skill is in that role with this confidence
+ROLE_CONFIDENCE = 0.7
+#: reasons that let the strategy change without a commit
+REVISE_REASONS = ("start", "gate", "partner_role")
+
+
+class OverForgeAgent(PlanningAgent):
+    """OverForge PCM ego: persistent strategies, strategy-action branches, kappa commit."""
+
+    def __init__(self, config: OverForgeConfig, llm: Optional[ChatModel] = None,
+                 params: Optional[GateParams] = None, strategies: Optional[StrategyLibrary] = None):
+        super().__init__(config.name, None, params)
+        self.config = config
+        self.client = llm
+        self.strategies = strategies or load_strategies()
+        if config.pinned is not None and config.pinned not in self.strategies:
+            raise OverForgeOptionError(f"overforge option pinned={config.pinned!r}: unknown strategy; choose from "
+                                       f"{', '.join(self.strategies.names)}")
+        self.kappa_params = config.kappa_params()
+        self.llm_roles = None
+        if llm is not None:
+            from beliefgate.agents.overforge.llm import LLMRoles
+
+            self.llm_roles = LLMRoles(self, llm)
+
+    # ----------------------------------------------------------------- lifecycle
+    def reset(self, layout: str, player: int, seed: int) -> None:
+        super().reset(layout, player, seed)
+        self.model = ForwardModel(self.layout, self.controller)
+        self.strategy: Optional[str] = self.config.pinned if self.config.pinned else (
+            None if self.config.hierarchy else FLAT)
+        self.decisions = 0
+        self.commits = 0
+        self.strategy_changes = 0
+        self.pending_revision: Optional[str] = None
+        self._role_seen: Optional[str] = None
+        self._pcm: Optional[dict] = None
+        self._decision_index = 0
+
+    def act(self, state: SymbolicState, my_events: Sequence[str] = ()) -> int:
+        self._pcm = None
+        action = super().act(state, my_events)
+        self._info["strategy"] = self.strategy
+        self._info["pcm"] = self._pcm
+        self._info["decisions"] = self.decisions
+        self._info["commits"] = self.commits
+        self._info["strategy_changes"] = self.strategy_changes
+        return action
+
+    def strategy_of(self, name: str) -> Strategy:
+        return flat_strategy() if name == FLAT else self.strategies[name]
+
+    # ------------------------------------------------------------------ triggers
+    def trigger(self, state, decision, partner_events):
+        if decision is None:
+            return None
+        self._watch_role(decision)
+        if self.config.interrupts and decision.interrupt:
+            return "gate"
+        return None
+
+    def _watch_role(self, decision) -> None:
+        """Note (once per MAP change) that the partner took the held strategy's role."""
+        m = decision.map_name
+        if m == self._role_seen:
+            return
+        self._role_seen = m
+        if self.strategy in (None, FLAT) or self.config.pinned:
+            return
+        roles = self.strategy_of(self.strategy).roles
+        if decision.confidence >= ROLE_CONFIDENCE and self.library.role_of(m) in roles:
+            self.pending_revision = "partner_role"
+
+    # ------------------------------------------------------------------ planning
+    def _posterior(self) -> Optional[Dict[str, float]]:
+        if self.decision is None or self.decision.predictive is None:
+            return None
+        return {n: float(p) for n, p in zip(self.library.names, self.decision.predictive)}
+
+    def _strategy_scores(self, posterior: Optional[Dict[str, float]], use: Dict[str, float]) -> Dict[str, float]:
+        """Offline strategy proposer: how well each strategy complements the partner, and fits now."""
+        role_mass: Dict[str, float] = {}
+        if posterior is not None:
+            for skill, p in posterior.items():
+                role = self.library.role_of(skill)
+                role_mass[role] = role_mass.get(role, 0.0) + p
+        scores = {}
+        for strat in self.strategies.strategies:
+            w = np.array([strat.weight(n) for n in self.library.names])
+            free = np.array([1.0 - role_mass.get(self.library.role_of(n), 0.0) for n in self.library.names])
+            fit = float((w * free).sum() / w.sum()) if w.sum() > 0 else 0.0
+            now = max((strat.weight(s) / strat.top_weight) * u for s, u in use.items()) if use else 0.0
+            scores[strat.name] = fit + 0.5 * now
+        return scores
+
+    def _candidate_strategies(self, posterior, use, reason: str) -> Tuple[List[str], Dict[str, float], Optional[str]]:
+        """The decision's strategies (current first), the proposer's scores, and the proposer's source."""
+        if not self.config.hierarchy:
+            return [FLAT], {}, None
+        if self.config.pinned:
+            return [self.config.pinned], {}, None
+        scores = self._strategy_scores(posterior, use)
+        ranked = sorted(scores, key=lambda n: -scores[n])
+        source = "offline"
+        if self.llm_roles is not None:
+            proposed = self.llm_roles.propose_strategy(self._scene, posterior, self.strategy, ranked)
+            if proposed is not None:
+                ranked = [proposed] + [n for n in ranked if n != proposed]
+                source = "llm"
+        current = self.strategy if self.strategy is not None else ranked[0]
+        out = [current] + [n for n in ranked if n != current]
+        return out[: self.config.k], scores, source
+
+    def _branches(self, strategies: List[str], feasible: Tuple[str, ...], use: Dict[str, float],
+                  state: SymbolicState) -> List[Tuple[str, str, float]]:
+        """(strategy, first skill, immediate value) per branch."""
+        tables = self.controller.tables
+        me = state.players[self.player]
+        pose = tables.pose(me.position, me.orientation)
+        targets = self.controller.target_mask(state)
+        steps = {}
+        for s in feasible:
+            mask = targets[self.library.index(s)]
+            steps[s] = float(tables.dist[mask, pose].min()) if mask.any() else float("inf")
+        out = []
+        for g in strategies:
+            strat = self.strategy_of(g)
+            useful = [s for s in feasible if use[s] > 0 and strat.weight(s) > 0]
+            pool = useful or [s for s in feasible if strat.weight(s) > 0] or list(feasible)
+            values = {s: immediate_value(use[s], max(strat.weight(s), 1e-3), strat.top_weight, steps[s]) for s in pool}
+            ranked = sorted(pool, key=lambda s: (-values[s], feasible.index(s)))
+            out += [(g, s, values[s]) for s in ranked[: self.config.first]]
+        return out
+
+    def _judgments(self, names: List[str], values: List[float]) -> List[Judgment]:
+        """Neighbours in the judge's order, the better one first (LLM judge when a model is given)."""
+        order = sorted(range(len(names)), key=lambda i: -values[i])
+        out = []
+        for a, b in zip(order, order[1:]):
+            offline = None if abs(values[a] - values[b]) <= 1e-12 else (a, b)
+            pick = offline
+            if self.llm_roles is not None:
+                winner = self.llm_roles.judge_pair(self._scene, names[a], names[b])
+                if winner is not None:
+                    pick = (a, b) if winner == 0 else (b, a)
+            if pick is not None:
+                out.append(Judgment(names[pick[0]], names[pick[1]], 1))
+        return out
+
+    def _choose_next(self, strategy: Strategy):
+        """The rollout ego's skill choice after its first skill: the strategy's preferred useful skill."""
+        names = self.library.names
+
+        def choose(s: SymbolicState) -> Optional[int]:
+            mask = self.controller.feasible(s, self.player, require_targets=True)
+            if not mask.any():
+                return None
+            needs = skill_needs(s, self.player, self.controller, mask)
+            best, best_v = None, -1.0
+            for k in np.flatnonzero(mask):
+                n = names[k]
+                v = (min(needs.get(n, 0.0), 1.0) + 0.05) * (strategy.weight(n) + 1e-3)
+                if v > best_v:
+                    best, best_v = int(k), v
+            return best
+
+        return choose
+
+    def _plan(self, state: SymbolicState, reason: str, interrupted: bool) -> None:
+        started = time.perf_counter()
+        feasible_mask = self.controller.feasible(state, self.player, require_targets=True)
+        feasible = tuple(n for k, n in enumerate(self.library.names) if feasible_mask[k])
+        if not feasible:
+            self.active = None
+            self.executor.stop()
+            return
+        self._scene = scene_text(state, self.player) if self.llm_roles is not None else ""
+        if self.pending_revision is not None and reason not in ("gate",):
+            reason_for_strategy = self.pending_revision
+        else:
+            reason_for_strategy = reason
+        self.pending_revision = None
+        needs = skill_needs(state, self.player, self.controller, feasible_mask)
+        posterior = self._posterior()
+        use = usefulness(feasible, needs, posterior, self.complementary)
+        strategies, scores, proposer = self._candidate_strategies(posterior, use, reason_for_strategy)
+        branches = self._branches(strategies, feasible, use, state)
+        names = [f"{g}/{s}" for g, s, _ in branches]
+        values = [v for _, _, v in branches]
+        kappa = Kappa(names, self.kappa_params)
+        evidence: List[dict] = []
+        judgments = self._judgments(names, values) if len(names) > 1 else []
+        if judgments:
+            kappa.update_many(judgments)
+            evidence += [{"judge": [j.left, j.right, j.y]} for j in judgments]
+        rounds: List[Dict[str, float]] = []
+        depth_used = 0
+        if self.config.rollouts and len(names) > 1:
+            rng_seed = int(self.rng.integers(0, 2 ** 31))
+            mode = "belief" if (self.config.belief and self.gate is not None) else "uniform"
+            predictive = None if self.decision is None else self.decision.predictive
+            rolls = {}
+            for name, (g, s, _) in zip(names, branches):
+                rolls[name] = BranchRollout(self.model, state, self.player, self.library.index(s),
+                                            self._choose_next(self.strategy_of(g)), mode, self.gate, predictive,
+                                            np.random.default_rng(rng_seed))  # common random numbers
+            for r in range(1, self.config.rounds + 1):
+                targets = names if r == 1 else list(kappa.nucleus)
+                scores_r = {n: float(rolls[n].extend(self.config.depth)) for n in targets}
+                info = kappa.update(RolloutRound(tuple(Rollout(n, r, sc) for n, sc in scores_r.items())))
+                rounds.append({n: round(v, 6) for n, v in scores_r.items()})
+                evidence.append({"round": r, "scores": scores_r})
+                depth_used = r
+                if info.commit or info.next != "rollout":
+                    break
+        info = kappa.info
+        best = info.best_name
+        g_best, s_best = best.split("/", 1)
+        committed = bool(info.commit)
+        # strategy persistence: change on a commit to another strategy, or on a revision trigger
+        change = None
+        if self.config.hierarchy and not self.config.pinned and g_best != self.strategy:
+            if self.strategy is None or committed or reason_for_strategy in REVISE_REASONS:
+                change = {"from": self.strategy, "to": g_best,
+                          "cause": "commit" if (committed and self.strategy is not None) else reason_for_strategy}
+                if self.strategy is not None:
+                    self.strategy_changes += 1
+                self.strategy = g_best
+        skill = s_best  # b*, committed or not
+        self.decisions += 1
+        self.commits += committed
+        self.plans += 1
+        if interrupted:
+            self.replans += 1
+            if self.gate is not None:
+                self.gate.notify_replanned()
+        k = self.library.index(skill)
+        if k != self.active or not interrupted:
+            self.executor.start(k)
+        self.active = k
+        self.history.append(Turn(state.timestep, skill, reason))
+        self._last_source = "overforge"
+        means = [float(m) for m in info.mean]
+        top = sorted(means, reverse=True)
+        self._pcm = {
+            "reason": reason, "strategy_reason": reason_for_strategy, "strategies": strategies,
+            "strategy_scores": {n: round(v, 4) for n, v in scores.items()}, "proposer": proposer,
+            "branches": names, "v_imm": [round(v, 6) for v in values], "evidence": evidence,
+            "kappa_params": self.kappa_params.model_dump(mode="json"),
+            "rollouts": rounds, "kappa": float(info.kappa), "argmax": [float(p) for p in info.argmax_probs],
+            "mean": means, "gap": (top[0] - top[1]) if len(top) > 1 else None,
+            "nucleus": list(info.nucleus_names), "best": best, "committed": committed, "depth": depth_used,
+            "rollout_partner": ("belief" if (self.config.belief and self.gate is not None) else "uniform")
+            if depth_used else None,
+            "skill": skill, "strategy": self.strategy, "change": change,
+            "time_ms": round((time.perf_counter() - started) * 1e3, 3),
+        }

@@ -1,0 +1,117 @@
+"""OverForge agent names and options: ``overforge[:TOKEN,TOKEN,...]``.
+
+Tokens: ``-rollouts`` (judgments only), ``-hierarchy`` (one flat branch set, no strategies),
+``-belief`` (the rollout partner draws its skills uniformly over its feasible skills instead of
+from the posterior), ``pinned=STRATEGY`` (the strategy never changes), ``llm`` (the LLM strategy
+proposer and pairwise judge; needs a model, e.g. ``--llm-base-url``), and numeric settings
+``k=`` (strategies per decision), ``first=`` (first skills per strategy), ``depth=`` (imagined
+steps per rollout depth unit), ``theta=``, ``rounds=``, ``nucleus=``, ``interrupts=0|1``.
+A bad token raises :class:`OverForgeOptionError` naming it.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from beliefgate.beliefs.kappa import KappaParams
+from beliefgate.errors import InputError
+
+PREFIX = "overforge"
+FLAGS = {"-rollouts": ("rollouts", False), "-hierarchy": ("hierarchy", False), "-belief": ("belief", False),
+         "llm": ("llm", True)}
+NUMBERS = {"k": "k", "first": "first", "depth": "depth", "theta": "theta", "rounds": "rounds",
+           "nucleus": "nucleus", "interrupts": "interrupts"}
+
+#: kappa's defaults for this agent (utilities in soups of dish progress; chosen on seeds >= 1000)
+DEFAULT_KAPPA = dict(mu0=0.0, sigma0=0.3, tau=0.1, sigma_r=0.15, num_points=128)
+
+
+class OverForgeOptionError(InputError):
+    """A bad ``overforge`` option (an unknown token, a value out of range, an unknown strategy)."""
+
+
+class OverForgeConfig(BaseModel):
+    """The settings one ``overforge`` name stands for."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    rollouts: bool = True
+    hierarchy: bool = True
+    belief: bool = True
+    llm: bool = False
+    pinned: Optional[str] = None
+    k: int = Field(2, ge=1, le=8)
+    first: int = Field(2, ge=1, le=6)
+    depth: int = Field(5, ge=1, le=100)
+    theta: float = Field(0.6, gt=0.0, le=1.0)
+    rounds: int = Field(3, ge=1, le=10)
+    nucleus: float = Field(0.9, gt=0.0, le=1.0)
+    interrupts: bool = True
+    tokens: Tuple[str, ...] = ()
+
+    def kappa_params(self) -> KappaParams:
+        return KappaParams(**DEFAULT_KAPPA, theta=self.theta, max_rounds=self.rounds, nucleus_p=self.nucleus)
+
+    @property
+    def name(self) -> str:
+        return PREFIX + (":" + ",".join(self.tokens) if self.tokens else "")
+
+
+def option_of(name: Optional[str]) -> Optional[str]:
+    """The option part of ``name`` (a full name ``overforge:...``, a bare option, or None)."""
+    if name is None or name == PREFIX:
+        return None
+    if not isinstance(name, str):
+        raise OverForgeOptionError(f"an overforge name must be a string, got {name!r}")
+    if name.startswith(PREFIX + ":"):
+        return name[len(PREFIX) + 1:]
+    return name
+
+
+def parse_option(option: Optional[str]) -> OverForgeConfig:
+    """The :class:`OverForgeConfig` of an option string (``"-rollouts"``, ``"pinned=loader,k=3"``...)."""
+    if option is None:
+        return OverForgeConfig()
+    tokens = tuple(t.strip() for t in option.split(","))
+    values: dict = {}
+    for token in tokens:
+        if not token:
+            raise OverForgeOptionError(f"overforge option {option!r} has an empty token")
+        if token in FLAGS:
+            field, value = FLAGS[token]
+        elif "=" in token:
+            key, _, raw = token.partition("=")
+            if key == "pinned":
+                if not raw:
+                    raise OverForgeOptionError("overforge option 'pinned=' needs a strategy name")
+                field, value = "pinned", raw
+            elif key in NUMBERS:
+                field = NUMBERS[key]
+                if field == "interrupts":
+                    if raw not in ("0", "1"):
+                        raise OverForgeOptionError(f"overforge option {token!r}: interrupts must be 0 or 1")
+                    value = raw == "1"
+                else:
+                    try:
+                        value = float(raw) if field in ("theta", "nucleus") else int(raw)
+                    except ValueError:
+                        raise OverForgeOptionError(f"overforge option {token!r}: {raw!r} is not a number") from None
+            else:
+                raise OverForgeOptionError(f"unknown overforge option {token!r}")
+        else:
+            raise OverForgeOptionError(f"unknown overforge option {token!r}; use -rollouts, -hierarchy, -belief, "
+                                       "pinned=STRATEGY, llm, k=, first=, depth=, theta=, rounds=, nucleus=, "
+                                       "interrupts=")
+        if field in values:
+            raise OverForgeOptionError(f"overforge option {field!r} given twice in {option!r}")
+        values[field] = value
+    if values.get("hierarchy") is False and "pinned" in values:
+        raise OverForgeOptionError("overforge options '-hierarchy' and 'pinned=' exclude each other")
+    try:
+        return OverForgeConfig(**values, tokens=tokens)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise OverForgeOptionError(f"overforge option {where}={err.get('input')!r}: {err['msg']}") from None
