@@ -4,8 +4,8 @@ Tree: the layout's seed tree in its :class:`~beliefgate.policytree.Sandbox` work
 states of one recorded episode (seed tree + ``balanced``); each decision is timed separately
 with ``time.perf_counter_ns``, once for the sandbox call alone and once for the whole decision
 (flat state dict + call). LLM: :class:`~beliefgate.planners.llm.LLMPlanner` choosing one skill
-for the same states (re-asks included), on ``--llm-base-url`` / ``$BELIEFGATE_LLM_BASE_URL``,
-else on a local llama.cpp server with SmolLM2-135M when the ``llm`` extra is installed (the
+for the same states (ProAgent-style input, no belief block; re-asks included), on
+``--llm-base-url`` / ``$BELIEFGATE_LLM_BASE_URL``, else on a local llama.cpp server with SmolLM2-135M when the ``llm`` extra is installed (the
 server tests/test_llm_live.py starts), else that part is skipped with a message.
 
     python benchmarks/bench_policytree.py            # 5000 tree decisions, 20 LLM decisions

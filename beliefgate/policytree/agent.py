@@ -6,6 +6,8 @@ state dict (:mod:`beliefgate.envs.overcooked.flat_state`), calls the tree in its
 :class:`~beliefgate.envs.overcooked.executor.Executor`. A new choice replaces the running
 skill; the same choice lets it run on.
 
+* ``place_obj_on_counter`` targets counters both cooks can reach (the shared middle counters on
+  forced_coordination), the same grounding the scripted partners use.
 * A choice the executor cannot carry out now (its held-object requirement fails or no
   target is reachable) is *not executable*: the agent waits this step and logs it
   (``executable: false``), so the summarizer sees the failure in the trace.
@@ -106,6 +108,12 @@ class PolicyTreeAgent:
         self.library = self.controller.library
         self.executor = Executor(self.controller, player, self.rng)
         self.self_skills = seat_skills(layout, player)
+        from beliefgate.envs.overcooked.partners import shared_counters
+
+        # grounding of place_obj_on_counter: a counter both cooks reach (all counters on the open
+        # layouts; the middle ones on forced_coordination), as the scripted partners do
+        self.place_cells = shared_counters(layout)
+        self.place_skill = self.library.index("place_obj_on_counter")
         self.box = shared_sandbox(self.code, player, self.self_skills, seat_skills(layout, self.partner),
                                   **self.limits)
         self.box.new_episode()
@@ -154,8 +162,9 @@ class PolicyTreeAgent:
         executable = None
         if choice is not None:
             k = self.library.index(choice)
+            allowed = self.place_cells if k == self.place_skill else None
             executable = bool(self.library.requirement_met(k, state.players[self.player].held)
-                              and self.executor.reachable(state, k))
+                              and self.executor.reachable(state, k, allowed))
             if not executable:
                 self.not_executable += 1
                 self.active = None
@@ -163,7 +172,7 @@ class PolicyTreeAgent:
             elif k != self.active:
                 if self.active is not None:
                     self.replans += 1
-                self.executor.start(k)
+                self.executor.start(k, allowed)
                 self.active = k
             self.last_prediction = prediction
             self.last_choice = choice
