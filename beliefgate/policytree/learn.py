@@ -51,7 +51,7 @@ import beliefgate
 from beliefgate.errors import InputError
 from beliefgate.fileio import atomic_write
 from beliefgate.planners.errors import ModelOutputError
-from beliefgate.policytree.sandbox import SKILLS, Sandbox, SandboxError
+from beliefgate.policytree.sandbox import Sandbox, SandboxError
 from beliefgate.policytree.seeds import seed_code, tree_text
 
 LEARN_VERSION = 1
