@@ -694,9 +694,12 @@ class FuzzTarget:
 
     def session(self, kind: str) -> str:
         sid = self.sessions.get(kind)
-        if sid is None or httpx.get(f"{self.srv.url}/v1/sessions/{sid}", headers=AUTH).status_code != 200:
+        family = "kappa" if kind == "kappa" else "sessions"
+        if sid is None or httpx.get(f"{self.srv.url}/v1/{family}/{sid}", headers=AUTH).status_code != 200:
             body = {"num_skills": 3} if kind == "logprobs" else {"layout": "cramped_room"}
-            sid = httpx.post(f"{self.srv.url}/v1/sessions", json=body, headers=AUTH).json()["session_id"]
+            if kind == "kappa":
+                body = {"branches": ["a", "b", "c"]}
+            sid = httpx.post(f"{self.srv.url}/v1/{family}", json=body, headers=AUTH).json()["session_id"]
             self.sessions[kind] = sid
         return sid
 
@@ -714,7 +717,9 @@ def _fuzz_case(case, target: FuzzTarget) -> None:
     if "session_id" in params and re.fullmatch(SESSION_ID_PATTERN, str(params["session_id"])) and \
             zlib.crc32(str(params["session_id"]).encode()) % 4:
         # aim most requests at a live session (the rest probe unknown ids)
-        params["session_id"] = target.session("overcooked" if case.path.endswith("/observe") else "logprobs")
+        kind = ("kappa" if case.path.startswith("/v1/kappa/") else
+                "overcooked" if case.path.endswith("/observe") else "logprobs")
+        params["session_id"] = target.session(kind)
     # every check but "schema-valid requests are accepted": the schema cannot say that a
     # table must have K rows for this session, so the gate rightly refuses some (422)
     response = case.call_and_validate(base_url=target.srv.url, headers=AUTH,
@@ -756,3 +761,187 @@ def test_non_finite_result_is_rejected_and_rolled_back():
         assert np.isfinite(session.gate.step_loglik([-1.0, 0.0, -2.0]).posterior).all()
 
     asyncio.run(run())
+
+
+# --------------------------------------------------------------------------- kappa sessions
+
+
+def _kappa_ops(seed: int, names, n: int):
+    rng = np.random.default_rng(seed)
+    ops = []
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.55:
+            b, c = (int(x) for x in rng.choice(len(names), 2, replace=False))
+            ops.append(("judge", names[b] if rng.random() < 0.5 else b, names[c], int(rng.random() < 0.5)))
+        else:
+            ops.append(("rollout", names[int(rng.integers(len(names)))], int(rng.integers(1, 4)),
+                        float(np.round(rng.normal(), 6))))
+    return ops
+
+
+def test_http_kappa_equals_in_process(server):
+    from beliefgate import Kappa, KappaParams
+    from beliefgate.serve.schemas import KappaOut
+
+    names = ["g0:interact", "g0:up", "g1:interact", "g1:left", "g1:stay"]
+    params = KappaParams(tau=0.7, sigma_r=0.8, theta=0.7, nucleus_p=0.85, max_rounds=2)
+    local = Kappa(names, params)
+    with Client(server.url) as client:
+        remote = client.kappa(names, params)
+        assert remote.branches == tuple(names) and remote.params == params
+        for op in _kappa_ops(3, names, 25):
+            info = (remote.judge(*op[1:]) if op[0] == "judge" else remote.rollout(*op[1:]))
+            (local.judge(*op[1:]) if op[0] == "judge" else local.rollout(*op[1:]))
+            KappaOut.model_validate(info)
+            assert info["argmax_probs"] == local.info.argmax_probs.tolist()  # exact through JSON
+            assert info["state_digest"] == state_digest(local.state)
+            assert remote.argmax_probs == local.argmax_probs and remote.best == local.best
+            assert remote.nucleus == local.nucleus and remote.commit == local.commit
+        info = remote.round({n: 0.5 for n in remote.nucleus})
+        local.round({n: 0.5 for n in local.nucleus})
+        assert info["rounds"] == 1 and info["state_digest"] == state_digest(local.state)
+        info = remote.evidence(judgments=[(names[0], names[1], 1)], rollouts=[(names[2], 2, 0.1)])
+        local.update_many([K_Judgment(names[0], names[1], 1), K_Rollout(names[2], 2, 0.1)])
+        assert info["state_digest"] == state_digest(local.state) and info["kappa"] == local.kappa
+        assert client.attach_kappa(remote.session_id).info["version"] == info["version"]
+        remote.reset()
+        assert remote.info["t"] == 0 and remote.info["argmax"] == pytest.approx({n: 0.2 for n in names}, abs=1e-9)
+        remote.delete()
+        with pytest.raises(SessionNotFound):
+            remote.refresh()
+
+
+from beliefgate.beliefs.kappa import Judgment as K_Judgment, Rollout as K_Rollout  # noqa: E402
+
+KAPPA_BAD = [
+    # (id, suffix, raw body, error kind, field)
+    ("unknown-branch", "/judge", {"left": "a", "right": "zz", "y": 1}, "UnknownBranchError", "right"),
+    ("index-out-of-range", "/rollout", {"branch": 9, "depth": 1, "score": 0.0}, "UnknownBranchError", "branch"),
+    ("self-judgment", "/judge", {"left": "b", "right": "b", "y": 0}, "SelfJudgmentError", "right"),
+    ("y-two", "/judge", {"left": "a", "right": "b", "y": 2}, "JudgmentValueError", "y"),
+    ("y-minus-one", "/judge", {"left": "a", "right": "b", "y": -1}, "JudgmentValueError", "y"),
+    ("y-large", "/judge", {"left": "a", "right": "b", "y": 7}, "validation_error", "y"),
+    ("y-float", "/judge", {"left": "a", "right": "b", "y": 1.0}, "validation_error", "y"),
+    ("depth-zero", "/rollout", {"branch": "a", "depth": 0, "score": 0.1}, "DepthError", "depth"),
+    ("depth-negative", "/rollout", {"branch": "a", "depth": -1, "score": 0.1}, "DepthError", "depth"),
+    ("score-nan", "/rollout", '{"branch": "a", "depth": 1, "score": NaN}', "validation_error", "score"),
+    ("score-inf", "/rollout", '{"branch": "a", "depth": 1, "score": Infinity}', "validation_error", "score"),
+    ("score-overflow", "/rollout", '{"branch": "a", "depth": 1, "score": 1e999}', "validation_error", "score"),
+    ("score-string", "/rollout", {"branch": "a", "depth": 1, "score": "0.3"}, "validation_error", "score"),
+    ("batch-one-bad", "/evidence", {"judgments": [{"left": "a", "right": "b", "y": 1}],
+                                    "rollouts": [{"branch": "a", "depth": 0, "score": 1.0}]}, "DepthError", "depth"),
+    ("round-duplicate", "/evidence", {"rollouts": [{"branch": "a", "depth": 1, "score": 1.0},
+                                                   {"branch": "a", "depth": 1, "score": 2.0}], "round": True},
+     "DuplicateBranchError", "rollouts"),
+    ("empty-batch", "/evidence", {}, "EvidenceTypeError", "evidence"),
+    ("extra-field", "/judge", {"left": "a", "right": "b", "y": 1, "weight": 2}, "validation_error", "weight"),
+]
+
+
+@pytest.fixture(scope="module")
+def busy_kappa(server):
+    with Client(server.url) as client:
+        k = client.kappa(["a", "b", "c"])
+        k.judge("a", "b", 1)
+        k.rollout("c", 2, 0.4)
+        yield k.session_id
+
+
+def kappa_digest(url, sid):
+    body = httpx.get(f"{url}/v1/kappa/{sid}").json()
+    return body["state_digest"], body["version"], body["t"]
+
+
+@pytest.mark.parametrize("case_id, suffix, body, kind, field", KAPPA_BAD, ids=[c[0] for c in KAPPA_BAD])
+def test_kappa_bad_input_gets_422_naming_the_field(server, busy_kappa, case_id, suffix, body, kind, field):
+    before = kappa_digest(server.url, busy_kappa)
+    content = body if isinstance(body, str) else json.dumps(body)
+    r = httpx.post(f"{server.url}/v1/kappa/{busy_kappa}{suffix}", content=content.encode(), headers=JSON)
+    assert r.status_code == 422, r.text
+    err = r.json()
+    assert err["error"] == kind, err
+    assert any(field in [str(p) for p in e["loc"]] for e in err["errors"]), err
+    assert kappa_digest(server.url, busy_kappa) == before
+
+
+def test_kappa_round_rules_and_client_errors(server):
+    from beliefgate.beliefs.kappa import NotInNucleusError, RoundLimitError, UnknownBranchError
+
+    with Client(server.url) as client:
+        k = client.kappa(["a", "b", "c", "d"], KappaParams_(max_rounds=1))
+        k.round({"a": 3.0, "b": 2.5, "c": -3.0, "d": -3.0})
+        before = kappa_digest(server.url, k.session_id)
+        with pytest.raises(RoundLimitError) as info:  # the in-process class, raised remotely
+            k.round({"a": 1.0})
+        assert isinstance(info.value, ServeError) and info.value.status_code == 422
+        with pytest.raises(UnknownBranchError):
+            k.judge("a", "nope", 1)
+        assert kappa_digest(server.url, k.session_id) == before
+        k2 = client.kappa(["a", "b", "c", "d"], KappaParams_(max_rounds=3))
+        k2.round({"a": 3.0, "b": 2.9, "c": -3.0, "d": -3.0})
+        with pytest.raises(NotInNucleusError):
+            k2.round({"d": 1.0})
+
+
+from beliefgate import KappaParams as KappaParams_  # noqa: E402
+
+KAPPA_CREATE_BAD = [
+    ({"branches": []}, "NoBranchError", "branches"),
+    ({"branches": ["a", "b", "a"]}, "DuplicateBranchError", "branches"),
+    ({"branches": ["a", ""]}, "validation_error", "branches"),
+    ({}, "validation_error", "branches"),
+    ({"branches": ["a"], "params": {"theta": 0.0}}, "validation_error", "theta"),
+    ({"branches": ["a"], "params": {"theta": 1.2}}, "validation_error", "theta"),
+    ({"branches": ["a"], "params": {"nucleus_p": 0.0}}, "validation_error", "nucleus_p"),
+    ({"branches": ["a"], "params": {"nucleus_p": 1.5}}, "validation_error", "nucleus_p"),
+    ({"branches": ["a"], "params": {"tau": -1.0}}, "validation_error", "tau"),
+    ({"branches": ["a"], "params": {"num_points": 100000}}, "validation_error", "num_points"),
+]
+
+
+def test_bad_kappa_create_requests_create_nothing(server):
+    count = httpx.get(server.url + "/v1/healthz").json()["sessions"]
+    for body, kind, field in KAPPA_CREATE_BAD:
+        r = httpx.post(server.url + "/v1/kappa", json=body)
+        assert r.status_code == 422, (body, r.text)
+        err = r.json()
+        assert err["error"] == kind, (body, err)
+        assert any(field in [str(p) for p in e["loc"]] for e in err["errors"]), err
+    assert httpx.get(server.url + "/v1/healthz").json()["sessions"] == count
+
+
+def test_kappa_and_gate_sessions_do_not_mix(server):
+    with Client(server.url) as client:
+        k = client.kappa(["a", "b"])
+        g = client.from_logprobs(2)
+        for method, path in (("GET", f"/v1/sessions/{k.session_id}"), ("POST", f"/v1/sessions/{k.session_id}/reset"),
+                             ("DELETE", f"/v1/sessions/{k.session_id}"), ("GET", f"/v1/kappa/{g.session_id}"),
+                             ("POST", f"/v1/kappa/{g.session_id}/reset")):
+            r = httpx.request(method, server.url + path)
+            assert r.status_code == 409 and r.json()["error"] == "wrong_session_kind", (method, path, r.text)
+        r = httpx.post(f"{server.url}/v1/sessions/{k.session_id}/step", json=_step([[-0.5, -1.0], [-1.0, -0.5]]))
+        assert r.status_code == 409
+        assert k.refresh()["version"] == 0 and g.state()["version"] == 0
+
+
+def test_kappa_sessions_need_the_token_and_count_against_the_limit(tmp_path):
+    from beliefgate import Kappa
+    from beliefgate.serve.sessions import SessionStore
+
+    with ThreadServer(token=TOKEN, max_sessions=2, snapshot_path=tmp_path / "s.pkl") as srv:
+        r = httpx.post(srv.url + "/v1/kappa", json={"branches": ["a", "b"]})
+        assert r.status_code == 401
+        with Client(srv.url, token=TOKEN) as client:
+            k = client.kappa(["a", "b"])
+            k.judge("a", "b", 1)
+            assert httpx.get(f"{srv.url}/v1/kappa/{k.session_id}").status_code == 401
+            client.from_logprobs(2)
+            with pytest.raises(SessionLimitReached):
+                client.kappa(["x"])
+            digest_now = k.refresh()["state_digest"]
+    store = SessionStore(ttl_s=600.0, snapshot_path=tmp_path / "s.pkl")
+    assert store.restore() == 2
+    restored = store.get(k.session_id)
+    assert restored.kind == "kappa" and isinstance(restored.gate, Kappa)
+    assert state_digest(restored.gate.state) == digest_now

@@ -55,69 +55,26 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from scipy.special import log_ndtr, ndtr, ndtri
 
-from beliefgate.errors import InputError, LookupFailure
-
-# --------------------------------------------------------------------------- errors
-
-
-class KappaInputError(InputError):
-    """Base class: bad input to kappa. ``field`` names the offending argument / request field."""
-
-    def __init__(self, message: str, field: Optional[str] = None):
-        super().__init__(message)
-        self.field = field
-
-
-class UnknownBranchError(KappaInputError, LookupFailure):
-    """A branch is neither one of the decision's branch names nor an index in range."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "unknown branch"
-
-
-class SelfJudgmentError(KappaInputError):
-    """A branch was judged against itself."""
-
-
-class JudgmentValueError(KappaInputError):
-    """A judgment outcome ``y`` is not 0 or 1."""
-
-
-class NonFiniteScoreError(KappaInputError):
-    """A rollout score is NaN, infinite or not a number."""
-
-
-class DepthError(KappaInputError):
-    """A rollout depth is not an integer >= 1."""
-
-
-class DuplicateBranchError(KappaInputError):
-    """Two branches share a name (or one branch appears twice in a rollout round)."""
-
-
-class NoBranchError(KappaInputError):
-    """A decision needs at least one branch."""
-
-
-class BranchNameError(KappaInputError):
-    """A branch name is not a non-empty string."""
-
-
-class KappaParamError(KappaInputError):
-    """A :class:`KappaParams` field is outside its range (theta or nucleus_p outside (0, 1], ...)."""
-
-
-class EvidenceTypeError(KappaInputError):
-    """The evidence is not a :class:`Judgment`, :class:`Rollout` or :class:`RolloutRound`."""
-
-
-class RoundLimitError(KappaInputError):
-    """A rollout round beyond ``max_rounds``."""
-
-
-class NotInNucleusError(KappaInputError):
-    """A rollout round after the first names a branch outside the current nucleus."""
-
+from beliefgate.models.kappa import (  # errors and checks live with the model: beliefs build on models
+    BranchNameError,
+    DepthError,
+    DuplicateBranchError,
+    EvidenceTypeError,
+    JudgmentValueError,
+    KappaInputError,
+    KappaParamError,
+    NoBranchError,
+    NonFiniteScoreError,
+    NotInNucleusError,
+    RoundLimitError,
+    SelfJudgmentError,
+    UnknownBranchError,
+    _check_names,
+    _depth,
+    _index,
+    _outcome,
+    _score,
+)
 
 # --------------------------------------------------------------------------- parameters
 
@@ -127,22 +84,24 @@ class KappaParamFields(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    mu0: float = Field(0.0, description="prior mean of every branch utility")
-    sigma0: float = Field(1.0, gt=0.0, description="prior sd of every branch utility")
-    tau: float = Field(0.5, gt=0.0, description="judgment temperature: P(b over c) = sigmoid((U_b - U_c)/tau)")
-    sigma_r: float = Field(1.0, gt=0.0, description="rollout noise sd at depth 1 (sd/sqrt(d) at depth d)")
+    mu0: float = Field(0.0, ge=-1e6, le=1e6, description="prior mean of every branch utility")
+    sigma0: float = Field(1.0, ge=1e-6, le=1e6, description="prior sd of every branch utility")
+    tau: float = Field(0.5, ge=1e-6, le=1e6,
+                       description="judgment temperature: P(b over c) = sigmoid((U_b - U_c)/tau)")
+    sigma_r: float = Field(1.0, ge=1e-6, le=1e6, description="rollout noise sd at depth 1 (sd/sqrt(d) at depth d)")
     theta: float = Field(0.6, gt=0.0, le=1.0, description="commit when kappa >= theta")
     nucleus_p: float = Field(0.9, gt=0.0, le=1.0, description="nucleus: smallest set with argmax mass >= p")
     max_rounds: int = Field(3, ge=1, le=64, description="rollout rounds at most (R)")
     num_points: int = Field(512, ge=64, le=16384, multiple_of=2,
                             description="points of the quasi-random rule (Sobol + antithetic mirror)")
-    seed: int = Field(0, ge=0, description="scrambling seed of the quasi-random rule")
+    seed: int = Field(0, ge=0, lt=2 ** 32, description="scrambling seed of the quasi-random rule")
 
 
 class KappaParams(KappaParamFields):
     """Immutable, validated parameters of kappa (see ``docs/kappa.md``).
 
-    Model: ``mu0``, ``sigma0 > 0``, ``tau > 0``, ``sigma_r > 0``. Decision rule:
+    Model: ``mu0`` in [-1e6, 1e6]; ``sigma0``, ``tau``, ``sigma_r`` in [1e-6, 1e6] (scales far
+    outside would only overflow float64). Decision rule:
     ``theta`` and ``nucleus_p`` in (0, 1], ``max_rounds`` R >= 1. Numerics:
     ``num_points`` (even, 64..16384) and ``seed`` of the fixed quasi-random rule.
     A field outside its range raises :class:`KappaParamError` naming it.
@@ -561,8 +520,8 @@ def kappa_info(params: KappaParams, state: KappaState) -> KappaInfo:
     else:
         probs, ess = _probs_qmc(params, state)
         method = "qmc_rb_is"
-    if not np.all(np.isfinite(probs)):
-        raise KappaInputError("the evidence is too extreme for float64: argmax probabilities are not finite")
+    if not (np.all(np.isfinite(probs)) and np.all(np.isfinite(mean)) and np.all(np.isfinite(sd))):
+        raise KappaInputError("the evidence is too extreme for float64: the posterior is not finite", "evidence")
     # the control variate can leave a value a rounding error below 0; the clip is explicit
     # and the vector is renormalised, so the probabilities sum to one
     probs = np.clip(probs, 0.0, None)
@@ -599,68 +558,6 @@ def monte_carlo_argmax(params: KappaParams, state: KappaState, num_samples: int 
     probs = np.bincount(best, weights=w, minlength=k)
     se = np.array([math.sqrt(float(np.sum(w * w * ((best == b) - probs[b]) ** 2))) for b in range(k)])
     return probs, se
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def _check_names(branches) -> tuple:
-    if isinstance(branches, (str, bytes)):
-        raise BranchNameError(f"branches must be a sequence of names, got the string {branches!r}", "branches")
-    try:
-        names = list(branches)
-    except TypeError:
-        raise BranchNameError(f"branches must be a sequence of names, got {type(branches).__name__}",
-                              "branches") from None
-    if len(names) < 1:
-        raise NoBranchError("a decision needs at least one branch, got none", "branches")
-    for n in names:
-        if not isinstance(n, str) or not n:
-            raise BranchNameError(f"branch names must be non-empty strings, got {n!r}", "branches")
-    seen = set()
-    for n in names:
-        if n in seen:
-            raise DuplicateBranchError(f"branch name {n!r} appears twice in {names!r}", "branches")
-        seen.add(n)
-    return tuple(names)
-
-
-def _index(state: KappaState, ref, field: str) -> int:
-    names = state.names
-    if isinstance(ref, str):
-        try:
-            return names.index(ref)
-        except ValueError:
-            raise UnknownBranchError(f"{field} {ref!r} is not a branch of this decision (branches: "
-                                     f"{list(names)})", field) from None
-    if isinstance(ref, (bool, np.bool_)) or not isinstance(ref, (int, np.integer)):
-        raise UnknownBranchError(f"{field} must be a branch name or index, got {ref!r}", field)
-    if not 0 <= int(ref) < len(names):
-        raise UnknownBranchError(f"{field} index {int(ref)} outside [0, {len(names)})", field)
-    return int(ref)
-
-
-def _outcome(y) -> int:
-    if isinstance(y, (bool, np.bool_)):
-        return int(y)
-    if isinstance(y, (int, np.integer)) and int(y) in (0, 1):
-        return int(y)
-    raise JudgmentValueError(f"judgment y must be 0 or 1, got {y!r}", "y")
-
-
-def _depth(depth) -> int:
-    if isinstance(depth, (bool, np.bool_)) or not isinstance(depth, (int, np.integer)) or int(depth) < 1:
-        raise DepthError(f"rollout depth must be an integer >= 1, got {depth!r}", "depth")
-    return int(depth)
-
-
-def _score(score) -> float:
-    if isinstance(score, (bool, np.bool_)) or not isinstance(score, (int, float, np.integer, np.floating)):
-        raise NonFiniteScoreError(f"rollout score must be a finite number, got {score!r}", "score")
-    value = float(score)
-    if not math.isfinite(value):
-        raise NonFiniteScoreError(f"rollout score must be finite, got {value!r}", "score")
-    return value
 
 
 def _check_params(params) -> KappaParams:
@@ -841,6 +738,17 @@ class Kappa:
         state, info = kappa_update(self._params, self._state, evidence)
         self._state, self._info = state, info
         self._log.append(_evidence_record(state.names, evidence))
+        return info
+
+    def update_many(self, evidence: Sequence) -> KappaInfo:
+        """Condition on several pieces of evidence, all or nothing (one error: no change)."""
+        if isinstance(evidence, (str, bytes)) or not isinstance(evidence, Sequence) or not evidence:
+            raise EvidenceTypeError("update_many takes a non-empty sequence of evidence", "evidence")
+        state, info, log = self._state, self._info, list(self._log)
+        for ev in evidence:
+            state, info = kappa_update(self._params, state, ev)
+            log.append(_evidence_record(state.names, ev))
+        self._state, self._info, self._log = state, info, log
         return info
 
     def judge(self, left, right, y) -> KappaInfo:

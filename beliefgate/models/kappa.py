@@ -38,15 +38,132 @@ from typing import Any, Dict, Iterable, List, Literal, Mapping, NamedTuple, Opti
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from beliefgate.beliefs.kappa import (
-    KappaInputError,
-    _check_names,
-    _depth,
-    _index,
-    _outcome,
-    _score,
-)
-from beliefgate.errors import InputError
+from beliefgate.errors import InputError, LookupFailure
+
+# --------------------------------------------------------------------------- errors
+
+
+class KappaInputError(InputError):
+    """Base class: bad input to kappa. ``field`` names the offending argument / request field."""
+
+    def __init__(self, message: str, field: Optional[str] = None):
+        super().__init__(message)
+        self.field = field
+
+
+class UnknownBranchError(KappaInputError, LookupFailure):
+    """A branch is neither one of the decision's branch names nor an index in range."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown branch"
+
+
+class SelfJudgmentError(KappaInputError):
+    """A branch was judged against itself."""
+
+
+class JudgmentValueError(KappaInputError):
+    """A judgment outcome ``y`` is not 0 or 1."""
+
+
+class NonFiniteScoreError(KappaInputError):
+    """A rollout score is NaN, infinite or not a number."""
+
+
+class DepthError(KappaInputError):
+    """A rollout depth is not an integer >= 1."""
+
+
+class DuplicateBranchError(KappaInputError):
+    """Two branches share a name (or one branch appears twice in a rollout round)."""
+
+
+class NoBranchError(KappaInputError):
+    """A decision needs at least one branch."""
+
+
+class BranchNameError(KappaInputError):
+    """A branch name is not a non-empty string."""
+
+
+class KappaParamError(KappaInputError):
+    """A :class:`KappaParams` field is outside its range (theta or nucleus_p outside (0, 1], ...)."""
+
+
+class EvidenceTypeError(KappaInputError):
+    """The evidence is not a :class:`Judgment`, :class:`Rollout` or :class:`RolloutRound`."""
+
+
+class RoundLimitError(KappaInputError):
+    """A rollout round beyond ``max_rounds``."""
+
+
+class NotInNucleusError(KappaInputError):
+    """A rollout round after the first names a branch outside the current nucleus."""
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_names(branches) -> tuple:
+    if isinstance(branches, (str, bytes)):
+        raise BranchNameError(f"branches must be a sequence of names, got the string {branches!r}", "branches")
+    try:
+        names = list(branches)
+    except TypeError:
+        raise BranchNameError(f"branches must be a sequence of names, got {type(branches).__name__}",
+                              "branches") from None
+    if len(names) < 1:
+        raise NoBranchError("a decision needs at least one branch, got none", "branches")
+    for n in names:
+        if not isinstance(n, str) or not n:
+            raise BranchNameError(f"branch names must be non-empty strings, got {n!r}", "branches")
+    seen = set()
+    for n in names:
+        if n in seen:
+            raise DuplicateBranchError(f"branch name {n!r} appears twice in {names!r}", "branches")
+        seen.add(n)
+    return tuple(names)
+
+
+def _index(state: KappaState, ref, field: str) -> int:
+    names = state.names
+    if isinstance(ref, str):
+        try:
+            return names.index(ref)
+        except ValueError:
+            raise UnknownBranchError(f"{field} {ref!r} is not a branch of this decision (branches: "
+                                     f"{list(names)})", field) from None
+    if isinstance(ref, (bool, np.bool_)) or not isinstance(ref, (int, np.integer)):
+        raise UnknownBranchError(f"{field} must be a branch name or index, got {ref!r}", field)
+    if not 0 <= int(ref) < len(names):
+        raise UnknownBranchError(f"{field} index {int(ref)} outside [0, {len(names)})", field)
+    return int(ref)
+
+
+def _outcome(y) -> int:
+    if isinstance(y, (bool, np.bool_)):
+        return int(y)
+    if isinstance(y, (int, np.integer)) and int(y) in (0, 1):
+        return int(y)
+    raise JudgmentValueError(f"judgment y must be 0 or 1, got {y!r}", "y")
+
+
+def _depth(depth) -> int:
+    if isinstance(depth, (bool, np.bool_)) or not isinstance(depth, (int, np.integer)) or int(depth) < 1:
+        raise DepthError(f"rollout depth must be an integer >= 1, got {depth!r}", "depth")
+    return int(depth)
+
+
+def _score(score) -> float:
+    if isinstance(score, (bool, np.bool_)) or not isinstance(score, (int, float, np.integer, np.floating)):
+        raise NonFiniteScoreError(f"rollout score must be a finite number, got {score!r}", "score")
+    value = float(score)
+    if not math.isfinite(value):
+        raise NonFiniteScoreError(f"rollout score must be finite, got {value!r}", "score")
+    return value
+
+
 
 #: format tag of a kappa fit's record (``idata.attrs["beliefgate_kappa_fit"]``)
 FORMAT = "beliefgate.kappa_fit/1"

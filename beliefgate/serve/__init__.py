@@ -10,12 +10,13 @@ from __future__ import annotations
 _LAZY = {
     "Client": "beliefgate.serve.client",
     "RemoteGate": "beliefgate.serve.client",
+    "RemoteKappa": "beliefgate.serve.client",
     "ServeError": "beliefgate.serve.client",
     "ServeSettings": "beliefgate.serve.app",
     "create_app": "beliefgate.serve.app",
 }
 
-__all__ = ["Client", "RemoteGate", "ServeError", "ServeSettings", "create_app"]
+__all__ = ["Client", "RemoteGate", "RemoteKappa", "ServeError", "ServeSettings", "create_app"]
 
 
 def __getattr__(name: str):

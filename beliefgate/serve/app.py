@@ -13,6 +13,13 @@ uvicorn. Routes live under ``/v1`` (see ``docs/serve.md`` and ``docs/openapi.jso
     POST   /v1/sessions/{id}/observe                Gate.observe (Overcooked sessions)
     POST   /v1/sessions/{id}/notify_replanned       Gate.notify_replanned
     POST   /v1/sessions/{id}/reset                  Gate.reset
+    POST   /v1/kappa                                create a kappa session (branches, params)
+    GET    /v1/kappa/{id}                           its read-out (argmax probs, kappa, nucleus, commit)
+    DELETE /v1/kappa/{id}
+    POST   /v1/kappa/{id}/judge                     Kappa.judge
+    POST   /v1/kappa/{id}/rollout                   Kappa.rollout
+    POST   /v1/kappa/{id}/evidence                  several at once (all or nothing; optionally a round)
+    POST   /v1/kappa/{id}/reset                     Kappa.reset
 
 Server model: one process, one event loop. Gate calls take microseconds and run on
 the loop under the session's :class:`asyncio.Lock`; only building an Overcooked
@@ -53,14 +60,20 @@ import beliefgate
 from beliefgate.beliefs.errors import BeliefInputError, InvalidParameterError
 from beliefgate.beliefs.evidence import StepEvidence
 from beliefgate.beliefs.gate import Decision, Gate, GateParams
+from beliefgate.beliefs.kappa import Judgment, Kappa, KappaInputError, Rollout, RolloutRound
 from beliefgate.serve.schemas import (
     SESSION_ID_PATTERN,
+    CreateKappaRequest,
     CreateSessionRequest,
     DecisionOut,
     ErrorOut,
     HealthOut,
+    JudgeRequest,
+    KappaEvidenceRequest,
+    KappaOut,
     ObserveRequest,
     ResetRequest,
+    RolloutRequest,
     SessionOut,
     StepEvidenceRequest,
     StepLoglikRequest,
@@ -68,6 +81,7 @@ from beliefgate.serve.schemas import (
     decision_is_finite,
     decision_payload,
     gate_state_payload,
+    kappa_payload,
 )
 from beliefgate.serve.sessions import (
     Session,
@@ -75,6 +89,7 @@ from beliefgate.serve.sessions import (
     SessionNotFoundError,
     SessionStore,
     SnapshotWriteError,
+    WrongSessionKindError,
 )
 
 log = logging.getLogger("beliefgate.serve")
@@ -158,7 +173,8 @@ _ERRORS = {
     401: {"model": ErrorOut, "description": "missing or wrong bearer token"},
     404: {"model": ErrorOut, "description": "unknown session"},
     413: {"model": ErrorOut, "description": "request body over the limit"},
-    422: {"model": ErrorOut, "description": "malformed request, or input the gate rejects"},
+    422: {"model": ErrorOut, "description": "malformed request, or input the gate or kappa rejects "
+                                           "(`errors[0].loc` names the field)"},
     503: {"model": ErrorOut, "description": "snapshot write failed; the change was rolled back"},
 }
 
@@ -260,7 +276,16 @@ def _store(request: Request) -> SessionStore:
     return request.app.state.store
 
 
+def _require(session: Session, kappa: bool) -> Session:
+    """The session if it is of the wanted family (gate or kappa), else 409."""
+    if (session.kind == "kappa") != kappa:
+        where = "/v1/kappa/{id}" if session.kind == "kappa" else "/v1/sessions/{id}"
+        raise WrongSessionKindError(f"session {session.id} is a {session.kind} session; use {where}")
+    return session
+
+
 def _session_payload(store: SessionStore, session: Session) -> dict:
+    _require(session, kappa=False)
     payload = gate_state_payload(session.gate)
     counts = session.prior_counts if session.prior_counts is not None else np.zeros(session.gate.num_skills)
     payload.update(
@@ -277,13 +302,20 @@ def _session_payload(store: SessionStore, session: Session) -> dict:
     return payload
 
 
-async def _mutate(store: SessionStore, session_id: str, apply):
+def _kappa_payload(store: SessionStore, session: Session) -> dict:
+    payload = kappa_payload(_require(session, kappa=True).gate)
+    payload.update(session_id=session.id, kind="kappa", version=session.version, created_at=session.created_at,
+                   idle_s=store.idle(session), expires_in_s=store.expires_in(session))
+    return payload
+
+
+async def _mutate(store: SessionStore, session_id: str, apply, kappa: bool = False):
     """Run ``apply(session)`` under the session's lock; book-keep and persist on success.
 
-    ``apply`` either raises before the gate changed (the Gate validates first) or
-    succeeds; a failed snapshot write rolls the change back.
+    ``apply`` either raises before the gate (or kappa) changed -- both validate first --
+    or succeeds; a failed snapshot write rolls the change back.
     """
-    session = store.get(session_id)
+    session = _require(store.get(session_id), kappa)
     async with session.lock:
         if session.closed:  # deleted or expired while this request waited for the lock
             raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
@@ -391,7 +423,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
     async def delete_session(session_id: SessionId, request: Request) -> Response:
         """Delete the session."""
         store = _store(request)
-        session = store.get(session_id)
+        session = _require(store.get(session_id), kappa=False)
         async with session.lock:
             if session.closed:
                 raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
@@ -466,6 +498,85 @@ def _routes() -> tuple[APIRouter, APIRouter]:
         session = await _mutate(store, session_id, lambda s: (s.gate.reset(keep_memory=keep), s)[1])
         return _json(_session_payload(store, session))
 
+    # ----------------------------------------------------------------- kappa sessions
+
+    @api.post("/kappa", status_code=201, response_model=KappaOut, tags=["kappa"],
+              responses={**_responses(503), 429: {"model": ErrorOut, "description": "session limit reached"}})
+    async def create_kappa(body: CreateKappaRequest, request: Request) -> Response:
+        """Create a kappa session for one decision: its branch names and `KappaParams`."""
+        store = _store(request)
+        store.check_capacity()
+        kappa = Kappa(list(body.branches), body.params.to_kappa_params())
+        session = store.add(kappa, "kappa")
+        if store.persistent:
+            try:
+                await store.commit()
+            except SnapshotWriteError:
+                store.remove(session)
+                raise
+        return _json(_kappa_payload(store, session), 201, headers={"Location": f"{API_PREFIX}/kappa/{session.id}"})
+
+    @api.get("/kappa/{session_id}", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
+    async def get_kappa(session_id: SessionId, request: Request) -> Response:
+        """The read-out: argmax probability of every branch, kappa, best, nucleus, commit, rounds."""
+        store = _store(request)
+        session = _require(store.get(session_id), kappa=True)
+        store.touch(session)
+        return _json(_kappa_payload(store, session))
+
+    @api.delete("/kappa/{session_id}", status_code=204, tags=["kappa"], responses=_STEP_RESPONSES)
+    async def delete_kappa(session_id: SessionId, request: Request) -> Response:
+        """Delete the kappa session."""
+        store = _store(request)
+        session = _require(store.get(session_id), kappa=True)
+        async with session.lock:
+            if session.closed:
+                raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
+            store.remove(session)
+            if store.persistent:
+                try:
+                    await store.commit()
+                except SnapshotWriteError:
+                    store.reinstate(session)
+                    raise
+        return Response(status_code=204)
+
+    @api.post("/kappa/{session_id}/judge", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
+    async def kappa_judge(session_id: SessionId, body: JudgeRequest, request: Request) -> Response:
+        """`Kappa.judge`: `y = 1` when `left` was judged better than `right`."""
+        store = _store(request)
+        session = await _mutate(store, session_id, lambda s: (s.gate.judge(body.left, body.right, body.y), s)[1],
+                                kappa=True)
+        return _json(_kappa_payload(store, session))
+
+    @api.post("/kappa/{session_id}/rollout", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
+    async def kappa_rollout(session_id: SessionId, body: RolloutRequest, request: Request) -> Response:
+        """`Kappa.rollout`: a branch's score imagined `depth` steps ahead (not a round)."""
+        store = _store(request)
+        session = await _mutate(store, session_id,
+                                lambda s: (s.gate.rollout(body.branch, body.depth, body.score), s)[1], kappa=True)
+        return _json(_kappa_payload(store, session))
+
+    @api.post("/kappa/{session_id}/evidence", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
+    async def kappa_evidence(session_id: SessionId, body: KappaEvidenceRequest, request: Request) -> Response:
+        """Judgments then rollouts, in order, all or nothing; `round: true` makes the rollouts one round."""
+        evidence: list = [Judgment(j.left, j.right, j.y) for j in body.judgments]
+        rollouts = tuple(Rollout(r.branch, r.depth, r.score) for r in body.rollouts)
+        if body.round:
+            evidence.append(RolloutRound(rollouts))
+        else:
+            evidence.extend(rollouts)
+        store = _store(request)
+        session = await _mutate(store, session_id, lambda s: (s.gate.update_many(evidence), s)[1], kappa=True)
+        return _json(_kappa_payload(store, session))
+
+    @api.post("/kappa/{session_id}/reset", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
+    async def kappa_reset(session_id: SessionId, request: Request) -> Response:
+        """`Kappa.reset`: forget the evidence (same branches and params)."""
+        store = _store(request)
+        session = await _mutate(store, session_id, lambda s: (s.gate.reset(), s)[1], kappa=True)
+        return _json(_kappa_payload(store, session))
+
     return public, api
 
 
@@ -493,6 +604,12 @@ def _install_handlers(app: FastAPI) -> None:
     @app.exception_handler(BeliefInputError)
     async def _belief(request: Request, exc: BeliefInputError) -> Response:
         return _error(422, type(exc).__name__, str(exc))
+
+    @app.exception_handler(KappaInputError)
+    async def _kappa(request: Request, exc: KappaInputError) -> Response:
+        field = exc.field or "body"
+        errors = [{"loc": ["body", field], "msg": str(exc), "type": type(exc).__name__}]
+        return _error(422, type(exc).__name__, f"{field}: {exc}", errors)
 
     @app.exception_handler(SessionError)
     async def _session(request: Request, exc: SessionError) -> Response:
@@ -557,7 +674,8 @@ def create_app(settings: Optional[ServeSettings] = None, **overrides) -> FastAPI
     app = FastAPI(
         title="beliefgate gate service",
         version=beliefgate.__version__,
-        description=("The plug-in partner-skill Gate over HTTP: one session per teammate. "
+        description=("The plug-in partner-skill Gate over HTTP: one session per teammate; and OverForge "
+                     "confidence kappa sessions, one per decision (/v1/kappa). "
                      "JSON has no infinities: a log-probability of zero (-inf) is written `null`; "
                      "NaN and infinities are rejected (422). See docs/serve.md."),
         lifespan=lifespan,

@@ -33,6 +33,7 @@ import httpx
 import numpy as np
 
 from beliefgate.beliefs import errors as _errors
+from beliefgate.beliefs import kappa as _kappa
 from beliefgate.beliefs.evidence import StepEvidence
 from beliefgate.beliefs.gate import Decision, GateInfo, GateParams
 from beliefgate.beliefs.gates import ChangePointInfo, StableMapInfo
@@ -90,7 +91,9 @@ def _gate_error_class(kind: str) -> Optional[type]:
         return _REMOTE[kind]
     local = getattr(_errors, kind, None)
     if not (isinstance(local, type) and issubclass(local, _errors.BeliefInputError)):
-        return None
+        local = getattr(_kappa, kind, None)
+        if not (isinstance(local, type) and issubclass(local, _kappa.KappaInputError)):
+            return None
     cls = type(f"Remote{kind}", (ServeError, local), {"__str__": ServeError.__str__,
                                                       "__module__": __name__})
     _REMOTE[kind] = cls
@@ -248,6 +251,17 @@ class Client:
             body["params"] = params.model_dump(mode="json")
         return RemoteGate(self, self.request("POST", "/sessions", body))
 
+    def kappa(self, branches: Sequence[str], params: Optional["_kappa.KappaParams"] = None) -> "RemoteKappa":
+        """A remote :class:`~beliefgate.beliefs.kappa.Kappa` for one decision."""
+        body: Dict[str, Any] = {"branches": [str(b) for b in branches]}
+        if params is not None:
+            body["params"] = params.model_dump(mode="json")
+        return RemoteKappa(self, self.request("POST", "/kappa", body))
+
+    def attach_kappa(self, session_id: str) -> "RemoteKappa":
+        """A handle on an existing kappa session."""
+        return RemoteKappa(self, self.request("GET", f"/kappa/{session_id}"))
+
     def attach(self, session_id: str) -> "RemoteGate":
         """A handle on an existing session (e.g. after a client restart)."""
         return RemoteGate(self, self.request("GET", f"/sessions/{session_id}"))
@@ -335,10 +349,87 @@ class RemoteGate:
         self._client.request("DELETE", self._path())
 
 
+class RemoteKappa:
+    """One kappa session: the methods and read-outs of :class:`~beliefgate.beliefs.kappa.Kappa`,
+    over HTTP. Each call returns the session's read-out (``KappaOut`` as a dict) and keeps it as
+    :attr:`info`; the properties read that last answer (no request)."""
+
+    def __init__(self, client: Client, info: dict):
+        self._client = client
+        self.session_id: str = info["session_id"]
+        self.branches: tuple = tuple(info["branches"])
+        self.params = _kappa.KappaParams(**info["params"])
+        self.info: dict = info
+
+    def __repr__(self) -> str:
+        return f"RemoteKappa({self.session_id!r}, branches={list(self.branches)!r})"
+
+    def _call(self, method: str, suffix: str = "", body: Any = None) -> dict:
+        self.info = self._client.request(method, f"/kappa/{self.session_id}{suffix}", body)
+        return self.info
+
+    def judge(self, left, right, y) -> dict:
+        return self._call("POST", "/judge", {"left": _plain(left), "right": _plain(right), "y": _plain(y)})
+
+    def rollout(self, branch, depth, score) -> dict:
+        return self._call("POST", "/rollout", {"branch": _plain(branch), "depth": _plain(depth),
+                                               "score": _score_json(score)})
+
+    def evidence(self, judgments=(), rollouts=(), round: bool = False) -> dict:
+        """Judgments ``(left, right, y)`` then rollouts ``(branch, depth, score)``, all or nothing."""
+        body = {"judgments": [{"left": _plain(a), "right": _plain(b), "y": _plain(y)} for a, b, y in judgments],
+                "rollouts": [{"branch": _plain(b), "depth": _plain(d), "score": _score_json(r)}
+                             for b, d, r in rollouts],
+                "round": bool(round)}
+        return self._call("POST", "/evidence", body)
+
+    def round(self, scores: dict, depth=None) -> dict:
+        """One rollout round ``{branch: score}`` at ``depth`` (default: the round's number)."""
+        d = int(self.info["rounds"]) + 1 if depth is None else depth
+        return self.evidence(rollouts=[(b, d, s) for b, s in scores.items()], round=True)
+
+    def refresh(self) -> dict:
+        return self._call("GET")
+
+    def reset(self) -> dict:
+        return self._call("POST", "/reset")
+
+    def delete(self) -> None:
+        self._client.request("DELETE", f"/kappa/{self.session_id}")
+
+    @property
+    def argmax_probs(self) -> dict:
+        return dict(self.info["argmax"])
+
+    @property
+    def kappa(self) -> float:
+        return float(self.info["kappa"])
+
+    @property
+    def best(self) -> str:
+        return self.info["best"]
+
+    @property
+    def nucleus(self) -> list:
+        return list(self.info["nucleus"])
+
+    @property
+    def commit(self) -> bool:
+        return bool(self.info["commit"])
+
+
+def _score_json(score):
+    """A score for JSON: NaN and infinities cannot be sent (the same error as in process)."""
+    value = _plain(score)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _kappa.NonFiniteScoreError(f"rollout score must be finite, got {value!r}", "score")
+    return value
+
 
 __all__ = [
     "Client",
     "RemoteGate",
+    "RemoteKappa",
     "ServeError",
     "Unauthorized",
     "SessionNotFound",

@@ -37,9 +37,19 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
 from beliefgate.beliefs.gate import Decision, Gate, GateParams
+from beliefgate.beliefs.kappa import Kappa, KappaParamFields, KappaParams
 
 #: most skills a session may have
 MAX_SKILLS = 64
+#: most branches a kappa session may have
+MAX_BRANCHES = 64
+#: most pieces of evidence in one kappa request
+MAX_EVIDENCE = 256
+#: largest rollout depth and points of kappa's quasi-random rule a session may use
+MAX_DEPTH = 10_000
+MAX_KAPPA_POINTS = 4096
+#: largest magnitude of a rollout score
+SCORE_BOUND = 1e9
 #: most primitive actions in one log-probability table
 MAX_ACTIONS = 256
 #: longest skill name
@@ -228,6 +238,64 @@ SymbolicStateIn = _symbolic_state_model()
 ObserveRequest.model_rebuild()
 
 
+# --------------------------------------------------------------------------- kappa requests
+
+
+class ServiceKappaParams(KappaParamFields):
+    """:class:`~beliefgate.beliefs.kappa.KappaParams` with the service's limit on ``num_points``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, title="KappaParams")
+
+    num_points: int = Field(512, ge=64, le=MAX_KAPPA_POINTS, multiple_of=2,
+                            description="points of the quasi-random rule (Sobol + antithetic mirror)")
+
+    def to_kappa_params(self) -> KappaParams:
+        return KappaParams(**self.model_dump())
+
+
+class CreateKappaRequest(BaseModel):
+    """Create a kappa session: the decision's branch names (distinct; at least one) and params."""
+
+    model_config = _REQUEST
+
+    branches: list[SkillName] = Field(..., max_length=MAX_BRANCHES,
+                                      description="distinct branch names, e.g. strategy:first-action")
+    params: ServiceKappaParams = Field(default_factory=ServiceKappaParams)
+
+
+class JudgeRequest(BaseModel):
+    """``Kappa.judge``: ``y = 1`` when ``left`` was judged better than ``right`` (0: the reverse)."""
+
+    model_config = _REQUEST
+
+    left: SkillRef = Field(..., description="branch name or index")
+    right: SkillRef = Field(..., description="branch name or index")
+    y: StrictInt = Field(..., ge=-1, le=2, description="1: left better, 0: right better")
+
+
+class RolloutRequest(BaseModel):
+    """``Kappa.rollout``: ``branch`` imagined ``depth`` steps ahead scored ``score``."""
+
+    model_config = _REQUEST
+
+    branch: SkillRef = Field(..., description="branch name or index")
+    depth: StrictInt = Field(..., ge=-1, le=MAX_DEPTH, description="steps imagined ahead, >= 1")
+    score: Union[Annotated[StrictInt, Field(ge=-SCORE_BOUND, le=SCORE_BOUND)],
+                 Annotated[StrictFloat, Field(ge=-SCORE_BOUND, le=SCORE_BOUND)]] = Field(
+        ..., description="progress score (finite)")
+
+
+class KappaEvidenceRequest(BaseModel):
+    """Several pieces of evidence, applied in order, all or nothing: the judgments first,
+    then the rollouts (as one rollout round when ``round`` is true)."""
+
+    model_config = _REQUEST
+
+    judgments: list[JudgeRequest] = Field(default_factory=list, max_length=MAX_EVIDENCE)
+    rollouts: list[RolloutRequest] = Field(default_factory=list, max_length=MAX_EVIDENCE)
+    round: StrictBool = Field(False, description="the rollouts form one rollout round (nucleus rule, R limit)")
+
+
 # --------------------------------------------------------------------------- responses
 
 
@@ -321,6 +389,37 @@ class SessionOut(BaseModel):
     created_at: float = Field(description="unix time of creation")
     idle_s: float = Field(description="seconds since the last successful request")
     expires_in_s: Optional[float] = Field(description="seconds until expiry if idle; null: never")
+
+
+class KappaOut(BaseModel):
+    """A kappa session and its current read-out (``KappaInfo``)."""
+
+    session_id: str
+    kind: Literal["kappa"]
+    branches: list[str]
+    params: KappaParamFields
+    argmax: dict[str, float] = Field(description="P(argmax U = branch | evidence) per branch; sums to one")
+    argmax_probs: list[float] = Field(description="the same, in branch order")
+    kappa: float = Field(description="largest argmax probability")
+    best: str = Field(description="branch with the largest argmax probability")
+    nucleus: list[str] = Field(description="smallest set of branches with argmax mass >= nucleus_p")
+    commit: bool = Field(description="kappa >= theta")
+    rounds: int
+    rounds_left: int
+    next: Literal["commit", "rollout", "stop"]
+    mean: list[float] = Field(description="approximate posterior mean of each utility")
+    sd: list[float] = Field(description="approximate posterior sd of each utility")
+    method: str = Field(description="how the argmax probabilities were computed")
+    ess: float = Field(description="effective sample fraction of the importance weights (1 where unused)")
+    refinements: int
+    t: int = Field(description="pieces of evidence applied")
+    num_judgments: int
+    num_rollouts: int
+    version: int = Field(description="number of state changes acknowledged")
+    state_digest: str = Field(description="sha256 of the kappa state: equal digests, equal states")
+    created_at: float
+    idle_s: float
+    expires_in_s: Optional[float]
 
 
 class HealthOut(BaseModel):
@@ -447,6 +546,34 @@ def state_digest(obj: Any) -> str:
     return h.hexdigest()
 
 
+def kappa_payload(kappa: Kappa) -> dict:
+    """The kappa-derived part of :class:`KappaOut`."""
+    info = kappa.info
+    names = list(kappa.branches)
+    return {
+        "branches": names,
+        "params": kappa.params.model_dump(mode="json"),
+        "argmax": info.probs_dict(names),
+        "argmax_probs": [float(p) for p in info.argmax_probs],
+        "kappa": float(info.kappa),
+        "best": info.best_name,
+        "nucleus": list(info.nucleus_names),
+        "commit": bool(info.commit),
+        "rounds": int(info.rounds),
+        "rounds_left": int(info.rounds_left),
+        "next": info.next,
+        "mean": [float(v) for v in info.mean],
+        "sd": [float(v) for v in info.sd],
+        "method": info.method,
+        "ess": float(info.ess),
+        "refinements": int(info.refinements),
+        "t": int(info.t),
+        "num_judgments": int(info.num_judgments),
+        "num_rollouts": int(info.num_rollouts),
+        "state_digest": state_digest(kappa.state),
+    }
+
+
 def gate_state_payload(gate: Gate) -> dict:
     """The gate-derived part of :class:`SessionOut`."""
     st = gate.state
@@ -495,6 +622,13 @@ __all__ = [
     "StableMapInfoOut",
     "ChangePointInfoOut",
     "SessionOut",
+    "ServiceKappaParams",
+    "CreateKappaRequest",
+    "JudgeRequest",
+    "RolloutRequest",
+    "KappaEvidenceRequest",
+    "KappaOut",
+    "kappa_payload",
     "HealthOut",
     "ErrorOut",
     "decision_payload",

@@ -1,4 +1,6 @@
-"""Sessions of the gate service: one :class:`~beliefgate.beliefs.gate.Gate` each.
+"""Sessions of the gate service: one :class:`~beliefgate.beliefs.gate.Gate` each (kind
+``logprobs`` or ``overcooked``), or one :class:`~beliefgate.beliefs.kappa.Kappa` (kind ``kappa``,
+held in the same ``gate`` slot: limits, expiry and snapshots are shared).
 
 The store lives on the server's event loop; every mutation of a session runs
 under that session's :class:`asyncio.Lock` (FIFO), so concurrent requests on one
@@ -38,6 +40,7 @@ import numpy as np
 
 from beliefgate.fileio import atomic_write as _atomic_write
 from beliefgate.beliefs.gate import Gate
+from beliefgate.beliefs.kappa import Kappa
 
 log = logging.getLogger("beliefgate.serve")
 
@@ -379,8 +382,9 @@ class SessionStore:
         restored = 0
         for rec in payload["sessions"]:
             gate = pickle.loads(rec["gate"])
-            if not isinstance(gate, Gate):
-                raise SnapshotError(f"snapshot {self.snapshot_path}: session {rec['id']} holds no Gate")
+            if not isinstance(gate, Kappa if rec["kind"] == "kappa" else Gate):
+                raise SnapshotError(f"snapshot {self.snapshot_path}: session {rec['id']} holds no "
+                                    f"{'Kappa' if rec['kind'] == 'kappa' else 'Gate'}")
             idle = float(rec["idle_s"]) + since
             if self.ttl_s is not None and idle > self.ttl_s:
                 continue
