@@ -155,11 +155,23 @@ def _check_episode_inputs(ego: str, partner: str, log: Optional[Path]) -> None:
         except (InputError, LookupFailure) as exc:
             _fail(f"{flag} {name!r}: {exc}")
     if log is not None:
-        if log.is_dir():
-            _fail(f"--log {log} is a directory; give a file path such as {log / 'episode.jsonl'}")
-        parent = log.parent if str(log.parent) else Path(".")
-        if not parent.is_dir():
-            _fail(f"--log {log}: the folder {parent} does not exist (create it first)")
+        check_output_path("--log", log)
+
+
+def check_output_path(flag: str, path: Optional[Path], folder: bool = False) -> None:
+    """Refuse an output path that cannot be written, before any work: a file path that is a
+    directory (or a folder path that is a file), or one whose parent folder does not exist
+    (beliefgate creates no directory trees from a typo)."""
+    if path is None:
+        return
+    if folder:
+        if path.exists() and not path.is_dir():
+            _fail(f"{flag} {path} exists and is not a directory")
+    elif path.is_dir():
+        _fail(f"{flag} {path} is a directory; give a file path such as {path / ('out' + (path.suffix or '.json'))}")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not path.exists() and not parent.is_dir():
+        _fail(f"{flag} {path}: the folder {parent} does not exist (create it first)")
 
 
 @app.command()
@@ -181,8 +193,7 @@ def demo(
 
     check_partners([partner], horizon)  # an unknown name or a bad partner file stops the tour before it starts
     _check_episode_inputs("balanced", partner, None)
-    if out is not None and out.exists() and not out.is_dir():
-        _fail(f"--out {out} exists and is not a directory")
+    check_output_path("--out", out, folder=True)
     out_dir = out or Path(tempfile.mkdtemp(prefix="beliefgate-demo-"))
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task("demo", total=None)
@@ -243,7 +254,13 @@ def switches(
     from beliefgate.errors import InputError, LookupFailure
     from beliefgate.eval import switches as sw
 
-    params = GateParams.load(params_file) if params_file else GateParams()
+    for flag, path in (("--out", out), ("--plot", plot), ("--params-out", params_out)):
+        check_output_path(flag, path)
+    check_output_path("--cache", cache, folder=True)
+    try:
+        params = GateParams.load(params_file) if params_file else GateParams()
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(f"--params {params_file}: cannot read it: {getattr(exc, 'strerror', None) or exc}")
     seed_list = range(first_seed, first_seed + seeds)
     try:
         with Progress(console=err_console, transient=True) as bar:

@@ -80,12 +80,14 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         baseline: Optional[str] = typer.Option(None, "--baseline", help="baseline condition of --report "
                                                "(default: the grid's first agent)"),
         as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
+        force: bool = typer.Option(False, "--force", help="run into a directory that holds another grid's results "
+                                   "(they are moved into DIR/superseded-<digest>-<time>/, not deleted)"),
     ) -> None:
         """Play a grid of agents x layouts x partners x seeds x seats; write logs and a results table."""
         from rich.progress import Progress
 
         from beliefgate.eval.grid import GridError, load_grid, resolve_grid
-        from beliefgate.eval.runner import RunError, run_grid
+        from beliefgate.eval.runner import RunError, check_run_dir, run_grid
         from beliefgate.eval.ui import progress_columns, start_executor
 
         try:
@@ -93,12 +95,19 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             resolved = resolve_grid(spec)
         except GridError as exc:
             _fail(str(exc))
+        except UnicodeDecodeError as exc:  # load_grid reads UTF-8 text (grid.py should raise GridError for it)
+            _fail(f"cannot read grid file {grid}: not UTF-8 text ({exc.reason} at byte {exc.start})")
         if not resolved.episodes:
             _fail(f"{grid}: the grid has no playable episode ({'; '.join(resolved.skipped) or 'empty'})")
         if out.exists() and not out.is_dir():
             _fail(f"--out {out} exists and is not a directory")
         if baseline is not None and baseline not in resolved.conditions:
             _fail(f"--baseline {baseline!r} is not an agent of the grid; choose from {', '.join(resolved.conditions)}")
+        if not force:
+            try:  # before any worker starts
+                check_run_dir(out, resolved)
+            except RunError as exc:
+                _fail(str(exc))
         api_key = os.environ.get("OPENAI_API_KEY") if spec.llm is not None else None
         executor = start_executor(workers, scheduler, resolved.skipped)
         columns = progress_columns()
@@ -114,7 +123,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                     bar.console.print(f"[yellow]note:[/] {line}" if not line.startswith("FAILED")
                                       else f"[bold red]{line}[/]")
 
-                summary = run_grid(resolved, out, executor, progress=progress, report=note, api_key=api_key)
+                summary = run_grid(resolved, out, executor, progress=progress, report=note, api_key=api_key,
+                                   other_grid="aside" if force else "refuse")
         except KeyboardInterrupt:
             err_console.print(f"[bold yellow]interrupted:[/] finished episodes are kept in {out}; "
                               "rerun the same command to continue")

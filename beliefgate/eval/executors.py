@@ -65,8 +65,41 @@ class InlineExecutor:
         self.close()
 
 
+#: seconds between two checks of a pool worker's parent (see :func:`exit_with_parent`)
+PARENT_POLL_S = 0.5
+
+
+def exit_with_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
+    """Make this (worker) process end when ``parent_pid`` does, however the parent died.
+
+    A daemon thread polls ``os.getppid()``: a killed parent re-parents its children, so
+    the worker sees another parent within ``poll_s`` and leaves with ``os._exit`` (no
+    cleanup that could block on the dead parent). Used as the pool's ``initializer``; a
+    SIGKILLed ``eval run`` therefore leaves no worker behind, and the resource tracker,
+    whose pipe the workers held too, ends once they are gone. (Linux's
+    ``PR_SET_PDEATHSIG`` is not used: it fires when the *thread* that spawned the worker
+    ends, which would kill the workers of a pool driven from a short-lived thread.)
+    """
+    import threading
+    import time
+
+    if os.getppid() != parent_pid:  # the parent died before this worker even started
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent_pid:
+                os._exit(1)
+            time.sleep(poll_s)
+
+    threading.Thread(target=watch, name="beliefgate-parent-watchdog", daemon=True).start()
+
+
 class ProcessPoolExecutorBackend:
-    """A local pool of ``workers`` spawned processes (:class:`concurrent.futures.ProcessPoolExecutor`)."""
+    """A local pool of ``workers`` spawned processes (:class:`concurrent.futures.ProcessPoolExecutor`).
+
+    Every worker exits when this process dies, even by SIGKILL (:func:`exit_with_parent`).
+    """
 
     def __init__(self, workers: int):
         import multiprocessing
@@ -76,7 +109,8 @@ class ProcessPoolExecutorBackend:
             raise ExecutorError(f"--workers must be >= 1, got {workers}")
         self.workers = workers
         self.description = f"local process pool ({workers} workers)"
-        self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=exit_with_parent, initargs=(os.getpid(),))
 
     def map_unordered(self, fn: Callable, items: Iterable, on_error: OnError) -> Iterator:
         from concurrent.futures import as_completed

@@ -61,6 +61,10 @@ class RunError(InputError):
     """A run directory or results table that cannot be used."""
 
 
+class RunDirMismatchError(RunError):
+    """The run directory holds the results of another grid (rerun with ``force`` to move them aside)."""
+
+
 # ------------------------------------------------------------------------------ worker side
 @dataclass
 class EpisodeTask:
@@ -373,6 +377,47 @@ class RunSummary:
                 "version": beliefgate.__version__}
 
 
+#: what a run directory holds (moved aside together when another grid replaces it)
+RUN_DIR_ENTRIES = ("grid.json", "run.json", "results.csv", "results.parquet", "episodes", "reports")
+
+
+def check_run_dir(out: str | Path, resolved: ResolvedGrid, force: bool = False) -> Optional[Path]:
+    """Refuse to run ``resolved`` into a directory that holds another grid's results.
+
+    Returns None when ``out`` is new or was made by this grid (same digest: a resume).
+    Otherwise raises :class:`RunDirMismatchError`, or with ``force`` moves the old
+    results (:data:`RUN_DIR_ENTRIES`) into ``out/superseded-<old digest>-<UTC time>/``
+    (nothing is deleted) and returns that folder.
+    """
+    out = Path(out)
+    path = out / "grid.json"
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        old, old_name = record.get("digest"), record.get("spec", {}).get("name")
+    except (OSError, json.JSONDecodeError, AttributeError) as exc:
+        old, old_name = None, f"unreadable grid.json: {exc}"
+    new = resolved.spec.digest()
+    if old == new:
+        return None
+    if not force:
+        raise RunDirMismatchError(
+            f"{out} holds the results of another grid ({old_name!r}, digest {old}); this grid "
+            f"({resolved.spec.name!r}) has digest {new}. Use another --out, or --force to move the old results "
+            f"aside into {out}/superseded-{old or 'unknown'}-<time>/")
+    aside = out / f"superseded-{old or 'unknown'}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    n = 1
+    while aside.exists():  # two replacements within one second
+        aside = aside.with_name(f"{aside.name.split('~')[0]}~{n}")
+        n += 1
+    aside.mkdir()
+    for name in RUN_DIR_ENTRIES:
+        if (out / name).exists():
+            os.replace(out / name, aside / name)
+    return aside
+
+
 def prepare_out(out: Path, resolved: ResolvedGrid) -> None:
     """Create ``out`` and record the resolved grid in ``out/grid.json``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -398,14 +443,17 @@ def load_grid_record(out: str | Path) -> Dict[str, Any]:
 
 def run_grid(grid: GridSpec | ResolvedGrid, out: str | Path, executor=None, progress: Optional[Progress] = None,
              report: Optional[Reporter] = None, api_key: Optional[str] = None,
-             stop_after: Optional[int] = None) -> RunSummary:
+             stop_after: Optional[int] = None, other_grid: str = "aside") -> RunSummary:
     """Play every episode of ``grid`` not yet finished in ``out``; rebuild the results table.
 
     ``executor`` defaults to this process. ``progress(done, total, label)`` is called
     as episodes finish; ``report(line)`` gets one line per notable event (a corrupt
     log rerun, a re-scored log, a failed episode). ``api_key`` is given to LLM
     agents when the grid has ``llm`` settings. ``stop_after`` stops after that many
-    played episodes (tests use it to simulate an interrupted run).
+    played episodes (tests use it to simulate an interrupted run). When ``out`` holds
+    another grid's results, ``other_grid="aside"`` (the default) moves them into
+    ``out/superseded-*/`` and reports it, ``"refuse"`` raises :class:`RunDirMismatchError`
+    (``beliefgate eval run`` refuses unless ``--force``); nothing is ever deleted.
     """
     from beliefgate.eval.executors import InlineExecutor
 
@@ -413,9 +461,16 @@ def run_grid(grid: GridSpec | ResolvedGrid, out: str | Path, executor=None, prog
     resolved = grid if isinstance(grid, ResolvedGrid) else resolve_grid(grid)
     spec = resolved.spec
     out = Path(out)
+    if other_grid not in ("aside", "refuse"):
+        raise RunError(f"other_grid must be 'aside' or 'refuse', got {other_grid!r}")
+    aside = check_run_dir(out, resolved, force=other_grid == "aside")
     prepare_out(out, resolved)
     say = report or (lambda line: None)
     summary = RunSummary(out=out, episodes=len(resolved.episodes))
+    if aside is not None:
+        line = f"{out} held another grid's results: moved them to {aside}"
+        summary.notes.append(line)
+        say(line)
     for line in resolved.skipped:
         summary.notes.append(f"skipped {line}")
     for tmp in _remove_stale_temporaries(out):
