@@ -6,8 +6,8 @@ state dict (:mod:`beliefgate.envs.overcooked.flat_state`), calls the tree in its
 :class:`~beliefgate.envs.overcooked.executor.Executor`. A new choice replaces the running
 skill; the same choice lets it run on.
 
-* ``place_obj_on_counter`` targets counters both cooks can reach (the shared middle counters on
-  forced_coordination), the same grounding the scripted partners use.
+* On a layout where a seat cannot do everything itself (forced_coordination),
+  ``place_obj_on_counter`` targets the counters both cooks reach, as the scripted partners do.
 * A choice the executor cannot carry out now (its held-object requirement fails or no
   target is reachable) is *not executable*: the agent waits this step and logs it
   (``executable: false``), so the summarizer sees the failure in the trace.
@@ -109,10 +109,12 @@ class PolicyTreeAgent:
         self.executor = Executor(self.controller, player, self.rng)
         self.self_skills = seat_skills(layout, player)
         from beliefgate.envs.overcooked.partners import shared_counters
+        from beliefgate.policytree.sandbox import SKILLS
 
-        # grounding of place_obj_on_counter: a counter both cooks reach (all counters on the open
-        # layouts; the middle ones on forced_coordination), as the scripted partners do
-        self.place_cells = shared_counters(layout)
+        # grounding of place_obj_on_counter where a seat cannot do everything itself
+        # (forced_coordination): a counter both cooks reach, as the scripted partners do
+        split = any(seat_skills(layout, p) != SKILLS for p in (0, 1))
+        self.place_cells = shared_counters(layout) if split else None
         self.place_skill = self.library.index("place_obj_on_counter")
         self.box = shared_sandbox(self.code, player, self.self_skills, seat_skills(layout, self.partner),
                                   **self.limits)

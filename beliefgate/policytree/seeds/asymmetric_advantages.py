@@ -12,11 +12,9 @@ Outputs: (inferred_teammate_current_skill, self_action_now)
 2. Teammate holds a dish -> fill_dish_with_soup.
 3. Teammate holds an onion -> put_onion_in_pot if a pot is not full, else place_obj_on_counter.
 4. Teammate empty-handed:
-   a. the last inference about it (teammate_last_inferred_skill) is pickup_onion while a pot
-      needs onions, or pickup_dish while a soup is cooking or ready -> keep that inference;
-   b. a soup is ready or cooking and nobody holds a dish -> pickup_dish;
-   c. it just completed pickup_dish or fill_dish_with_soup and the pot is full -> pickup_dish;
-   d. otherwise -> pickup_onion.
+   a. a soup is ready or cooking and nobody holds a dish -> pickup_dish;
+   b. it just completed pickup_dish or fill_dish_with_soup and the pot is full -> pickup_dish;
+   c. otherwise -> pickup_onion.
 
 **Self Action Selection Tree**
 1. Self holds soup -> deliver_soup.
@@ -58,11 +56,6 @@ def predict_teammate(state):
         if state["any_pot_not_full"]:
             return "put_onion_in_pot"
         return "place_obj_on_counter"
-    inferred = state["teammate_last_inferred_skill"]
-    if inferred == "pickup_onion" and state["any_pot_not_full"]:
-        return "pickup_onion"
-    if inferred == "pickup_dish" and soups_coming(state) > 0:
-        return "pickup_dish"
     if soups_coming(state) > 0 and me != "dish":
         return "pickup_dish"
     last = state["teammate_last_completed_skill"]
