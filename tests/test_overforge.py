@@ -155,3 +155,23 @@ def test_llm_roles_fall_back_counted():
     assert info["llm_calls"] == len(client.calls)
     assert info["fallbacks_by_role"].get("strategy", 0) >= 1
     assert info["pcm"]["proposer"] == "offline"
+
+
+@pytest.mark.slow
+def test_llm_variant_against_the_local_llama_server(overforge_row):
+    """The LLM proposer and pairwise judge against the real llama.cpp server (SmolLM2)."""
+    from test_llm_live import LlamaServer, _client
+
+    srv = LlamaServer()
+    try:
+        client = _client(srv.base_url)
+        result = run_episode("cramped_room", "overforge:llm", "balanced", seed=1000, horizon=8, llm=client)
+    finally:
+        srv.stop()
+    records = decision_records(result.trajectory)
+    assert records and all(check_record(r) is None for r in records)
+    summary = result.summary
+    assert summary["llm_calls"] == client.ledger.calls() > 0
+    last = result.trajectory.steps[-1].info[0]
+    assert last["fallbacks"] == summary["fallbacks"]
+    assert {r["proposer"] for r in records} <= {"llm", "offline"}

@@ -4,7 +4,7 @@ The agent holds a *strategy* (a division of labour from :mod:`.strategies`) acro
 At each decision point (start, its skill ended, or the gate reported a contradiction) it
 
 1. forms branches ``b = (g, a)``: ``k`` strategies (the current one and the best alternative)
-   x the feasible first skills each prefers (``first`` of them);
+   x the feasible first skills consistent with each (weight > 0; the ``first`` it values most);
 2. judges neighbouring branches of the state judge's order pairwise (``y = 1`` for the one
    with the higher immediate value; ties give no judgment) and feeds the judgments to kappa;
 3. rolls every branch ``depth`` imagined steps in the real dynamics (round 1), then extends
@@ -170,8 +170,7 @@ class OverForgeAgent(PlanningAgent):
         out = []
         for g in strategies:
             strat = self.strategy_of(g)
-            useful = [s for s in feasible if use[s] > 0 and strat.weight(s) > 0]
-            pool = useful or [s for s in feasible if strat.weight(s) > 0] or list(feasible)
+            pool = [s for s in feasible if strat.weight(s) > 0] or list(feasible)  # consistent with g
             values = {s: immediate_value(use[s], max(strat.weight(s), 1e-3), strat.top_weight, steps[s]) for s in pool}
             ranked = sorted(pool, key=lambda s: (-values[s], feasible.index(s)))
             out += [(g, s, values[s]) for s in ranked[: self.config.first]]

@@ -43,7 +43,7 @@ class OverForgeConfig(BaseModel):
     llm: bool = False
     pinned: Optional[str] = None
     k: int = Field(2, ge=1, le=8)
-    first: int = Field(2, ge=1, le=6)
+    first: int = Field(3, ge=1, le=6)
     depth: int = Field(5, ge=1, le=100)
     theta: float = Field(0.6, gt=0.0, le=1.0)
     rounds: int = Field(3, ge=1, le=10)

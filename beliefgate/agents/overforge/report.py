@@ -1,0 +1,231 @@
+"""Run the OverForge grid and write ``docs/results_overforge.md`` with its Figure-16 PNGs.
+
+::
+
+    python -m beliefgate.agents.overforge.report run docs/examples/grid_overforge.yaml --out runs/overforge \\
+        --workers 2 [--seeds 3] [--agents a,b] [--partners p,q] [--layouts l,m] [--seats 0,1]
+    python -m beliefgate.agents.overforge.report report runs/overforge [more run dirs] \\
+        --md docs/results_overforge.md --img docs/img
+
+``run`` plays the grid through :func:`beliefgate.eval.runner.run_grid` (resumable; episodes in
+seed-major order so that an interrupted run leaves complete matched sets), in a spawned process
+pool whose workers add the ``overforge`` row to the agent table until the table carries it.
+The options cut the grid to what the machine allows; the subset is recorded in the run's
+``grid.json``. ``report`` reads the results tables and the episode logs (the PCM decision records)
+and writes a table shaped like OverForge's Tables 5/6 (D, FI, MB, Sigma-minus, IA, kappa-bar,
+commit rate, c/s per arm and layout), pooled paired-bootstrap reward differences of ``overforge``
+against every other arm (:func:`beliefgate.eval.report.paired_bootstrap`), decision latency, and
+three PNGs shaped like its Figure 16 (kappa histogram with the theta line, rollout depth used,
+cumulative gap between the two best utilities, per arm).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+import typer
+
+from beliefgate.agents.overforge import install_entry
+
+app = typer.Typer(add_completion=False, help="OverForge grid and report (docs/results_overforge.md).")
+
+PAPER = {"kappa_mean": 0.34, "commit_rate": 0.12}
+TABLE_METRICS = (("deliveries", "D↑"), ("failed_interaction_rate", "FI↓"), ("blocking_rate", "MB↓"),
+                 ("abandoned", "Σ⁻↓"), ("intent_accuracy", "IA↑"), ("kappa_mean", "κ̄"), ("commit_rate", "cmt"),
+                 ("llm_calls_per_step", "c/s"))
+
+
+def _split(value: Optional[str]):
+    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _executor(workers: int):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from beliefgate.eval.executors import InlineExecutor, ProcessPoolExecutorBackend
+
+    if workers <= 1:
+        return InlineExecutor()
+
+    class _Pool(ProcessPoolExecutorBackend):
+        def __init__(self, n: int):
+            self.workers = n
+            self.description = f"local process pool ({n} workers, overforge row installed)"
+            self._pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=install_entry)
+
+    return _Pool(workers)
+
+
+@app.command()
+def run(grid: Path, out: Path = typer.Option(..., "--out"), workers: int = typer.Option(2, "--workers"),
+        seeds: Optional[int] = typer.Option(None, "--seeds", help="first N seeds of the grid only"),
+        agents: Optional[str] = typer.Option(None, "--agents"), partners: Optional[str] = typer.Option(None, "--partners"),
+        layouts: Optional[str] = typer.Option(None, "--layouts"), seats: Optional[str] = typer.Option(None, "--seats")):
+    """Play (part of) the grid into OUT."""
+    from beliefgate.eval.grid import SeedRange, load_grid, resolve_grid
+    from beliefgate.eval.runner import run_grid
+
+    install_entry()
+    spec = load_grid(grid)
+    update: Dict[str, object] = {}
+    if seeds is not None:
+        s = spec.seeds
+        update["seeds"] = SeedRange(start=s.start, count=seeds) if isinstance(s, SeedRange) else list(s)[:seeds]
+    for key, value in (("agents", agents), ("layouts", layouts)):
+        if value is not None:
+            update[key] = _split(value)
+    if partners is not None:
+        update["partners"] = _split(partners)
+    if seats is not None:
+        update["seats"] = [int(v) for v in _split(seats)]
+    if update:
+        spec = spec.model_validate({**spec.model_dump(), **{k: (v.model_dump() if hasattr(v, "model_dump") else v)
+                                                            for k, v in update.items()},
+                                    "name": spec.name + "-subset"})
+    resolved = resolve_grid(spec)
+    resolved.episodes.sort(key=lambda e: (e.seed, e.seat, e.layout, e.partner, e.agent))
+    with _executor(workers) as ex:
+        summary = run_grid(resolved, out, executor=ex,
+                           progress=lambda d, t, label: typer.echo(f"[{d}/{t}] {label}"))
+    typer.echo(f"{summary.ran} played, {summary.skipped_done} already done, {len(summary.failed)} failed, "
+               f"{summary.wall_s:.0f} s")
+
+
+def _load(dirs: List[Path]):
+    from beliefgate.agents.overforge.metrics import decision_records, pcm_metrics
+    from beliefgate.envs.trajlog import read_log
+    from beliefgate.eval.runner import load_results
+
+    rows, records = [], {}
+    for d in dirs:
+        for r in load_results(d):
+            r = dict(r)
+            if r["agent"].startswith("overforge"):
+                traj = read_log(Path(d) / r["log"])
+                r.update(pcm_metrics(traj))
+                records.setdefault(r["agent"], []).extend(decision_records(traj))
+            else:
+                for key in ("kappa_mean", "commit_rate", "depth_mean", "gap_mean", "latency_p50_ms", "latency_p99_ms"):
+                    r[key] = float("nan")
+            rows.append(r)
+    return rows, records
+
+
+def _cell(values: List[float]) -> str:
+    x = np.array([v for v in values if v is not None and not math.isnan(v)], dtype=float)
+    if x.size == 0:
+        return "–"
+    return f"{x.mean():.2f} ± {x.std(ddof=1):.2f}" if x.size > 1 else f"{x.mean():.2f}"
+
+
+def _figures(records: Dict[str, list], theta: float, img: Path, command: str) -> List[Path]:
+    from beliefgate.figures import pyplot, save_figure as save
+
+    plt = pyplot()
+    arms = sorted(records)
+    paths = []
+    fig, axes = plt.subplots(1, len(arms), figsize=(3.2 * len(arms), 2.8), squeeze=False, sharey=True)
+    for ax, arm in zip(axes[0], arms):
+        k = [r["kappa"] for r in records[arm]]
+        ax.hist(k, bins=np.linspace(0, 1, 21), color="#4477aa")
+        ax.axvline(theta, color="#cc3311", ls="--", label=f"θ = {theta:g}")
+        ax.set_title(arm, fontsize=8)
+        ax.set_xlabel("κ")
+    axes[0][0].set_ylabel("decisions")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("(a) confidence κ per decision", fontsize=9)
+    paths.append(save(fig, img / "overforge_kappa.png"))
+    fig, ax = plt.subplots(figsize=(5, 3))
+    width = 0.8 / max(len(arms), 1)
+    for i, arm in enumerate(arms):
+        d = np.array([r["depth"] for r in records[arm]])
+        counts = [np.mean(d == v) if d.size else 0 for v in range(4)]
+        ax.bar(np.arange(4) + i * width, counts, width, label=arm)
+    ax.set_xticks(np.arange(4) + 0.4 - width / 2, ["0", "1", "2", "3"])
+    ax.set_xlabel("rollout rounds used")
+    ax.set_ylabel("share of decisions")
+    ax.legend(fontsize=6)
+    ax.set_title("(b) rollout depth used", fontsize=9)
+    paths.append(save(fig, img / "overforge_depth.png"))
+    fig, ax = plt.subplots(figsize=(5, 3))
+    for arm in arms:
+        g = [r["gap"] for r in records[arm] if r.get("gap") is not None]
+        ax.plot(np.cumsum(g), label=arm)
+    ax.set_xlabel("decision (pooled over episodes)")
+    ax.set_ylabel("cumulative gap of the two best E[U]")
+    ax.legend(fontsize=6)
+    ax.set_title("(c) cumulative utility gap", fontsize=9)
+    paths.append(save(fig, img / "overforge_gap.png"))
+    return paths
+
+
+@app.command()
+def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforge.md"), "--md"),
+           img: Path = typer.Option(Path("docs/img"), "--img"), base: str = typer.Option("overforge", "--arm")):
+    """Write the Table 5/6-shaped report and the Figure-16 PNGs from run directories."""
+    from beliefgate.eval.report import paired_bootstrap
+
+    rows, records = _load(dirs)
+    arms = sorted({r["agent"] for r in rows}, key=lambda a: (not a.startswith("overforge"), a))
+    layouts = sorted({r["layout"] for r in rows})
+    command = ("python -m beliefgate.agents.overforge.report report " + " ".join(str(d) for d in dirs)
+               + f" --md {md} --img {img}")
+    lines = ["# OverForge PCM: results", "",
+             f"Made by `{command}` from the run directories listed below, on the current code.", ""]
+    n_ep = {a: sum(r["agent"] == a for r in rows) for a in arms}
+    seeds = sorted({r["seed"] for r in rows})
+    lines += [f"Episodes per arm: " + ", ".join(f"{a} {n_ep[a]}" for a in arms) + f"; seeds {seeds}; "
+              f"partners {sorted({r['partner'] for r in rows})}; seats {sorted({r['seat'] for r in rows})}; "
+              f"horizon {sorted({r['horizon'] for r in rows})}.", ""]
+    lines += ["## Pooled reward: `overforge` minus each arm (paired over layout, partner, seat, seed)", "",
+              "Paired bootstrap 95% intervals (`beliefgate.eval.report.paired_bootstrap`, 10,000 resamples), "
+              "resampling matched episodes (unit = episode) and, where there are enough seeds, seeds.", "",
+              "| arm | pairs | Δ reward (episodes) | 95% CI | Δ reward (seeds) | 95% CI (seeds) |", "|---|---|---|---|---|---|"]
+    ref = [r for r in rows if r["agent"] == base]
+    for arm in arms:
+        if arm == base:
+            continue
+        other = [r for r in rows if r["agent"] == arm]
+        de = paired_bootstrap(ref, other, "reward", unit="episode", name=arm)
+        ds = paired_bootstrap(ref, other, "reward", unit="seed", name=arm)
+        lines.append(f"| {arm} | {de.pairs} | {de.mean:+.1f} | [{de.lo:+.1f}, {de.hi:+.1f}] | {ds.mean:+.1f} | "
+                     f"[{ds.lo:+.1f}, {ds.hi:+.1f}] ({ds.units} seeds) |")
+    lines += ["", "## Table 5/6 shape: per arm and layout (mean ± sd over episodes)", "",
+              "| arm | layout | n | reward | " + " | ".join(h for _, h in TABLE_METRICS) + " |",
+              "|---|---|---|---|" + "---|" * len(TABLE_METRICS)]
+    for arm in arms:
+        for lay in layouts:
+            sel = [r for r in rows if r["agent"] == arm and r["layout"] == lay]
+            if not sel:
+                continue
+            cells = [_cell([r.get(m) for r in sel]) for m, _ in TABLE_METRICS]
+            lines.append(f"| {arm} | {lay} | {len(sel)} | {_cell([r['reward'] for r in sel])} | " + " | ".join(cells) + " |")
+    lines += ["", "## Metacognition side by side with the paper (pooled over decisions)", "",
+              "| arm | decisions | κ̄ | commit | single-branch share | rollout rounds used | gap E[U] | p50 ms | p99 ms |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for arm in sorted(records):
+        recs = records[arm]
+        if not recs:
+            continue
+        k = np.array([r["kappa"] for r in recs])
+        t = np.array([r["time_ms"] for r in recs])
+        gaps = [r["gap"] for r in recs if r.get("gap") is not None]
+        lines.append(f"| {arm} | {len(recs)} | {k.mean():.3f} | {np.mean([r['committed'] for r in recs]):.3f} | "
+                     f"{np.mean([len(r['branches']) == 1 for r in recs]):.3f} | {np.mean([r['depth'] for r in recs]):.2f} | "
+                     f"{(np.mean(gaps) if gaps else float('nan')):.3f} | {np.percentile(t, 50):.0f} | {np.percentile(t, 99):.0f} |")
+    lines.append(f"| paper (Full PCM, Table 6) | – | ≈{PAPER['kappa_mean']} | ≈{PAPER['commit_rate']} | – | – | – | – | – |")
+    theta = next((r["kappa_params"]["theta"] for recs in records.values() for r in recs), 0.6)
+    paths = _figures(records, theta, img, command) if records else []
+    lines += ["", "## Figure 16 shape", ""] + [f"![{p.stem}](img/{p.name})" for p in paths]
+    lines += ["", "Run directories: " + ", ".join(f"`{d}`" for d in dirs), ""]
+    md.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    typer.echo(f"wrote {md} and {len(paths)} figures")
+
+
+if __name__ == "__main__":
+    app()
