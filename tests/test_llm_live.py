@@ -93,7 +93,8 @@ def _client(base_url, sent=None, **settings):
     import openai
 
     hooks = {"request": [lambda request: sent.append(request.url.path)]} if sent is not None else {}
-    settings = {"max_tokens": 32, "timeout_s": 60.0, "backoff_s": 0.05, **settings}
+    # one call may take a minute on 2 shared cores: the deadline leaves room for the retries
+    settings = {"max_tokens": 32, "timeout_s": 60.0, "deadline_s": 300.0, "backoff_s": 0.05, **settings}
     http = httpx.Client(event_hooks=hooks, timeout=settings["timeout_s"])
     s = LLMSettings(base_url=base_url, model="smollm2", **settings)
     return LLMClient(s, openai.OpenAI(base_url=base_url, api_key="none", max_retries=0, http_client=http))
