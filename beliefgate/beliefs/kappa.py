@@ -251,7 +251,10 @@ class KappaInfo(NamedTuple):
     without confidence); ``mean``/``sd``: the Gaussian approximation's marginals of ``U``;
     ``method``: how the argmax probabilities were computed (``"single"``,
     ``"closed_form"``, ``"quadrature_1d"``, ``"product_quadrature"``, ``"qmc_rb_is"``);
-    ``ess``: effective sample fraction of the importance weights (1 where unused).
+    ``ess``: effective sample fraction of the importance weights (1 where unused);
+    ``refinements``: EP sweeps run so far because the weights degenerated; ``points``: size
+    of the rule used (``num_points``, enlarged up to :data:`MAX_POINTS` when ``ess *
+    num_points`` falls below ``num_points / 2``).
     """
 
     argmax_probs: np.ndarray
@@ -272,6 +275,7 @@ class KappaInfo(NamedTuple):
     num_judgments: int
     num_rollouts: int
     refinements: int = 0
+    points: int = 0
 
     def probs_dict(self, names: Sequence[str]) -> dict:
         return {n: float(p) for n, p in zip(names, self.argmax_probs)}
@@ -467,11 +471,11 @@ def _probs_diagonal(params: KappaParams, state: KappaState):
     return probs / probs.sum(), "product_quadrature"
 
 
-def _probs_qmc(params: KappaParams, state: KappaState):
+def _probs_qmc(params: KappaParams, state: KappaState, num_points: int):
     """Rao-Blackwellised quasi-random rule over ``q`` plus an importance-weighted control variate."""
     m, cov, lam = state.mean, state.cov, state.lam
     k = len(m)
-    z = _points(k, params.num_points, params.seed)
+    z = _points(k, num_points, params.seed)
     chol = np.linalg.cholesky(cov)
     n = z.shape[0]
     d = np.diag(lam)
@@ -510,6 +514,7 @@ def kappa_info(params: KappaParams, state: KappaState) -> KappaInfo:
     """The argmax probabilities, kappa, nucleus and decision of ``state`` (no update)."""
     k = len(state.names)
     ess = 1.0
+    points = params.num_points
     mean, sd = state.mean, np.sqrt(np.diag(state.cov))
     if k == 1:
         probs, method = np.ones(1), "single"
@@ -518,8 +523,12 @@ def kappa_info(params: KappaParams, state: KappaState) -> KappaInfo:
     elif not len(state.pairs):
         probs, method = _probs_diagonal(params, state)
     else:
-        probs, ess = _probs_qmc(params, state)
+        probs, ess = _probs_qmc(params, state, points)
         method = "qmc_rb_is"
+        if ess < REFINE_ESS and points < MAX_POINTS:
+            # degenerate weights (after the EP sweeps): the control variate is noisy; use 8x the points
+            points = min(MAX_POINTS, 8 * params.num_points)
+            probs, ess = _probs_qmc(params, state, points)
     if not (np.all(np.isfinite(probs)) and np.all(np.isfinite(mean)) and np.all(np.isfinite(sd))):
         raise KappaInputError("the evidence is too extreme for float64: the posterior is not finite", "evidence")
     # the control variate can leave a value a rounding error below 0; the clip is explicit
@@ -535,7 +544,7 @@ def kappa_info(params: KappaParams, state: KappaState) -> KappaInfo:
     nxt = "commit" if commit else ("rollout" if left > 0 else "stop")
     return KappaInfo(probs, kappa, best, state.names[best], nucleus, tuple(state.names[i] for i in nucleus),
                      commit, state.rounds, left, nxt, mean, sd, method, ess, state.t,
-                     state.num_judgments, state.num_rollouts, state.refinements)
+                     state.num_judgments, state.num_rollouts, state.refinements, points)
 
 
 def monte_carlo_argmax(params: KappaParams, state: KappaState, num_samples: int = 200_000,
@@ -695,6 +704,8 @@ def kappa_update(params: KappaParams, state: KappaState, evidence: Evidence) -> 
 #: EP sweeps over every pair (at most :data:`MAX_SWEEPS` per update) and recomputes
 REFINE_ESS = 0.5
 MAX_SWEEPS = 2
+#: largest quasi-random rule kappa_info enlarges to when the importance weights degenerate
+MAX_POINTS = 16384
 
 
 def _ep_sweep(params: KappaParams, state: KappaState) -> KappaState:

@@ -412,6 +412,7 @@ class KappaOut(BaseModel):
     method: str = Field(description="how the argmax probabilities were computed")
     ess: float = Field(description="effective sample fraction of the importance weights (1 where unused)")
     refinements: int
+    points: int = Field(description="size of the quasi-random rule used for this read-out")
     t: int = Field(description="pieces of evidence applied")
     num_judgments: int
     num_rollouts: int
@@ -567,6 +568,7 @@ def kappa_payload(kappa: Kappa) -> dict:
         "method": info.method,
         "ess": float(info.ess),
         "refinements": int(info.refinements),
+        "points": int(info.points),
         "t": int(info.t),
         "num_judgments": int(info.num_judgments),
         "num_rollouts": int(info.num_rollouts),
