@@ -53,14 +53,21 @@ def fetch_human_cmd(
     from beliefgate.envs.human_data import HumanDataError, fetch_human
 
     bar, progress = _progress_bar("human data")
+    notes: List[str] = []
+
+    def note(line: str) -> None:
+        notes.append(line)
+        bar.console.print(f"[yellow]note:[/] {line}", markup=True, highlight=False, soft_wrap=True)
+
     try:
         with bar:
-            ds, converted = fetch_human(force=force, progress=progress)
+            ds, converted = fetch_human(force=force, progress=progress, report=note)
     except HumanDataError as exc:
         _fail(str(exc), code=1)
     m = ds.manifest
     summary = {
-        "converted_now": converted, "logs_dir": str(ds.logs_dir), "source": m["source"],
+        "converted_now": converted, "converted_because": m.get("converted_because") if converted else None,
+        "notes": notes, "logs_dir": str(ds.logs_dir), "source": m["source"],
         "layout_map": m["layout_map"], "layout_check": m["layout_check"], "label_rule": m["label_rule"],
         "splits": {s: {k: v for k, v in d.items() if k != "logs"} for s, d in m["splits"].items()},
     }
@@ -145,7 +152,7 @@ def eval_human_cmd(
     as_json: bool = typer.Option(False, "--json", help="print {overall, by_layout, ...} as JSON"),
 ) -> None:
     """Skill inference on the human games: the filter vs held-object, last-completed and nearest-target baselines."""
-    from beliefgate.envs.human_data import HumanDataError
+    from beliefgate.envs.human_data import HumanDataDamagedError, HumanDataError
     from beliefgate.envs.overcooked.layouts import UnknownLayoutError
     from beliefgate.envs.overcooked.tables import cache_dir
     from beliefgate.eval.human import (HUMAN_PARAMS, METHODS, HumanEvalError, cached_tracks, evaluate_split,
@@ -170,6 +177,8 @@ def eval_human_cmd(
             result = evaluate_split(split, params, progress=progress, layouts=layouts)
             out = plots or (cache_dir() / "human_eval" / split)
             written = reliability_plots(result, out)
+    except HumanDataDamagedError as exc:  # the cache, not the caller's input, is at fault
+        _fail(str(exc), code=1)
     except (HumanDataError, HumanEvalError, UnknownLayoutError) as exc:
         _fail(str(exc))
     result.config["plots"] = [str(p) for p in written]

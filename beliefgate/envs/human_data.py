@@ -78,7 +78,8 @@ SPLITS: Tuple[str, ...] = ("train", "test")
 
 #: bump when the logs written by :func:`convert_frame` change
 CONVERTER_VERSION = 1
-MANIFEST_FORMAT = "beliefgate.human_data/1"
+#: /2: every log entry carries its ``sha256`` and ``bytes`` (checked by :func:`load_dataset`)
+MANIFEST_FORMAT = "beliefgate.human_data/2"
 #: segments shorter than this (steps) are dropped (counted in the manifest)
 MIN_SEGMENT_STEPS = 10
 #: the columns the converter reads
@@ -105,6 +106,10 @@ class ChecksumMismatchError(HumanDataError):
 
 class HumanDataMissingError(HumanDataError):
     """The converted logs are not in the cache: run ``beliefgate data fetch-human``."""
+
+
+class HumanDataDamagedError(HumanDataMissingError):
+    """A converted log differs from its manifest entry (size or sha256): ``fetch-human`` reconverts."""
 
 
 class HumanDataFormatError(HumanDataError):
@@ -485,7 +490,8 @@ def convert_frame(df, split: str, out_dir: Path, progress: Optional[Progress] = 
                       "converter_version": CONVERTER_VERSION}
             entry = write_segment(out_dir / rel, seg, layout, config)
             summary["logs"].append({"path": rel.as_posix(), "layout": layout, "study_layout": study, "run": run,
-                                    "workerid_num": worker, "segment": k, **entry})
+                                    "workerid_num": worker, "segment": k, **entry,
+                                    "bytes": (out_dir / rel).stat().st_size, "sha256": sha256_file(out_dir / rel)})
             summary["steps"] += seg.num_steps
             summary["segments"] += 1
             lay["steps"] += seg.num_steps
@@ -523,8 +529,45 @@ def _manifest_ok(manifest: Dict[str, Any], sdist_sha256: str) -> bool:
             and manifest.get("source", {}).get("sha256") == sdist_sha256)
 
 
-def load_dataset(cache: Optional[str | Path] = None, sdist_sha256: str = SDIST_SHA256) -> HumanDataset:
-    """The converted dataset in the cache; :class:`HumanDataMissingError` if it is not there (or stale)."""
+#: path -> (size, mtime_ns, sha256) of logs already verified in this process
+_VERIFIED: Dict[str, Tuple[int, int, str]] = {}
+
+
+def damaged_logs(ds: HumanDataset) -> List[str]:
+    """``"<path>: <what is wrong>"`` for every log of ``ds`` that is missing or differs from the manifest.
+
+    A log is hashed once per process while its size and modification time stay the same.
+    """
+    problems = []
+    for split in ds.manifest["splits"].values():
+        for entry in split["logs"]:
+            path = ds.logs_dir / entry["path"]
+            try:
+                st = path.stat()
+            except OSError:
+                problems.append(f"{path}: missing")
+                continue
+            if st.st_size != entry.get("bytes"):
+                problems.append(f"{path}: {st.st_size} bytes, the manifest says {entry.get('bytes')}")
+                continue
+            key = (st.st_size, st.st_mtime_ns)
+            seen = _VERIFIED.get(str(path))
+            digest = seen[2] if seen is not None and seen[:2] == key else sha256_file(path)
+            if digest != entry.get("sha256"):
+                _VERIFIED.pop(str(path), None)
+                problems.append(f"{path}: sha256 {digest[:12]}..., the manifest says {str(entry.get('sha256'))[:12]}...")
+                continue
+            _VERIFIED[str(path)] = (*key, digest)
+    return problems
+
+
+def load_dataset(cache: Optional[str | Path] = None, sdist_sha256: str = SDIST_SHA256,
+                 verify: bool = True) -> HumanDataset:
+    """The converted dataset in the cache; :class:`HumanDataMissingError` if it is not there (or stale).
+
+    With ``verify`` (the default) every log is checked against the size and sha256 its
+    manifest entry records; a damaged or missing one raises :class:`HumanDataDamagedError`
+    (``beliefgate data fetch-human`` then reconverts)."""
     root = data_root(cache)
     path = root / "logs" / "manifest.json"
     if not path.is_file():
@@ -541,9 +584,57 @@ def load_dataset(cache: Optional[str | Path] = None, sdist_sha256: str = SDIST_S
     ds = HumanDataset(root, manifest)
     missing = [p for s in manifest["splits"] for p in ds.logs(s) if not p.is_file()]
     if missing:
-        raise HumanDataMissingError(f"{len(missing)} converted log(s) are missing (e.g. {missing[0]}); "
-                                    "run `beliefgate data fetch-human --force`")
+        raise HumanDataDamagedError(f"{len(missing)} converted log(s) are missing (e.g. {missing[0]}); "
+                                    "run `beliefgate data fetch-human` to convert them again")
+    if verify:
+        damaged = damaged_logs(ds)
+        if damaged:
+            raise HumanDataDamagedError(f"{len(damaged)} converted log(s) are damaged (e.g. {damaged[0]}); "
+                                        "run `beliefgate data fetch-human` to convert them again")
     return ds
+
+
+#: name patterns (relative to the data root) of the temporaries an interrupted fetch or conversion leaves
+STALE_PATTERNS = ("logs-*.tmp", "logs.old-*", "raw/*.part", "sdist/*.part", "sdist/pip-*", "tracks/*.tmp.npz")
+
+
+def remove_stale_temporaries(root: Path) -> List[str]:
+    """Delete what a killed fetch or conversion left under ``root`` (see :data:`STALE_PATTERNS`).
+
+    Call it only while holding :func:`data_lock`, so that a concurrent fetch's files are never taken."""
+    removed = []
+    for pattern in STALE_PATTERNS:
+        for path in sorted(root.glob(pattern)):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            removed.append(str(path.relative_to(root)))
+    return removed
+
+
+class data_lock:
+    """An exclusive lock on ``root/.lock`` (``fcntl.flock``) for one fetch or conversion at a time."""
+
+    def __init__(self, root: Path):
+        self.path = root / ".lock"
+        self._fd: Optional[int] = None
+
+    def __enter__(self) -> "data_lock":
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)  # waits for another fetch of the same cache to finish
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import fcntl
+
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
 
 
 def convert_frames(frames: Dict[str, Any], root: Path, source: Dict[str, Any],
@@ -589,19 +680,43 @@ def convert_frames(frames: Dict[str, Any], root: Path, source: Dict[str, Any],
 def fetch_human(cache: Optional[str | Path] = None, force: bool = False,
                 pip_command: Optional[Sequence[str]] = None, progress: Optional[Progress] = None,
                 sdist_sha256: str = SDIST_SHA256,
-                members: Dict[str, Tuple[str, str]] = MEMBERS) -> Tuple[HumanDataset, bool]:
+                members: Dict[str, Tuple[str, str]] = MEMBERS,
+                report: Optional[Callable[[str], None]] = None) -> Tuple[HumanDataset, bool]:
     """Fetch (if needed) and convert the study's data; returns ``(dataset, converted_now)``.
 
-    Idempotent: a finished conversion by this converter version is returned as is
-    (``converted_now`` False) unless ``force``. Offline once anything usable is
-    cached: converted logs, checked pickles or the checked sdist.
+    Idempotent: a finished conversion by this converter version whose logs all match
+    their manifest hashes is returned as is (``converted_now`` False) unless ``force``;
+    a damaged or missing log makes it convert again (the manifest records why). Offline
+    once anything usable is cached: converted logs, checked pickles or the checked sdist.
+    Temporaries of an interrupted fetch are removed first. ``report(line)`` gets one line
+    per such event.
     """
     root = data_root(cache)
-    if not force:
-        try:
-            return load_dataset(cache, sdist_sha256), False
-        except HumanDataMissingError:
-            pass
+    say = report or (lambda line: None)
+    with data_lock(root):
+        for rel in remove_stale_temporaries(root):
+            say(f"removed {rel}, left by an interrupted fetch or conversion")
+        reason = "--force" if force else None
+        if not force:
+            try:
+                return load_dataset(cache, sdist_sha256), False
+            except HumanDataMissingError as exc:
+                reason = str(exc)
+                if isinstance(exc, HumanDataDamagedError):
+                    say(f"converting again: {exc}")
+        ds = _fetch_and_convert(root, pip_command, progress, sdist_sha256, members)
+        ds.manifest["converted_because"] = reason
+        atomic_write_text(ds.logs_dir / "manifest.json", json.dumps(ds.manifest, indent=1))
+        return ds, True
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    from beliefgate.fileio import atomic_write
+
+    atomic_write(path, text.encode("utf-8"))
+
+
+def _fetch_and_convert(root: Path, pip_command, progress, sdist_sha256, members) -> HumanDataset:
     if progress is not None:
         progress(0, 0, "checking the sdist / pickles")
     paths = raw_pickles(root, pip_command, sdist_sha256, members)
@@ -612,7 +727,7 @@ def fetch_human(cache: Optional[str | Path] = None, force: bool = False,
         frames[split] = read_trials(paths[split])
     source = {"requirement": REQUIREMENT, "file": SDIST_FILE, "sha256": sdist_sha256,
               "members": {s: {"path": m, "sha256": h} for s, (m, h) in members.items()}}
-    return convert_frames(frames, root, source, progress), True
+    return convert_frames(frames, root, source, progress)
 
 
 def human_logs(split: str, layout: Optional[str] = None, cache: Optional[str | Path] = None) -> List[Path]:
