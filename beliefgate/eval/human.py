@@ -31,8 +31,11 @@ score ``sum_k (p_k - [k = label])^2``, expected calibration error over
 from __future__ import annotations
 from beliefgate.errors import InputError
 
+import io
 import itertools
 import json
+import warnings
+import zipfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +44,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 import numpy as np
 
 from beliefgate.calibration import DEFAULT_BINS, reliability
+from beliefgate.fileio import atomic_write
 from beliefgate.calibration import scores as calibration_scores
 from beliefgate.envs.overcooked.fitdata import q_and_evidence
 from beliefgate.envs.overcooked.observer import OvercookedObserver
@@ -209,14 +213,19 @@ def cached_tracks(split: str, cache=None, progress: Optional[Progress] = None) -
             with np.load(path, allow_pickle=False) as z:
                 if str(z["stamp"]) == stamp:
                     return _unpack(z)
-        except (OSError, KeyError, ValueError):
-            pass  # unreadable or stale cache: rebuild below
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:  # damaged: rebuild, say so
+            TRACK_CACHE_REBUILDS["damaged"] += 1
+            warnings.warn(f"track cache {path} is unreadable ({type(exc).__name__}); rebuilding it",
+                          RuntimeWarning, stacklevel=2)
     tracks = tracks_from_logs(ds.logs(split), progress)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez_compressed(tmp, stamp=np.asarray(stamp), **_pack(tracks))
-    tmp.replace(path)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, stamp=np.asarray(stamp), **_pack(tracks))
+    atomic_write(path, buf.getvalue())
     return tracks
+
+
+#: Rebuilds of a damaged track cache in this process (a counted fallback).
+TRACK_CACHE_REBUILDS = {"damaged": 0}
 
 
 _FIELDS = ("q", "mask", "weight", "completed", "feasible", "feasible_held", "held", "last_done", "label")
