@@ -117,6 +117,9 @@ AGENTS: Dict[str, AgentEntry] = {e.prefix: e for e in (
     AgentEntry("policy-tree", "beliefgate.policytree.agent:make_policy_tree_agent",
                "an executable policy tree run in the sandbox (PATH[:bayes]; seed:LAYOUT)",
                option="required", llm=True, gate=True),
+    AgentEntry("overforge", "beliefgate.agents.overforge:make_overforge_agent",
+               "OverForge PCM: strategy x first-skill branches, rollouts with the belief-played partner, kappa "
+               "commit (:-rollouts|-hierarchy|-belief|pinned=ROLE)", option="optional", llm=True, gate=True),
 )}
 
 #: rows added through the deprecated :func:`register` (old-style ``factory(name[, llm])``)
