@@ -105,6 +105,8 @@ def _cases(tmp: Path) -> Iterator[Tuple[Tuple[str, ...], str, str, List[str]]]:
     root = typer.main.get_command(app)
     for path, cmd in _commands(root):
         yield path, "--no-such-option", "unknown", [*path, "--no-such-option"]
+        if path in LONG_RUNNING:  # a value that happens to be valid would serve forever in-process
+            continue
         for p in cmd.params:
             if getattr(p, "is_flag", False):
                 continue
@@ -117,6 +119,11 @@ def _cases(tmp: Path) -> Iterator[Tuple[Tuple[str, ...], str, str, List[str]]]:
                     args = [*path, *_fill_required(cmd, p.name, tmp), opt, value,
                             *_required_arguments(cmd, "", "")]
                     yield path, opt, label, args
+
+
+#: commands that serve until stopped: the SIGALRM timeout cannot stop uvicorn's loop in-process,
+#: so only their unknown-option case runs here (their own tests cover bad values).
+LONG_RUNNING = {("play",)}
 
 
 def _alarm(signum, frame):
