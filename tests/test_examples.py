@@ -20,3 +20,14 @@ def test_gate_quickstart():
     assert proc.returncode == 0, proc.stderr
     assert "INTERRUPT" in proc.stdout
     assert "interrupts at steps: [" in proc.stdout and "interrupts at steps: []" not in proc.stdout
+
+
+def test_kappa_trace_example(tmp_path):
+    """The worked example of docs/kappa.md: kappa rises past theta as evidence for `a` arrives."""
+    out = tmp_path / "trace.png"
+    proc = run_example("kappa_trace.py", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_size > 10_000
+    rows = [line.split() for line in proc.stdout.splitlines()[1:]]
+    kappas = [float(r[-4]) for r in rows]
+    assert kappas[0] < 0.6 < kappas[-1] and rows[-1][-1] == "True" and rows[0][-1] == "False"

@@ -59,7 +59,7 @@ def main(argv=None) -> list[dict]:
     ax.set_ylabel("probability")
     ax.legend(fontsize=7, loc="upper left", ncol=2)
     ax.set_title("κ and the argmax probabilities as judgments and rollouts arrive")
-    save_figure(fig, args.out)
+    save_figure(fig, args.out, bbox_inches="tight")
     return rows
 
 
