@@ -105,7 +105,7 @@ def sim(data):
 
 @pytest.fixture(scope="module")
 def free_fit(sim):
-    return fit(sim, FitConfig(**QUICK, seed=0))
+    return fit(sim, FitConfig(**{**QUICK, "warmup": 250}, seed=0))  # beta adapts slowly at 100
 
 
 @pytest.fixture(scope="module")
