@@ -451,13 +451,15 @@ def _kernel(loglik, feasible, completed, valid, prior_counts, hazard, alpha, chu
     dtype = loglik.dtype
     pi0_0 = _C.smoothed_prior(jnp, prior_counts.astype(dtype), alpha).T  # [K, B]
     general = completed is not None
+    # fixed prior (no completions) and all feasible: the predict's constants are hoisted
+    consts = None if general or feasible is not None else _C.hazard_constants(jnp, pi0_0, hazard)
 
     def step(carry, xs):
         belief, counts, reset = carry
         e_t, f_t, c_t, v_t = xs
         pi0 = _C.smoothed_prior(jnp, counts, alpha, axis=0) if general else pi0_0
         f = None if f_t is None else f_t.astype(dtype)
-        prior, _, _ = _C.hazard_sticky(jnp, belief, pi0, f, hazard, axis=0)
+        prior, _, _ = _C.hazard_sticky(jnp, belief, pi0, f, hazard, consts, axis=0)
         if general:
             prior = jnp.where(reset[None, :], _C.forced_switch(jnp, pi0, f, axis=0), prior)
         post, z = _C.scaled_correct(jnp, prior, e_t, axis=0)
@@ -524,10 +526,20 @@ def _kernel(loglik, feasible, completed, valid, prior_counts, hazard, alpha, chu
 _BLOCK_BYTES = 2 << 20
 
 
-def _chunk(batch: int, num_skills: int, itemsize: int) -> int:
-    per_step = max(1, batch * num_skills * itemsize)
-    return int(min(64, max(4, _BLOCK_BYTES // per_step)))
+def _chunk(batch: int, num_skills: int, itemsize: int, steps: int = 0) -> int:
+    """Steps per block: about ``_BLOCK_BYTES`` of likelihoods, 4 to 64 steps.
 
+    Where some block size within a factor of two below that target divides ``steps``,
+    that one is taken: a remainder block is a second compiled copy of the block body,
+    and dropping it was worth 10-25% at K = 6 on the benchmark sizes
+    (``benchmarks/bench_hmm.py``)."""
+    per_step = max(1, batch * num_skills * itemsize)
+    target = int(min(64, max(4, _BLOCK_BYTES // per_step)))
+    if steps > 0:
+        for size in range(target, max(3, target // 2 - 1), -1):
+            if steps % size == 0:
+                return size
+    return target
 
 @partial(jax.jit, static_argnames=("simple", "chunk"))
 def _batch_jit(loglik, feasible, completed, valid, prior_counts, hazard, alpha, simple, chunk):
@@ -555,6 +567,6 @@ def batch_filter_scaled(hazard, alpha, obs: Observations, *, simple: bool = Fals
     Raw traceable entry point: no validation (see ``beliefgate.beliefs.filter.filter_batch``).
     """
     batch, steps, num_skills = obs.loglik.shape
-    chunk = _chunk(batch, num_skills, obs.loglik.dtype.itemsize)
+    chunk = _chunk(batch, num_skills, obs.loglik.dtype.itemsize, steps)
     return _batch_jit(obs.loglik, obs.feasible, obs.completed, obs.valid, obs.prior_counts,
                       hazard, alpha, bool(simple), chunk)
