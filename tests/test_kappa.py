@@ -495,3 +495,23 @@ def test_fit_recovers_tau_and_sigma_r():
         assert row["hdi_5%"] <= truth[name] <= row["hdi_95%"], (name, row)
     result = diagnose_kappa(idata)
     assert not [w for w in result.warnings if "r_hat" in w]
+
+
+def test_restore_puts_back_an_earlier_state_and_cuts_the_log():
+    from beliefgate.models.kappa import KappaStateError
+
+    k = Kappa(["a", "b", "c"])
+    s0 = k.state
+    k.judge("a", "b", 1)
+    s1, probs1 = k.state, dict(k.argmax_probs)
+    k.rollout("c", depth=2, score=0.4)
+    assert k.argmax_probs != probs1
+    k.restore(s1)
+    assert k.argmax_probs == probs1 and k.to_record()["judgments"] == [{"left": "a", "right": "b", "y": 1}]
+    k.restore(s0)
+    assert k.kappa == pytest.approx(1 / 3)
+    with pytest.raises(KappaStateError, match="ahead|logged only"):
+        k.restore(s1)  # ahead of the (now empty) log: refused, state unchanged
+    assert k.kappa == pytest.approx(1 / 3)
+    with pytest.raises(KappaStateError):
+        k.restore(Kappa(["x", "y"]).state)

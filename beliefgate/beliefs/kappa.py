@@ -63,6 +63,7 @@ from beliefgate.models.kappa import (  # errors and checks live with the model: 
     JudgmentValueError,
     KappaInputError,
     KappaParamError,
+    KappaStateError,
     NoBranchError,
     NonFiniteScoreError,
     NotInNucleusError,
@@ -777,6 +778,20 @@ class Kappa:
                                     "rollouts")
         d = self._state.rounds + 1 if depth is None else depth
         return self.update(RolloutRound(tuple(Rollout(b, d, s) for b, s in scores.items())))
+
+    def restore(self, state: KappaState) -> None:
+        """Put back a state this object returned earlier (from :attr:`state`): the evidence
+        log is cut back to it and the read-outs recomputed. Raises
+        :class:`~beliefgate.models.kappa.KappaStateError` for a state of other branches or
+        one ahead of this object's log."""
+        if not isinstance(state, KappaState) or state.names != self._state.names:
+            raise KappaStateError(f"restore() takes a KappaState of these branches {list(self._state.names)}")
+        if state.t > len(self._log):
+            raise KappaStateError(f"restore(): the state is at step {state.t}, "
+                                  f"this object has logged only {len(self._log)} steps")
+        self._state = state
+        self._info = kappa_info(self._params, state)
+        self._log = self._log[:state.t]
 
     def reset(self) -> None:
         """Forget the evidence (same branches and parameters)."""

@@ -90,6 +90,14 @@ class KappaParamError(KappaInputError):
     """A :class:`KappaParams` field is outside its range (theta or nucleus_p outside (0, 1], ...)."""
 
 
+class KappaStateError(KappaInputError):
+    """A state handed to ``Kappa.restore`` that is not one of this object's (other branches,
+    or ahead of its log)."""
+
+    def __init__(self, message: str, field: Optional[str] = "state"):
+        super().__init__(message, field)
+
+
 class EvidenceTypeError(KappaInputError):
     """The evidence is not a :class:`Judgment`, :class:`Rollout` or :class:`RolloutRound`."""
 
