@@ -232,10 +232,11 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         from beliefgate.models.data import FitDataError
         from beliefgate.models.diagnose import diagnose, write_plots
         from beliefgate.models.fit import FitError, load_fit
-        from beliefgate.models.kappa import KappaFitError, is_kappa_fit, read_netcdf
+        from beliefgate.models.fitio import read_netcdf
+        from beliefgate.models.kappa import KappaFitError, is_kappa_fit
 
         try:
-            if is_kappa_fit(read_netcdf(fit_file)):
+            if is_kappa_fit(read_netcdf(fit_file, KappaFitError)):
                 _diagnose_kappa(fit_file, as_json, plots, ppc_draws, seed, ppc, strict)
                 return
         except KappaFitError as exc:

@@ -40,7 +40,6 @@ read it as NetCDF.
 from __future__ import annotations
 from beliefgate.errors import InputError
 
-import json
 import math
 import time
 from functools import lru_cache, partial
@@ -50,6 +49,7 @@ from typing import Any, Dict, Literal, Mapping, NamedTuple, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from beliefgate.models.data import FitData
+from beliefgate.models.fitio import read_netcdf, read_record, require_groups, save_netcdf, stamp_record
 
 #: hazard values below this are evaluated at this value (exact 0 has NaN gradients)
 MIN_HAZARD = 1e-30
@@ -498,24 +498,13 @@ def fit(data: FitData, config: Optional[FitConfig] = None, *, progress: bool = F
         **info,
         **dict(extra_attrs or {}),
     }
-    text = json.dumps(record, sort_keys=True, default=str)
-    idata.attrs[CONFIG_ATTR] = text
-    for group in ("posterior", "sample_stats", "log_likelihood"):
-        getattr(idata, group).attrs[CONFIG_ATTR] = text
-    return idata
+    return stamp_record(idata, CONFIG_ATTR, record, ("posterior", "sample_stats", "log_likelihood"))
 
 
 def fit_record(idata) -> dict:
     """The JSON record stored by :func:`fit` (configuration, data provenance, timing)."""
-    text = getattr(idata, "attrs", {}).get(CONFIG_ATTR)
-    if text is None and "posterior" in idata.groups():
-        text = idata.posterior.attrs.get(CONFIG_ATTR)
-    if text is None:
-        raise FitError("not a beliefgate fit: no 'beliefgate_fit' attribute (write it with `beliefgate fit`)")
-    record = json.loads(text)
-    if record.get("format") != FORMAT:
-        raise FitError(f"unsupported fit format {record.get('format')!r} (expected {FORMAT})")
-    return record
+    return read_record(idata, CONFIG_ATTR, FORMAT, FitError,
+                       "not a beliefgate fit: no 'beliefgate_fit' attribute (write it with `beliefgate fit`)")
 
 
 def fit_config(idata) -> FitConfig:
@@ -525,29 +514,15 @@ def fit_config(idata) -> FitConfig:
 
 def save_fit(idata, path: Union[str, Path]) -> Path:
     """Write a fit as NetCDF (parent directories created); returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    idata.to_netcdf(str(path))
-    return path
+    return save_netcdf(idata, path)
 
 
 def load_fit(path: Union[str, Path]):
     """Read a fit written by :func:`save_fit`; raises :class:`FitError` with the reason."""
-    import arviz as az
-
-    path = Path(path)
-    if not path.is_file():
-        raise FitError(f"{path}: no such file")
-    try:
-        with az.rc_context({"data.load": "eager"}):  # read it all, close the file
-            idata = az.from_netcdf(str(path))
-    except (OSError, ValueError) as exc:
-        raise FitError(f"{path}: not a readable NetCDF fit ({exc})") from None
+    idata = read_netcdf(path, FitError)
     fit_record(idata)  # validates
-    missing = [g for g in ("posterior", "log_likelihood", "observed_data", "constant_data")
-               if g not in idata.groups()]
-    if missing:
-        raise FitError(f"{path}: the fit lacks the group(s) {', '.join(missing)} that `beliefgate fit` writes")
+    require_groups(idata, path, ("posterior", "log_likelihood", "observed_data", "constant_data"), FitError,
+                   "the fit (as `beliefgate fit` writes it)")
     return idata
 
 

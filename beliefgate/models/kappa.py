@@ -39,6 +39,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from beliefgate.errors import InputError, LookupFailure
+from beliefgate.models.fitio import has_record, read_netcdf, read_record, require_groups, save_netcdf, stamp_record
 
 # --------------------------------------------------------------------------- errors
 
@@ -666,30 +667,17 @@ def fit_kappa(decisions: Decisions, config: Optional[KappaFitConfig] = None, *, 
         **info,
         **dict(extra_attrs or {}),
     }
-    text = json.dumps(record, sort_keys=True, default=str)
-    idata.attrs[CONFIG_ATTR] = text
-    idata.posterior.attrs[CONFIG_ATTR] = text
-    return idata
+    return stamp_record(idata, CONFIG_ATTR, record)
 
 
 def is_kappa_fit(idata) -> bool:
-    attrs = getattr(idata, "attrs", {}) or {}
-    if CONFIG_ATTR in attrs:
-        return True
-    return "posterior" in idata.groups() and CONFIG_ATTR in idata.posterior.attrs
+    return has_record(idata, CONFIG_ATTR)
 
 
 def kappa_fit_record(idata) -> dict:
-    text = (getattr(idata, "attrs", {}) or {}).get(CONFIG_ATTR)
-    if text is None and "posterior" in idata.groups():
-        text = idata.posterior.attrs.get(CONFIG_ATTR)
-    if text is None:
-        raise KappaFitError("not a kappa fit: no 'beliefgate_kappa_fit' attribute (write it with "
-                            "`beliefgate fit --model kappa`)")
-    record = json.loads(text)
-    if record.get("format") != FORMAT:
-        raise KappaFitError(f"unsupported kappa fit format {record.get('format')!r} (expected {FORMAT})")
-    return record
+    return read_record(idata, CONFIG_ATTR, FORMAT, KappaFitError,
+                       "not a kappa fit: no 'beliefgate_kappa_fit' attribute (write it with "
+                       "`beliefgate fit --model kappa`)")
 
 
 def kappa_fit_config(idata) -> KappaFitConfig:
@@ -697,33 +685,14 @@ def kappa_fit_config(idata) -> KappaFitConfig:
 
 
 def save_kappa_fit(idata, path: Union[str, Path]) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    idata.to_netcdf(str(path))
-    return path
-
-
-def read_netcdf(path: Union[str, Path]):
-    """An InferenceData read eagerly from ``path``; :class:`KappaFitError` with the reason."""
-    import arviz as az
-
-    path = Path(path)
-    if not path.is_file():
-        raise KappaFitError(f"{path}: no such file")
-    try:
-        with az.rc_context({"data.load": "eager"}):
-            return az.from_netcdf(str(path))
-    except (OSError, ValueError) as exc:
-        raise KappaFitError(f"{path}: not a readable NetCDF fit ({exc})") from None
+    return save_netcdf(idata, path)
 
 
 def load_kappa_fit(path: Union[str, Path]):
     """Read a kappa fit written by :func:`save_kappa_fit` (validated)."""
-    idata = read_netcdf(path)
+    idata = read_netcdf(path, KappaFitError)
     kappa_fit_record(idata)
-    missing = [g for g in ("posterior", "observed_data", "constant_data") if g not in idata.groups()]
-    if missing:
-        raise KappaFitError(f"{path}: the kappa fit lacks the group(s) {', '.join(missing)}")
+    require_groups(idata, path, ("posterior", "observed_data", "constant_data"), KappaFitError, "the kappa fit")
     return idata
 
 
@@ -870,7 +839,6 @@ __all__ = [
     "kappa_fit_record",
     "kappa_fit_config",
     "save_kappa_fit",
-    "read_netcdf",
     "load_kappa_fit",
     "kappa_point_values",
     "data_from_idata",

@@ -1,0 +1,71 @@
+"""NetCDF I/O shared by every fitted model (skill model, kappa): one place that reads and
+writes an ArviZ ``InferenceData`` and the JSON record a fit carries in its attributes.
+
+Each model passes its own attribute name, format string and error class, so a wrong
+file fails with the model's own error and a message naming the path and the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence, Type, Union
+
+
+def stamp_record(idata, attr: str, record: dict, groups: Sequence[str] = ("posterior",)):
+    """Store ``record`` as JSON under ``attr`` on ``idata`` and on each of ``groups``."""
+    text = json.dumps(record, sort_keys=True, default=str)
+    idata.attrs[attr] = text
+    for group in groups:
+        if group in idata.groups():
+            getattr(idata, group).attrs[attr] = text
+    return idata
+
+
+def has_record(idata, attr: str) -> bool:
+    """Whether ``idata`` carries a record under ``attr`` (on itself or its posterior)."""
+    if attr in (getattr(idata, "attrs", {}) or {}):
+        return True
+    return "posterior" in idata.groups() and attr in idata.posterior.attrs
+
+
+def read_record(idata, attr: str, fmt: str, error: Type[Exception], missing: str) -> dict:
+    """The JSON record under ``attr``; ``error(missing)`` without one, ``error`` on another format."""
+    text = (getattr(idata, "attrs", {}) or {}).get(attr)
+    if text is None and "posterior" in idata.groups():
+        text = idata.posterior.attrs.get(attr)
+    if text is None:
+        raise error(missing)
+    record = json.loads(text)
+    if record.get("format") != fmt:
+        raise error(f"unsupported fit format {record.get('format')!r} (expected {fmt})")
+    return record
+
+
+def save_netcdf(idata, path: Union[str, Path]) -> Path:
+    """Write ``idata`` as NetCDF (parent directories created); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    idata.to_netcdf(str(path))
+    return path
+
+
+def read_netcdf(path: Union[str, Path], error: Type[Exception]):
+    """An ``InferenceData`` read eagerly (the file is closed after); ``error`` with the reason."""
+    import arviz as az
+
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{path}: no such file")
+    try:
+        with az.rc_context({"data.load": "eager"}):
+            return az.from_netcdf(str(path))
+    except (OSError, ValueError) as exc:
+        raise error(f"{path}: not a readable NetCDF fit ({exc})") from None
+
+
+def require_groups(idata, path, groups: Sequence[str], error: Type[Exception], what: str = "the fit") -> None:
+    """Raise ``error`` naming the groups of ``groups`` that ``idata`` lacks."""
+    missing = [g for g in groups if g not in idata.groups()]
+    if missing:
+        raise error(f"{path}: {what} lacks the group(s) {', '.join(missing)}")
