@@ -98,6 +98,10 @@ class PlanningAgent:
         self.history: deque = deque(maxlen=3)
         self.plans = 0
         self.replans = 0
+        self.effective_replans = 0
+        self.skill_changes = 0
+        self._changed: Optional[bool] = None
+        self._last_skill: Optional[int] = None
         self.decision: Optional[Decision] = None
         self._info: Dict[str, object] = {}
         self._last_source: Optional[str] = None
@@ -121,6 +125,7 @@ class PlanningAgent:
                 reason = status.value
                 self.active = None
         interrupted = False
+        self._changed = None
         if self.active is not None:
             why = self.trigger(state, decision, partner_events)
             if why:
@@ -138,6 +143,8 @@ class PlanningAgent:
             "partner_map": None if decision is None else decision.map_name,
             "plans": self.plans,
             "replans": self.replans,
+            "skill_changed": self._changed,
+            "effective_replans": self.effective_replans,
             "llm_calls": self.llm_calls,
             "fallbacks": self.fallback_log.total,
             "fallbacks_by_role": dict(self.fallback_log.by_role),
@@ -214,6 +221,14 @@ class PlanningAgent:
         choice: PlanDecision = self.planner.choose(inp)
         self._last_source = choice.source
         self.plans += 1
+        k = self.library.index(choice.skill)
+        # did this call change what the ego does? An interrupt: the new skill differs from the
+        # interrupted one; any other call: it differs from the last skill the ego ran
+        before = self.active if interrupted else self._last_skill
+        self._changed = bool(k != before)
+        self.skill_changes += self._changed
+        if interrupted and self._changed:
+            self.effective_replans += 1
         self.llm_answers += choice.attempts
         if choice.source == "fallback":
             self.fallback_log.record(choice.fallback or Fallback("planner", "other", choice.note or
@@ -222,32 +237,43 @@ class PlanningAgent:
             self.replans += 1
             if self.gate is not None:
                 self.gate.notify_replanned()
-        k = self.library.index(choice.skill)
         if k != self.active or not interrupted:
             self.executor.start(k)
         self.active = k
+        self._last_skill = k
         self.history.append(Turn(state.timestep, choice.skill, reason))
+
+
+#: ``bayes-belief:paper``: the BayesBelief paper's belief model and gate rule -- the windowed
+#: segment product over the last k = 5 observed actions (Eq. 6-8, no hazard, prior reset at each
+#: visible completion) and Eq. 10's reference (the best *action* under the MAP skill). The paper's
+#: Table 6 values were lost in the text extraction, so the remaining fields (tau_obs 0.2, lambda 1,
+#: c_floor 0.7, n_stable 1, cooldown 5, beta 2, epsilon 0.1, alpha 1) are the GateParams defaults.
+PAPER_GATE = GateParams(model="windowed", window=5, reference="action")
 
 
 class BayesBeliefAgent(PlanningAgent):
     """BayesBelief: the posterior as planner context and the gate as interrupt (SPEC §6).
 
     Conditions: ``full`` (both), ``no_replan`` (context only), ``no_prompt``
-    (interrupts only), ``no_belief`` (neither; no gate at all).
+    (interrupts only), ``no_belief`` (neither; no gate at all), ``paper`` (``full`` with the
+    paper-faithful gate :data:`PAPER_GATE` unless ``params`` are given).
     """
 
-    CONDITIONS = ("full", "no_replan", "no_prompt", "no_belief")
+    CONDITIONS = ("full", "no_replan", "no_prompt", "no_belief", "paper")
 
     def __init__(self, condition: str = "full", planner: Optional[Planner] = None,
                  params: Optional[GateParams] = None):
         if condition not in self.CONDITIONS:
             raise AgentConfigError(f"unknown bayes-belief condition {condition!r}; "
                                    f"choose from {', '.join(self.CONDITIONS)}")
+        if condition == "paper" and params is None:
+            params = PAPER_GATE
         super().__init__(f"bayes-belief:{condition}", planner, params)
         self.condition = condition
         self.keeps_belief = condition != "no_belief"
-        self.belief_in_prompt = condition in ("full", "no_replan")
-        self.interrupts = condition in ("full", "no_prompt")
+        self.belief_in_prompt = condition in ("full", "no_replan", "paper")
+        self.interrupts = condition in ("full", "no_prompt", "paper")
 
     def trigger(self, state, decision, partner_events):
         if self.interrupts and decision is not None and decision.interrupt:
@@ -255,18 +281,57 @@ class BayesBeliefAgent(PlanningAgent):
         return None
 
 
+#: what the partner's held object says it does next (ProAgent's offline intention rule)
+_HELD_INTENT = {"onion": "put_onion_in_pot", "dish": "fill_dish_with_soup", "soup": "deliver_soup"}
+#: with empty hands: the pickup that starts the chain its last completed skill belongs to
+_NEXT_INTENT = {"put_onion_in_pot": "pickup_onion", "pickup_onion": "put_onion_in_pot",
+                "deliver_soup": "pickup_dish", "fill_dish_with_soup": "deliver_soup",
+                "pickup_dish": "fill_dish_with_soup", "place_obj_on_counter": None}
+
+
 class ProAgentLike(PlanningAgent):
     """ProAgent-style: replans only when its skill completes, becomes invalid or times out.
 
-    Offline it plans without a belief (the LLM version asks the model to infer the
-    partner's intention from the scene and history instead).
+    It keeps no gate. Offline it keeps its own estimate of the partner's intention from the
+    partner's last observed behaviour (the LLM version asks the model to infer it from the
+    scene and history): a held onion / dish / soup means the skill that uses it; empty hands
+    mean the same chain as its last completed skill (after potting an onion: another onion;
+    after a delivery: a dish); nothing observed yet: no estimate. The estimate goes to the
+    planner as a belief block (``INTENT_CONFIDENCE`` on the predicted skill, the rest spread
+    evenly) and is logged as ``partner_map``.
     """
 
     keeps_belief = False
     belief_in_prompt = False
+    INTENT_CONFIDENCE = 0.8
 
     def __init__(self, planner: Optional[Planner] = None, params: Optional[GateParams] = None):
         super().__init__("proagent", planner, params)
+
+    def reset(self, layout: str, player: int, seed: int) -> None:
+        super().reset(layout, player, seed)
+        self._last_done: Optional[str] = None
+        self.intent: Optional[str] = None
+
+    def act(self, state: SymbolicState, my_events: Sequence[str] = ()) -> int:
+        if self.prev is not None:
+            done = completed_skills(detect_events(self.prev, state)[self.partner], self.library)
+            if done:
+                self._last_done = self.library.names[done[-1]]
+        held = state.players[self.partner].held
+        self.intent = _HELD_INTENT.get(held) if held is not None else (
+            _NEXT_INTENT.get(self._last_done) if self._last_done is not None else None)
+        action = super().act(state, my_events)
+        self._info["partner_map"] = self.intent
+        return action
+
+    def belief_block(self, gate_signal: Optional[str]) -> Optional[BeliefBlock]:
+        if self.intent is None or not isinstance(self.planner, RulePlanner):
+            return None  # an LLM planner infers the intention from the scene and history itself
+        names = self.library.names
+        rest = (1.0 - self.INTENT_CONFIDENCE) / max(len(names) - 1, 1)
+        post = {n: (self.INTENT_CONFIDENCE if n == self.intent else rest) for n in names}
+        return BeliefBlock(post, self.intent, self.INTENT_CONFIDENCE, None)
 
 
 class PeriodicConfig(BaseModel):
@@ -356,7 +421,7 @@ class LLMJudgeAgent(PlanningAgent):
 # ------------------------------------------------------------------ factories of the agent table
 def bayes_belief_agent(option: Optional[str], *, llm: Optional[ChatModel] = None,
                        gate_params: Optional[GateParams] = None) -> BayesBeliefAgent:
-    """``bayes-belief[:condition]``."""
+    """``bayes-belief[:condition]`` (``full``, ``no_replan``, ``no_prompt``, ``no_belief``, ``paper``)."""
     return BayesBeliefAgent(option or "full", planner=planner_for(llm), params=gate_params)
 
 

@@ -1,7 +1,7 @@
 """Agents selectable by name (``--ego NAME``): one explicit table, nothing registered at import.
 
 Names: every scripted partner (``beliefgate partners``), and every row of :data:`AGENTS`:
-``bayes-belief[:full|no_replan|no_prompt|no_belief]``, ``proagent``, ``periodic[-N]``,
+``bayes-belief[:full|no_replan|no_prompt|no_belief|paper]``, ``proagent``, ``periodic[-N]``,
 ``completion-held``, ``llm-judge``, ``hypothetical-minds``, ``bc[:<layout>]``,
 ``policy-tree:PATH[:bayes]``.
 
@@ -99,9 +99,11 @@ _P = "beliefgate.agents.planning"
 #: the agent table: prefix -> how to build it (scripted partners come from ``PARTNERS``)
 AGENTS: Dict[str, AgentEntry] = {e.prefix: e for e in (
     AgentEntry("bayes-belief", f"{_P}:bayes_belief_agent",
-               "posterior in the prompt + gate interrupts; :full|no_replan|no_prompt|no_belief",
+               "posterior in the prompt + gate interrupts; :full|no_replan|no_prompt|no_belief|paper "
+               "(paper: windowed Eq. 6-8 belief, reference=action)",
                option="optional", llm=True, gate=True),
-    AgentEntry("proagent", f"{_P}:proagent_agent", "replans only on completion / invalid / time-out", llm=True),
+    AgentEntry("proagent", f"{_P}:proagent_agent", "replans only on completion / invalid / time-out; offline its own "
+               "intention estimate of the partner (last observed behaviour)", llm=True),
     AgentEntry("periodic", f"{_P}:periodic_agent", "posterior in the prompt, replans every N steps (periodic-N)",
                option="number", llm=True, gate=True),
     AgentEntry("completion-held", f"{_P}:completion_held_agent",

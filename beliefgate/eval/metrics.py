@@ -41,8 +41,17 @@ from beliefgate.eval.replay import ReplayResult, replay
 from beliefgate.skills import load_builtin
 
 #: bump when a definition changes: stored metric rows of another version are recomputed
-#: (2: the fallback columns)
-METRICS_VERSION = 2
+#: (2: the fallback columns; 3: effective replans, decision-point and oracle gap, oracle Comp@3)
+METRICS_VERSION = 3
+
+#: oracle complementarity: steps imagined per candidate ego skill, and the return margin
+#: within which a skill counts as best (dish-progress units: one soup = 1)
+ORACLE_HORIZON = 15
+ORACLE_TOLERANCE = 1e-6
+#: at most this many rows per episode are asked of the oracle for each oracle metric (evenly
+#: spaced over the eligible rows, first and last included): each row costs one short rollout per
+#: feasible ego skill (about 1 ms per imagined step on these machines)
+ORACLE_MAX_POINTS = 12
 
 
 @dataclass(frozen=True)
@@ -63,10 +72,18 @@ METRICS: Dict[str, MetricInfo] = {
     "reward": MetricInfo("reward", "higher", "team reward of the episode"),
     "deliveries": MetricInfo("D", "higher", "soups delivered by either player"),
     "map_accuracy": MetricInfo("skill acc", "higher", "reference-gate MAP equals the partner's true skill"),
-    "gap_rate": MetricInfo("gap", "lower", "belief-action gap rate"),
+    "gap_rate": MetricInfo("gap", "lower", "belief-action gap rate (per step, SPEC table)"),
+    "gap_rate_decisions": MetricInfo("gap@dp", "lower",
+                                     "belief-action gap rate at decision points (SPEC table)"),
+    "oracle_gap_rate": MetricInfo("gap@oracle", "lower",
+                                  "belief-action gap rate at decision points against the rollout oracle"),
     "comp3": MetricInfo("Comp@3", "higher", "complementary skill within 3 steps of a detected contradiction"),
+    "oracle_comp3": MetricInfo("Comp@3 oracle", "higher",
+                               "oracle-best skill within 3 steps of a detected contradiction"),
     "duplicate_rate": MetricInfo("dup", "lower", "share of steps both players pursue the same skill"),
     "replans": MetricInfo("replans", "", "interruptions of a running ego skill per episode"),
+    "effective_replans": MetricInfo("eff. replans", "", "replans that changed the ego's skill per episode"),
+    "effective_fraction": MetricInfo("eff. share", "higher", "share of replans that changed the ego's skill"),
     "llm_calls": MetricInfo("LLM calls", "", "ego LLM calls per episode"),
     "llm_calls_per_step": MetricInfo("c/s", "", "ego LLM calls per agent-step"),
     "failed_interaction_rate": MetricInfo("FI", "lower", "ego INTERACTs with no effect"),
@@ -157,6 +174,34 @@ def replans(traj: Trajectory) -> int:
     return _ego_counter(traj, "replans")
 
 
+def _ego_infos(traj: Trajectory) -> List[Dict[str, object]]:
+    seat = traj.header.seat
+    return [row.info[seat] if seat < len(row.info) else {} for row in traj.steps]
+
+
+def effective_replans(traj: Trajectory) -> float:
+    """Effective replans per episode: replans after which the ego runs a different skill.
+
+    Counted from the log alone, the same for every agent: rows t >= 1 whose ego info says the
+    planner call interrupted a running skill (``interrupt``) and where the ego's logged skill at
+    t differs from its skill at t-1 (the one interrupted; a call that re-chose the running skill
+    changed nothing the partner can see). NaN for a log whose ego logs no ``interrupt`` flag.
+    """
+    infos = _ego_infos(traj)
+    if not any("interrupt" in i for i in infos):
+        return float("nan")
+    skills = ego_skills(traj)
+    return float(sum(1 for t in range(1, len(skills))
+                     if infos[t].get("interrupt") and skills[t] != skills[t - 1]))
+
+
+def effective_fraction(traj: Trajectory) -> float:
+    """Share of the ego's replans that were effective: ``effective_replans / replans`` (NaN without replans)."""
+    eff = effective_replans(traj)
+    n = sum(1 for i in _ego_infos(traj) if i.get("interrupt"))
+    return _nan_ratio(eff, n) if not math.isnan(eff) else float("nan")
+
+
 def llm_calls(traj: Trajectory) -> int:
     """LLM calls per episode: the ego's cumulative ``llm_calls`` counter at the end (0 offline)."""
     return _ego_counter(traj, "llm_calls")
@@ -237,6 +282,207 @@ def belief_action_gap_rate(traj: Trajectory, reference: Optional[ReplayResult] =
         total += 1
         gaps += not library.is_complementary(skill, truth[t])
     return _nan_ratio(gaps, total)
+
+
+def decision_points(traj: Trajectory, reference: Optional[ReplayResult] = None) -> List[int]:
+    """The paper's high-level decision points: rows where the ego selects a skill or may continue one.
+
+    Rows t where the ego's planner was called and it holds a skill afterwards (``replanned`` in
+    its info: start, idle, completion, invalid, time-out or an interrupt) -- it *selects* -- and
+    rows where the reference gate detected a contradiction on the partner's previous action
+    (``interrupt`` at t-1) while the ego holds a skill -- it *continues* or replans.
+    """
+    ref = reference if reference is not None else reference_replay(traj)
+    infos = _ego_infos(traj)
+    skills = ego_skills(traj)
+    out = []
+    for t in range(len(skills)):
+        if skills[t] is None:
+            continue
+        if infos[t].get("replanned") or (t >= 1 and bool(ref.interrupt[t - 1])):
+            out.append(t)
+    return out
+
+
+def belief_action_gap_rate_decisions(traj: Trajectory, reference: Optional[ReplayResult] = None) -> float:
+    """Belief–action gap rate at the paper's decision points (:func:`decision_points`), SPEC §2 table.
+
+    Of the decision points where the partner's true skill is known and the reference MAP equals
+    it, the share where the ego's skill is not complementary to the partner's true skill. NaN
+    when none counts.
+    """
+    library = load_builtin("overcooked")
+    ref = reference if reference is not None else reference_replay(traj)
+    truth = _truth_names(ref)
+    skills = ego_skills(traj)
+    gaps = total = 0
+    for t in decision_points(traj, ref):
+        if truth[t] is None or ref.map_skill[t] != ref.truth[t]:
+            continue
+        total += 1
+        gaps += not library.is_complementary(skills[t], truth[t])
+    return _nan_ratio(gaps, total)
+
+
+def _spread(rows: List[int], n: int = ORACLE_MAX_POINTS) -> List[int]:
+    """At most ``n`` of ``rows``, evenly spaced (all of them when there are no more than ``n``)."""
+    if len(rows) <= n:
+        return list(rows)
+    idx = np.unique(np.round(np.linspace(0, len(rows) - 1, n)).astype(int))
+    return [rows[i] for i in idx]
+
+
+class _Oracle:
+    """Rollout oracle of complementarity: which ego skills give the highest short-horizon return.
+
+    For row t of a log: every ego skill feasible in s_t (a reachable target) is imagined for
+    :data:`ORACLE_HORIZON` steps in the real Overcooked dynamics from the logged state s_t. The
+    ego runs that skill through the shared executor, then, when it ends, the skill the kitchen
+    needs most (need only, no belief; ties to library order). The partner plays its *true* skills:
+    the sequence of distinct skills it logged from row t on, each through the executor (an
+    infeasible one is skipped; none left: it fidgets). The return is the dish-progress gain
+    (delivered soups count 1 each, partial soups and useful held items their share). The best
+    skills are those within :data:`ORACLE_TOLERANCE` of the highest return; a row is
+    *uninformative* (None) when fewer than two skills are feasible or all tie. Randomness
+    (executor tie-breaks, fidgets) is seeded by the episode seed, t and the skill.
+    """
+
+    def __init__(self, traj: Trajectory, horizon: int = ORACLE_HORIZON):
+        from beliefgate.envs.overcooked.adapter import OvercookedAdapter
+        from beliefgate.envs.overcooked.controller import controller_for
+
+        self.traj = traj
+        self.ego, self.partner = _players(traj)
+        self.horizon = int(horizon)
+        self.ctl = controller_for(traj.header.layout)
+        self.sim = OvercookedAdapter(traj.header.layout, horizon=10 ** 7,
+                                     old_dynamics=bool(traj.header.config.get("old_dynamics", True)))
+        self.names = self.ctl.library.names
+        truth = [row.skills[self.partner] for row in traj.steps]
+        self.truth = truth
+        self._cache: Dict[int, Optional[frozenset]] = {}
+        self.rollouts = 0
+
+    def _partner_plan(self, t: int) -> List[int]:
+        seq: List[int] = []
+        for name in self.truth[t:]:
+            if name is None:
+                continue
+            k = self.names.index(name)
+            if not seq or seq[-1] != k:
+                seq.append(k)
+        return seq
+
+    def _rollout(self, t: int, first: int) -> float:
+        from beliefgate.agents.overforge.potential import dish_progress
+        from beliefgate.envs.overcooked.executor import Executor, SkillStatus, fidget
+        from beliefgate.envs.overcooked.kitchen import skill_needs
+
+        rng = np.random.default_rng([int(self.traj.header.seed), int(t), int(first)])
+        state = self.sim.set_state(self.traj.steps[t].state)
+        start = dish_progress(state)
+        ego_ex, partner_ex = Executor(self.ctl, self.ego, rng), Executor(self.ctl, self.partner, rng)
+        ego_ex.start(first)
+        ego_on: Optional[int] = first
+        plan = self._partner_plan(t)
+        partner_on: Optional[int] = None
+        events: List[List[str]] = [[], []]
+        for _ in range(self.horizon):
+            if ego_on is not None and ego_ex.update(state, events[self.ego]) is not SkillStatus.RUNNING:
+                ego_on = None
+            if ego_on is None:
+                mask = self.ctl.feasible(state, self.ego, require_targets=True)
+                needs = skill_needs(state, self.ego, self.ctl, mask)
+                if needs:
+                    best = max(needs, key=lambda n: (min(needs[n], 1.0), -self.names.index(n)))
+                    ego_on = self.names.index(best)
+                    ego_ex.start(ego_on)
+            if partner_on is not None and partner_ex.update(state, events[self.partner]) is not SkillStatus.RUNNING:
+                partner_on = None
+                if plan:
+                    plan.pop(0)
+            while partner_on is None and plan:
+                if self.ctl.feasible(state, self.partner, require_targets=True)[plan[0]]:
+                    partner_on = plan[0]
+                    partner_ex.start(partner_on)
+                else:
+                    plan.pop(0)
+            actions = [0, 0]
+            actions[self.ego] = int(ego_ex.act(state)) if ego_on is not None else fidget(state, self.ego, rng)
+            actions[self.partner] = (int(partner_ex.act(state)) if partner_on is not None
+                                     else fidget(state, self.partner, rng))
+            result = self.sim.step(actions)
+            events, state = result.events, result.state
+        self.rollouts += 1
+        return dish_progress(state) - start
+
+    def best(self, t: int) -> Optional[frozenset]:
+        """The names of the oracle-best ego skills at row t, or None when the row is uninformative."""
+        if t in self._cache:
+            return self._cache[t]
+        state = self.traj.steps[t].state
+        mask = self.ctl.feasible(state, self.ego, require_targets=True)
+        cands = [k for k in range(len(self.names)) if mask[k]]
+        out: Optional[frozenset] = None
+        if len(cands) >= 2:
+            returns = {k: self._rollout(t, k) for k in cands}
+            top = max(returns.values())
+            if min(returns.values()) < top - ORACLE_TOLERANCE:
+                out = frozenset(self.names[k] for k, r in returns.items() if r >= top - ORACLE_TOLERANCE)
+        self._cache[t] = out
+        return out
+
+
+def oracle_gap_rate(traj: Trajectory, reference: Optional[ReplayResult] = None,
+                    oracle: Optional[_Oracle] = None) -> float:
+    """Belief–action gap rate at decision points against the rollout oracle (not the planner's table).
+
+    Of the decision points (:func:`decision_points`) where the partner's true skill is known, the
+    reference MAP equals it and the oracle is informative (:class:`_Oracle`: at least two feasible
+    ego skills whose imagined returns differ), the share where the ego's skill is not one of the
+    oracle-best skills given the partner's true skills. At most :data:`ORACLE_MAX_POINTS`
+    eligible decision points per episode are scored (evenly spaced). NaN when none counts.
+    """
+    ref = reference if reference is not None else reference_replay(traj)
+    oracle = oracle if oracle is not None else _Oracle(traj)
+    skills = ego_skills(traj)
+    gaps = total = 0
+    eligible = [t for t in decision_points(traj, ref) if ref.truth[t] >= 0 and ref.map_skill[t] == ref.truth[t]]
+    for t in _spread(eligible):
+        best = oracle.best(t)
+        if best is None:
+            continue
+        total += 1
+        gaps += skills[t] not in best
+    return _nan_ratio(gaps, total)
+
+
+def oracle_comp_at_k(traj: Trajectory, reference: Optional[ReplayResult] = None, k: int = 3,
+                     oracle: Optional[_Oracle] = None) -> float:
+    """Comp@k against the rollout oracle: after a detected contradiction, the ego on an oracle-best skill.
+
+    Contradictions as in :func:`comp_at_k` (reference-gate interrupts at t; the window is rows
+    t+1..t+k). The oracle is asked at row t+1, the first state the ego sees after the partner's
+    contradicting action; the contradiction counts as recovered when at some row of the window
+    the ego's skill is one of the oracle-best skills of row t+1. Contradictions whose row t+1 is
+    uninformative for the oracle (or beyond the log) are not counted; at most
+    :data:`ORACLE_MAX_POINTS` contradictions per episode are scored (evenly spaced). NaN when
+    none counts.
+    """
+    if k < 1:
+        raise MetricError(f"k must be >= 1, got {k}")
+    ref = reference if reference is not None else reference_replay(traj)
+    oracle = oracle if oracle is not None else _Oracle(traj)
+    ego = ego_skills(traj)
+    T = len(ego)
+    hits = total = 0
+    for t in _spread([int(t) for t in np.flatnonzero(ref.interrupt) if t + 1 < T]):
+        best = oracle.best(t + 1)
+        if best is None:
+            continue
+        total += 1
+        hits += any(ego[u] in best for u in range(t + 1, min(t + k, T - 1) + 1))
+    return _nan_ratio(hits, total)
 
 
 def comp_at_k(traj: Trajectory, reference: Optional[ReplayResult] = None, k: int = 3,
@@ -378,14 +624,20 @@ def episode_metrics(traj: Trajectory, reference: Optional[ReplayResult] = None,
     ``reference`` is the reference-gate replay (computed with ``params`` when not given).
     """
     ref = reference if reference is not None else reference_replay(traj, params)
+    oracle = _Oracle(traj)
     out = {
         "reward": reward(traj),
         "deliveries": deliveries(traj),
         "map_accuracy": skill_accuracy(traj, ref),
         "gap_rate": belief_action_gap_rate(traj, ref),
+        "gap_rate_decisions": belief_action_gap_rate_decisions(traj, ref),
+        "oracle_gap_rate": oracle_gap_rate(traj, ref, oracle),
         "comp3": comp_at_k(traj, ref, k=3),
+        "oracle_comp3": oracle_comp_at_k(traj, ref, 3, oracle),
         "duplicate_rate": duplicate_skill_rate(traj),
         "replans": replans(traj),
+        "effective_replans": effective_replans(traj),
+        "effective_fraction": effective_fraction(traj),
         "llm_calls": llm_calls(traj),
         "llm_calls_per_step": llm_calls_per_step(traj),
         "failed_interaction_rate": failed_interaction_rate(traj),

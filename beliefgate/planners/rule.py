@@ -24,6 +24,8 @@ timer, a completion, a held item) keep the ordinary weight.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beliefgate.planners.errors import PlannerConfigError
@@ -36,12 +38,25 @@ CONTRADICTION_REASONS = ("gate", "judge")
 
 
 class RulePlannerConfig(BaseModel):
-    """The two complementarity weights of :class:`RulePlanner` (finite, >= 0)."""
+    """How :class:`RulePlanner` weighs need against the posterior (every field finite).
+
+    ``complementary_weight`` / ``interrupt_weight``: the complementarity weight ``w`` of an
+    ordinary call / a contradiction interrupt (>= 0).
+    ``min_confidence``: the posterior is used only when its most probable skill has at least
+    this mass; below it the call is planned as without a belief (0 = always use it).
+    ``useful_first``: complementarity only orders skills the kitchen needs (need > 0 after the
+    partner's believed work is counted); it never promotes a skill nobody needs over a useful one.
+    ``cover``: how the partner's believed work lowers a pickup's need -- ``"posterior"``
+    (subtract ``b(k)``), ``"map"`` (subtract 1 when the confident MAP is ``k``) or ``"none"``.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     complementary_weight: float = Field(COMPLEMENTARY_WEIGHT, ge=0)
     interrupt_weight: float = Field(INTERRUPT_WEIGHT, ge=0)
+    min_confidence: float = Field(0.0, ge=0, le=1)
+    useful_first: bool = False
+    cover: Literal["posterior", "map", "none"] = "posterior"
 
 
 class RulePlanner:
@@ -51,14 +66,16 @@ class RulePlanner:
     llm_calls = 0
 
     def __init__(self, complementary_weight: float = COMPLEMENTARY_WEIGHT,
-                 interrupt_weight: float = INTERRUPT_WEIGHT, config: RulePlannerConfig | None = None):
+                 interrupt_weight: float = INTERRUPT_WEIGHT, config: RulePlannerConfig | None = None,
+                 **options):
         if config is None:
             try:
-                config = RulePlannerConfig(complementary_weight=complementary_weight, interrupt_weight=interrupt_weight)
+                config = RulePlannerConfig(complementary_weight=complementary_weight,
+                                           interrupt_weight=interrupt_weight, **options)
             except ValidationError as exc:
                 err = exc.errors()[0]
-                raise PlannerConfigError(f"{err['loc'][0]} must be a finite number >= 0, "
-                                         f"got {err.get('input')!r}") from None
+                where = err["loc"][0] if err["loc"] else "option"
+                raise PlannerConfigError(f"{where}: {err['msg']}, got {err.get('input')!r}") from None
         self.config = config
         self.complementary_weight = config.complementary_weight
         self.interrupt_weight = config.interrupt_weight
@@ -66,17 +83,26 @@ class RulePlanner:
     def choose(self, inp: PlannerInput) -> PlanDecision:
         if not inp.feasible:
             raise PlannerConfigError("the planner needs at least one feasible skill")
+        cfg = self.config
         weight = self.interrupt_weight if inp.reason in CONTRADICTION_REASONS else self.complementary_weight
+        belief = inp.belief
+        if belief is not None and belief.confidence < cfg.min_confidence:
+            belief = None  # not confident enough to act on: plan as without a belief
         scores = {}
         for k, skill in enumerate(inp.feasible):
             need = inp.needs.get(skill, 0.0)
             comp = 0.0
-            if inp.belief is not None:
+            if belief is not None:
                 if skill.startswith("pickup"):  # a partner believed to fetch the same covers one unit
-                    need -= inp.belief.posterior.get(skill, 0.0)
-                comp = sum(p for partner, p in inp.belief.posterior.items()
+                    if cfg.cover == "posterior":
+                        need -= belief.posterior.get(skill, 0.0)
+                    elif cfg.cover == "map" and belief.map_skill == skill:
+                        need -= 1.0
+                comp = sum(p for partner, p in belief.posterior.items()
                            if skill in inp.complementary.get(partner, ()))
-            scores[skill] = min(max(need, 0.0), 1.0) + weight * comp - 1e-6 * k
+            need = min(max(need, 0.0), 1.0)
+            useful = 2.0 * (1.0 + weight) if (cfg.useful_first and need > 0) else 0.0
+            scores[skill] = useful + need + weight * comp - 1e-6 * k
         best = max(scores, key=scores.get)
-        note = f"score {scores[best]:.2f} (w={weight:g})" + (f" vs partner MAP {inp.belief.map_skill}" if inp.belief else "")
+        note = f"score {scores[best]:.2f} (w={weight:g})" + (f" vs partner MAP {belief.map_skill}" if belief else "")
         return PlanDecision(best, "rule", note=note)
