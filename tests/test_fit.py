@@ -35,7 +35,7 @@ from beliefgate.models.data import (
 from beliefgate.models.fit import (
     FitConfig,
     FitError,
-    belief_model,
+    fitted_model,
     fit,
     fit_config,
     fit_record,
@@ -267,7 +267,7 @@ def _fitted_model_is_the_skill_model(data):
                                                        2.0, 0.1), atol=1e-12)
     # default configuration: the same log density as partner_skill_model
     values = {"beta": 2.5, "epsilon": 0.15, "hazard": 0.07}
-    ours, _ = log_density(belief_model, (inputs,), {"config": FitConfig()}, values)
+    ours, _ = log_density(fitted_model, (inputs,), {"config": FitConfig()}, values)
     reference, _ = log_density(M.partner_skill_model, (data.skill,), {}, values)
     assert float(ours) == pytest.approx(float(reference), rel=1e-12)
 
@@ -610,3 +610,17 @@ def test_parameter_recovery_ten_seeds(data):
     print(report)
     assert covered >= 9, report
     assert worst_rhat <= 1.01, report
+
+
+def test_belief_model_is_a_deprecated_alias_of_the_one_model(data):
+    from numpyro.infer.util import log_density
+
+    from beliefgate.models.fit import belief_model
+
+    with jax.enable_x64(True):
+        inputs = prepare(as64(data))
+        values = {"beta": 2.0, "epsilon": 0.1, "hazard": 0.05, "alpha": 1.0}
+        with pytest.warns(DeprecationWarning, match="fitted_model"):
+            old, _ = log_density(belief_model, (inputs,), {"config": FitConfig()}, values)
+        new, _ = log_density(fitted_model, (inputs,), {"config": FitConfig()}, values)
+        assert float(old) == float(new)

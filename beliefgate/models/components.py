@@ -17,6 +17,10 @@ the O(K) predict here. Notation as in ``docs/model.md``.
 
 from __future__ import annotations
 
+#: hazard values below this are evaluated at this value by the fitted model: an exact 0
+#: gives NaN gradients in the predict step, and the likelihood is the same to rounding.
+MIN_HAZARD = 1e-30
+
 
 def smoothed_prior(xp, counts, alpha, axis: int = -1):
     """``pi0(k) = (n(k) + alpha) / sum_j (n(j) + alpha)``."""

@@ -286,16 +286,13 @@ def _filter_pass(inputs, skill, config: FitConfig, draw: dict):
     import jax
     import jax.numpy as jnp
 
-    from beliefgate.models.hmm import FilterParams, Observations, scan_filter
-    from beliefgate.models.fit import MIN_HAZARD, model_loglik
-    from beliefgate.models.skill_model import action_logprobs
+    from beliefgate.models.hmm import Observations, scan_filter
+    from beliefgate.models.fit import model_loglik
+    from beliefgate.models.skill_model import action_logprobs, filter_params
 
     weight = draw.get("ambiguous_weight") if config.fit_weight else None
     loglik = model_loglik(inputs, draw["beta"], draw["epsilon"], weight)
-    if config.model == "hazard":
-        params = FilterParams("hazard", jnp.maximum(draw["hazard"], MIN_HAZARD), draw["alpha"], None)
-    else:
-        params = FilterParams("windowed", 0.0, draw["alpha"], config.window)
+    params = filter_params(config.model, draw, config.window)
     obs = Observations(loglik, inputs.feasible, inputs.completed, inputs.valid, inputs.prior_counts)
     info = jax.vmap(lambda o: scan_filter(params, o)[1])(obs)
     beta = jnp.asarray(draw["beta"])

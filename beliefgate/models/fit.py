@@ -1,10 +1,11 @@
 """Fit the partner-skill model to trajectories: NUTS or SVI, results as ArviZ InferenceData.
 
-The fitted model is the marginalised NumPyro model of ``docs/model.md`` (skills
-summed out by the forward algorithm of the online filter,
-:func:`beliefgate.models.hmm.scan_filter`), with options that
-:func:`beliefgate.models.skill_model.partner_skill_model` does not have, added by
-the wrapper :func:`belief_model` here:
+The fitted model is the project's one NumPyro model,
+:func:`beliefgate.models.skill_model.partner_skill_model` (skills summed out by the
+forward algorithm of the online filter, :func:`beliefgate.models.hmm.scan_filter`),
+run by :func:`fitted_model` with its likelihood rows computed from sufficient
+statistics (:func:`model_loglik`, equal to the controller's rows; tested) and with
+the model's options:
 
 ``model="windowed"``
     The paper-faithful filter (no hazard; each segment keeps its last ``window``
@@ -25,7 +26,7 @@ the wrapper :func:`belief_model` here:
     gives NaN gradients in the filter's predict step.
 
 With the defaults (hazard model, shared ``beta``, fixed weights) the log density
-equals :func:`partner_skill_model`'s (tested).
+equals that of :func:`partner_skill_model` on the raw controller tables (tested).
 
 :func:`fit` returns an ``arviz.InferenceData`` with ``posterior`` (parameters),
 ``sample_stats`` (NUTS: divergences, energy, tree depth, ...; SVI: the ELBO loss
@@ -51,8 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from beliefgate.models.data import FitData
 from beliefgate.models.fitio import read_netcdf, read_record, require_groups, save_netcdf, stamp_record
 
-#: hazard values below this are evaluated at this value (exact 0 has NaN gradients)
-MIN_HAZARD = 1e-30
+from beliefgate.models.components import MIN_HAZARD  # re-exported
 #: attribute of the InferenceData that holds the fit configuration (JSON)
 CONFIG_ATTR = "beliefgate_fit"
 FORMAT = "beliefgate.fit/1"
@@ -292,18 +292,12 @@ def model_loglik(inputs: ModelInputs, beta, epsilon, weight=None):
 
 
 def log_marginal(inputs: ModelInputs, loglik, config: FitConfig, hazard, alpha):
-    """Each trajectory's log marginal likelihood ``[B]``: the online filter's scan, vmapped."""
-    import jax
-    import jax.numpy as jnp
+    """Each trajectory's log marginal likelihood ``[B]`` from per-step rows ``loglik``:
+    :func:`~beliefgate.models.skill_model.trajectory_log_likelihood` (the filter's scan)."""
+    from beliefgate.models.skill_model import trajectory_log_likelihood
 
-    from beliefgate.models.hmm import FilterParams, Observations, scan_filter
-
-    if config.model == "hazard":
-        params = FilterParams("hazard", jnp.maximum(hazard, MIN_HAZARD), alpha, None)
-    else:
-        params = FilterParams("windowed", 0.0, alpha, config.window)
-    obs = Observations(loglik, inputs.feasible, inputs.completed, inputs.valid, inputs.prior_counts)
-    return jax.vmap(lambda o: scan_filter(params, o)[0].log_marginal)(obs)
+    values = {"hazard": hazard, "alpha": alpha}
+    return trajectory_log_likelihood(inputs, values, model=config.model, window=config.window, loglik=loglik)
 
 
 @lru_cache(maxsize=None)
@@ -321,42 +315,40 @@ def _jitted_log_lik():
 def trajectories_log_lik(inputs: ModelInputs, values: Mapping[str, Any], config: FitConfig):
     """Each trajectory's log marginal likelihood ``[B]`` at parameter ``values`` (traceable).
 
-    One jitted function per (model, window, shapes): NumPyro's eager model runs
-    (initialisation, ``Predictive``) reuse its compilation instead of compiling
-    every operation on its own.
+    The model's :func:`~beliefgate.models.skill_model.trajectory_log_likelihood` on the
+    sufficient-statistic rows :func:`model_loglik`. One jitted function per (model,
+    window, shapes): NumPyro's eager model runs (initialisation, ``Predictive``) reuse
+    its compilation instead of compiling every operation on its own.
     """
     weight = values.get("ambiguous_weight") if config.fit_weight else None
     return _jitted_log_lik()(inputs, values["beta"], values["epsilon"], values.get("hazard", 0.0),
                              values["alpha"], weight, config.model, config.window)
 
 
-def belief_model(inputs: ModelInputs, config: Optional[FitConfig] = None) -> None:
-    """The fitted NumPyro model over :class:`ModelInputs` (see the module doc).
+def fitted_model(inputs: ModelInputs, config: Optional[FitConfig] = None) -> None:
+    """What :func:`fit` samples: the project's one model,
+    :func:`~beliefgate.models.skill_model.partner_skill_model`, with ``config``'s options
+    and its likelihood evaluated from :class:`ModelInputs` (sufficient statistics).
 
-    Sites: the sampled parameters (``beta`` ``[K]`` under a ``skill`` plate when
-    per skill; ``ambiguous_weight`` with ``fit_weight``), ``log_lik``
-    (deterministic ``[B]``) and the factor ``obs``.
+    Sites: the sampled parameters (``beta`` ``[K]`` under a ``skill`` plate when per
+    skill; ``ambiguous_weight`` with ``fit_weight``), ``log_lik`` (deterministic
+    ``[B]``) and the factor ``obs``.
     """
-    import jax.numpy as jnp
-    import numpyro
-    import numpyro.distributions as dist
-
-    from beliefgate.models.params import BETA, sample_params
+    from beliefgate.models.skill_model import partner_skill_model
 
     config = FitConfig() if config is None else config
-    fixed = {k: v for k, v in config.fixed.items() if k != "ambiguous_weight"}
-    values = sample_params(_specs(config), fixed)
-    if config.per_skill_beta:
-        with numpyro.plate("skill", inputs.feasible.shape[-1]):
-            values["beta"] = numpyro.sample("beta", BETA.prior())
-    if config.fit_weight:
-        if "ambiguous_weight" in config.fixed:
-            values["ambiguous_weight"] = jnp.asarray(config.fixed["ambiguous_weight"])
-        else:
-            values["ambiguous_weight"] = numpyro.sample("ambiguous_weight", dist.Beta(2.0, 2.0))
-    log_lik = trajectories_log_lik(inputs, values, config)
-    numpyro.deterministic("log_lik", log_lik)
-    numpyro.factor("obs", jnp.sum(log_lik))
+    partner_skill_model(inputs, config.fixed, _specs(config), model=config.model, window=config.window,
+                        per_skill_beta=config.per_skill_beta, fit_weight=config.fit_weight,
+                        log_lik_fn=lambda values: trajectories_log_lik(inputs, values, config))
+
+
+def belief_model(inputs: ModelInputs, config: Optional[FitConfig] = None) -> None:
+    """Deprecated alias of :func:`fitted_model` (this release only)."""
+    import warnings
+
+    warnings.warn("beliefgate.models.fit.belief_model is deprecated; use fitted_model (a configuration of "
+                  "beliefgate.models.skill_model.partner_skill_model)", DeprecationWarning, stacklevel=2)
+    fitted_model(inputs, config)
 
 
 def point_values(idata, point: str = "median") -> dict:
@@ -402,7 +394,7 @@ def _nuts(data: FitData, config: FitConfig, progress: bool):
     import jax
     from numpyro.infer import MCMC, NUTS
 
-    kernel = NUTS(partial(belief_model, config=config), target_accept_prob=config.target_accept,
+    kernel = NUTS(partial(fitted_model, config=config), target_accept_prob=config.target_accept,
                   max_tree_depth=config.max_tree_depth)
     chain_method = config.chain_method
     if chain_method == "parallel" and jax.local_device_count() < config.chains:
@@ -427,7 +419,7 @@ def _svi(data: FitData, config: FitConfig, progress: bool):
     from numpyro.infer.autoguide import AutoMultivariateNormal, AutoNormal
 
     guide_cls = AutoNormal if config.guide == "normal" else AutoMultivariateNormal
-    model = partial(belief_model, config=config)
+    model = partial(fitted_model, config=config)
     guide = guide_cls(model)
     svi = SVI(model, guide, optim.Adam(config.learning_rate), Trace_ELBO())
     key_fit, key_draw = jax.random.split(jax.random.PRNGKey(config.seed))
@@ -529,6 +521,7 @@ def load_fit(path: Union[str, Path]):
 __all__ = [
     "FitConfig",
     "FitError",
+    "fitted_model",
     "belief_model",
     "model_loglik",
     "log_marginal",

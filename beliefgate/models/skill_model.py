@@ -211,21 +211,41 @@ def to_observations(data: SkillData, loglik: jax.Array) -> Observations:
     return Observations(loglik, data.feasible, data.completed, data.valid, data.prior_counts)
 
 
-def trajectory_log_likelihood(data: SkillData, values: Mapping[str, jax.Array],
-                              controller: Controller = boltzmann_logprobs_jax) -> jax.Array:
+MIN_HAZARD = _C.MIN_HAZARD
+
+
+def filter_params(model: str, values: Mapping[str, jax.Array], window: Optional[int] = None) -> FilterParams:
+    """The filter's :class:`FilterParams` at parameter ``values`` for ``model``
+    (``"hazard"``: ``h`` floored at :data:`MIN_HAZARD`; ``"windowed"``: no hazard)."""
+    if model == "hazard":
+        return FilterParams("hazard", jnp.maximum(values["hazard"], MIN_HAZARD), values["alpha"], None)
+    if model == "windowed":
+        return FilterParams("windowed", 0.0, values["alpha"], window)
+    raise InvalidParameterError(f"model must be 'hazard' or 'windowed', got {model!r}")
+
+
+def trajectory_log_likelihood(data, values: Mapping[str, jax.Array],
+                              controller: Controller = boltzmann_logprobs_jax, *,
+                              model: str = "hazard", window: Optional[int] = None,
+                              loglik: Optional[jax.Array] = None) -> jax.Array:
     """Traceable ``log p(a_{0:T-1} | theta)`` with ``z`` summed out; ``[B]`` or scalar.
 
-    ``values`` holds ``beta, epsilon, hazard, alpha``. Uses the online filter's scan
-    (hazard model), so the model and the filter cannot drift apart.
+    ``values`` holds ``beta, epsilon, alpha`` (and ``hazard`` for the hazard model).
+    The per-step rows are ``controller_loglik(data, ...)`` unless ``loglik`` [..., T, K]
+    is given (a caller with a faster form of the same rows, e.g. the fit's sufficient
+    statistics); ``data`` then only needs ``feasible``, ``completed``, ``valid`` and
+    ``prior_counts``. Uses the online filter's scan, so the model and the filter
+    cannot drift apart.
     """
-    loglik = controller_loglik(data, values["beta"], values["epsilon"], controller)
-    params = FilterParams("hazard", values["hazard"], values["alpha"], None)
-    obs = to_observations(data, loglik)
+    if loglik is None:
+        loglik = controller_loglik(data, values["beta"], values["epsilon"], controller)
+    params = filter_params(model, values, window)
+    obs = Observations(loglik, data.feasible, data.completed, data.valid, data.prior_counts)
 
     def one(o):
         return scan_filter(params, o)[0].log_marginal
 
-    if data.q.ndim == 4:
+    if loglik.ndim == 3:
         return jax.vmap(one)(obs)
     return one(obs)
 
@@ -235,17 +255,51 @@ def trajectory_log_likelihood(data: SkillData, values: Mapping[str, jax.Array],
 # --------------------------------------------------------------------------------------
 
 
-def partner_skill_model(data: SkillData, fixed: Optional[Mapping[str, float]] = None,
-                        specs: tuple[ParamSpec, ...] = PARAMS,
-                        controller: Controller = boltzmann_logprobs_jax) -> None:
-    """Marginalised partner-skill model (for NUTS/SVI), one trajectory or a padded batch.
+def sample_model_params(specs: tuple[ParamSpec, ...] = PARAMS, fixed: Optional[Mapping[str, float]] = None, *,
+                        num_skills: int = 0, model: str = "hazard", per_skill_beta: bool = False,
+                        fit_weight: bool = False) -> dict:
+    """Inside the model: the parameter sites. ``per_skill_beta``: ``beta`` ``[K]`` under a
+    ``skill`` plate; ``fit_weight``: ``ambiguous_weight ~ Beta(2, 2)`` (unless fixed); the
+    windowed model has no ``hazard``."""
+    from beliefgate.models.params import BETA
 
-    Sites: one sample site per non-fixed parameter of ``specs``;
-    ``"log_lik"`` (deterministic, ``[B]`` or scalar) = each trajectory's log
-    marginal likelihood; ``"obs"`` (factor) = their sum.
+    fixed = dict(fixed or {})
+    weight = fixed.pop("ambiguous_weight", None)
+    drop = ({"beta"} if per_skill_beta else set()) | ({"hazard"} if model == "windowed" else set())
+    values = sample_params(tuple(s for s in specs if s.name not in drop), fixed)
+    if per_skill_beta:
+        with numpyro.plate("skill", num_skills):
+            values["beta"] = numpyro.sample("beta", BETA.prior())
+    if fit_weight:
+        values["ambiguous_weight"] = (jnp.asarray(weight) if weight is not None
+                                      else numpyro.sample("ambiguous_weight", dist.Beta(2.0, 2.0)))
+    return values
+
+
+def partner_skill_model(data, fixed: Optional[Mapping[str, float]] = None,
+                        specs: tuple[ParamSpec, ...] = PARAMS,
+                        controller: Controller = boltzmann_logprobs_jax, *,
+                        model: str = "hazard", window: Optional[int] = None,
+                        per_skill_beta: bool = False, fit_weight: bool = False,
+                        log_lik_fn: Optional[Callable[[Mapping[str, jax.Array]], jax.Array]] = None) -> None:
+    """Marginalised partner-skill model (for NUTS/SVI), one trajectory or a padded batch:
+    the one NumPyro model of the project (``beliefgate fit`` runs it too).
+
+    Sites: one sample site per non-fixed parameter (:func:`sample_model_params`);
+    ``"log_lik"`` (deterministic, ``[B]`` or scalar) = each trajectory's log marginal
+    likelihood; ``"obs"`` (factor) = their sum. Options: ``model="windowed"`` (the
+    paper's filter; its likelihood is the product of the filter's one-step predictive
+    probabilities), ``per_skill_beta``, ``fit_weight`` (see ``docs/fit.md``).
+    ``log_lik_fn(values) -> [B]``: a caller's faster evaluation of the same
+    :func:`trajectory_log_likelihood` (the fit passes its sufficient-statistic form,
+    tested equal); default: ``trajectory_log_likelihood(data, values, controller)``.
     """
-    values = sample_params(specs, fixed)
-    log_lik = trajectory_log_likelihood(data, values, controller)
+    values = sample_model_params(specs, fixed, num_skills=data.feasible.shape[-1], model=model,
+                                 per_skill_beta=per_skill_beta, fit_weight=fit_weight)
+    if log_lik_fn is None:
+        log_lik = trajectory_log_likelihood(data, values, controller, model=model, window=window)
+    else:
+        log_lik = log_lik_fn(values)
     numpyro.deterministic("log_lik", log_lik)
     numpyro.factor("obs", jnp.sum(log_lik))
 
@@ -375,6 +429,9 @@ __all__ = [
     "to_observations",
     "trajectory_log_likelihood",
     "partner_skill_model",
+    "sample_model_params",
+    "filter_params",
+    "MIN_HAZARD",
     "partner_skill_model_explicit",
     "prior_predictive",
     "pointwise_log_likelihood",
