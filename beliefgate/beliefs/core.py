@@ -48,6 +48,7 @@ from beliefgate.beliefs.errors import (
     UnknownSkillError,
 )
 from beliefgate.beliefs.evidence import StepEvidence
+from beliefgate.models.components import window_push
 from beliefgate.models.forward import condition, hazard_constants, hazard_step
 from beliefgate.beliefs.gates import (
     REASON_EGO_IDLE,
@@ -661,7 +662,7 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
         elif feas is None:
             predictive = post
         else:
-            predictive = condition(pi0, _add_reduce(buf, axis=0) if config.slots else wsum)[0]
+            predictive = condition(pi0, wsum)[0]
 
     post.setflags(write=False)  # shared by the info and the new state
     new_state = GateState(
@@ -699,23 +700,9 @@ def _windowed_step(config: GateConfig, bs: BeliefState, ll, feas):
     ``(prior, post, log_z, window_buf, window_pos, window_sum)``.
     """
     restart = bs.restart
-    slots = config.slots
-    buf, pos, wsum = bs.window_buf, bs.window_pos, bs.window_sum
     observed = ll is not None and bool(ll.any())
-    if slots:
-        if restart:
-            buf, pos = np.zeros((slots, config.num_skills)), 0
-        if observed:
-            buf = buf.copy()
-            buf[pos] = 0.0
-            before = _add_reduce(buf, axis=0)
-            buf[pos] = ll
-            pos = (pos + 1) % slots
-        else:
-            before = _add_reduce(buf, axis=0)
-    else:
-        before = np.zeros(config.num_skills) if restart else wsum
-        wsum = before + ll if observed else before
+    before, buf, pos, wsum = window_push(np, bs.window_buf, bs.window_pos, bs.window_sum,
+                                         ll if observed else 0.0, observed, restart)
     pi0 = bs.pi0
     base = pi0 if feas is None else (pi0 * feas) / (pi0 * feas).sum()
     if restart:

@@ -97,4 +97,46 @@ def book_completion(xp, counts, reset, completed, valid=None, axis: int = -1):
     return counts, (done if valid is None else xp.where(valid, done, reset))
 
 
-__all__ = ["book_completion", "smoothed_prior", "hazard_constants", "forced_switch", "hazard_sticky", "scaled_correct"]
+def _pick(xp, cond, a, b):
+    """``a if cond else b``: a Python branch for a Python bool (the NumPy online step), else
+    ``xp.where`` (traced flags)."""
+    if type(cond) is bool:
+        return a if cond else b
+    return xp.where(cond, a, b)
+
+
+def _with_row(buf, pos, row):
+    """``buf`` with row ``pos`` replaced by ``row`` (a new array; ``buf`` is not modified)."""
+    if hasattr(buf, "at"):  # a JAX array: functional update
+        return buf.at[pos].set(row)
+    out = buf.copy()
+    out[pos] = row
+    return out
+
+
+def window_push(xp, buf, pos, wsum, row, observed, restart):
+    """The windowed model's segment book-keeping for one step: ``(before, buf, pos, after)``.
+
+    ``buf`` float[W, K] is a ring of the last ``W`` observed log-likelihood rows (next
+    slot ``pos``); ``W = 0`` keeps the whole segment as the running sum ``wsum`` [K]
+    instead. ``restart`` (episode start, visible completion) empties the segment first.
+    An ``observed`` step (a row not identically zero) evicts the oldest row, if the ring
+    is full, and enters. ``before``: the sum of the rows kept without the new one (what
+    the pre-update belief multiplies); ``after``: the sum once it has entered. The flags
+    are Python bools (NumPy online step) or traced booleans (JAX); ``row`` is zero when
+    not observed.
+    """
+    slots = buf.shape[0]
+    if slots == 0:
+        before = _pick(xp, restart, xp.zeros_like(wsum), wsum)
+        return before, buf, pos, _pick(xp, observed, before + row, before)
+    buf = _pick(xp, restart, xp.zeros_like(buf), buf)
+    pos = _pick(xp, restart, 0, pos)
+    evicted = _pick(xp, observed, _with_row(buf, pos, 0.0), buf)
+    before = xp.sum(evicted, axis=0)
+    buf = _pick(xp, observed, _with_row(evicted, pos, row), buf)
+    pos = _pick(xp, observed, (pos + 1) % slots, pos)
+    return before, buf, pos, xp.sum(buf, axis=0)
+
+
+__all__ = ["window_push", "book_completion", "smoothed_prior", "hazard_constants", "forced_switch", "hazard_sticky", "scaled_correct"]

@@ -277,20 +277,9 @@ def _windowed_predict(params, state, loglik, feasible, observed):
     """Windowed predict; returns (log_pred, log_seg_prior, buf, pos, window_sum_after)."""
     log_pi0 = log_smoothed_prior(state.counts, params.alpha)
     seg_prior = jnp.where(state.reset, log_pi0, state.log_seg_prior)
-    num_slots = state.window_buf.shape[0]
-    if num_slots == 0:
-        before = jnp.where(state.reset, 0.0, state.window_sum)
-        buf, pos = state.window_buf, state.window_pos
-        after = before + loglik
-    else:
-        buf = jnp.where(state.reset, 0.0, state.window_buf)
-        pos = jnp.where(state.reset, 0, state.window_pos)
-        evicted = buf.at[pos].set(0.0)
-        kept = jnp.where(observed, evicted, buf)
-        before = jnp.sum(kept, axis=0)
-        buf = jnp.where(observed, evicted.at[pos].set(loglik), buf)
-        pos = jnp.where(observed, (pos + 1) % num_slots, pos)
-        after = jnp.sum(buf, axis=0)
+    row = jnp.where(observed, loglik, 0.0)
+    before, buf, pos, after = _C.window_push(jnp, state.window_buf, state.window_pos, state.window_sum, row,
+                                             observed, state.reset)
     unnorm = seg_prior + _log_mask(feasible) + before
     return unnorm - logsumexp(unnorm), seg_prior, buf, pos, after
 
