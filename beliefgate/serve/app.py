@@ -309,42 +309,74 @@ def _kappa_payload(store: SessionStore, session: Session) -> dict:
     return payload
 
 
-async def _mutate(store: SessionStore, session_id: str, apply, kappa: bool = False):
-    """Run ``apply(session)`` under the session's lock; book-keep and persist on success.
+async def _persist(store: SessionStore, undo) -> None:
+    """Wait until the change is in the snapshot (no-op in memory); if the write failed,
+    ``undo()`` and re-raise (503)."""
+    if store.persistent:
+        try:
+            await store.commit()
+        except SnapshotWriteError:
+            undo()
+            raise
 
-    ``apply`` either raises before the gate (or kappa) changed -- both validate first --
-    or succeeds; a failed snapshot write rolls the change back.
+
+async def _locked(store: SessionStore, session_id: str, kappa: bool, change):
+    """The one bracket every change of an existing session goes through.
+
+    Look-up and kind check (404/409), the session's lock, the closed check (deleted or
+    expired while the request waited), ``change(session) -> (result, undo)``, then the
+    snapshot commit; a failed write runs ``undo`` before the 503.
     """
     session = _require(store.get(session_id), kappa)
     async with session.lock:
-        if session.closed:  # deleted or expired while this request waited for the lock
+        if session.closed:
             raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
-        previous = session.gate.state
-        result = apply(session)
-        if isinstance(result, Decision) and not decision_is_finite(result):
-            _restore_state(session.gate, previous)
-            raise ApiError(422, "NonFiniteResultError",
-                           "the step produced a non-finite belief (inputs too extreme for float64); "
-                           "it was rejected and the session is unchanged")
-        undo = store.changed(session)
-        if store.persistent:
-            try:
-                await store.commit()
-            except SnapshotWriteError:
-                store.rollback(session, undo)
-                raise
+        result, undo = change(session)
+        await _persist(store, undo)
     return result
 
 
-def _restore_state(gate: Gate, state) -> None:
-    """Put ``state`` (an earlier ``gate.state``) back, through the Gate's pickling protocol."""
-    data = gate.__getstate__()
-    data["state"] = state
-    gate.__setstate__(data)
+async def _mutate(store: SessionStore, session_id: str, apply, kappa: bool = False):
+    """Run ``apply(session)`` in the :func:`_locked` bracket; book-keep on success.
+
+    ``apply`` either raises before the gate (or kappa) changed -- both validate first --
+    or succeeds; a non-finite decision and a failed snapshot write are undone with the
+    public ``restore`` of the committed state.
+    """
+    def change(session: Session):
+        previous = session.committed
+        result = apply(session)
+        if isinstance(result, Decision) and not decision_is_finite(result):
+            session.roll_back()
+            raise ApiError(422, "NonFiniteResultError",
+                           "the step produced a non-finite belief (inputs too extreme for float64); "
+                           "it was rejected and the session is unchanged")
+        store.changed(session)
+        return result, lambda: store.rollback(session, previous)
+
+    return await _locked(store, session_id, kappa, change)
+
+
+async def _delete(request: Request, session_id: str, kappa: bool) -> Response:
+    """Both DELETE routes: remove the session; a failed snapshot write reinstates it."""
+    store = _store(request)
+
+    def change(session: Session):
+        store.remove(session)
+        return None, lambda: store.reinstate(session)
+
+    await _locked(store, session_id, kappa, change)
+    return Response(status_code=204)
+
+
+async def _created(store: SessionStore, session: Session) -> None:
+    """After ``store.add``: wait for the snapshot; a failed write removes the session again."""
+    await _persist(store, lambda: store.remove(session))
 
 
 def _overcooked_gate(layout: str, params: GateParams, partner: int):
     """Build an Overcooked gate and its observer (runs in a worker thread)."""
+    from beliefgate.envs.overcooked.gate import overcooked_gate
     from beliefgate.envs.overcooked.layouts import layout_info, resolve_layout
     from beliefgate.envs.overcooked.observer import OvercookedObserver
 
@@ -352,7 +384,7 @@ def _overcooked_gate(layout: str, params: GateParams, partner: int):
     players = len(layout_info(name).start_positions)
     if partner >= players:
         raise InvalidParameterError(f"partner index must lie in [0, {players}) on {name}, got {partner}")
-    gate = Gate.for_overcooked(name, params, partner=partner)
+    gate = overcooked_gate(name, params, partner=partner)
     return name, gate, OvercookedObserver(name, params, partner=partner)
 
 
@@ -400,12 +432,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
         else:
             gate = Gate.from_logprobs(body.resolved_num_skills(), params, body.skill_names, body.prior_counts)
             session = store.add(gate, "logprobs", prior_counts=body.prior_counts)
-        if store.persistent:
-            try:
-                await store.commit()
-            except SnapshotWriteError:
-                store.remove(session)
-                raise
+        await _created(store, session)
         return _json(_session_payload(store, session), 201,
                      headers={"Location": f"{API_PREFIX}/sessions/{session.id}"})
 
@@ -422,19 +449,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
                 responses=_responses(404, 503))
     async def delete_session(session_id: SessionId, request: Request) -> Response:
         """Delete the session."""
-        store = _store(request)
-        session = _require(store.get(session_id), kappa=False)
-        async with session.lock:
-            if session.closed:
-                raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
-            store.remove(session)
-            if store.persistent:
-                try:
-                    await store.commit()
-                except SnapshotWriteError:
-                    store.reinstate(session)
-                    raise
-        return Response(status_code=204)
+        return await _delete(request, session_id, kappa=False)
 
     @api.post("/sessions/{session_id}/step", response_model=DecisionOut, tags=["gate"],
               responses=_STEP_RESPONSES)
@@ -508,12 +523,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
         store.check_capacity()
         kappa = Kappa(list(body.branches), body.params.to_kappa_params())
         session = store.add(kappa, "kappa")
-        if store.persistent:
-            try:
-                await store.commit()
-            except SnapshotWriteError:
-                store.remove(session)
-                raise
+        await _created(store, session)
         return _json(_kappa_payload(store, session), 201, headers={"Location": f"{API_PREFIX}/kappa/{session.id}"})
 
     @api.get("/kappa/{session_id}", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
@@ -527,26 +537,14 @@ def _routes() -> tuple[APIRouter, APIRouter]:
     @api.delete("/kappa/{session_id}", status_code=204, tags=["kappa"], responses=_STEP_RESPONSES)
     async def delete_kappa(session_id: SessionId, request: Request) -> Response:
         """Delete the kappa session."""
-        store = _store(request)
-        session = _require(store.get(session_id), kappa=True)
-        async with session.lock:
-            if session.closed:
-                raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
-            store.remove(session)
-            if store.persistent:
-                try:
-                    await store.commit()
-                except SnapshotWriteError:
-                    store.reinstate(session)
-                    raise
-        return Response(status_code=204)
+        return await _delete(request, session_id, kappa=True)
 
     @api.post("/kappa/{session_id}/judge", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
     async def kappa_judge(session_id: SessionId, body: JudgeRequest, request: Request) -> Response:
         """`Kappa.judge`: `y = 1` when `left` was judged better than `right`."""
         store = _store(request)
-        session = await _mutate(store, session_id, lambda s: (s.gate.judge(body.left, body.right, body.y), s)[1],
-                                kappa=True)
+        session = await _mutate(store, session_id,
+                                lambda s: s.apply_kappa([Judgment(body.left, body.right, body.y)]), kappa=True)
         return _json(_kappa_payload(store, session))
 
     @api.post("/kappa/{session_id}/rollout", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
@@ -554,7 +552,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
         """`Kappa.rollout`: a branch's score imagined `depth` steps ahead (not a round)."""
         store = _store(request)
         session = await _mutate(store, session_id,
-                                lambda s: (s.gate.rollout(body.branch, body.depth, body.score), s)[1], kappa=True)
+                                lambda s: s.apply_kappa([Rollout(body.branch, body.depth, body.score)]), kappa=True)
         return _json(_kappa_payload(store, session))
 
     @api.post("/kappa/{session_id}/evidence", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
@@ -567,14 +565,14 @@ def _routes() -> tuple[APIRouter, APIRouter]:
         else:
             evidence.extend(rollouts)
         store = _store(request)
-        session = await _mutate(store, session_id, lambda s: (s.gate.update_many(evidence), s)[1], kappa=True)
+        session = await _mutate(store, session_id, lambda s: s.apply_kappa(evidence), kappa=True)
         return _json(_kappa_payload(store, session))
 
     @api.post("/kappa/{session_id}/reset", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
     async def kappa_reset(session_id: SessionId, request: Request) -> Response:
         """`Kappa.reset`: forget the evidence (same branches and params)."""
         store = _store(request)
-        session = await _mutate(store, session_id, lambda s: (s.gate.reset(), s)[1], kappa=True)
+        session = await _mutate(store, session_id, lambda s: s.apply_kappa(None), kappa=True)
         return _json(_kappa_payload(store, session))
 
     return public, api
@@ -651,7 +649,7 @@ def create_app(settings: Optional[ServeSettings] = None, **overrides) -> FastAPI
     elif overrides:
         raise TypeError("give either settings or keyword overrides, not both")
     store = SessionStore(settings.max_sessions, settings.ttl_s, settings.snapshot_path)
-    restored = store.restore()
+    restored = store.open()
     if restored:
         log.info("restored %d session(s) from %s", restored, settings.snapshot_path)
 

@@ -12,23 +12,37 @@ Expiry
     when it is next looked up and by :meth:`SessionStore.sweep`, which the app calls
     periodically. ``ttl_s=None`` disables expiry.
 
+Committed states and rollback
+    After each successful mutation the session keeps ``committed = (version, state,
+    log)``: the gate's (or kappa's) immutable :attr:`state` and, for kappa sessions, the
+    evidence applied so far as plain tuples. A change that cannot be made durable is
+    undone with the public ``gate.restore(state)`` (no pickling of live objects).
+
 Snapshots (optional, ``snapshot_path``)
-    After each mutation the session's gate is pickled (the Gate's own persistence
-    format) and the handler waits in :meth:`SessionStore.commit` until a snapshot
-    containing it has been written: the file is rewritten atomically (temporary
-    file in the same directory, ``fsync``, ``os.replace``, directory ``fsync``) by
-    one writer task that batches every change made since its last write (group
-    commit). A response is therefore sent only once its effect is on disk, and a
-    restart from the file loses nothing that was acknowledged. If the write fails
-    the mutation is rolled back and the request fails with 503.
-    The file is a pickle: it is created with mode 0600 and must be trusted.
+    The handler waits in :meth:`SessionStore.commit` until a snapshot containing its
+    change has been written: the file is rewritten atomically (temporary file in the
+    same directory, ``fsync``, ``os.replace``, directory ``fsync``) by one writer task
+    that batches every change made since its last write (group commit). A response is
+    therefore sent only once its effect is on disk, and a restart from the file loses
+    nothing that was acknowledged. If the write fails the mutation is rolled back and
+    the request fails with 503. The file holds plain data built from the committed
+    states (params JSON, names, prior counts, domain, state, kappa evidence), each
+    session packed once per committed version (incremental). It is a pickle: created
+    with mode 0600, it must be trusted.
+
+    One server per snapshot file: :meth:`SessionStore.open` takes an exclusive
+    ``flock`` on the sidecar ``.<name>.lock`` (a second server refuses with
+    :class:`SnapshotLockedError`) and then removes the temporaries
+    (``.<name>.*.tmp``) a killed writer left behind, counting them in the log.
 """
 
 from __future__ import annotations
 from beliefgate.errors import BeliefgateError, RuntimeFailure
 
 import asyncio
+import fcntl
 import logging
+import os
 import pickle
 import secrets
 import time
@@ -39,13 +53,14 @@ from typing import Callable, Dict, Optional, Union
 import numpy as np
 
 from beliefgate.fileio import atomic_write as _atomic_write
-from beliefgate.beliefs.gate import Gate
-from beliefgate.beliefs.kappa import Kappa
+from beliefgate.beliefs.gate import Gate, GateParams
+from beliefgate.beliefs.kappa import Judgment, Kappa, KappaParams, Rollout, RolloutRound
 
 log = logging.getLogger("beliefgate.serve")
 
 SNAPSHOT_FORMAT = "beliefgate-serve-snapshot"
-SNAPSHOT_VERSION = 1
+#: 2: plain committed states (1: pickled Gate/Kappa objects, still read)
+SNAPSHOT_VERSION = 2
 
 
 class SessionError(BeliefgateError):
@@ -84,6 +99,10 @@ class SnapshotWriteError(SnapshotError):
     """Writing the snapshot failed; the change that waited for it was rolled back."""
 
 
+class SnapshotLockedError(SnapshotError):
+    """Another server holds the snapshot file (its sidecar lock is taken)."""
+
+
 def new_session_id() -> str:
     """128 random bits, URL-safe base64 (22 characters): unguessable."""
     return secrets.token_urlsafe(16)
@@ -94,8 +113,9 @@ class Session:
     """One gate plus the service's book-keeping about it.
 
     ``version`` counts acknowledged state changes; ``last_used`` is on the
-    monotonic clock; ``blob`` is ``(version, pickled gate)`` as of the last change
-    (only when snapshots are on).
+    monotonic clock; ``committed`` is ``(version, state, log)`` as of the last
+    successful change (``log``: the kappa evidence as plain tuples, ``()`` for gates);
+    ``log`` is the kappa evidence applied to the live object.
     """
 
     id: str
@@ -108,9 +128,12 @@ class Session:
     last_used: float = 0.0
     version: int = 0
     closed: bool = False
-    blob: Optional[tuple] = None
+    committed: Optional[tuple] = None
+    log: tuple = ()
     lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
     _observer: object = field(default=None, repr=False)
+    _packed: Optional[tuple] = field(default=None, repr=False)  # (version, bytes) of the snapshot record
+    _config: Optional[dict] = field(default=None, repr=False)
 
     @property
     def observer(self):
@@ -124,20 +147,94 @@ class Session:
             self._observer = OvercookedObserver(self.layout, self.gate.params, partner=self.partner)
         return self._observer
 
-    def record(self, now_mono: float) -> dict:
-        """What the snapshot stores about this session (its last committed gate)."""
-        version, gate_bytes = self.blob
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "layout": self.layout,
-            "partner": self.partner,
-            "prior_counts": None if self.prior_counts is None else self.prior_counts.tolist(),
-            "created_at": self.created_at,
-            "idle_s": max(0.0, now_mono - self.last_used),
-            "version": version,
-            "gate": gate_bytes,
-        }
+    def apply_kappa(self, evidence: Optional[list]) -> "Session":
+        """Condition the kappa on ``evidence`` (all or nothing), or reset it (``None``),
+        keeping the service's plain log of what was applied (for snapshots)."""
+        if evidence is None:
+            self.gate.reset()
+            self.log = ()
+        else:
+            self.gate.update_many(evidence)
+            self.log = self.log + tuple(plain_evidence(e) for e in evidence)
+        return self
+
+    def commit_state(self) -> None:
+        """Record the live state as committed (after a successful change)."""
+        self.committed = (self.version, self.gate.state, self.log)
+
+    def roll_back(self) -> None:
+        """Put the committed state back with the public ``restore``."""
+        version, state, log = self.committed
+        if self.kind == "kappa" and state.t > self.gate.state.t:
+            # a reset emptied the kappa's log, which restore can only cut back: replay it
+            self.gate = _rebuild_kappa(self.gate.params, self.gate.branches, log, state)
+        else:
+            self.gate.restore(state)
+        self.version, self.log = version, log
+
+    def config_record(self) -> dict:
+        """What does not change over the session's life (plain data)."""
+        if self.kind == "kappa":
+            return {"params": self.gate.params.to_json(indent=None), "names": list(self.gate.branches)}
+        config = self.gate.config
+        return {"params": self.gate.params.to_json(indent=None), "names": list(config.names),
+                "prior_counts": np.asarray(config.prior_counts, dtype=np.float64).tolist(),
+                "domain": self.gate.domain}
+
+    def packed(self) -> bytes:
+        """The snapshot record of the committed state, pickled once per committed version."""
+        version, state, log = self.committed
+        if self._packed is None or self._packed[0] != version:
+            if self._config is None:
+                self._config = self.config_record()
+            config = self._config
+            rec = {"id": self.id, "kind": self.kind, "layout": self.layout, "partner": self.partner,
+                   "prior_counts": None if self.prior_counts is None else self.prior_counts.tolist(),
+                   "created_at": self.created_at, "version": version, "config": config,
+                   "state": state, "log": log}
+            self._packed = (version, pickle.dumps(rec, protocol=pickle.HIGHEST_PROTOCOL))
+        return self._packed[1]
+
+
+def plain_evidence(ev) -> tuple:
+    """A kappa evidence object as a plain tuple (what the snapshot stores)."""
+    if isinstance(ev, Judgment):
+        return ("judgment", ev.left, ev.right, ev.y)
+    if isinstance(ev, Rollout):
+        return ("rollout", ev.branch, ev.depth, ev.score)
+    return ("round", tuple((r.branch, r.depth, r.score) for r in ev.rollouts))
+
+
+def evidence_from_plain(rec: tuple):
+    """Inverse of :func:`plain_evidence`."""
+    if rec[0] == "judgment":
+        return Judgment(*rec[1:])
+    if rec[0] == "rollout":
+        return Rollout(*rec[1:])
+    return RolloutRound(tuple(Rollout(*r) for r in rec[1]))
+
+
+def _rebuild_kappa(params: KappaParams, names, log: tuple, state) -> Kappa:
+    """A Kappa at ``state``: built fresh, its evidence ``log`` replayed (so its own log is
+    whole), then ``state`` put back exactly with ``restore``."""
+    kappa = Kappa(list(names), params)
+    if log:
+        kappa.update_many([evidence_from_plain(e) for e in log])
+    kappa.restore(state)
+    return kappa
+
+
+def _rebuild(rec: dict):
+    """A Gate or Kappa from a version-2 snapshot record: built from its plain config, the
+    kappa evidence replayed, then the committed state put back with ``restore``."""
+    config = rec["config"]
+    if rec["kind"] == "kappa":
+        return _rebuild_kappa(KappaParams.from_json(config["params"]), config["names"], rec["log"], rec["state"])
+    domain = config["domain"]
+    gate = Gate(len(config["names"]), GateParams.from_json(config["params"]), config["names"],
+                config["prior_counts"], domain=None if domain is None else (domain[0], dict(domain[1])))
+    gate.restore(rec["state"])
+    return gate
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -175,6 +272,8 @@ class SessionStore:
         self._dirty: Optional[asyncio.Event] = None
         self._waiters: list = []
         self._writes = 0
+        self._lock_file = None
+        self._stale_removed = 0
 
     # ----------------------------------------------------------------- lookup
 
@@ -234,9 +333,8 @@ class SessionStore:
         counts = None if prior_counts is None else np.asarray(prior_counts, dtype=np.float64)
         session = Session(sid, gate, kind, layout, partner, counts, created_at=self._wall(),
                           last_used=self._clock(), _observer=observer)
+        session.commit_state()
         self._sessions[sid] = session
-        if self.persistent:
-            session.blob = (0, pickle.dumps(gate, protocol=pickle.HIGHEST_PROTOCOL))
         return session
 
     def _drop(self, session: Session) -> None:
@@ -266,25 +364,18 @@ class SessionStore:
             log.info("expired %d idle session(s)", len(gone))
         return [s.id for s in gone]
 
-    def changed(self, session: Session) -> Optional[tuple]:
-        """Book-keep a successful mutation (under the session's lock).
-
-        Returns what :meth:`rollback` needs to undo it.
-        """
-        undo = (session.version, session.blob)
+    def changed(self, session: Session) -> None:
+        """Book-keep a successful mutation (under the session's lock): the live state
+        becomes the committed one. :meth:`rollback` undoes it."""
         session.version += 1
         session.last_used = self._clock()
-        if self.persistent:
-            session.blob = (session.version, pickle.dumps(session.gate, protocol=pickle.HIGHEST_PROTOCOL))
-        return undo
+        session.commit_state()
 
-    def rollback(self, session: Session, undo: tuple) -> None:
-        """Undo :meth:`changed` after a failed snapshot write: restore the last committed gate."""
-        version, blob = undo
-        session.version = version
-        session.blob = blob
-        if blob is not None:
-            session.gate = pickle.loads(blob[1])
+    def rollback(self, session: Session, previous: tuple) -> None:
+        """Undo :meth:`changed` after a failed snapshot write: put ``previous`` (the
+        ``committed`` record before the change) back with the public ``restore``."""
+        session.committed = previous
+        session.roll_back()
         if self.persistent:
             self._mark()
 
@@ -314,13 +405,14 @@ class SessionStore:
         await future
 
     def snapshot_bytes(self) -> bytes:
-        """The snapshot of every live session's last committed state."""
+        """The snapshot of every live session's last committed state (plain data; each
+        session's record is re-packed only when its committed version changed)."""
         now = self._clock()
         payload = {
             "format": SNAPSHOT_FORMAT,
             "version": SNAPSHOT_VERSION,
             "written_at": self._wall(),
-            "sessions": [s.record(now) for s in self._sessions.values() if s.blob is not None],
+            "sessions": [(max(0.0, now - s.last_used), s.packed()) for s in self._sessions.values()],
         }
         return pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -358,6 +450,71 @@ class SessionStore:
                         future.set_exception(error)
             self._waiters = pending
 
+    # ----------------------------------------------------------------- start-up
+
+    @property
+    def lock_path(self) -> Optional[Path]:
+        """The sidecar lock file of the snapshot (``.<name>.lock`` next to it)."""
+        if self.snapshot_path is None:
+            return None
+        return self.snapshot_path.with_name(f".{self.snapshot_path.name}.lock")
+
+    def open(self) -> int:
+        """Take the snapshot file for this server, clean up, restore; returns the sessions
+        restored. No-op without a snapshot path.
+
+        Raises :class:`SnapshotLockedError` if another server holds the file, and
+        :class:`SnapshotError` if it cannot be read.
+        """
+        if not self.persistent:
+            return 0
+        self.acquire_lock()
+        removed = self.remove_stale_temporaries()
+        if removed:
+            log.warning("removed %d stale snapshot temporar%s next to %s", removed,
+                        "y" if removed == 1 else "ies", self.snapshot_path)
+        return self.restore()
+
+    def acquire_lock(self) -> None:
+        """Exclusive, non-blocking ``flock`` on the sidecar lock file, held until :meth:`close`."""
+        if self._lock_file is not None:
+            return
+        try:
+            fh = open(self.lock_path, "a+b")
+        except OSError as exc:
+            raise SnapshotError(f"cannot open the snapshot lock {self.lock_path}: {exc}") from exc
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            raise SnapshotLockedError(f"snapshot {self.snapshot_path} is in use by another server "
+                                      f"(lock {self.lock_path} held)") from None
+        except OSError as exc:
+            fh.close()
+            raise SnapshotError(f"cannot lock {self.lock_path}: {exc}") from exc
+        os.chmod(self.lock_path, 0o600)
+        self._lock_file = fh
+
+    def remove_stale_temporaries(self) -> int:
+        """Delete the temporaries ``atomic_write`` leaves when killed mid-write
+        (``.<name>.*.tmp``); call only while holding the lock. Returns how many."""
+        removed = 0
+        for tmp in self.snapshot_path.parent.glob(f".{self.snapshot_path.name}.*.tmp"):
+            try:
+                tmp.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise SnapshotError(f"cannot remove the stale temporary {tmp}: {exc}") from exc
+            removed += 1
+        self._stale_removed += removed
+        return removed
+
+    @property
+    def stale_removed(self) -> int:
+        """Stale snapshot temporaries removed at start."""
+        return self._stale_removed
+
     def restore(self) -> int:
         """Load the snapshot file if it exists; returns the number of sessions restored.
 
@@ -374,14 +531,25 @@ class SessionStore:
             raise SnapshotError(f"cannot read snapshot {self.snapshot_path}: {exc}") from exc
         if not isinstance(payload, dict) or payload.get("format") != SNAPSHOT_FORMAT:
             raise SnapshotError(f"{self.snapshot_path} is not a beliefgate-serve snapshot")
-        if payload.get("version") != SNAPSHOT_VERSION:
+        if payload.get("version") not in (1, SNAPSHOT_VERSION):
             raise SnapshotError(f"snapshot {self.snapshot_path} has version {payload.get('version')}, "
-                                f"this server reads version {SNAPSHOT_VERSION}")
+                                f"this server reads versions 1 and {SNAPSHOT_VERSION}")
         since = max(0.0, self._wall() - float(payload["written_at"]))
         now = self._clock()
         restored = 0
-        for rec in payload["sessions"]:
-            gate = pickle.loads(rec["gate"])
+        for item in payload["sessions"]:
+            try:
+                if payload["version"] == 1:  # a whole pickled Gate/Kappa per session
+                    rec = item
+                    gate = pickle.loads(rec["gate"])
+                else:
+                    idle_s, data = item
+                    rec = pickle.loads(data)
+                    rec["idle_s"] = idle_s
+                    gate = _rebuild(rec)
+            except (BeliefgateError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError,
+                    TypeError, IndexError, KeyError) as exc:
+                raise SnapshotError(f"snapshot {self.snapshot_path}: a session cannot be rebuilt: {exc}") from exc
             if not isinstance(gate, Kappa if rec["kind"] == "kappa" else Gate):
                 raise SnapshotError(f"snapshot {self.snapshot_path}: session {rec['id']} holds no "
                                     f"{'Kappa' if rec['kind'] == 'kappa' else 'Gate'}")
@@ -396,20 +564,41 @@ class SessionStore:
             session = Session(rec["id"], gate, rec["kind"], rec["layout"], rec["partner"],
                               None if counts is None else np.asarray(counts, dtype=np.float64),
                               created_at=float(rec["created_at"]), last_used=now - idle,
-                              version=int(rec["version"]))
-            session.blob = (session.version, rec["gate"])
+                              version=int(rec["version"]), log=tuple(rec.get("log", ())))
+            if session.kind == "kappa" and payload["version"] == 1:
+                session.log = tuple(plain_evidence(e) for e in _v1_log(gate))
+            session.commit_state()
             self._sessions[session.id] = session
             restored += 1
         return restored
 
     def close(self) -> None:
-        """Final synchronous snapshot (at shutdown); a failure is logged, not raised
-        (every acknowledged change is already on disk)."""
+        """Final synchronous snapshot (at shutdown), then the lock is released; a failed
+        write is logged, not raised (every acknowledged change is already on disk)."""
         if self.persistent:
             try:
                 self.write_snapshot()
             except OSError as exc:
                 log.error("final snapshot write to %s failed: %s", self.snapshot_path, exc)
+        self.release_lock()
+
+    def release_lock(self) -> None:
+        if self._lock_file is not None:
+            self._lock_file.close()  # closing the descriptor drops the flock
+            self._lock_file = None
+
+
+def _v1_log(kappa: Kappa) -> list:
+    """The evidence of a kappa read from a version-1 snapshot (its pickled log)."""
+    out = []
+    for e in kappa.__getstate__().get("log", []):
+        if "round" in e:
+            out.append(RolloutRound(tuple(Rollout(r["branch"], r["depth"], r["score"]) for r in e["round"])))
+        elif "y" in e:
+            out.append(Judgment(e["left"], e["right"], e["y"]))
+        else:
+            out.append(Rollout(e["branch"], e["depth"], e["score"]))
+    return out
 
 
 __all__ = [
@@ -421,6 +610,7 @@ __all__ = [
     "WrongSessionKindError",
     "SnapshotError",
     "SnapshotWriteError",
+    "SnapshotLockedError",
     "atomic_write",
     "new_session_id",
 ]

@@ -1,0 +1,180 @@
+"""The service keeps plain committed states (issue 14 item 2) and owns its snapshot file
+(issue 19): rollback through the public ``restore`` with the pickling protocol of Gate and
+Kappa disabled; a snapshot file that holds no Gate/Kappa object; kappa sessions survive a
+restart exactly (evidence log included); stale temporaries removed at start; a second
+server on the same snapshot refused.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import pickle
+
+import numpy as np
+import pytest
+
+httpx = pytest.importorskip("httpx")
+uvicorn = pytest.importorskip("uvicorn")
+pytest.importorskip("fastapi")
+
+from beliefgate import Gate, GateParams  # noqa: E402
+from beliefgate.beliefs.kappa import Kappa, KappaParams  # noqa: E402
+from beliefgate.serve import Client  # noqa: E402
+from beliefgate.serve.app import create_app  # noqa: E402
+from beliefgate.serve.schemas import state_digest  # noqa: E402
+from beliefgate.serve.sessions import SessionStore, SnapshotLockedError  # noqa: E402
+
+from test_serve import ThreadServer, digest, free_port  # noqa: E402
+
+TABLE = np.log([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3]])
+
+
+def _no_pickling(*args, **kwargs):
+    raise AssertionError("the service must not use the Gate/Kappa pickling protocol")
+
+
+@pytest.fixture
+def no_object_pickling(monkeypatch):
+    """Gate and Kappa cannot be pickled or unpickled while the test runs."""
+    for cls in (Gate, Kappa):
+        monkeypatch.setattr(cls, "__getstate__", _no_pickling)
+        monkeypatch.setattr(cls, "__setstate__", _no_pickling)
+        monkeypatch.setattr(cls, "__reduce_ex__", _no_pickling, raising=False)
+
+
+def test_failed_write_rolls_back_through_restore_without_pickling(tmp_path, no_object_pickling):
+    folder = tmp_path / "snapshots"
+    folder.mkdir()
+    with ThreadServer(snapshot_path=folder / "s.pkl") as srv, Client(srv.url) as client:
+        gate = client.from_logprobs(2)
+        gate.step(TABLE, 0)
+        kappa = client.kappa(["a", "b", "c"])
+        kappa.judge("a", "b", 1)
+        kappa.round({"a": 0.3, "b": 0.1, "c": -0.2})
+        before_gate = digest(client, gate.session_id)
+        before_kappa = kappa.refresh()
+        folder.rename(tmp_path / "gone")  # the next write cannot happen
+        r = httpx.post(f"{srv.url}/v1/sessions/{gate.session_id}/step",
+                       json={"action_logprobs": TABLE.tolist(), "action": 1})
+        assert r.status_code == 503 and r.json()["error"] == "snapshot_write_failed"
+        for suffix, body in (("judge", {"left": "c", "right": "a", "y": 1}),
+                             ("evidence", {"rollouts": [{"branch": "c", "depth": 2, "score": 5.0}]}),
+                             ("reset", None)):
+            r = (httpx.post(f"{srv.url}/v1/kappa/{kappa.session_id}/{suffix}", json=body) if body is not None
+                 else httpx.post(f"{srv.url}/v1/kappa/{kappa.session_id}/{suffix}"))
+            assert r.status_code == 503, (suffix, r.text)
+        r = httpx.delete(f"{srv.url}/v1/kappa/{kappa.session_id}")
+        assert r.status_code == 503
+        assert digest(client, gate.session_id) == before_gate
+        after = kappa.refresh()
+        assert {k: after[k] for k in ("state_digest", "version", "argmax", "rounds")} == \
+            {k: before_kappa[k] for k in ("state_digest", "version", "argmax", "rounds")}
+        (tmp_path / "gone").rename(folder)
+        gate.step(TABLE, 1)
+        assert digest(client, gate.session_id)[1] == before_gate[1] + 1
+        kappa.judge("c", "a", 1)
+        assert kappa.info["version"] == before_kappa["version"] + 1
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Refuses the live objects: a snapshot must hold plain data (states, not Gate/Kappa)."""
+
+    def find_class(self, module, name):
+        if name in ("Gate", "Kappa", "OvercookedObserver") or module.startswith("beliefgate.serve"):
+            raise pickle.UnpicklingError(f"snapshot holds a live object {module}.{name}")
+        return super().find_class(module, name)
+
+
+def _plain_load(data: bytes):
+    return _PlainUnpickler(io.BytesIO(data)).load()
+
+
+def test_snapshot_file_holds_plain_states(tmp_path):
+    snap = tmp_path / "s.pkl"
+    with ThreadServer(snapshot_path=snap) as srv, Client(srv.url) as client:
+        client.from_logprobs(2, GateParams(model="windowed", window=3), skill_names=["x", "y"],
+                             prior_counts=[1.0, 0.0]).step(TABLE, 0)
+        client.for_overcooked("cramped_room", partner=0)
+        client.kappa(["a", "b"]).judge("a", "b", 0)
+    payload = _plain_load(snap.read_bytes())
+    records = [_plain_load(item) if isinstance(item, bytes) else item
+               for entry in payload["sessions"] for item in (entry if isinstance(entry, tuple) else [entry])]
+    records = [r for r in records if isinstance(r, dict)]
+    assert sorted(r["kind"] for r in records) == ["kappa", "logprobs", "overcooked"]
+    for rec in records:
+        assert set(rec) >= {"config", "state", "log", "version"}
+        assert isinstance(rec["config"]["params"], str)  # the params' JSON
+
+
+def test_kappa_session_survives_a_restart_exactly(tmp_path):
+    snap = tmp_path / "s.pkl"
+    params = KappaParams(tau=0.8)
+    local = Kappa(["a", "b", "c"], params)
+    with ThreadServer(snapshot_path=snap) as srv, Client(srv.url) as client:
+        remote = client.kappa(["a", "b", "c"], params)
+        for kappa in (local, remote):
+            kappa.judge("a", "b", 1)
+            kappa.judge("c", "b", 0)
+            kappa.round({"a": 0.2, "b": 0.5, "c": 0.1})
+            kappa.rollout("c", 3, 1.5)
+        sid = remote.session_id
+        assert remote.info["state_digest"] == state_digest(local.state)
+    # a second server restores it; evidence continues exactly as in process
+    with ThreadServer(snapshot_path=snap) as srv:
+        r = httpx.get(f"{srv.url}/v1/kappa/{sid}")
+        assert r.status_code == 200 and r.json()["state_digest"] == state_digest(local.state)
+        local.judge("b", "a", 1)
+        r = httpx.post(f"{srv.url}/v1/kappa/{sid}/judge", json={"left": "b", "right": "a", "y": 1})
+        assert r.status_code == 200 and r.json()["state_digest"] == state_digest(local.state)
+        assert r.json()["argmax"] == local.argmax_probs
+    store = SessionStore(ttl_s=None, snapshot_path=snap)
+    assert store.restore() == 1
+    restored = store.get(sid).gate
+    assert state_digest(restored.state) == state_digest(local.state)
+    assert restored.to_record() == local.to_record()  # the evidence log came back too
+
+
+def test_stale_temporaries_removed_at_start(tmp_path, caplog):
+    snap = tmp_path / "s.pkl"
+    with ThreadServer(snapshot_path=snap) as srv, Client(srv.url) as client:
+        sid = client.from_logprobs(2).session_id
+    real = snap.read_bytes()
+    stale = [tmp_path / ".s.pkl.k2j3h4.tmp", tmp_path / ".s.pkl.zz_9.tmp"]
+    for p in stale:
+        p.write_bytes(real[: len(real) // 2])  # what a writer killed mid-write leaves
+    others = [tmp_path / ".other.pkl.abc.tmp", tmp_path / "s.pkl.tmp"]
+    for p in others:
+        p.write_bytes(b"not ours")
+    with caplog.at_level(logging.WARNING, logger="beliefgate.serve"):
+        app = create_app(snapshot_path=snap, ttl_s=None)
+    assert not any(p.exists() for p in stale)
+    assert all(p.exists() for p in others)
+    assert snap.read_bytes() == real  # the real snapshot untouched, and restored from
+    assert app.state.store.stale_removed == 2 and sid in app.state.store._sessions
+    assert any("removed 2 stale snapshot temporaries" in r.getMessage() for r in caplog.records)
+    app.state.store.release_lock()
+
+
+def test_second_server_on_the_same_snapshot_is_refused(tmp_path):
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app as cli
+
+    snap = tmp_path / "s.pkl"
+    first = SessionStore(snapshot_path=snap)
+    assert first.open() == 0
+    with pytest.raises(SnapshotLockedError, match="in use by another server"):
+        SessionStore(snapshot_path=snap).open()
+    planted = tmp_path / ".s.pkl.abcd.tmp"  # the holder's write in flight: not removed by the refused one
+    planted.write_bytes(b"partial")
+    out = CliRunner().invoke(cli, ["serve", "--port", str(free_port()), "--snapshot", str(snap)])
+    assert out.exit_code == 2
+    lines = [line for line in out.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "in use by another server" in lines[0], out.output
+    assert planted.exists()
+    first.close()
+    second = SessionStore(snapshot_path=snap)
+    assert second.open() == 0  # free again once the first let go
+    assert not planted.exists()
+    second.close()
