@@ -45,7 +45,6 @@ from __future__ import annotations
 from beliefgate.errors import InputError
 
 import hashlib
-import importlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -57,8 +56,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 GRID_FORMAT = "beliefgate.grid/1"
 
-#: agent-name prefixes registered by a module that must be imported first
-AGENT_PLUGINS = {"bc": "beliefgate.agents.bc"}
 
 
 class GridError(InputError):
@@ -272,6 +269,8 @@ def load_grid(path: str | Path) -> GridSpec:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise GridError(f"cannot read grid file {path}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise GridError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
@@ -375,21 +374,6 @@ class ResolvedGrid:
         return list(self.spec.agents)
 
 
-def ensure_agent_plugins(names) -> None:
-    """Import the modules that register agent prefixes used in ``names`` (e.g. ``bc``)."""
-    for name in names:
-        prefix = re.split(r"[:]", name, maxsplit=1)[0]
-        module = AGENT_PLUGINS.get(prefix)
-        if module is None:
-            continue
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name == module:
-                raise GridError(f"agent {name!r} needs {module}, which is not part of this installation") from None
-            raise
-
-
 def default_group(name: str) -> str:
     """The report group of a partner: its role preference for the scripted population."""
     from beliefgate.envs.overcooked.partners import PARTNERS
@@ -481,7 +465,6 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
                 raise GridError(f"{role} {raw!r}: the only placeholder is {{layout}}")
             # a layout-independent name is checked once, a templated one on every layout
             for layout in (layouts if "{layout}" in raw else layouts[:1]):
-                ensure_agent_plugins([expand(raw, layout)])
                 _check_partner_file(expand(raw, layout), role, spec.horizon)
                 _check_agent(expand(raw, layout), role, spec.gate_params() if role == "agent" else None)
 

@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import beliefgate
 from beliefgate.fileio import atomic_write
-from beliefgate.eval.grid import EpisodeSpec, GridSpec, ResolvedGrid, ensure_agent_plugins, resolve_grid
+from beliefgate.eval.grid import EpisodeSpec, GridSpec, ResolvedGrid, resolve_grid
 
 ROW_FORMAT = "beliefgate.eval-row/1"
 RUN_FORMAT = "beliefgate.eval-run/1"
@@ -105,7 +105,6 @@ def play_episode(task: EpisodeTask) -> EpisodeOutcome:
     spec = task.spec
     started = time.perf_counter()
     try:
-        ensure_agent_plugins([spec.agent, spec.partner])
         llm = None
         if task.llm is not None:
             from beliefgate.planners.client import LLMClient, LLMSettings

@@ -1,6 +1,7 @@
 """Overcooked observations -> :class:`~beliefgate.beliefs.evidence.StepEvidence` for the Gate.
 
-``Gate.for_overcooked(layout)`` uses this: each ``observe(state, next_state)``
+``beliefgate.envs.overcooked.overcooked_gate(layout)`` (and ``Gate.for_domain("overcooked", ...)``)
+uses this: each ``observe(state, next_state)``
 infers the partner's primitive action(s) from the two states, evaluates the
 likelihood controller for every skill, and reads completions from the
 interaction events. Tempering: a step where nothing visible happened (STAY is
