@@ -17,7 +17,7 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 import typer
 from rich.table import Table
 
-from beliefgate.console import BoundaryGroup, console, err_console, fail as _fail
+from beliefgate.console import BoundaryGroup, check_output_path, console, err_console, fail as _fail  # noqa: F401  (check_output_path re-exported)
 
 app = typer.Typer(
     help="beliefgate: partner-skill beliefs and belief-driven control signals for cooperative agents.",
@@ -156,22 +156,6 @@ def _check_episode_inputs(ego: str, partner: str, log: Optional[Path]) -> None:
             _fail(f"{flag} {name!r}: {exc}")
     if log is not None:
         check_output_path("--log", log)
-
-
-def check_output_path(flag: str, path: Optional[Path], folder: bool = False) -> None:
-    """Refuse an output path that cannot be written, before any work: a file path that is a
-    directory (or a folder path that is a file), or one whose parent folder does not exist
-    (beliefgate creates no directory trees from a typo)."""
-    if path is None:
-        return
-    if folder:
-        if path.exists() and not path.is_dir():
-            _fail(f"{flag} {path} exists and is not a directory")
-    elif path.is_dir():
-        _fail(f"{flag} {path} is a directory; give a file path such as {path / ('out' + (path.suffix or '.json'))}")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not path.exists() and not parent.is_dir():
-        _fail(f"{flag} {path}: the folder {parent} does not exist (create it first)")
 
 
 @app.command()

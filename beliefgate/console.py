@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+from pathlib import Path
 from typing import Any, NoReturn, Optional, Sequence
 
 import typer
@@ -61,6 +62,22 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """Print ``error: message`` (one line) on stderr and exit with ``code`` (2: bad user input)."""
     _print_error(message)
     raise typer.Exit(code)
+
+
+def check_output_path(flag: str, path: Optional[Path], folder: bool = False) -> None:
+    """Refuse an output path that cannot be written, before any work: a file path that is a
+    directory (or a folder path that is a file), or one whose parent folder does not exist
+    (beliefgate creates no directory trees from a typo)."""
+    if path is None:
+        return
+    if folder:
+        if path.exists() and not path.is_dir():
+            fail(f"{flag} {path} exists and is not a directory")
+    elif path.is_dir():
+        fail(f"{flag} {path} is a directory; give a file path such as {path / ('out' + (path.suffix or '.json'))}")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not path.exists() and not parent.is_dir():
+        fail(f"{flag} {path}: the folder {parent} does not exist (create it first)")
 
 
 def validation_message(exc: Any) -> str:

@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from beliefgate.console import console, err_console, fail as _fail
+from beliefgate.console import check_output_path, console, err_console, fail as _fail
 from beliefgate.errors import BeliefgateError, InputError, LookupFailure
 
 
@@ -30,8 +30,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         from beliefgate.viewer.report import write_report
 
         target = out if out is not None else log.with_suffix(".html")
-        if target.is_dir():
-            _fail(f"output {target} is a directory; give a file name")
+        check_output_path("--out", target)
         try:
             written = write_report(log, target, allow_incomplete=not strict)
         except InputError as exc:
@@ -67,6 +66,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         try:
             settings = PlaySettings(layout=layout, agent=agent, seed=seed, tick_hz=tick_hz, horizon=horizon,
                                     human_seat=human_seat, log=log, max_sessions=max_sessions)
+            check_output_path("--log", Path(settings.log), folder=settings.log_is_dir)
             make_agent(agent).reset(settings.layout, settings.agent_seat, seed)  # fail now, not in the first game
         except (InputError, LookupFailure) as exc:
             _fail(str(exc))
