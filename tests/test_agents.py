@@ -27,15 +27,33 @@ def _input(posterior=None, needs=None, feasible=("pickup_onion", "pickup_dish"))
 
 def test_rule_planner_prefers_complementary_among_useful():
     needs = {"pickup_onion": 1.0, "pickup_dish": 1.0}
+    # a confident MAP covers the partner's own fetch: the other useful pickup wins
     assert RulePlanner().choose(_input({"pickup_onion": 0.9, "pickup_dish": 0.1}, needs)).skill == "pickup_dish"
     assert RulePlanner().choose(_input({"pickup_onion": 0.1, "pickup_dish": 0.9}, needs)).skill == "pickup_onion"
     # without a belief: need alone, ties to the feasible order
     assert RulePlanner().choose(_input(None, needs)).skill == "pickup_onion"
-    # a believed duplicate fetch covers the need: the useful, complementary skill wins
-    assert RulePlanner().choose(_input({"pickup_onion": 0.95, "pickup_dish": 0.05},
-                                       {"pickup_onion": 1.0, "pickup_dish": 0.0})).skill == "pickup_dish"
+    # the old rule (posterior-weighted cover, w = 0.5 everywhere) follows the posterior even when unsure
+    old = RulePlanner(complementary_weight=0.5, min_confidence=0.0, useful_first=False, cover="posterior")
+    assert old.choose(_input({"pickup_onion": 0.6, "pickup_dish": 0.4}, needs)).skill == "pickup_dish"
     with pytest.raises(PlannerConfigError):
         RulePlanner().choose(_input(None, needs, feasible=()))
+
+
+def test_rule_planner_uses_the_belief_only_when_confident_and_never_against_need():
+    needs = {"pickup_onion": 1.0, "pickup_dish": 1.0}
+    unsure = _input({"pickup_onion": 0.6, "pickup_dish": 0.4}, needs)
+    assert RulePlanner().choose(unsure).skill == "pickup_onion"  # below min_confidence: as without a belief
+    assert RulePlanner(min_confidence=0.5).choose(unsure).skill == "pickup_dish"  # confident enough: covered
+    # after a gate interrupt complementarity orders only useful skills: an unneeded dish never wins
+    import dataclasses
+
+    gate = dataclasses.replace(_input({"pickup_onion": 0.9, "pickup_dish": 0.1},
+                                      {"pickup_onion": 2.0, "pickup_dish": 0.0}), reason="gate")
+    assert RulePlanner().choose(gate).skill == "pickup_onion"
+    assert RulePlanner(useful_first=False).choose(gate).skill == "pickup_dish"
+    for bad in ({"min_confidence": 1.5}, {"cover": "sometimes"}):
+        with pytest.raises(PlannerConfigError, match=next(iter(bad))):
+            RulePlanner(**bad)
 
 
 def test_rule_planner_puts_complementarity_first_after_a_contradiction():

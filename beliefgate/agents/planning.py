@@ -275,10 +275,53 @@ class BayesBeliefAgent(PlanningAgent):
         self.belief_in_prompt = condition in ("full", "no_replan", "paper")
         self.interrupts = condition in ("full", "no_prompt", "paper")
 
+    #: on a gate interrupt, show the planner the posterior without the contradicted MAP skill
+    #: (the gate's verdict is that the partner no longer does it; one observation rarely moves
+    #: the posterior's argmax, so without this the planner re-chooses the interrupted skill)
+    exclude_contradicted = True
+    #: act on a gate interrupt only when the kitchen needs some other feasible skill than the one
+    #: running (with a single useful option the planner can only re-choose it: a replan that
+    #: changes nothing); each interrupt passed over this way is counted in ``gate_no_alternative``
+    interrupt_needs_alternative = True
+
+    def reset(self, layout: str, player: int, seed: int) -> None:
+        super().reset(layout, player, seed)
+        self.gate_no_alternative = 0
+
+    def _has_alternative(self, state: SymbolicState) -> bool:
+        mask = self.controller.feasible(state, self.player, require_targets=True)
+        needs = skill_needs(state, self.player, self.controller, mask)
+        current = self.active_skill
+        return any(v > 0 and n != current for n, v in needs.items())
+
     def trigger(self, state, decision, partner_events):
         if self.interrupts and decision is not None and decision.interrupt:
+            if self.interrupt_needs_alternative and not self._has_alternative(state):
+                self.gate_no_alternative += 1
+                return None
             return "gate"
         return None
+
+    def act(self, state: SymbolicState, my_events: Sequence[str] = ()) -> int:
+        action = super().act(state, my_events)
+        if self.interrupts:
+            self._info["gate_no_alternative"] = self.gate_no_alternative
+        return action
+
+    def belief_block(self, gate_signal: Optional[str]) -> Optional[BeliefBlock]:
+        block = super().belief_block(gate_signal)
+        d = self.decision
+        if (block is None or gate_signal != "gate" or not self.exclude_contradicted or d is None
+                or not d.interrupt):
+            return block
+        contradicted = self.library.names[int(d.info.stable_map.map_skill)]
+        post = {n: (0.0 if n == contradicted else p) for n, p in block.posterior.items()}
+        total = sum(post.values())
+        if total <= 0:
+            return block
+        post = {n: p / total for n, p in post.items()}
+        m = max(post, key=post.get)
+        return BeliefBlock(post, m, post[m], gate_signal)
 
 
 #: what the partner's held object says it does next (ProAgent's offline intention rule)

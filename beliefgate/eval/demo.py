@@ -32,28 +32,77 @@ def run_demo(seed: int = 0, horizon: int = 400, partner: str = "switch-sourcer-t
     return rows
 
 
-AGENT_COMPARISON = ("bayes-belief", "bayes-belief:no_replan", "periodic-10")
-SWITCHERS = ("switch-sourcer-to-plater", "switch-plater-to-sourcer")
+AGENT_COMPARISON = ("bayes-belief", "bayes-belief:paper", "bayes-belief:no_replan", "bayes-belief:no_belief",
+                    "periodic-10")
+#: two of the shipped behaviour-preferring switchers (beliefgate/envs/overcooked/partner_data/)
+SWITCHERS = ("bp-g1-dish-hi-eager-lo", "bp-g3-onion-lo-stock-hi")
+#: the comparison's columns: (metric, header, digits)
+COMPARISON_COLUMNS = (("reward", "reward", 1), ("replans", "replans/ep", 1),
+                      ("effective_replans", "effective/ep", 1), ("gap_rate", "gap/step", 2),
+                      ("gap_rate_decisions", "gap@dp", 2), ("oracle_gap_rate", "gap@oracle", 2))
+#: what the columns mean, in one line
+COMPARISON_CAPTION = ("Mean [95% CI over seeds]. replans: gate/timer interrupts of a running skill; effective: "
+                      "those that changed the ego's skill; gap: share of moments with a correct partner belief "
+                      "where the ego's skill is wrong -- per step and at decision points by the SPEC "
+                      "complementarity table, and at decision points by a rollout oracle (the skill with the "
+                      "best 15-step return given the partner's true skills). Lower gap is better.")
 
 
 def compare_agents(layout: str = "cramped_room", agents=AGENT_COMPARISON, partners=SWITCHERS,
-                   seeds=range(3), horizon: int = 400, progress=None) -> List[Dict[str, object]]:
-    """Offline agents against role-switching partners: mean metrics per agent over partners x seeds."""
+                   seeds=range(3), horizon: int = 400, progress=None, n_boot: int = 2000) -> List[Dict[str, object]]:
+    """Offline agents against switching partners: per agent, each metric of
+    :data:`COMPARISON_COLUMNS` as the mean over episodes with a 95% bootstrap interval over the
+    seeds (each seed's value: the mean over the partners; ``<metric>_lo`` / ``<metric>_hi``)."""
     import numpy as np
 
     from beliefgate.eval.metrics import episode_metrics
+    from beliefgate.eval.report import bootstrap_mean_ci
 
+    seeds = list(seeds)
     jobs = [(a, p, s) for a in agents for p in partners for s in seeds]
     per_agent: Dict[str, List[Dict[str, float]]] = {a: [] for a in agents}
     for i, (agent, partner, seed) in enumerate(jobs):
         if progress is not None:
             progress(i, len(jobs), f"{agent} + {partner} (seed {seed})")
         traj = run_episode(layout, agent, partner, seed=seed, horizon=horizon).trajectory
-        per_agent[agent].append(episode_metrics(traj))
+        per_agent[agent].append({**episode_metrics(traj), "seed": seed})
     rows = []
     for agent, metrics in per_agent.items():
-        row = {"agent": agent, "episodes": len(metrics)}
-        for key in ("reward", "deliveries", "replans", "map_accuracy", "gap_rate"):
-            row[key] = float(np.nanmean([m[key] for m in metrics]))
+        row: Dict[str, object] = {"agent": agent, "episodes": len(metrics), "seeds": len(seeds)}
+        for key in ("reward", "deliveries", "replans", "effective_replans", "map_accuracy", "gap_rate",
+                    "gap_rate_decisions", "oracle_gap_rate"):
+            by_seed = [np.nanmean([m[key] for m in metrics if m["seed"] == s] or [np.nan]) for s in seeds]
+            by_seed = [v for v in by_seed if not np.isnan(v)]
+            mean, lo, hi = bootstrap_mean_ci(by_seed, n_boot=n_boot, name=f"demo|{agent}|{key}")
+            row[key], row[f"{key}_lo"], row[f"{key}_hi"] = mean, lo, hi
         rows.append(row)
     return rows
+
+
+def comparison_cells(row: Dict[str, object]) -> List[str]:
+    """One agent's table cells, ``mean [lo, hi]`` per column of :data:`COMPARISON_COLUMNS`."""
+    import math
+
+    cells = []
+    for key, _, digits in COMPARISON_COLUMNS:
+        mean, lo, hi = (float(row[key]), float(row[f"{key}_lo"]), float(row[f"{key}_hi"]))
+        if math.isnan(mean):
+            cells.append("–")
+        elif math.isnan(lo):
+            cells.append(f"{mean:.{digits}f}")
+        else:
+            cells.append(f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]")
+    return cells
+
+
+def comparison_table(rows: List[Dict[str, object]], title: str = ""):
+    """The agent comparison as a rich Table (what ``beliefgate demo`` prints)."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("agent", no_wrap=True)
+    for _, header, _ in COMPARISON_COLUMNS:
+        table.add_column(header, justify="right")
+    for r in rows:
+        table.add_row(str(r["agent"]), *comparison_cells(r))
+    return table

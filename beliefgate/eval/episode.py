@@ -97,7 +97,8 @@ def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int
         summary = {
             "layout": layout, "ego": ego, "partner": partner, "seed": seed, "seat": seat,
             "deliveries": deliveries, "reward": env.score, "steps": len(traj.steps),
-            "replans": int(ego_info.get("replans", 0)), "llm_calls": int(ego_info.get("llm_calls", 0)),
+            "replans": int(ego_info.get("replans", 0)),
+            "effective_replans": int(ego_info.get("effective_replans", 0)), "llm_calls": int(ego_info.get("llm_calls", 0)),
             "fallbacks": int(counts["total"]), "fallback_counts": counts,
             "wall_s": round(time.perf_counter() - started, 4),
         }

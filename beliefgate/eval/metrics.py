@@ -51,7 +51,7 @@ ORACLE_TOLERANCE = 1e-6
 #: at most this many rows per episode are asked of the oracle for each oracle metric (evenly
 #: spaced over the eligible rows, first and last included): each row costs one short rollout per
 #: feasible ego skill (about 1 ms per imagined step on these machines)
-ORACLE_MAX_POINTS = 12
+ORACLE_MAX_POINTS = 8
 
 
 @dataclass(frozen=True)

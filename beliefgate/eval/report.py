@@ -46,9 +46,12 @@ from beliefgate.planners.fallbacks import ROLES
 
 Row = Dict[str, Any]
 PAIR_KEYS = ("layout", "partner", "seat", "seed")
-ABLATIONS = ("full", "no_replan", "no_prompt", "no_belief")
-MECHANISM = ("map_accuracy", "gap_rate", "comp3", "duplicate_rate", "intent_accuracy", "failed_interaction_rate",
-             "blocking_rate", "abandoned", "replans", "llm_calls_per_step", "fallbacks")
+ABLATIONS = ("full", "paper", "no_replan", "no_prompt", "no_belief")
+MECHANISM = ("map_accuracy", "gap_rate", "gap_rate_decisions", "oracle_gap_rate", "comp3", "oracle_comp3",
+             "duplicate_rate", "intent_accuracy", "failed_interaction_rate", "blocking_rate", "abandoned", "replans",
+             "effective_replans", "effective_fraction", "llm_calls_per_step", "fallbacks")
+#: the gap / recovery definitions every report compares (Table 2′)
+GAP_METRICS = ("gap_rate", "gap_rate_decisions", "oracle_gap_rate", "comp3", "oracle_comp3", "duplicate_rate")
 
 
 class ReportError(InputError):
@@ -139,7 +142,7 @@ def paired_bootstrap(cond: Iterable[Row], base: Iterable[Row], metric: str, unit
 def _fmt(metric: str, value: float, signed: bool = False) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
-    digits = 1 if metric in ("reward", "replans", "deliveries", "abandoned", "llm_calls", "steps") \
+    digits = 1 if metric in ("reward", "replans", "effective_replans", "deliveries", "abandoned", "llm_calls", "steps") \
         or metric.startswith("fallback") else 2
     if metric == "llm_calls_per_step":
         digits = 3
@@ -320,8 +323,9 @@ class Report:
                 rows.append([layout, c] + [_fmt(m, _nanmean(self._values(c, m, layout))) for m in metrics])
         out += [_table(header, rows, align_first=2), ""]
         out += [f"**Table 2′** — paired differences against `{self.baseline}` per layout: belief–action gap "
-                f"rate, Comp@3, duplicate-skill rate.", ""]
-        for m in ("gap_rate", "comp3", "duplicate_rate"):
+                f"rate per step (SPEC table), at decision points (SPEC table) and at decision points against the "
+                f"rollout oracle; Comp@3 (table and oracle); duplicate-skill rate.", ""]
+        for m in [m for m in GAP_METRICS if any(not math.isnan(float(r[m])) for r in self.rows)]:
             out += [f"*{METRICS[m].label} {METRICS[m].arrow}*", ""]
             out += self._diff_table(self.conditions, m, per="layout")
             out.append("")
@@ -345,20 +349,36 @@ class Report:
         return out
 
     def table4(self) -> List[str]:
-        conds = [c for c in self.conditions if condition_kind(c) in ("full", "trigger")]
+        conds = [c for c in self.conditions if condition_kind(c) in ("full", "paper", "trigger")]
         out = ["## Table 4 — Replanning triggers", ""]
         if len(conds) < 2:
             return out + ["_Fewer than two of full, periodic-N, completion-held, llm-judge in these results._"]
-        out += ["Mean reward / mean replans per episode (replans: interruptions of a running ego skill).", ""]
+        out += ["Mean reward / mean replans / mean *effective* replans per episode (replans: interruptions of a "
+                "running ego skill; effective: those after which the ego runs a different skill).", ""]
         rows = []
         for lay, g in self.settings:
             rows.append([self._setting(lay, g)] + [
                 f"{_fmt('reward', _nanmean(self._values(c, 'reward', lay, g)))} / "
-                f"{_fmt('replans', _nanmean(self._values(c, 'replans', lay, g)))}" for c in conds])
+                f"{_fmt('replans', _nanmean(self._values(c, 'replans', lay, g)))} / "
+                f"{_fmt('replans', _nanmean(self._values(c, 'effective_replans', lay, g)))}" for c in conds])
+        rows.append(["**all (pooled)**"] + [
+            f"{_fmt('reward', _nanmean(self._values(c, 'reward')))} / "
+            f"{_fmt('replans', _nanmean(self._values(c, 'replans')))} / "
+            f"{_fmt('replans', _nanmean(self._values(c, 'effective_replans')))}" for c in conds])
         out += [_table(["setting"] + conds, rows), ""]
+        out += ["Effective fraction (all settings; effective replans / replans, pooled over episodes): " + ", ".join(
+            f"`{c}` {self.effective_share(c)}" for c in conds) + ".", ""]
         out += [f"**Table 4′** — paired differences in replans per episode against `{self.baseline}`.", ""]
         out += self._diff_table(conds, "replans")
         return out
+
+    def effective_share(self, cond: str) -> str:
+        """Pooled effective fraction of a condition: Σ effective replans / Σ replans ("–" without replans)."""
+        rows = [r for r in self._select(cond) if not math.isnan(float(r["effective_replans"]))]
+        total = sum(float(r["replans"]) for r in rows)
+        if not total:
+            return "– (no replans)"
+        return f"{sum(float(r['effective_replans']) for r in rows) / total:.2f}"
 
     def fallback_table(self) -> List[str]:
         """Fallbacks per episode by condition, role and reason (empty when nothing fell back)."""
@@ -393,21 +413,32 @@ class Report:
         full, no_replan = find("full"), find("no_replan")
         periodic, held = find("", "periodic-10"), find("", "completion-held")
         lines = []
-        trig = [c for c in (full, periodic, held) if c is not None]
+        paper, no_belief = find("paper"), find("no_belief")
+        trig = [c for c in (full, paper, periodic, held) if c is not None]
         if len(trig) >= 2:
-            parts = [f"`{c}` {_fmt('replans', _nanmean(self._values(c, 'replans')))}" for c in trig]
+            parts = [f"`{c}` {_fmt('replans', _nanmean(self._values(c, 'replans')))} "
+                     f"({_fmt('replans', _nanmean(self._values(c, 'effective_replans')))} effective, "
+                     f"share {self.effective_share(c)})" for c in trig]
             lines.append("- Replans per episode (all settings): " + ", ".join(parts) + ".")
-        if full is not None and no_replan is not None:
-            g_full, g_nr = _nanmean(self._values(full, "gap_rate")), _nanmean(self._values(no_replan, "gap_rate"))
+
+        def paired(cond: str, base: str, metric: str, label: str) -> None:
+            a, b = _nanmean(self._values(cond, metric)), _nanmean(self._values(base, metric))
             saved = self.baseline
-            self.baseline = no_replan
-            d = self.diff(full, "gap_rate")
+            self.baseline = base
+            d = self.diff(cond, metric)
             self.baseline = saved
-            ci = (f"[{_fmt('gap_rate', d.lo, True)}, {_fmt('gap_rate', d.hi, True)}]" if d.has_interval
+            ci = (f"[{_fmt(metric, d.lo, True)}, {_fmt(metric, d.hi, True)}]" if d.has_interval
                   else "(no interval)")
-            lines.append(f"- Belief–action gap rate: `{full}` {_fmt('gap_rate', g_full)} vs `{no_replan}` "
-                         f"{_fmt('gap_rate', g_nr)} (paired difference {_fmt('gap_rate', d.mean, True)} {ci}"
-                         f"{'; the interval includes zero' if d.includes_zero else ''}).")
+            lines.append(f"- {label}: `{cond}` {_fmt(metric, a)} vs `{base}` {_fmt(metric, b)} (paired difference "
+                         f"{_fmt(metric, d.mean, True)} {ci}{'; the interval includes zero' if d.includes_zero else ''}).")
+
+        if full is not None and no_belief is not None:
+            paired(full, no_belief, "reward", "Reward, belief vs none")
+        for cond in (full, paper):
+            if cond is not None and no_replan is not None:
+                paired(cond, no_replan, "gap_rate", "Belief–action gap rate (per step, SPEC table)")
+                paired(cond, no_replan, "gap_rate_decisions", "Gap rate at decision points (SPEC table)")
+                paired(cond, no_replan, "oracle_gap_rate", "Gap rate at decision points (rollout oracle)")
         return (["## Headline", ""] + lines) if lines else []
 
     def markdown(self) -> str:

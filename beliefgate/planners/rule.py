@@ -1,25 +1,27 @@
-"""The offline rule planner: the complementary feasible skill given the posterior.
+"""The offline rule planner: a useful feasible skill, the posterior used only where it is safe.
 
-Score of an ego skill ``k``::
+Score of an ego skill ``k`` (defaults: :class:`RulePlannerConfig`)::
 
-    usefulness(k) + w * P(k is complementary to the partner's skill)
+    [need'(k) > 0] * big  +  need'(k)  +  w * P(k is complementary to the partner's skill)
 
-``usefulness`` is what the kitchen still needs of ``k`` once the partner's
-believed work is counted: for a pickup, ``clip(need(k) - b(k), 0, 1)`` -- a
-partner believed to be fetching onions covers one onion of the need, so a
-duplicate fetch stops being useful (what the partner visibly carries is already
-in ``need``). ``w`` weighs complementarity (SPEC §2 table)
-between skills of equal usefulness. Without a belief (``no_prompt``,
-``no_belief``) the need counts alone. Ties go to the order of the feasible
-list. No network, no key.
+``need(k)`` is what the kitchen still needs of ``k`` (``skill_needs``; what the partner
+visibly carries is already counted), clipped to [0, 1]. The belief enters only when its MAP
+has at least ``min_confidence`` (0.8) mass; then ``need'`` lowers a pickup's need by one unit
+when the confident MAP says the partner is fetching the same item (``cover="map"``), so the
+ego does not duplicate the fetch. ``useful_first``: a skill the kitchen needs always beats one
+it does not -- complementarity only orders useful skills. ``w`` is 0 on ordinary calls
+(``complementary_weight``) and ``interrupt_weight`` (5) after a contradiction interrupt
+(``reason`` in :data:`CONTRADICTION_REASONS`: the belief gate, or a judge that saw a
+duplicate): the interrupt says the partner no longer does what the ego's skill was chosen
+against, so among the useful skills the planner picks the one complementary to the partner's
+new skill. Ties go to the order of the feasible list. No network, no key.
 
-When the call comes from a contradiction interrupt (``reason`` in
-:data:`CONTRADICTION_REASONS`: the belief gate, or a judge that saw a duplicate),
-``w`` is ``interrupt_weight`` instead (default 5): the interrupt says the
-partner no longer does what the ego's skill was chosen against, so the planner
-puts complementarity before raw need -- the way the paper's planner is told to
-pick a skill that complements the partner's new one. Generic triggers (a
-timer, a completion, a held item) keep the ordinary weight.
+Why (issue 17, seeds 1000-1001, 5 layouts x 4 switching partners, docs/results.md): the old
+rule (posterior subtracted from every pickup's need, ``w = 0.5`` on every call, ``w = 5``
+able to promote a skill nobody needs) lowered reward against the same planner without a
+belief by 13.5 points (prompt only) and 35.5 points (prompt + gate): complementarity as a
+tie-breaker sends the ego to fetch dishes while pots still need onions (asymmetric_advantages
+-25), and after an interrupt to a complementary skill the kitchen does not need.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from beliefgate.planners.errors import PlannerConfigError
 from beliefgate.planners.types import PlanDecision, PlannerInput
 
-COMPLEMENTARY_WEIGHT = 0.5
+COMPLEMENTARY_WEIGHT = 0.0
 INTERRUPT_WEIGHT = 5.0
+#: the belief is acted on only when its MAP has at least this mass (chosen on seeds 1000-1001)
+MIN_CONFIDENCE = 0.8
 #: planning reasons that assert the partner's skill contradicts the ego's plan
 CONTRADICTION_REASONS = ("gate", "judge")
 
@@ -54,9 +58,9 @@ class RulePlannerConfig(BaseModel):
 
     complementary_weight: float = Field(COMPLEMENTARY_WEIGHT, ge=0)
     interrupt_weight: float = Field(INTERRUPT_WEIGHT, ge=0)
-    min_confidence: float = Field(0.0, ge=0, le=1)
-    useful_first: bool = False
-    cover: Literal["posterior", "map", "none"] = "posterior"
+    min_confidence: float = Field(MIN_CONFIDENCE, ge=0, le=1)
+    useful_first: bool = True
+    cover: Literal["posterior", "map", "none"] = "map"
 
 
 class RulePlanner:
