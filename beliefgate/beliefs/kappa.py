@@ -19,13 +19,14 @@ The posterior (deterministic; ``docs/kappa.md`` states and tests its error)
       expectation-propagation site ``exp(-p f^2 / 2 + nu f)``. A new judgment refreshes its
       pair's site against the cavity of the current approximation; the tilted moments are
       computed by composite Gauss-Legendre quadrature over the tilted density's range
-      (pieces no wider than ``2 tau``, 24 nodes each): about 1e-10 even for skewed tilts.
+      (pieces graded geometrically away from 0, 10 nodes each): within 4e-9 of adaptive
+      quadrature even for skewed tilts.
     * Argmax probabilities, by the number of branches and the evidence:
 
       - ``K = 1``: 1.
       - ``K = 2``: ``P(U_0 > U_1)`` in closed form (``Phi``) without judgments, else by
         composite Gauss-Legendre quadrature of the exact one-dimensional posterior of
-        ``U_0 - U_1`` (with a piece boundary at 0): exact to about 1e-10.
+        ``U_0 - U_1`` (with a piece boundary at 0): exact to about 1e-9.
       - no judgments: the posterior is an exact diagonal Gaussian;
         ``P_b = E[prod_{c != b} Phi((U_b - m_c) / s_c)]`` by 64-node Gauss-Hermite
         quadrature over ``U_b`` (about 1e-8).
@@ -297,7 +298,14 @@ class KappaInfo(NamedTuple):
 
 _GH64_X, _GH64_W = np.polynomial.hermite_e.hermegauss(64)
 _GH64_W = _GH64_W / _GH64_W.sum()
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(24)
+#: Gauss-Legendre nodes per piece of the tilted-density grid and the widest piece in Laplace
+#: sds (measured: 600 random tilts, mu_c ~ N(0, 9), log v_c ~ U(-6, 3), log tau ~ U(-3, 1),
+#: up to 7 + 7 judgments: moments within 4e-9 relative of scipy.integrate.quad at 1e-13)
+GRID_NODES = 10
+GRID_GAUSS_WIDTH = 4.0
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(GRID_NODES)
+_GEO = 2.0 ** np.arange(64)
+_ZERO = np.zeros(1)
 _EMPTY_I = np.zeros((0, 2), dtype=np.int64)
 _EMPTY_F = np.zeros(0)
 for _a in (_EMPTY_I, _EMPTY_F):
@@ -342,41 +350,59 @@ def _tilted_log(f, mu_c: float, v_c: float, n_ij: float, n_ji: float, tau: float
     return -0.5 * (f - mu_c) ** 2 / v_c + _pair_loglik(f, n_ij, n_ji, tau)
 
 
+def _tilted_log_scalar(f: float, mu_c: float, v_c: float, n_ij: float, n_ji: float, tau: float) -> float:
+    """:func:`_tilted_log` at one point in plain float arithmetic (no NumPy call overhead)."""
+    x = f / tau
+    log_sig = min(x, 0.0) - math.log1p(math.exp(-abs(x)))
+    return -0.5 * (f - mu_c) ** 2 / v_c + (n_ij + n_ji) * log_sig - n_ji * x
+
+
 def _tilted_grid(mu_c: float, v_c: float, n_ij: float, n_ji: float, tau: float, breaks: tuple = ()):
     """Nodes and normalised weights of the tilted density
     ``N(f; mu_c, v_c) sigmoid(f/tau)^n_ij sigmoid(-f/tau)^n_ji`` on a composite Gauss-Legendre grid.
 
     The density is log-concave: from its mode (Newton) the range is widened until the log
     density has dropped by 46 (a relative density of 1e-20) on both sides; the range is cut
-    into equal pieces no longer than ``2 tau`` (the width of the likelihood's features;
-    between 4 and 32 pieces) plus any ``breaks``, with 24 Gauss-Legendre nodes each. Returns
-    ``(nodes, weights)``.
+    into pieces no wider than :data:`GRID_GAUSS_WIDTH` Laplace sds, cut at 0 and at
+    ``+-tau 2^k`` (geometric grading away from the likelihood's poles at ``+-i pi tau``) and
+    at any ``breaks``, with :data:`GRID_NODES` Gauss-Legendre nodes each. Returns
+    ``(nodes, weights)``. The scalar steps (Newton, range search) are plain float
+    arithmetic; only the grid itself is one vectorised evaluation.
     """
     n = n_ij + n_ji
     f = mu_c
+    sd_c = math.sqrt(v_c)
+    cap = 4.0 * tau + sd_c
     for _ in range(200):
         x = f / tau
         s = 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0
         g = -(f - mu_c) / v_c + (n * (1.0 - s) - n_ji) / tau
         hess = -1.0 / v_c - n * s * (1.0 - s) / (tau * tau)
         step = g / hess
-        f -= max(-4.0 * tau - math.sqrt(v_c), min(4.0 * tau + math.sqrt(v_c), step))  # damped Newton
+        f -= max(-cap, min(cap, step))  # damped Newton
         if abs(step) < 1e-12 * (1.0 + abs(f)):
             break
-    top = float(_tilted_log(np.array([f]), mu_c, v_c, n_ij, n_ji, tau)[0])
+    floor = _tilted_log_scalar(f, mu_c, v_c, n_ij, n_ji, tau) - 46.0
+    s_t = 1.0 / math.sqrt(-hess)  # Laplace sd; log-concave: the range is at least ~9.6 s_t wide
     ends = []
     for sign in (-1.0, 1.0):
-        reach = min(tau, math.sqrt(v_c))
-        while _tilted_log(np.array([f + sign * reach]), mu_c, v_c, n_ij, n_ji, tau)[0] > top - 46.0:
+        reach = 4.0 * s_t
+        while _tilted_log_scalar(f + sign * reach, mu_c, v_c, n_ij, n_ji, tau) > floor:
             reach *= 2.0
         ends.append(f + sign * reach)
     lo, hi = ends
-    count = min(32, max(4, math.ceil((hi - lo) / (2.0 * tau))))
-    points = sorted({*np.linspace(lo, hi, count + 1).tolist(), *(b for b in breaks if lo < b < hi)})
-    a, b = np.asarray(points[:-1]), np.asarray(points[1:])
+    # pieces: no wider than GRID_GAUSS_WIDTH Laplace sds of the tilted density (its Gaussian
+    # scale) and graded geometrically away from 0, where the likelihood's poles (f = +-i pi tau)
+    # sit: [tau 2^k, tau 2^(k+1)] keeps every piece well inside its analyticity ellipse
+    span = max(abs(lo), abs(hi))
+    geo = _GEO[: max(0, min(len(_GEO), math.ceil(math.log2(span / tau)) + 1 if span > tau else 0))] * tau
+    cuts = np.concatenate([np.linspace(lo, hi, max(2, math.ceil((hi - lo) / (GRID_GAUSS_WIDTH * s_t))) + 1),
+                           _ZERO, geo, -geo, np.asarray(breaks, dtype=np.float64)])
+    points = np.unique(cuts[(cuts >= lo) & (cuts <= hi)])
+    a, b = points[:-1], points[1:]
     half = 0.5 * (b - a)
-    nodes = (half[:, None] * _GL_X[None, :] + (0.5 * (a + b))[:, None]).ravel()
-    logw = np.log((half[:, None] * _GL_W[None, :]).ravel()) + _tilted_log(nodes, mu_c, v_c, n_ij, n_ji, tau)
+    nodes = (half[:, None] * _GL_X + (0.5 * (a + b))[:, None]).ravel()
+    logw = np.log((half[:, None] * _GL_W).ravel()) + _tilted_log(nodes, mu_c, v_c, n_ij, n_ji, tau)
     w = np.exp(logw - logw.max())
     return nodes, w / w.sum()
 
