@@ -85,13 +85,17 @@ def _alive(proc) -> bool:
         return False
 
 
-def test_sigkilled_runner_leaves_no_worker_or_resource_tracker(tmp_path):
+@pytest.mark.parametrize("executor", [[], ["--scheduler", "local"]], ids=["process-pool", "dask-local"])
+def test_sigkilled_runner_leaves_no_worker_or_resource_tracker(tmp_path, executor):
     psutil = pytest.importorskip("psutil")
+    if executor:
+        pytest.importorskip("distributed")
     grid = tmp_path / "grid.yaml"
     # enough long episodes that both workers are busy when the runner is killed
     grid.write_text(yaml.safe_dump({**TINY, "agents": ["bayes-belief:full"], "seeds": list(range(8)),
                                     "horizon": 400}), encoding="utf-8")
-    proc = subprocess.Popen([str(BIN), "eval", "run", str(grid), "--out", str(tmp_path / "run"), "--workers", "2"],
+    proc = subprocess.Popen([str(BIN), "eval", "run", str(grid), "--out", str(tmp_path / "run"), "--workers", "2",
+                             *executor],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     children = []
     try:
@@ -100,7 +104,8 @@ def test_sigkilled_runner_leaves_no_worker_or_resource_tracker(tmp_path):
         workers = []
         while time.monotonic() < deadline and proc.poll() is None:
             children = runner.children(recursive=True)
-            workers = [c for c in children if "spawn_main" in " ".join(c.cmdline())]
+            workers = [c for c in children if "spawn_main" in " ".join(c.cmdline())
+                       and "resource_tracker" not in " ".join(c.cmdline())]
             if len(workers) >= 2:
                 break
             time.sleep(0.2)
