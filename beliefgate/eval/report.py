@@ -375,6 +375,8 @@ class Report:
     def effective_share(self, cond: str) -> str:
         """Pooled effective fraction of a condition: Σ effective replans / Σ replans ("–" without replans)."""
         rows = [r for r in self._select(cond) if not math.isnan(float(r["effective_replans"]))]
+        if not rows:
+            return "–"  # no episode logged the interrupt flag (a table from before effective replans)
         total = sum(float(r["replans"]) for r in rows)
         if not total:
             return "– (no replans)"
