@@ -11,8 +11,7 @@ from beliefgate.envs.overcooked.flat_state import (FLAT_STATE_KEYS, FLAT_STATE_V
 from beliefgate.envs.overcooked.layouts import LAYOUTS
 from beliefgate.envs.overcooked.state import CounterObject, PlayerView, PotView, SymbolicState
 from beliefgate.eval.episode import run_episode
-from beliefgate.policytree.agent import (TreeSpecError, close_sandboxes, make_policy_tree_agent, parse_spec,
-                                         register_agent)
+from beliefgate.policytree.agent import TreeSpecError, close_sandboxes, make_policy_tree_agent, parse_spec
 from beliefgate.policytree.layouts import seat_skills
 from beliefgate.policytree.learn import check_tree, probe_states
 from beliefgate.policytree.sandbox import SKILLS
@@ -86,7 +85,6 @@ def test_seed_tree_passes_the_probes_and_plays_a_short_episode(layout):
     assert "**Partner Inference Tree**" in seed_text(layout) and "**Self Action Selection Tree**" in seed_text(layout)
     for seat in (0, 1):
         assert check_tree(code, layout, seat) is None, (layout, seat)
-    register_agent()
     result = run_episode(layout, f"policy-tree:seed:{layout}", "balanced", seed=3, horizon=80)
     infos = [row.info[0] for row in result.trajectory.steps]
     assert result.summary["steps"] == 80 and result.summary["llm_calls"] == 0
@@ -105,7 +103,6 @@ def test_probe_battery_covers_every_holding_pair():
 
 
 def test_a_full_seed_episode_scores_and_both_variants_log_their_inference(tmp_path):
-    register_agent()
     plain = run_episode("cramped_room", "policy-tree:seed:cramped_room", "balanced", seed=0, horizon=400)
     assert plain.summary["reward"] >= 100  # at least five soups with the balanced partner
     bayes = run_episode("cramped_room", "policy-tree:seed:cramped_room:bayes", "balanced", seed=0, horizon=60)
@@ -129,7 +126,6 @@ def test_agent_specs_and_gate_params(tmp_path):
     assert agent.bayes and agent.params is params
     with pytest.raises(GateParamsNotUsedError):
         make_policy_tree_agent(str(path), gate_params=params)
-    register_agent()
     via_registry = make_agent(f"policy-tree:{path}:bayes", gate_params=params)
     via_registry.reset("cramped_room", 0, 1)
     assert via_registry.gate is not None and via_registry.params is params
@@ -141,7 +137,6 @@ def test_a_tree_that_fails_at_run_time_falls_back_and_counts_it(tmp_path):
                     "    if state['holdings']['self'] == 'onion':\n"
                     "        return 'pickup_onion', 'teleport'\n"
                     "    return 'pickup_onion', 'pickup_onion'\n")
-    register_agent()
     result = run_episode("cramped_room", f"policy-tree:{path}", "balanced", seed=1, horizon=30)
     infos = [row.info[0] for row in result.trajectory.steps]
     failed = [i for i in infos if i["tree_error"]]

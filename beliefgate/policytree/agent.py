@@ -237,26 +237,3 @@ def make_policy_tree_agent(spec: str, llm=None, gate_params=None, **limits) -> P
                            **limits)
 
 
-def register_agent() -> None:
-    """Make ``policy-tree:SPEC`` an agent name for ``run_episode`` unless the registry has it.
-
-    A bridge until the registry's table carries the row
-    ``AgentEntry("policy-tree", "beliefgate.policytree.agent:make_policy_tree_agent", ...,
-    option="required", llm=True, gate=True)``; then this does nothing.
-    """
-    import warnings
-
-    from beliefgate.agents.registry import agent_names, register
-
-    if PREFIX in agent_names():
-        return
-
-    def factory(name, llm=None):
-        if ":" not in name:
-            raise TreeSpecError(f"{PREFIX} needs a tree: {PREFIX}:PATH or {PREFIX}:PATH:bayes")
-        return make_policy_tree_agent(name.split(":", 1)[1], llm)
-
-    with warnings.catch_warnings():  # the run-time row is the documented bridge (see above)
-        warnings.filterwarnings("ignore", "beliefgate.agents.registry.register is deprecated",
-                                DeprecationWarning)
-        register(PREFIX, factory, "an executable policy tree run in the sandbox (PATH[:bayes]; seed:LAYOUT)")

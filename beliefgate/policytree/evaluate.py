@@ -6,7 +6,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
-from beliefgate.policytree.agent import close_sandboxes, parse_spec, register_agent
+from beliefgate.policytree.agent import close_sandboxes, parse_spec
 
 
 def evaluate_tree(spec: str, layouts: Sequence[str], partners: Sequence[str], seeds: Iterable[int],
@@ -17,7 +17,6 @@ def evaluate_tree(spec: str, layouts: Sequence[str], partners: Sequence[str], se
     from beliefgate.eval.metrics import partner_intent_accuracy
 
     parse_spec(spec)
-    register_agent()
     seeds = list(seeds)
     jobs = [(lay, p, seat, s) for lay in layouts for p in partners for seat in seats for s in seeds]
     rows = []

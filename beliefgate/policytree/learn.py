@@ -457,9 +457,8 @@ def build_trace(traj, seat: int, max_entries: int) -> str:
 def run_rollouts(tree_path: Path, cfg: LearnConfig) -> RolloutResult:
     """``cfg.rollouts`` seeded episodes of the tree file with the source partner (no LLM)."""
     from beliefgate.eval.episode import run_episode
-    from beliefgate.policytree.agent import close_sandboxes, register_agent
+    from beliefgate.policytree.agent import close_sandboxes
 
-    register_agent()
     rewards, episodes, trace = [], [], ""
     try:
         for i in range(cfg.rollouts):
