@@ -1,23 +1,28 @@
-"""Load test of the gate service on 127.0.0.1: concurrent sessions stepping over HTTP.
+"""Load test of the gate service on 127.0.0.1: a flood for CPU per step, a paced run for latency.
 
-Starts ``beliefgate serve`` in a subprocess on a free loopback port (no token, no
-snapshot unless ``--snapshot``), opens ``--sessions`` sessions (K = 6 skills) and
-drives them concurrently from one asyncio/httpx client process, one keep-alive
-connection per session, until ``--steps`` steps have been taken in total (the
-default: 200 sessions, 50,000 steps). Every request is timed on its own.
+Three parts, each against ``beliefgate serve`` started in a subprocess on a free
+loopback port (no token):
 
-Reported: throughput (steps/s), p50/p99 latency per step, the server's CPU time per
-step (from /proc, Linux only), and the ratios to the same work done in this
-process with ``Gate.step`` (the baseline, timed here first). The final posterior of
-every session is compared with the in-process gates (exact equality).
+1. **flood, no snapshot**: ``--sessions`` sessions (K = 6 skills) driven concurrently
+   from this process, one keep-alive connection each, until ``--steps`` steps in total
+   (default 200 sessions, 50,000 steps). Reported: throughput, p50/p99 latency, and the
+   **server's CPU time per step** (from /proc, Linux only) -- the load-insensitive figure;
+   plus the same work in this process with ``Gate.step`` (the baseline) and an exact
+   comparison of every session's final posterior with it.
+2. **flood, with ``--snapshot``** (every acknowledged step durable, group commit):
+   ``--snapshot-steps`` steps (default 20,000) the same way; CPU per step again.
+3. **paced**: ``benchmarks/load_serve.py`` in a *separate process* steps ``--paced-sessions``
+   sessions (default 200) at ``--rate`` Hz (default 5) for ``--duration`` s (default 30);
+   per-request p50/p99 latency, errors, the generator's own schedule lag and the server's
+   CPU per step. Without a snapshot, and (``--paced-snapshot``) with one.
 
-    python benchmarks/bench_serve.py               # 200 sessions, 50,000 steps
-    python benchmarks/bench_serve.py --quick       # 20 sessions, 1,000 steps
-    python benchmarks/bench_serve.py --json out.json --snapshot
+    python benchmarks/bench_serve.py               # all three, full size (~2 min)
+    python benchmarks/bench_serve.py --quick       # smoke sizes
+    python benchmarks/bench_serve.py --json out.json --skip-snapshot --skip-paced
 
-The client and the server share the machine's cores, so the HTTP numbers include
-the client's own cost. It stops by itself: the server is terminated at the end and
-the whole run is abandoned after ``--max-seconds``. Nothing binds other than 127.0.0.1.
+Client and server share the machine's cores (the load of the machine is recorded in
+``machine.load_avg``). It stops by itself: servers are terminated at the end and each
+part is abandoned after ``--max-seconds``. Nothing binds other than 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -259,51 +264,122 @@ async def drive(url: str, proc, params: GateParams, bodies, per_session, use_htt
             "finals": finals}
 
 
-def main(argv: Optional[list] = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: 20 sessions, 1,000 steps")
-    parser.add_argument("--sessions", type=int, default=None, help="concurrent sessions (default 200)")
-    parser.add_argument("--steps", type=int, default=None, help="steps in total (default 50,000)")
-    parser.add_argument("--snapshot", action="store_true", help="run the server with a snapshot file (durable acks)")
-    parser.add_argument("--client", choices=("raw", "httpx"), default="raw",
-                        help="stepping client: a minimal asyncio HTTP/1.1 client (default) or httpx.AsyncClient")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random tables")
-    parser.add_argument("--max-seconds", type=float, default=900.0, help="abandon the run after this long")
-    parser.add_argument("--json", type=str, default=None, help="write the results here")
-    args = parser.parse_args(argv)
-    sessions = args.sessions or (20 if args.quick else 200)
-    total = args.steps or (1_000 if args.quick else 50_000)
-    if sessions < 1 or total < sessions:
-        parser.error("need --sessions >= 1 and --steps >= --sessions")
-    params = GateParams()
-    tables, actions, bodies = make_pool(args.seed)
-    per_session = split_steps(total, sessions)
-
-    base = in_process(params, tables, actions, per_session)
-    snap_dir = tempfile.TemporaryDirectory(prefix="bench-serve-") if args.snapshot else None
+def flood(params: GateParams, bodies, per_session, snapshot: bool, client: str, serial_steps: int,
+          max_seconds: float) -> dict:
+    """Part 1 or 2: one server, every session stepping as fast as it is answered."""
+    snap_dir = tempfile.TemporaryDirectory(prefix="bench-serve-") if snapshot else None
     port = free_port()
-    proc = start_server(port, sessions, Path(snap_dir.name) / "s.pkl" if snap_dir else None)
+    proc = start_server(port, len(per_session), Path(snap_dir.name) / "s.pkl" if snap_dir else None)
     try:
-        http = asyncio.run(asyncio.wait_for(
-            drive(f"http://{HOST}:{port}", proc, params, bodies, per_session, args.client == "httpx",
-                  serial_steps=100 if args.quick else 1000),
-            timeout=args.max_seconds))
+        return asyncio.run(asyncio.wait_for(
+            drive(f"http://{HOST}:{port}", proc, params, bodies, per_session, client == "httpx",
+                  serial_steps=serial_steps),
+            timeout=max_seconds))
     finally:
         stop_server(proc)
         if snap_dir is not None:
             snap_dir.cleanup()
+
+
+def wait_healthy_sync(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            if httpx.get(url + "/v1/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise RuntimeError("server did not become healthy")
+
+
+def paced(sessions: int, rate: float, duration: float, snapshot: bool, seed: int, max_seconds: float) -> dict:
+    """Part 3: the paced load generator (``load_serve.py``) in its own process."""
+    snap_dir = tempfile.TemporaryDirectory(prefix="bench-serve-") if snapshot else None
+    port = free_port()
+    url = f"http://{HOST}:{port}"
+    proc = start_server(port, sessions, Path(snap_dir.name) / "s.pkl" if snap_dir else None)
+    try:
+        wait_healthy_sync(url, proc)
+        cmd = [sys.executable, str(Path(__file__).resolve().parent / "load_serve.py"), "--url", url,
+               "--sessions", str(sessions), "--rate", str(rate), "--duration", str(duration),
+               "--seed", str(seed), "--server-pid", str(proc.pid)]
+        out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=max_seconds)
+        if out.returncode != 0:
+            raise RuntimeError(f"load generator failed ({out.returncode}): {out.stderr[-2000:]}")
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+    finally:
+        stop_server(proc)
+        if snap_dir is not None:
+            snap_dir.cleanup()
+    result["snapshot"] = snapshot
+    return result
+
+
+def _cpu(x) -> str:
+    return "n/a" if x is None else f"{x:.0f} us"
+
+
+def main(argv: Optional[list] = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke sizes (20 sessions, 1,000 steps, 3 s paced)")
+    parser.add_argument("--sessions", type=int, default=None, help="flood: concurrent sessions (default 200)")
+    parser.add_argument("--steps", type=int, default=None, help="flood: steps in total (default 50,000)")
+    parser.add_argument("--snapshot", action="store_true",
+                        help="run part 1 with a snapshot file too (the old single-run mode)")
+    parser.add_argument("--snapshot-steps", type=int, default=None, help="part 2: steps in total (default 20,000)")
+    parser.add_argument("--skip-snapshot", action="store_true", help="skip part 2")
+    parser.add_argument("--skip-paced", action="store_true", help="skip part 3")
+    parser.add_argument("--paced-sessions", type=int, default=None, help="part 3: sessions (default 200)")
+    parser.add_argument("--rate", type=float, default=5.0, help="part 3: steps per second per session")
+    parser.add_argument("--duration", type=float, default=None, help="part 3: seconds of stepping (default 30)")
+    parser.add_argument("--paced-snapshot", action="store_true", help="part 3 again with a snapshot file")
+    parser.add_argument("--client", choices=("raw", "httpx"), default="raw",
+                        help="flood client: a minimal asyncio HTTP/1.1 client (default) or httpx.AsyncClient")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random tables")
+    parser.add_argument("--max-seconds", type=float, default=900.0, help="abandon a part after this long")
+    parser.add_argument("--json", type=str, default=None, help="write the results here")
+    args = parser.parse_args(argv)
+    sessions = args.sessions or (20 if args.quick else 200)
+    total = args.steps or (1_000 if args.quick else 50_000)
+    snap_total = args.snapshot_steps or (min(total, 1_000) if args.quick else 20_000)
+    if sessions < 1 or total < sessions or snap_total < sessions:
+        parser.error("need --sessions >= 1 and --steps, --snapshot-steps >= --sessions")
+    params = GateParams()
+    tables, actions, bodies = make_pool(args.seed)
+    per_session = split_steps(total, sessions)
+    serial = 100 if args.quick else 1000
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+
+    base = in_process(params, tables, actions, per_session)
+    http = flood(params, bodies, per_session, args.snapshot, args.client, serial, args.max_seconds)
     equal = all(f is not None and np.array_equal(np.asarray(f), b) for f, b in zip(http.pop("finals"),
                                                                                      base.pop("posteriors")))
     http["final_posteriors_equal"] = bool(equal)
+    snap = None
+    if not args.skip_snapshot:
+        snap = flood(params, bodies, split_steps(snap_total, sessions), True, args.client, serial // 10,
+                     args.max_seconds)
+        snap.pop("finals")
+    paced_runs = []
+    if not args.skip_paced:
+        n = args.paced_sessions or (8 if args.quick else 200)
+        duration = args.duration or (3.0 if args.quick else 30.0)
+        for with_snapshot in (False, True) if args.paced_snapshot else (False,):
+            paced_runs.append(paced(n, args.rate, duration, with_snapshot, args.seed, args.max_seconds))
     result = {
-        "config": {"sessions": sessions, "steps": total, "num_skills": NUM_SKILLS, "num_actions": NUM_ACTIONS,
-                   "snapshot": args.snapshot, "client": args.client, "seed": args.seed,
-                   "params": params.model_dump(mode="json"),
-                   "quick": args.quick},
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "load_avg": os.getloadavg() if hasattr(os, "getloadavg") else None},
+        "config": {"sessions": sessions, "steps": total, "snapshot_steps": snap_total, "num_skills": NUM_SKILLS,
+                   "num_actions": NUM_ACTIONS, "snapshot": args.snapshot, "client": args.client, "seed": args.seed,
+                   "params": params.model_dump(mode="json"), "quick": args.quick},
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_avg": load_before,
+                    "load_avg_end": os.getloadavg() if hasattr(os, "getloadavg") else None},
         "in_process": base,
         "http": http,
+        "http_snapshot": snap,
+        "paced": paced_runs,
         "ratios": {
             "throughput_in_process_over_http": base["throughput"] / http["throughput"],
             "p50_http_over_in_process": http["p50_us"] / base["p50_us"],
@@ -311,9 +387,10 @@ def main(argv: Optional[list] = None) -> dict:
             "serial_p50_http_over_in_process": http["serial_p50_us"] / base["p50_us"],
         },
     }
-    print(f"gate service load test: {sessions} sessions, {http['steps']} steps over HTTP on {HOST} "
-          f"({'snapshot on' if args.snapshot else 'no snapshot'}, {args.client} client); "
-          f"{os.cpu_count()} CPUs shared by client and server")
+    print(f"gate service load test on {HOST}; {os.cpu_count()} CPUs shared by client and server; "
+          f"load average at start {load_before}")
+    print(f"1. flood: {sessions} sessions, {http['steps']} steps ({'snapshot on' if args.snapshot else 'no snapshot'}, "
+          f"{args.client} client)")
     print(f"{'':28s}{'steps/s':>12s}{'p50 (us)':>12s}{'p99 (us)':>12s}")
     print(f"{'in-process Gate.step':28s}{base['throughput']:12.0f}{base['p50_us']:12.1f}{base['p99_us']:12.1f}")
     print(f"{'HTTP /step, one at a time':28s}{http['serial_throughput']:12.0f}"
@@ -321,13 +398,22 @@ def main(argv: Optional[list] = None) -> dict:
     print(f"{'HTTP /step, ' + str(sessions) + ' concurrent':28s}{http['throughput']:12.0f}"
           f"{http['p50_us']:12.1f}{http['p99_us']:12.1f}")
     r = result["ratios"]
-    cpu = http["server_cpu_us_per_step"]
-    print(f"in-process throughput is {r['throughput_in_process_over_http']:.0f}x the concurrent HTTP throughput; "
-          f"one request alone takes {r['serial_p50_http_over_in_process']:.0f}x the in-process call (p50); "
-          f"under load p50/p99 are {r['p50_http_over_in_process']:.0f}x/{r['p99_http_over_in_process']:.0f}x "
-          f"(queueing: {sessions} requests in flight)"
-          + (f"; server CPU {cpu:.0f} us/step" if cpu is not None else ""))
-    print(f"errors: {http['errors']}; final posteriors equal to in-process: {equal}")
+    print(f"   server CPU {_cpu(http['server_cpu_us_per_step'])}/step (target <= 300 us); in-process Gate.step "
+          f"p50 {base['p50_us']:.0f} us; one request alone takes {r['serial_p50_http_over_in_process']:.0f}x "
+          f"the in-process call (p50)")
+    print(f"   errors: {http['errors']}; final posteriors equal to in-process: {equal}")
+    if snap is not None:
+        print(f"2. flood with --snapshot: {sessions} sessions, {snap['steps']} steps: {snap['throughput']:.0f} steps/s, "
+              f"p50 {snap['p50_us'] / 1e3:.1f} ms, p99 {snap['p99_us'] / 1e3:.1f} ms; server CPU "
+              f"{_cpu(snap['server_cpu_us_per_step'])}/step (target <= 1000 us); errors {snap['errors']}")
+    for run in paced_runs:
+        print(f"3. paced{' with --snapshot' if run['snapshot'] else ''} (load_serve.py, own process): "
+              f"{run['sessions']} sessions x {run['rate_hz']:g} Hz x {run['duration_s']:g} s = {run['steps']} steps "
+              f"({run['achieved_steps_per_s']:.0f}/s): p50 {run['p50_ms']:.2f} ms, p99 {run['p99_ms']:.2f} ms "
+              f"(target <= 20 ms), max {run['max_ms']:.1f} ms; errors {run['errors']}; generator lag p99 "
+              f"{run['lag_p99_ms']:.2f} ms; server CPU {_cpu(run['server_cpu_us_per_step'])}/step; "
+              f"p99 over 20 ms in {run['seconds_p99_over_20ms']} of {run['seconds']} one-second windows "
+              f"(median window p99 {run['median_second_p99_ms']:.2f} ms)")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     return result

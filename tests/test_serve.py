@@ -656,10 +656,14 @@ def test_benchmark_smoke(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = tmp_path / "bench.json"
-    result = module.main(["--quick", "--sessions", "8", "--steps", "200", "--json", str(out)])
+    result = module.main(["--quick", "--sessions", "8", "--steps", "200", "--snapshot-steps", "40",
+                          "--paced-sessions", "4", "--duration", "1", "--json", str(out)])
     data = json.loads(out.read_text())
     assert data["http"]["steps"] == result["http"]["steps"] > 0
     assert data["http"]["errors"] == 0 and data["http"]["final_posteriors_equal"]
+    assert data["http_snapshot"]["steps"] == 40 and data["http_snapshot"]["errors"] == 0
+    (paced,) = data["paced"]  # the load generator ran in its own process, on a schedule
+    assert paced["steps"] == 4 * 5 and paced["errors"] == 0 and paced["p99_ms"] > 0
 
 
 # --------------------------------------------------------------------------- property-based fuzz

@@ -8,6 +8,7 @@ server on the same snapshot refused.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import pickle
 
@@ -178,3 +179,55 @@ def test_second_server_on_the_same_snapshot_is_refused(tmp_path):
     assert second.open() == 0  # free again once the first let go
     assert not planted.exists()
     second.close()
+
+
+def test_fast_step_path_answers_exactly_as_fastapi():
+    """The guard serves valid step requests itself; ``application/x+json`` takes FastAPI's
+    route for the same request: every answer (success and error) must be identical."""
+    fast, slow = {"Content-Type": "application/json"}, {"Content-Type": "application/x-test+json"}
+    rng = np.random.default_rng(3)
+    with ThreadServer() as srv, Client(srv.url) as client:
+        a = client.from_logprobs(3, skill_names=["p", "q", "r"]).session_id
+        b = client.from_logprobs(3, skill_names=["p", "q", "r"]).session_id
+        kappa = client.kappa(["x", "y"]).session_id
+
+        def both(suffix: str, payload, sid_a=None, sid_b=None):
+            body = json.dumps(payload)
+            ra = httpx.post(f"{srv.url}/v1/sessions/{sid_a or a}/{suffix}", content=body, headers=fast)
+            rb = httpx.post(f"{srv.url}/v1/sessions/{sid_b or b}/{suffix}", content=body, headers=slow)
+            assert (ra.status_code, ra.headers["content-type"]) == (rb.status_code, rb.headers["content-type"])
+            assert ra.json() == rb.json(), suffix
+            return ra
+
+        for i in range(12):
+            q = rng.normal(size=(3, 4))
+            table = (q - np.log(np.exp(q).sum(1, keepdims=True))).tolist()
+            assert both("step", {"action_logprobs": table, "action": int(i % 4),
+                                 "completed": "q" if i == 5 else None}).status_code == 200
+            assert both("step_loglik", {"loglik": table[0][:3], "weight": 0.5}).status_code == 200
+            assert both("step_evidence", {"action_logprobs": table, "action_mask": [True, False, True, False],
+                                          "ego_active": i % 2 == 0}).status_code == 200
+        cases = [("step", {"action_logprobs": [[-0.1, -2.0]] * 3, "action": 7}, 422),       # ActionIndexError
+                 ("step", {"action_logprobs": [[-0.1, -2.0]] * 2, "action": 0}, 422),       # ShapeMismatchError
+                 ("step", {"action_logprobs": [[-0.1, -2.0]] * 3, "action": 0, "completed": "zz"}, 422),
+                 ("step", {"action_logprobs": [[None, None]] * 3, "action": 0}, 422),
+                 ("step", {"action_logprobs": [[-0.1, -2.0]] * 3}, 422),                    # schema
+                 ("step_loglik", {"loglik": [0.1, "x", 0.2]}, 422)]
+        for suffix, payload, status in cases:
+            assert both(suffix, payload).status_code == status, payload
+        assert both("step", {"action_logprobs": [[-0.1]], "action": 0}, "nope", "nope").status_code == 404
+        assert both("step", {"action_logprobs": [[-0.1]], "action": 0}, kappa, kappa).status_code == 409
+        assert digest(client, a)[::2] == digest(client, b)[::2]  # same state (digest, t)
+
+
+def test_remote_kappa_errors_name_the_field():
+    from beliefgate.beliefs.kappa import DepthError, UnknownBranchError
+
+    with ThreadServer() as srv, Client(srv.url) as client:
+        k = client.kappa(["left", "right"])
+        with pytest.raises(UnknownBranchError) as info:
+            k.judge("left", "up", 1)
+        assert info.value.field == "right"
+        with pytest.raises(DepthError) as info:
+            k.rollout("left", 0, 1.0)
+        assert info.value.field == "depth"

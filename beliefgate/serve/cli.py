@@ -5,6 +5,7 @@ FastAPI and uvicorn are imported inside the command so ``beliefgate --help`` sta
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import os
 import stat
@@ -110,6 +111,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         config = uvicorn.Config(application, host=host, port=port, log_level=log_level, access_log=access_log,
                                 lifespan="on", timeout_graceful_shutdown=5)
         server = uvicorn.Server(config)
+        # everything built so far lives as long as the server: move it out of the collector's
+        # sight, so that a full collection scans only what requests allocate (~50 ms -> ~0)
+        gc.freeze()
         server.run()
         if not server.started:
             raise typer.Exit(1)

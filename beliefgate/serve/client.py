@@ -112,7 +112,12 @@ def _raise_for(response: httpx.Response) -> None:
     cls = _gate_error_class(kind) if response.status_code == 422 else None
     if cls is None:
         cls = _BY_STATUS.get(response.status_code, ServeError)
-    raise cls(response.status_code, kind, detail, body.get("errors"))
+    exc = cls(response.status_code, kind, detail, body.get("errors"))
+    if isinstance(exc, _kappa.KappaInputError):  # the field the server named, as in process
+        errors = body.get("errors")
+        loc = errors[0].get("loc") if isinstance(errors, list) and errors and isinstance(errors[0], dict) else None
+        exc.field = str(loc[-1]) if isinstance(loc, list) and loc and loc[-1] != "body" else None
+    raise exc
 
 
 # --------------------------------------------------------------------------- encoding
