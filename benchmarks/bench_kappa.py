@@ -2,7 +2,8 @@
 
 * latency of one ``kappa_update`` at 8 branches (p50/p99 over random evidence streams of
   up to 20 judgments and 10 rollouts), by path, against the baseline a caller would
-  otherwise run: a plain Monte-Carlo estimate of the same argmax probabilities;
+  otherwise run: a plain Monte-Carlo estimate of the same argmax probabilities; and the
+  p50 at 512 and 2048 points of the quasi-random rule (the speed/accuracy trade-off);
 * accuracy of the argmax probabilities against an independent slow Monte-Carlo reference
   (``monte_carlo_argmax``, 400k draws) on random evidence sets;
 * ``--fit``: the NumPyro fit of 500 simulated decisions, 4 chains x 1000 draws: max r_hat and
@@ -126,8 +127,12 @@ def main(argv=None) -> dict:
         config["loadavg"] = [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
     except OSError:
         config["loadavg"] = None
+    streams = 5 if args.quick else 60
     result = {"config": config,
-              "latency": latency(params, 8, 5 if args.quick else 60, args.seed),
+              "latency": latency(params, 8, streams, args.seed),
+              # the speed/accuracy trade-off of the quasi-random rule (same streams, same process)
+              "latency_by_points": {n: latency(params.replace(num_points=n), 8, streams, args.seed)["all"]
+                                    for n in (512, 2048) if n != params.num_points},
               "accuracy": accuracy(params, 5 if args.quick else 100, args.seed + 1, 50_000 if args.quick else 400_000)}
     if args.fit and not args.quick:
         result["fit"] = fit_check(args.seed)
@@ -136,6 +141,9 @@ def main(argv=None) -> dict:
           f"(judgment p50 {lat['judgment']['p50_us']:.0f}, rollout p50 {lat['rollout']['p50_us']:.0f}); "
           f"baseline plain Monte Carlo (20k draws) p50 {lat['baseline_mc20k']['p50_us']:.0f} us; "
           f"load average {config['loadavg']}")
+    by = result["latency_by_points"]
+    by[params.num_points] = lat["all"]
+    print("p50 by num_points: " + ", ".join(f"{n}: {v['p50_us']:.0f} us" for n, v in sorted(by.items())))
     acc = result["accuracy"]
     print(f"argmax probabilities vs {acc['reference']}: max |error| {acc['max_abs_error']:.4f}, mean of per-set max "
           f"{acc['mean_max_abs_error']:.4f} over {acc['sets']} sets; by path {json.dumps(acc['by_method'])}")

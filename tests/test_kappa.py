@@ -41,9 +41,9 @@ from beliefgate.beliefs.kappa import (
 )
 from beliefgate.errors import InputError, LookupFailure
 
-#: largest error of the argmax probabilities measured against the Monte-Carlo reference
-#: (docs/kappa.md: 200 random sets, max 0.012 at K >= 3 with judgments)
-RULE_ERROR = 0.02
+#: bound on the error of the argmax probabilities against the Monte-Carlo reference at the
+#: default 2048 points (docs/kappa.md: 40 random sets, seeds >= 1000, max 0.0093)
+RULE_ERROR = 0.01
 
 
 def random_evidence(rng, k=None, max_judgments=20, max_rollouts=10, values=(0.0, 1.0, 0.5, 1.0)):
@@ -309,6 +309,20 @@ def test_larger_sigma_r_moves_probabilities_towards_uniform(seed):
         _towards_uniform([KappaParams(sigma_r=s) for s in (0.2, 0.5, 1.0, 2.0, 5.0)], k, [], rollouts, 1e-9)
 
 
+def test_per_branch_towards_uniform_is_false_for_three_branches():
+    """Why the K >= 3 checks above use kappa and the distance from uniform: for the exact
+    posterior (rollouts only: independent Gaussians, product quadrature exact to ~1e-8) a
+    branch below 1/K can overshoot above it as sigma_r grows, moving away from 1/K."""
+    probs = []
+    for sigma_r in (0.5, 1.0):
+        p = KappaParams(sigma_r=sigma_r)
+        info = kappa_info(p, build(p, 3, [], [(0, 1, 0.3), (1, 1, 0.063), (2, 1, -1.317)]))
+        assert info.method == "product_quadrature"
+        probs.append(info.argmax_probs[1])
+    # branch b: 0.380 at sigma_r = 0.5, 0.404 at 1.0: larger sigma_r moved it away from 1/3
+    assert abs(probs[1] - 1 / 3) > abs(probs[0] - 1 / 3) + 0.02, probs
+
+
 # --------------------------------------------------------------------------- bad input
 
 
@@ -423,12 +437,22 @@ def test_decisions_jsonl_round_trip_and_errors(tmp_path):
         assert f"{bad}:2" in str(exc.value)
 
 
-def _nuts_agreement(num_sets: int, seed: int, chains: int, draws: int, warmup: int):
-    """Per set: ``(K, method, max |z| over branches, |z| of kappa, max |fast - nuts|)``.
+#: two-sided tail of one comparison at 3 standard errors
+P3 = 2 * (1 - ndtr(3.0))
 
-    ``z = (fast - nuts) / mcse`` with ArviZ's Monte-Carlo standard error of the NUTS
-    indicator mean; where NUTS never (or always) saw a branch win, the binomial error
-    ``sqrt(p (1 - p) / draws)`` at the fast ``p`` stands in.
+
+def _nuts_agreement(num_sets: int, seed: int, chains: int, draws: int, warmup: int):
+    """z-scores of the fast argmax probabilities against NUTS on ``num_sets`` random sets.
+
+    Returns ``(z_all, z_kappa, diffs, divergences)``: ``z_all`` one per branch of every set,
+    ``z_kappa`` the best branch's, ``diffs`` the per-set max ``|fast - nuts|``.
+
+    ``z = (fast - nuts) / se`` with the standard error *under the hypothesis tested*
+    (the true probability is the fast ``p``): ``se = sqrt(p (1 - p) / ess)``, ``ess`` the
+    ArviZ bulk ESS of that branch's indicator draws (where NUTS saw it vary; otherwise the
+    set's median relative ESS times the draws). The plug-in MCSE of the NUTS draws themselves
+    is no good for rare branches (a branch NUTS saw win 3 times in 4000 gets an SE ~3x too
+    small); measured in docs/kappa.md.
     """
     from beliefgate.models.kappa import nuts_argmax_probs
 
@@ -438,43 +462,71 @@ def _nuts_agreement(num_sets: int, seed: int, chains: int, draws: int, warmup: i
     sets = [random_evidence(rng) for _ in range(num_sets)]
     fast = [kappa_info(params, build(params, *s)) for s in sets]
     nuts = nuts_argmax_probs(values, sets, chains=chains, draws=draws, warmup=warmup, seed=seed)
-    rows = []
-    for s, f, n in zip(sets, fast, nuts):
+    z_all, z_kappa, diffs = [], [], []
+    for f, n in zip(fast, nuts):
         assert n.r_hat <= 1.01
         p = f.argmax_probs
-        se = np.where(n.mcse > 0, n.mcse, np.sqrt(p * (1 - p) / n.draws))
-        diff = np.abs(p - n.probs)
-        z = np.divide(diff, se, out=np.where(diff > 0, np.inf, 0.0), where=se > 0)
-        rows.append((s[0], f.method, float(z.max()), float(z[f.best]), float(diff.max())))
-    return rows, nuts[0].divergences
+        rel = float(np.median(n.ess[n.ess > 0])) / n.draws if np.any(n.ess > 0) else 1.0
+        ess = np.where(n.ess > 0, n.ess, rel * n.draws)
+        se = np.sqrt(np.maximum(p * (1 - p), 1e-300) / ess)
+        z = (p - n.probs) / se
+        z_all.extend(z.tolist())
+        z_kappa.append(float(z[f.best]))
+        diffs.append(float(np.max(np.abs(p - n.probs))))
+    return np.abs(np.array(z_all)), np.abs(np.array(z_kappa)), np.array(diffs), nuts[0].divergences
+
+
+def _agreement_criterion(z: np.ndarray, alpha: float = 0.01) -> tuple[bool, str]:
+    """The issue's "within 3 Monte-Carlo standard errors", as a test over many comparisons.
+
+    Each comparison falls outside 3 SE by chance with probability ``P3`` (0.27%), so over
+    ``n`` comparisons some will. Passes when (a) the number outside 3 SE is within the
+    ``1 - alpha`` quantile of Binomial(n, P3) and (b) no ``|z|`` exceeds the Bonferroni bound
+    ``Phi^-1(1 - alpha / (2 n))``. (Probabilities of one set are dependent, they sum to one:
+    that widens the spread of the count, so (a) errs towards failing.)
+    """
+    from scipy.stats import binom, norm
+
+    n = len(z)
+    outside = int(np.sum(z > 3.0))
+    allowed = int(binom.ppf(1 - alpha, n, P3))
+    bound = float(norm.ppf(1 - alpha / (2 * n)))
+    text = (f"{outside} of {n} outside 3 SE (chance {n * P3:.2f}, allowed {allowed}); "
+            f"max |z| {z.max():.2f} (Bonferroni bound {bound:.2f})")
+    return outside <= allowed and z.max() <= bound, text
+
+
+def test_agreement_criterion_can_fail():
+    rng = np.random.default_rng(1000)
+    # honest z (the null): passes about 98% of the time (alpha = 0.01 for each of its two parts)
+    passed = np.mean([_agreement_criterion(np.abs(rng.standard_normal(300)))[0] for _ in range(200)])
+    assert passed >= 0.95, passed
+    biased, text = _agreement_criterion(np.abs(rng.standard_normal(300) + 1.0))
+    assert not biased, text  # a bias of one standard error everywhere is caught
+    assert not _agreement_criterion(np.array([0.1] * 50 + [6.0]))[0]  # one gross outlier is caught
 
 
 def test_kappa_agrees_with_nuts_small():
-    rows, divergences = _nuts_agreement(3, seed=7, chains=2, draws=1000, warmup=300)
+    z_all, z_kappa, diffs, divergences = _nuts_agreement(3, seed=7, chains=2, draws=1000, warmup=300)
     assert divergences == 0
-    for k, method, z_max, z_kappa, diff in rows:
-        assert z_kappa <= 3.0, (k, method, z_kappa)
-        assert z_max <= 3.0, (k, method, z_max)
+    ok, text = _agreement_criterion(z_all)
+    assert ok, text
+    assert _agreement_criterion(z_kappa)[0], z_kappa
 
 
 @pytest.mark.slow
 def test_kappa_agrees_with_nuts_50_sets():
-    """The issue's criterion, every probability within 3 MC standard errors, is NOT met at
-    4 x 1000 draws (docs/kappa.md: a few branches of 50 sets reach |z| 4-6 where the rule's
-    error, ~0.004 mean, exceeds 3 SE). What is asserted: kappa within 3 SE in >= 90% of the
-    sets, every probability within 3 SE in >= 70% of them, and every probability within
-    RULE_ERROR of NUTS."""
-    rows, divergences = _nuts_agreement(50, seed=11, chains=4, draws=1000, warmup=500)
+    """The issue's criterion on 50 random sets (2-8 branches, <= 20 judgments, <= 10 rollouts),
+    NUTS 4 x 1000 draws: every argmax probability and kappa within 3 SE of NUTS up to the
+    failures chance allows (:func:`_agreement_criterion`)."""
+    z_all, z_kappa, diffs, divergences = _nuts_agreement(50, seed=11, chains=4, draws=1000, warmup=500)
     assert divergences == 0
-    z_kappa = np.array([r[3] for r in rows])
-    z_all = np.array([r[2] for r in rows])
-    diff = np.array([r[4] for r in rows])
-    print(f"\nkappa within 3 SE: {np.mean(z_kappa <= 3):.2%} of sets (max |z| {z_kappa.max():.2f}); "
-          f"sets with every probability within 3 SE: {np.mean(z_all <= 3):.2%}; max |fast - nuts| {diff.max():.4f}; "
-          f"methods {sorted(set(r[1] for r in rows))}")
-    assert np.mean(z_kappa <= 3.0) >= 0.9
-    assert np.mean(z_all <= 3.0) >= 0.7
-    assert diff.max() <= RULE_ERROR
+    ok_all, text_all = _agreement_criterion(z_all)
+    ok_kappa, text_kappa = _agreement_criterion(z_kappa)
+    print(f"\nargmax probabilities: {text_all}\nkappa: {text_kappa}\nmax |fast - nuts| {diffs.max():.4f}, "
+          f"mean of per-set max {diffs.mean():.4f}")
+    assert ok_all, text_all
+    assert ok_kappa, text_kappa
 
 
 @pytest.mark.slow
