@@ -91,6 +91,87 @@ def accuracy(params: KappaParams, sets: int, seed: int, ref_draws: int) -> dict:
             "reference": f"monte_carlo_argmax, {ref_draws} draws (its own se ~ {1 / math.sqrt(ref_draws):.1e})"}
 
 
+def _reference(params: KappaParams, state, draws: int, seed: int):
+    """High-accuracy reference: EP run to convergence (8 sweeps), then ``draws`` importance
+    draws with the exact judgment likelihood (``monte_carlo_argmax``)."""
+    from beliefgate.beliefs.kappa import _ep_sweep
+
+    for _ in range(8 if len(state.pairs) else 0):
+        state = _ep_sweep(params, state)
+    return monte_carlo_argmax(params, state, draws, seed=seed)
+
+
+def _random_set(rng, k=None):
+    k = int(rng.integers(2, 9)) if k is None else k
+    return k, evidence_stream(rng, k, int(rng.integers(0, 21)), int(rng.integers(0, 11)))
+
+
+def _build(params: KappaParams, k: int, stream):
+    state = kappa_init(params, [f"b{j}" for j in range(k)])
+    for ev in stream:
+        state, _ = kappa_update(params, state, ev)
+    return state
+
+
+def points_study(sets: int, seed: int, ref_draws: int, points=(512, 1024, 2048, 4096)) -> dict:
+    """Error of the argmax probabilities against :func:`_reference` by ``num_points``, also in
+    units of the binomial sd of a 4000-draw indicator mean (what a 4 x 1000 NUTS check sees)."""
+    rng = np.random.default_rng(seed)
+    base = KappaParams()
+    data = [_random_set(rng) for _ in range(sets)]
+    refs = [_reference(base, _build(base, k, s), ref_draws, i + 1)[0] for i, (k, s) in enumerate(data)]
+    out = {}
+    for n in points:
+        params = base.replace(num_points=n)
+        errs, ratio = [], []
+        for (k, s), ref in zip(data, refs):
+            p = kappa_info(params, _build(params, k, s)).argmax_probs
+            errs.append(float(np.max(np.abs(p - ref))))
+            ratio.append(float(np.max(np.abs(p - ref) / np.sqrt(np.maximum(ref * (1 - ref), 1e-4) / 4000))))
+        out[n] = {"mean_max_abs_error": float(np.mean(errs)), "max_abs_error": max(errs),
+                  "median_err_over_sd4000": float(np.median(ratio)), "max_err_over_sd4000": max(ratio)}
+    return {"sets": sets, "seed": seed, "reference": f"converged EP + {ref_draws} importance draws", "by_points": out}
+
+
+def nuts_se_check(sets: int, seed: int, ref_draws: int) -> dict:
+    """Is the NUTS standard error right? The reference and the fast rule against NUTS
+    (4 x 1000 draws), z-scores with ArviZ's plug-in MCSE and with the null SE
+    ``sqrt(p (1 - p) / ess)`` at the compared ``p``: counts outside 3 SE."""
+    from beliefgate.models.kappa import nuts_argmax_probs
+
+    rng = np.random.default_rng(seed)
+    params = KappaParams()
+    data = [_random_set(rng) for _ in range(sets)]
+    triples = []
+    for k, s in data:
+        triples.append((k, [(e.left, e.right, e.y) for e in s if isinstance(e, Judgment)],
+                        [(e.branch, e.depth, e.score) for e in s if isinstance(e, Rollout)]))
+    nuts = nuts_argmax_probs({"mu0": 0.0, "sigma0": 1.0, "tau": 0.5, "sigma_r": 1.0}, triples, chains=4,
+                             draws=1000, warmup=500, seed=seed)
+    z = {f"{w}_{se}": [] for w in ("fast", "reference") for se in ("plugin_mcse", "null_se")}
+    for i, ((k, s), n) in enumerate(zip(data, nuts)):
+        state = _build(params, k, s)
+        rel = float(np.median(n.ess[n.ess > 0])) / n.draws if np.any(n.ess > 0) else 1.0
+        ess = np.where(n.ess > 0, n.ess, rel * n.draws)
+        for name, p in (("fast", kappa_info(params, state).argmax_probs),
+                        ("reference", _reference(params, state, ref_draws, i + 1)[0])):
+            plug = np.where(n.mcse > 0, n.mcse, np.sqrt(p * (1 - p) / n.draws))
+            null = np.sqrt(np.maximum(p * (1 - p), 0.5 / ess) / ess)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                z[f"{name}_plugin_mcse"] += list(np.abs(p - n.probs) / plug)
+            z[f"{name}_null_se"] += list(np.abs(p - n.probs) / null)
+    from scipy.special import ndtr
+
+    p3 = 2 * (1 - float(ndtr(3.0)))
+    out = {"sets": sets, "seed": seed, "divergences": nuts[0].divergences}
+    for key, v in z.items():
+        v = np.array(v)
+        v = v[np.isfinite(v)]
+        out[key] = {"n": len(v), "outside_3se": int(np.sum(v > 3)), "chance": round(len(v) * p3, 2),
+                    "max_abs_z": float(v.max()), "mean_z2": float(np.mean(v * v))}
+    return out
+
+
 def fit_check(seed: int) -> dict:
     import arviz as az
     import numpyro
@@ -117,6 +198,8 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smoke-test sizes")
     ap.add_argument("--fit", action="store_true", help="also run the 500-decision NUTS fit (minutes)")
+    ap.add_argument("--points", action="store_true", help="also the error-by-num_points study (minutes)")
+    ap.add_argument("--nuts-se", action="store_true", help="also the NUTS standard-error check (minutes)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
     args, _ = ap.parse_known_args(argv)
@@ -134,6 +217,13 @@ def main(argv=None) -> dict:
               "latency_by_points": {n: latency(params.replace(num_points=n), 8, streams, args.seed)["all"]
                                     for n in (512, 2048) if n != params.num_points},
               "accuracy": accuracy(params, 5 if args.quick else 100, args.seed + 1, 50_000 if args.quick else 400_000)}
+    if args.points:
+        result["points"] = points_study(10 if args.quick else 40, 1000, 100_000 if args.quick else 1_000_000)
+        print("error by num_points vs " + result["points"]["reference"] + ": "
+              + json.dumps(result["points"]["by_points"]))
+    if args.nuts_se:
+        result["nuts_se"] = nuts_se_check(5 if args.quick else 50, 11, 100_000 if args.quick else 1_000_000)
+        print("NUTS standard-error check: " + json.dumps(result["nuts_se"]))
     if args.fit and not args.quick:
         result["fit"] = fit_check(args.seed)
     lat = result["latency"]

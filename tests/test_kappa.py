@@ -450,7 +450,9 @@ def _nuts_agreement(num_sets: int, seed: int, chains: int, draws: int, warmup: i
     ``z = (fast - nuts) / se`` with the standard error *under the hypothesis tested*
     (the true probability is the fast ``p``): ``se = sqrt(p (1 - p) / ess)``, ``ess`` the
     ArviZ bulk ESS of that branch's indicator draws (where NUTS saw it vary; otherwise the
-    set's median relative ESS times the draws). The plug-in MCSE of the NUTS draws themselves
+    set's median relative ESS times the draws), the variance floored at that of half a hit in
+    ``ess`` draws (a continuity correction: for p -> 0 the normal approximation of one or two
+    NUTS hits breaks down). The plug-in MCSE of the NUTS draws themselves
     is no good for rare branches (a branch NUTS saw win 3 times in 4000 gets an SE ~3x too
     small); measured in docs/kappa.md.
     """
@@ -468,7 +470,7 @@ def _nuts_agreement(num_sets: int, seed: int, chains: int, draws: int, warmup: i
         p = f.argmax_probs
         rel = float(np.median(n.ess[n.ess > 0])) / n.draws if np.any(n.ess > 0) else 1.0
         ess = np.where(n.ess > 0, n.ess, rel * n.draws)
-        se = np.sqrt(np.maximum(p * (1 - p), 1e-300) / ess)
+        se = np.sqrt(np.maximum(p * (1 - p), 0.5 / ess) / ess)
         z = (p - n.probs) / se
         z_all.extend(z.tolist())
         z_kappa.append(float(z[f.best]))
