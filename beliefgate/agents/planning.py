@@ -37,7 +37,7 @@ from beliefgate.envs.overcooked.state import SymbolicState
 from beliefgate.errors import InputError
 from beliefgate.planners.fallbacks import Fallback, FallbackLog
 from beliefgate.planners.model import Asked, ChatModel, Message, ask
-from beliefgate.planners.rule import RulePlanner
+from beliefgate.planners.rule import RulePlanner, RulePlannerConfig
 from beliefgate.planners.types import BeliefBlock, PlanDecision, Planner, PlannerInput, Turn
 
 C = TypeVar("C", bound=BaseModel)
@@ -324,6 +324,9 @@ class BayesBeliefAgent(PlanningAgent):
         return BeliefBlock(post, m, post[m], gate_signal)
 
 
+#: ProAgent's offline planner: complementary to its own intention estimate among equally needed skills
+PROAGENT_PLANNER = RulePlannerConfig(complementary_weight=0.5)
+
 #: what the partner's held object says it does next (ProAgent's offline intention rule)
 _HELD_INTENT = {"onion": "put_onion_in_pot", "dish": "fill_dish_with_soup", "soup": "deliver_soup"}
 #: with empty hands: the pickup that starts the chain its last completed skill belongs to
@@ -341,7 +344,11 @@ class ProAgentLike(PlanningAgent):
     mean the same chain as its last completed skill (after potting an onion: another onion;
     after a delivery: a dish); nothing observed yet: no estimate. The estimate goes to the
     planner as a belief block (``INTENT_CONFIDENCE`` on the predicted skill, the rest spread
-    evenly) and is logged as ``partner_map``.
+    evenly) and is logged as ``partner_map``. Offline its rule planner (:data:`PROAGENT_PLANNER`) plans
+    *cooperatively with* that estimate, as ProAgent's planner is asked to: among the skills of equal
+    need it prefers the one complementary to the predicted intention (``complementary_weight`` 0.5,
+    the rule planner's former ordinary weight), and a predicted fetch of the same item covers it.
+    This is ProAgent's definition, not a tuned setting.
     """
 
     keeps_belief = False
@@ -349,7 +356,8 @@ class ProAgentLike(PlanningAgent):
     INTENT_CONFIDENCE = 0.8
 
     def __init__(self, planner: Optional[Planner] = None, params: Optional[GateParams] = None):
-        super().__init__("proagent", planner, params)
+        super().__init__("proagent", planner if planner is not None else RulePlanner(config=PROAGENT_PLANNER),
+                         params)
 
     def reset(self, layout: str, player: int, seed: int) -> None:
         super().reset(layout, player, seed)
@@ -469,8 +477,8 @@ def bayes_belief_agent(option: Optional[str], *, llm: Optional[ChatModel] = None
 
 
 def proagent_agent(option: Optional[str], *, llm: Optional[ChatModel] = None) -> ProAgentLike:
-    """``proagent``."""
-    return ProAgentLike(planner=planner_for(llm))
+    """``proagent`` (offline: the rule planner of :data:`PROAGENT_PLANNER`)."""
+    return ProAgentLike(planner=None if llm is None else planner_for(llm))
 
 
 def periodic_agent(option: Optional[str], *, llm: Optional[ChatModel] = None,
