@@ -245,12 +245,15 @@ class OverForgeAgent(PlanningAgent):
             predictive = None if self.decision is None else self.decision.predictive
             rolls = {}
             for name, (g, s, _) in zip(names, branches):
-                rolls[name] = BranchRollout(self.model, state, self.player, self.library.index(s),
-                                            self._choose_next(self.strategy_of(g)), mode, self.gate, predictive,
-                                            np.random.default_rng(rng_seed))  # common random numbers
+                # samples imagined partners per branch; sample j uses the same random numbers in every
+                # branch (common random numbers), so branch differences are differences of the branch
+                rolls[name] = [BranchRollout(self.model, state, self.player, self.library.index(s),
+                                             self._choose_next(self.strategy_of(g)), mode, self.gate, predictive,
+                                             np.random.default_rng([rng_seed, j]))
+                               for j in range(self.config.samples)]
             for r in range(1, self.config.rounds + 1):
                 targets = names if r == 1 else list(kappa.nucleus)
-                scores_r = {n: float(rolls[n].extend(self.config.depth)) for n in targets}
+                scores_r = {n: float(np.mean([b.extend(self.config.depth) for b in rolls[n]])) for n in targets}
                 info = kappa.update(RolloutRound(tuple(Rollout(n, r, sc) for n, sc in scores_r.items())))
                 rounds.append({n: round(v, 6) for n, v in scores_r.items()})
                 evidence.append({"round": r, "scores": scores_r})

@@ -5,7 +5,8 @@ Tokens: ``-rollouts`` (judgments only), ``-hierarchy`` (one flat branch set, no 
 from the posterior), ``pinned=STRATEGY`` (the strategy never changes), ``llm`` (the LLM strategy
 proposer and pairwise judge; needs a model, e.g. ``--llm-base-url``), and numeric settings
 ``k=`` (strategies per decision), ``first=`` (first skills per strategy), ``depth=`` (imagined
-steps per rollout depth unit), ``theta=``, ``rounds=``, ``nucleus=``, ``interrupts=0|1``.
+steps per rollout depth unit), ``samples=`` (imagined partners per branch, the score their mean),
+``theta=``, ``rounds=``, ``nucleus=``, ``interrupts=0|1``.
 A bad token raises :class:`OverForgeOptionError` naming it.
 """
 
@@ -21,7 +22,7 @@ from beliefgate.errors import InputError
 PREFIX = "overforge"
 FLAGS = {"-rollouts": ("rollouts", False), "-hierarchy": ("hierarchy", False), "-belief": ("belief", False),
          "llm": ("llm", True)}
-NUMBERS = {"k": "k", "first": "first", "depth": "depth", "theta": "theta", "rounds": "rounds",
+NUMBERS = {"k": "k", "first": "first", "depth": "depth", "samples": "samples", "theta": "theta", "rounds": "rounds",
            "nucleus": "nucleus", "interrupts": "interrupts"}
 
 #: kappa's defaults for this agent (utilities in soups of dish progress; chosen on seeds >= 1000)
@@ -45,6 +46,7 @@ class OverForgeConfig(BaseModel):
     k: int = Field(2, ge=1, le=8)
     first: int = Field(3, ge=1, le=6)
     depth: int = Field(5, ge=1, le=100)
+    samples: int = Field(1, ge=1, le=16)
     theta: float = Field(0.6, gt=0.0, le=1.0)
     rounds: int = Field(3, ge=1, le=10)
     nucleus: float = Field(0.9, gt=0.0, le=1.0)
@@ -102,7 +104,7 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
                 raise OverForgeOptionError(f"unknown overforge option {token!r}")
         else:
             raise OverForgeOptionError(f"unknown overforge option {token!r}; use -rollouts, -hierarchy, -belief, "
-                                       "pinned=STRATEGY, llm, k=, first=, depth=, theta=, rounds=, nucleus=, "
+                                       "pinned=STRATEGY, llm, k=, first=, depth=, samples=, theta=, rounds=, nucleus=, "
                                        "interrupts=")
         if field in values:
             raise OverForgeOptionError(f"overforge option {field!r} given twice in {option!r}")
