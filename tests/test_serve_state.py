@@ -231,3 +231,64 @@ def test_remote_kappa_errors_name_the_field():
         with pytest.raises(DepthError) as info:
             k.rollout("left", 0, 1.0)
         assert info.value.field == "depth"
+
+
+def test_half_sent_body_gets_408_after_the_body_timeout():
+    import socket
+    import time
+
+    with ThreadServer(body_timeout_s=0.5) as srv:
+        host, port = srv.url.rsplit("//", 1)[1].split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 100\r\n\r\n{\"num_skills\"")
+            started = time.monotonic()
+            answer = b""
+            while True:  # the server answers and closes the connection
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                answer += chunk
+            waited = time.monotonic() - started
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        assert b'"body_timeout"' in answer and 0.4 < waited < 5.0
+        assert httpx.get(srv.url + "/v1/healthz").json()["sessions"] == 0  # nothing was created
+    with pytest.raises(ValueError, match="body_timeout_s"):
+        create_app(body_timeout_s=0.0)
+
+
+def test_client_reports_an_unreachable_server_as_its_own_error():
+    from beliefgate.serve.client import ServiceUnavailable, ServiceUnreachable
+
+    with Client(f"http://127.0.0.1:{free_port()}", timeout=2.0) as client:  # nothing listens there
+        with pytest.raises(ServiceUnreachable) as info:
+            client.healthz()
+    assert isinstance(info.value, ServiceUnavailable) and info.value.kind == "unreachable"
+    assert "ConnectError" in str(info.value) and "/v1/healthz" in str(info.value)
+
+
+def test_serve_port_0_prints_the_real_port(tmp_path):
+    import re
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "beliefgate.cli", "serve", "--port", "0", "--log-level", "warning"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/v1", line)
+        assert match is not None and int(match.group(1)) != 0, line
+        url = f"http://127.0.0.1:{match.group(1)}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                assert httpx.get(url + "/v1/healthz", timeout=1.0).json()["status"] == "ok"
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.05)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        proc.stderr.close()

@@ -27,7 +27,7 @@ gate (first use of a layout loads its tables) runs in a worker thread. An ASGI g
 in front of the app checks the bearer token and the body size before a request's
 body is parsed.
 
-Status codes: 401 missing/wrong token; 404 unknown session or route; 409 operation
+Status codes: 401 missing/wrong token; 408 body not received within the body timeout; 404 unknown session or route; 409 operation
 for another kind of session; 413 body over the limit; 422 malformed request or input
 the gate rejects (the ``error`` field names the exception, e.g. ``ShapeMismatchError``);
 429 session limit; 503 snapshot write failed (the change was rolled back). Every
@@ -99,6 +99,8 @@ log = logging.getLogger("beliefgate.serve")
 API_PREFIX = "/v1"
 #: default request body limit (bytes)
 DEFAULT_MAX_BODY_BYTES = 1 << 20
+#: default time a request's whole body may take to arrive (408 beyond)
+DEFAULT_BODY_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,8 @@ class ServeSettings:
     ``token``: bearer token every ``/v1`` route but ``healthz`` requires (``None``:
     no auth; only sensible on a loopback host). ``max_sessions``: live sessions at
     most (429 beyond). ``ttl_s``: idle seconds before a session expires (``None``:
-    never). ``max_body_bytes``: request body limit (413 beyond). ``snapshot_path``:
+    never). ``max_body_bytes``: request body limit (413 beyond). ``body_timeout_s``: time
+    the whole body may take to arrive once the headers are in (408 beyond). ``snapshot_path``:
     file the sessions are snapshotted to after every change and restored from at
     start (``None``: in memory only). ``sweep_interval_s``: how often expired
     sessions are collected (default ``min(ttl/4, 30)`` seconds).
@@ -120,6 +123,7 @@ class ServeSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     snapshot_path: Optional[Path] = None
     sweep_interval_s: Optional[float] = None
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
 
     def __post_init__(self):
         if self.token is not None and not self.token.strip():
@@ -130,6 +134,8 @@ class ServeSettings:
             raise ValueError(f"ttl_s must be a positive number or None, got {self.ttl_s}")
         if self.max_body_bytes < 1024:
             raise ValueError(f"max_body_bytes must be >= 1024, got {self.max_body_bytes}")
+        if not (self.body_timeout_s > 0 and math.isfinite(self.body_timeout_s)):
+            raise ValueError(f"body_timeout_s must be a positive number, got {self.body_timeout_s}")
 
     def sweep_interval(self) -> Optional[float]:
         if self.ttl_s is None:
@@ -172,6 +178,7 @@ def _error(status_code: int, kind: str, detail: str, errors: Optional[list] = No
 
 _ERRORS = {
     400: {"model": ErrorOut, "description": "unreadable request (body not UTF-8 JSON, bad Content-Length)"},
+    408: {"model": ErrorOut, "description": "the request body did not arrive within the body timeout"},
     401: {"model": ErrorOut, "description": "missing or wrong bearer token"},
     404: {"model": ErrorOut, "description": "unknown session"},
     413: {"model": ErrorOut, "description": "request body over the limit"},
@@ -182,8 +189,8 @@ _ERRORS = {
 
 
 def _responses(*codes: int) -> dict:
-    """Documented error responses: ``codes`` plus those any /v1 request can get (400, 401, 413, 422)."""
-    return {c: _ERRORS[c] for c in sorted({400, 401, 413, 422, *codes})}
+    """Documented error responses: ``codes`` plus those any /v1 request can get (400, 401, 408, 413, 422)."""
+    return {c: _ERRORS[c] for c in sorted({400, 401, 408, 413, 422, *codes})}
 
 
 _STEP_RESPONSES = {**_responses(404, 503),
@@ -202,10 +209,12 @@ class _Guard:
     routing and dependency solving cost ~3x the gate step itself.
     """
 
-    def __init__(self, app, token: Optional[str], max_body_bytes: int):
+    def __init__(self, app, token: Optional[str], max_body_bytes: int,
+                 body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S):
         self.app = app
         self.token = None if token is None else token.encode()
         self.max_body_bytes = max_body_bytes
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -231,17 +240,24 @@ class _Guard:
         chunks = []
         total = 0
         more = True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":  # client went away
-                return
-            chunk = message.get("body", b"")
-            total += len(chunk)
-            if total > self.max_body_bytes:
-                await _send(send, _too_large(self.max_body_bytes))
-                return
-            chunks.append(chunk)
-            more = message.get("more_body", False)
+        try:
+            async with asyncio.timeout(self.body_timeout_s):
+                while more:
+                    message = await receive()
+                    if message["type"] != "http.request":  # client went away
+                        return
+                    chunk = message.get("body", b"")
+                    total += len(chunk)
+                    if total > self.max_body_bytes:
+                        await _send(send, _too_large(self.max_body_bytes))
+                        return
+                    chunks.append(chunk)
+                    more = message.get("more_body", False)
+        except TimeoutError:
+            await _send(send, _error(408, "body_timeout", f"the request body did not arrive within "
+                                     f"{self.body_timeout_s:g} s ({total} bytes received)",
+                                     headers={"Connection": "close"}))
+            return
         body = b"".join(chunks)
         if scope["method"] == "POST" and _json_content(headers.get(b"content-type")):
             match = _FAST_PATH.match(path)
@@ -749,7 +765,8 @@ def create_app(settings: Optional[ServeSettings] = None, **overrides) -> FastAPI
     app.include_router(public)
     app.include_router(api)
     _install_handlers(app)
-    app.add_middleware(_Guard, token=settings.token, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(_Guard, token=settings.token, max_body_bytes=settings.max_body_bytes,
+                       body_timeout_s=settings.body_timeout_s)
     return app
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import ipaddress
 import os
+import socket
 import stat
 from pathlib import Path
 from typing import Optional
@@ -45,6 +46,20 @@ def read_token(path: Path) -> str:
     return token
 
 
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening-ready TCP socket on ``host:port`` (uvicorn's options); exit 1 if it cannot bind."""
+    address = host.strip("[]")
+    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((address, port))
+    except OSError as exc:
+        sock.close()
+        _fail(f"cannot bind {host}:{port}: {exc.strerror or exc}", code=1)
+    sock.set_inheritable(True)
+    return sock
+
+
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     """Add ``beliefgate serve`` to the main app."""
 
@@ -59,6 +74,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         snapshot: Optional[Path] = typer.Option(
             None, "--snapshot", help="snapshot file: sessions are written after every change and restored at start"),
         max_body_bytes: int = typer.Option(1 << 20, "--max-body-bytes", min=1024, help="request body limit (413)"),
+        body_timeout: float = typer.Option(30.0, "--body-timeout", min=0.001,
+                                           help="seconds a request body may take to arrive (408 beyond)"),
         access_log: bool = typer.Option(False, "--access-log", help="log every request"),
         log_level: str = typer.Option("info", "--log-level", help="uvicorn log level: " + ", ".join(LOG_LEVELS)),
         print_openapi: bool = typer.Option(False, "--print-openapi", help="print the OpenAPI document and exit"),
@@ -97,15 +114,19 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                 _fail(f"snapshot directory {parent} is not writable")
         try:
             settings = ServeSettings(token=token, max_sessions=max_sessions, ttl_s=ttl or None,
-                                     max_body_bytes=max_body_bytes, snapshot_path=snapshot)
+                                     max_body_bytes=max_body_bytes, snapshot_path=snapshot,
+                                     body_timeout_s=body_timeout)
             application = create_app(settings)
         except (ValueError, SnapshotError) as exc:
             _fail(str(exc))
         import uvicorn
 
         restored = len(application.state.store)
+        sock = _bind(host, port)  # bound here so that the real port is known (--port 0)
+        port = sock.getsockname()[1]
+        shown = f"[{host.strip('[]')}]" if ":" in host else host
         err_console.print(
-            f"beliefgate serve: http://{host}:{port}/v1  auth={'on' if token else 'off'}  "
+            f"beliefgate serve: http://{shown}:{port}/v1  auth={'on' if token else 'off'}  "
             f"max_sessions={max_sessions}  ttl={'never' if not ttl else f'{ttl:g}s'}  "
             f"snapshot={snapshot or 'off'}" + (f" ({restored} session(s) restored)" if snapshot else ""))
         config = uvicorn.Config(application, host=host, port=port, log_level=log_level, access_log=access_log,
@@ -114,7 +135,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         # everything built so far lives as long as the server: move it out of the collector's
         # sight, so that a full collection scans only what requests allocate (~50 ms -> ~0)
         gc.freeze()
-        server.run()
+        server.run(sockets=[sock])
         if not server.started:
             raise typer.Exit(1)
 

@@ -80,6 +80,11 @@ class ServiceUnavailable(ServeError):
     """503: the server could not persist the change (it was rolled back)."""
 
 
+class ServiceUnreachable(ServiceUnavailable):
+    """No answer at all: connection refused or reset, or no answer within the timeout
+    (``status_code`` 0; ``kind`` ``unreachable`` or ``timeout``)."""
+
+
 _BY_STATUS = {401: Unauthorized, 404: SessionNotFound, 409: WrongSessionKind, 413: PayloadTooLarge,
               422: InvalidRequest, 429: SessionLimitReached, 503: ServiceUnavailable}
 _REMOTE: Dict[str, type] = {}
@@ -223,7 +228,14 @@ class Client:
         """One call: JSON in (strict: no NaN), JSON out; error statuses raise."""
         content = None if payload is None else json.dumps(payload, allow_nan=False).encode()
         headers = None if payload is None else {"Content-Type": "application/json"}
-        response = self._http.request(method, "/v1" + path, content=content, headers=headers)
+        try:
+            response = self._http.request(method, "/v1" + path, content=content, headers=headers)
+        except httpx.TimeoutException as exc:
+            raise ServiceUnreachable(0, "timeout", f"{method} {self.base_url}/v1{path}: no answer within the "
+                                     f"timeout ({type(exc).__name__})") from exc
+        except httpx.TransportError as exc:
+            raise ServiceUnreachable(0, "unreachable", f"{method} {self.base_url}/v1{path}: "
+                                     f"{type(exc).__name__}: {exc}") from exc
         if response.status_code >= 400:
             _raise_for(response)
         if response.status_code == 204 or not response.content:
@@ -443,5 +455,6 @@ __all__ = [
     "InvalidRequest",
     "SessionLimitReached",
     "ServiceUnavailable",
+    "ServiceUnreachable",
     "decision_from_payload",
 ]

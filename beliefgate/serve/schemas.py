@@ -246,7 +246,8 @@ class ServiceKappaParams(KappaParamFields):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, title="KappaParams")
 
-    num_points: int = Field(512, ge=64, le=MAX_KAPPA_POINTS, multiple_of=2,
+    num_points: int = Field(KappaParamFields.model_fields["num_points"].default, ge=64, le=MAX_KAPPA_POINTS,
+                            multiple_of=2,
                             description="points of the quasi-random rule (Sobol + antithetic mirror)")
 
     def to_kappa_params(self) -> KappaParams:
