@@ -171,7 +171,7 @@ def demo(
 
     from rich.progress import Progress
 
-    from beliefgate.eval.demo import compare_agents, run_demo
+    from beliefgate.eval.demo import COMPARISON_CAPTION, compare_agents, comparison_table, run_demo
 
     from beliefgate.envs.overcooked.partners import check_partners
 
@@ -187,16 +187,9 @@ def demo(
 
         agents = compare_agents(seeds=range(seed, seed + seeds), horizon=horizon, progress=progress)
         rows = run_demo(seed=seed, horizon=horizon, partner=partner, out_dir=out_dir, progress=progress)
-    table = Table(title=f"cramped_room, role-switching partners, {seeds} seeds x 2 partners, {horizon} steps")
-    table.add_column("agent", no_wrap=True)
-    for col in ("reward", "soups", "replans/ep", "MAP acc", "gap rate"):
-        table.add_column(col, justify="right")
-    for r in agents:
-        table.add_row(r["agent"], f"{r['reward']:.1f}", f"{r['deliveries']:.2f}", f"{r['replans']:.1f}",
-                      f"{r['map_accuracy']:.3f}", f"{r['gap_rate']:.3f}")
-    console.print(table)
-    console.print("replans/ep: interruptions of a running skill; gap rate: share of steps with a correct partner "
-                  "belief where the ego's skill is not complementary to the partner's true skill.")
+    console.print(comparison_table(
+        agents, f"cramped_room, role-switching partners, {seeds} seeds x 2 partners, {horizon} steps"))
+    console.print(COMPARISON_CAPTION)
     table = Table(title=f"the gate on every layout: ego 'balanced' + '{partner}', seed {seed}")
     table.add_column("layout", no_wrap=True)
     for col in ("soups", "reward", "MAP acc", "conf", "interrupts", "change-pts"):

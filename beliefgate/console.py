@@ -15,6 +15,7 @@ command (also those of sub-groups and of modules registered later) runs inside i
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -38,8 +39,18 @@ _BAD_PARAMETER = tuple(c for c in (tclick.exceptions.BadParameter, getattr(_clic
                        if c is not None)
 _PASS_THROUGH = (typer.Exit, typer.Abort, tclick.exceptions.ClickException, KeyboardInterrupt)
 
+def _piped_width() -> Optional[int]:
+    """Width for stdout: the terminal's; at least 140 when piped to a file or a program
+    (``$COLUMNS`` if wider), where rich would otherwise assume 80 and cut the wider tables'
+    headers."""
+    if sys.stdout.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return max(140, int(columns)) if columns.isdigit() else 140
+
+
 #: tables and results (stdout)
-console = Console()
+console = Console(width=_piped_width())
 #: progress, notes and errors (stderr), so that ``--json`` output stays clean
 err_console = Console(stderr=True)
 

@@ -69,3 +69,6 @@ def test_demo_end_to_end(tmp_path):
         assert layout in out
         assert (tmp_path / f"{layout}_seed1.jsonl").exists()
     assert "MAP acc" in out
+    for column in ("effective/ep", "gap/step", "gap@dp", "gap@oracle"):  # the comparison, with its caption
+        assert column in out
+    assert "Mean [95% CI over seeds]" in out
