@@ -483,8 +483,7 @@ def convert_one_game(split: str, run: str, worker: int, study: str, rows, layout
         entry = write_segment(out_dir / rel, seg, layout, config)
         entries.append({"path": rel.as_posix(), "layout": layout, "study_layout": study, "run": run,
                         "workerid_num": worker, "segment": k, **entry,
-                        "bytes": (out_dir / rel).stat().st_size, "sha256": sha256_file(out_dir / rel),
-                        "_steps": seg.num_steps})
+                        "bytes": (out_dir / rel).stat().st_size, "sha256": sha256_file(out_dir / rel)})
     return rep, entries
 
 
@@ -508,12 +507,11 @@ def convert_frame(df, split: str, out_dir: Path, progress: Optional[Progress] = 
         summary["impossible_examples"].extend(rep.impossible_examples[: 5 - len(summary["impossible_examples"])])
         lay = summary["by_layout"].setdefault(layout, {"study_layout": study, "games": 0, "steps": 0, "logs": 0})
         lay["games"] += 1
-        for entry in entries:
-            steps = entry.pop("_steps")
+        for entry in entries:  # write_segment's "steps" is the segment's length
             summary["logs"].append(entry)
-            summary["steps"] += steps
+            summary["steps"] += entry["steps"]
             summary["segments"] += 1
-            lay["steps"] += steps
+            lay["steps"] += entry["steps"]
             lay["logs"] += 1
     return summary
 
