@@ -286,14 +286,14 @@ def _filter_pass(inputs, skill, config: FitConfig, draw: dict):
     import jax
     import jax.numpy as jnp
 
-    from beliefgate.models.hmm import Observations, scan_filter
+    from beliefgate.models.hmm import scan_filter
     from beliefgate.models.fit import model_loglik
-    from beliefgate.models.skill_model import action_logprobs, filter_params
+    from beliefgate.models.skill_model import action_logprobs, filter_params, to_observations
 
     weight = draw.get("ambiguous_weight") if config.fit_weight else None
     loglik = model_loglik(inputs, draw["beta"], draw["epsilon"], weight)
     params = filter_params(config.model, draw, config.window)
-    obs = Observations(loglik, inputs.feasible, inputs.completed, inputs.valid, inputs.prior_counts)
+    obs = to_observations(inputs, loglik)
     info = jax.vmap(lambda o: scan_filter(params, o)[1])(obs)
     beta = jnp.asarray(draw["beta"])
     logp = action_logprobs(skill, beta[:, None] if beta.ndim == 1 else beta, draw["epsilon"])

@@ -146,13 +146,9 @@ class FitConfig(BaseModel):
 def _specs(config: FitConfig):
     """ParamSpecs of the scalar parameters the model samples or fixes (beta excluded if per skill)."""
     from beliefgate.models.params import PARAMS
+    from beliefgate.models.skill_model import model_param_specs
 
-    drop = set()
-    if config.per_skill_beta:
-        drop.add("beta")
-    if config.model == "windowed":
-        drop.add("hazard")
-    return tuple(s for s in PARAMS if s.name not in drop)
+    return model_param_specs(PARAMS, config.model, config.per_skill_beta)
 
 
 class ModelInputs(NamedTuple):
@@ -337,7 +333,9 @@ def fitted_model(inputs: ModelInputs, config: Optional[FitConfig] = None) -> Non
     from beliefgate.models.skill_model import partner_skill_model
 
     config = FitConfig() if config is None else config
-    partner_skill_model(inputs, config.fixed, _specs(config), model=config.model, window=config.window,
+    from beliefgate.models.params import PARAMS
+
+    partner_skill_model(inputs, config.fixed, PARAMS, model=config.model, window=config.window,
                         per_skill_beta=config.per_skill_beta, fit_weight=config.fit_weight,
                         log_lik_fn=lambda values: trajectories_log_lik(inputs, values, config))
 

@@ -240,7 +240,7 @@ def trajectory_log_likelihood(data, values: Mapping[str, jax.Array],
     if loglik is None:
         loglik = controller_loglik(data, values["beta"], values["epsilon"], controller)
     params = filter_params(model, values, window)
-    obs = Observations(loglik, data.feasible, data.completed, data.valid, data.prior_counts)
+    obs = to_observations(data, loglik)
 
     def one(o):
         return scan_filter(params, o)[0].log_marginal
@@ -255,6 +255,14 @@ def trajectory_log_likelihood(data, values: Mapping[str, jax.Array],
 # --------------------------------------------------------------------------------------
 
 
+def model_param_specs(specs: tuple[ParamSpec, ...] = PARAMS, model: str = "hazard",
+                      per_skill_beta: bool = False) -> tuple[ParamSpec, ...]:
+    """The scalar parameters of ``specs`` the model samples or fixes: no ``hazard`` in the
+    windowed model, no scalar ``beta`` when it is per skill (a ``skill`` plate instead)."""
+    drop = ({"beta"} if per_skill_beta else set()) | ({"hazard"} if model == "windowed" else set())
+    return tuple(s for s in specs if s.name not in drop)
+
+
 def sample_model_params(specs: tuple[ParamSpec, ...] = PARAMS, fixed: Optional[Mapping[str, float]] = None, *,
                         num_skills: int = 0, model: str = "hazard", per_skill_beta: bool = False,
                         fit_weight: bool = False) -> dict:
@@ -265,8 +273,7 @@ def sample_model_params(specs: tuple[ParamSpec, ...] = PARAMS, fixed: Optional[M
 
     fixed = dict(fixed or {})
     weight = fixed.pop("ambiguous_weight", None)
-    drop = ({"beta"} if per_skill_beta else set()) | ({"hazard"} if model == "windowed" else set())
-    values = sample_params(tuple(s for s in specs if s.name not in drop), fixed)
+    values = sample_params(model_param_specs(specs, model, per_skill_beta), fixed)
     if per_skill_beta:
         with numpyro.plate("skill", num_skills):
             values["beta"] = numpyro.sample("beta", BETA.prior())
@@ -430,6 +437,7 @@ __all__ = [
     "trajectory_log_likelihood",
     "partner_skill_model",
     "sample_model_params",
+    "model_param_specs",
     "filter_params",
     "MIN_HAZARD",
     "partner_skill_model_explicit",
