@@ -35,7 +35,6 @@ simulator's are 20): summaries also count deliveries.
 """
 
 from __future__ import annotations
-from beliefgate.errors import RuntimeFailure
 
 import ast
 import gzip
@@ -55,6 +54,8 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import beliefgate
 from beliefgate.envs.hindsight import RULE as LABEL_RULE, hindsight_labels
 from beliefgate.envs.overcooked.dynamics import ImpossibleTransitionError, detect_events, infer_actions
+from beliefgate.errors import RuntimeFailure
+from beliefgate.fileio import FileLock, atomic_write
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, HUMAN_STUDY_NAMES, layout_info, resolve_layout
 from beliefgate.envs.overcooked.state import StateFormatError, SymbolicState, from_human_2019
 from beliefgate.envs.overcooked.tables import INTERACT, STAY, cache_dir
@@ -680,28 +681,10 @@ def remove_stale_temporaries(root: Path) -> List[str]:
     return removed
 
 
-class data_lock:
-    """An exclusive lock on ``root/.lock`` (``fcntl.flock``) for one fetch or conversion at a time."""
-
-    def __init__(self, root: Path):
-        self.path = root / ".lock"
-        self._fd: Optional[int] = None
-
-    def __enter__(self) -> "data_lock":
-        import fcntl
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)  # waits for another fetch of the same cache to finish
-        return self
-
-    def __exit__(self, *exc) -> None:
-        import fcntl
-
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+def data_lock(root: Path) -> FileLock:
+    """An exclusive, blocking lock on ``root/.lock`` for one fetch or conversion at a time
+    (waits for another fetch of the same cache to finish)."""
+    return FileLock(root / ".lock", blocking=True, mode=0o644)
 
 
 def convert_frames(frames: Dict[str, Any], root: Path, source: Dict[str, Any],
@@ -782,8 +765,6 @@ def fetch_human(cache: Optional[str | Path] = None, force: bool = False,
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    from beliefgate.fileio import atomic_write
-
     atomic_write(path, text.encode("utf-8"))
 
 
