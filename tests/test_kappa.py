@@ -597,3 +597,35 @@ def test_restore_puts_back_an_earlier_state_and_cuts_the_log():
     assert k.kappa == pytest.approx(1 / 3)
     with pytest.raises(KappaStateError):
         k.restore(Kappa(["x", "y"]).state)
+
+
+def test_log_records_rebuild_the_same_kappa():
+    k = Kappa(["a", "b", "c"], KappaParams(seed=3))
+    k.judge("a", "b", 1)
+    k.rollout(2, depth=2, score=0.4)
+    k.round({"a": 0.1, "c": -0.2})
+    k.judge("c", "a", 0)
+    log = k.log
+    assert log[1] == {"branch": "c", "depth": 2, "score": 0.4}  # branches by name, indices resolved
+    assert log[2] == {"round": [{"branch": "a", "depth": 1, "score": 0.1}, {"branch": "c", "depth": 1, "score": -0.2}]}
+    again = Kappa.from_log(k.branches, k.params, json.loads(json.dumps(log)))
+    assert again.log == log
+    np.testing.assert_array_equal(again.info.argmax_probs, k.info.argmax_probs)
+    assert again.rounds == k.rounds == 1
+    # from a committed (earlier) state: the log is cut back to it
+    early = Kappa.from_log(k.branches, k.params, log[:2]).state
+    back = Kappa.from_log(k.branches, k.params, log, state=early)
+    assert back.log == log[:2] and back.state is early
+
+
+def test_bad_evidence_records_are_rejected_with_the_field():
+    from beliefgate.beliefs.kappa import evidence_from_record
+
+    with pytest.raises(K.EvidenceTypeError, match="lacks a field"):
+        evidence_from_record({"left": "a", "y": 1})
+    with pytest.raises(K.EvidenceTypeError, match="is an object"):
+        evidence_from_record(["a", "b", 1])
+    k = Kappa(["a", "b"])
+    with pytest.raises(K.UnknownBranchError):
+        Kappa.from_log(["a", "b"], None, [{"left": "a", "right": "zz", "y": 1}])
+    assert k.log == ()

@@ -777,7 +777,7 @@ class Kappa:
         """Condition on a :class:`Judgment`, :class:`Rollout` or :class:`RolloutRound`."""
         state, info = kappa_update(self._params, self._state, evidence)
         self._state, self._info = state, info
-        self._log.append(_evidence_record(state.names, evidence))
+        self._log.append(evidence_record(state.names, evidence))
         return info
 
     def update_many(self, evidence: Sequence) -> KappaInfo:
@@ -787,7 +787,7 @@ class Kappa:
         state, info, log = self._state, self._info, list(self._log)
         for ev in evidence:
             state, info = kappa_update(self._params, state, ev)
-            log.append(_evidence_record(state.names, ev))
+            log.append(evidence_record(state.names, ev))
         self._state, self._info, self._log = state, info, log
         return info
 
@@ -821,6 +821,19 @@ class Kappa:
         self._info = kappa_info(self._params, state)
         self._log = self._log[:state.t]
 
+    @classmethod
+    def from_log(cls, branches: Sequence[str], params: Optional[KappaParams], log: Sequence[Mapping],
+                 state: Optional[KappaState] = None) -> "Kappa":
+        """A Kappa rebuilt from its :attr:`log` (records of :func:`evidence_record`), all or
+        nothing; with ``state`` (one this log reached, e.g. a committed state) put back
+        exactly with :meth:`restore`."""
+        kappa = cls(branches, params)
+        if log:
+            kappa.update_many([evidence_from_record(r) for r in log])
+        if state is not None:
+            kappa.restore(state)
+        return kappa
+
     def reset(self) -> None:
         """Forget the evidence (same branches and parameters)."""
         self._state = kappa_init(self._params, self._state.names)
@@ -840,6 +853,12 @@ class Kappa:
     @property
     def info(self) -> KappaInfo:
         return self._info
+
+    @property
+    def log(self) -> tuple:
+        """The evidence applied so far, one plain record (:func:`evidence_record`) per step."""
+        return tuple(self._log)
+
 
     @property
     def branches(self) -> tuple:
@@ -895,7 +914,11 @@ class Kappa:
         self._info = kappa_info(self._params, self._state)
 
 
-def _evidence_record(names: tuple, ev: Evidence) -> dict:
+def evidence_record(names: Sequence[str], ev: Evidence) -> dict:
+    """One piece of evidence as the plain record of the decisions format (``docs/kappa.md``):
+    ``{"left", "right", "y"}``, ``{"branch", "depth", "score"}`` or ``{"round": [rollouts]}``,
+    branches by name. What :attr:`Kappa.log` holds, what the service snapshots and what
+    ``beliefgate fit --model kappa`` reads; :func:`evidence_from_record` is its inverse."""
     def name(ref):
         return ref if isinstance(ref, str) else names[int(ref)]
 
@@ -903,7 +926,25 @@ def _evidence_record(names: tuple, ev: Evidence) -> dict:
         return {"left": name(ev.left), "right": name(ev.right), "y": int(ev.y)}
     if isinstance(ev, Rollout):
         return {"branch": name(ev.branch), "depth": int(ev.depth), "score": float(ev.score)}
-    return {"round": [_evidence_record(names, r) for r in ev.rollouts]}
+    if isinstance(ev, RolloutRound):
+        return {"round": [evidence_record(names, r) for r in ev.rollouts]}
+    raise EvidenceTypeError(f"evidence must be a Judgment, Rollout or RolloutRound, got {type(ev).__name__}",
+                            "evidence")
+
+
+def evidence_from_record(rec: Mapping) -> Evidence:
+    """The evidence object of a record written by :func:`evidence_record` (values are
+    validated when the evidence is applied, not here)."""
+    if not isinstance(rec, Mapping):
+        raise EvidenceTypeError(f"an evidence record is an object, got {type(rec).__name__}", "evidence")
+    try:
+        if "round" in rec:
+            return RolloutRound(tuple(Rollout(r["branch"], r["depth"], r["score"]) for r in rec["round"]))
+        if "y" in rec:
+            return Judgment(rec["left"], rec["right"], rec["y"])
+        return Rollout(rec["branch"], rec["depth"], rec["score"])
+    except (KeyError, TypeError) as exc:
+        raise EvidenceTypeError(f"evidence record {dict(rec)!r} lacks a field: {exc}", "evidence") from None
 
 
 __all__ = [
@@ -931,5 +972,7 @@ __all__ = [
     "kappa_update",
     "kappa_info",
     "monte_carlo_argmax",
+    "evidence_record",
+    "evidence_from_record",
     "Kappa",
 ]
