@@ -70,7 +70,8 @@ from beliefgate.beliefs.gates import (
 _F64 = np.dtype(np.float64)
 _INF = math.inf
 _max_reduce = np.maximum.reduce
-_add_reduce = np.add.reduce
+_min_reduce = np.minimum.reduce
+_new = tuple.__new__
 #: Largest finite |log-probability| accepted in evidence: beyond it exp() and the
 #: tempered products leave float64's range, and every later step would fail.
 MAX_ABS_LOGPROB = 1e4
@@ -413,7 +414,7 @@ def _weight(weight) -> float:
 
 def _as_float_array(x, what: str) -> np.ndarray:
     """``x`` as float64 without silently dropping parts (complex) or reading bools as numbers."""
-    if type(x) is np.ndarray and x.dtype == _F64:
+    if type(x) is np.ndarray and x.dtype is _F64:  # native float64: the dtype is this singleton
         return x
     arr = np.asarray(x)
     if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.integer)
@@ -424,7 +425,8 @@ def _as_float_array(x, what: str) -> np.ndarray:
 
 def _table(config: GateConfig, logprobs) -> np.ndarray:
     lp = _as_float_array(logprobs, "action_logprobs")
-    if lp.ndim != 2 or lp.shape[0] != config.num_skills or lp.shape[1] == 0:
+    shape = lp.shape
+    if len(shape) != 2 or shape[0] != config.num_skills or shape[1] == 0:
         raise ShapeMismatchError(
             f"action_logprobs must have shape ({config.num_skills}, A) with A >= 1, got {lp.shape}")
     return lp
@@ -449,7 +451,7 @@ def _row_max(lp: np.ndarray) -> np.ndarray:
                 f"row {bad} of action_logprobs is all -inf (every action impossible under that skill)")
         raise NonFiniteLoglikError(
             f"row {bad} of action_logprobs peaks at {rowmax[bad]!r}, below -{MAX_ABS_LOGPROB:g}")
-    lowest = lp.min()
+    lowest = _min_reduce(lp, None)
     if lowest < -MAX_ABS_LOGPROB and (lowest > -_INF or lp[np.isfinite(lp)].min() < -MAX_ABS_LOGPROB):
         finite_min = lp[np.isfinite(lp)].min()
         raise NonFiniteLoglikError(
@@ -464,8 +466,10 @@ def _temper(col: np.ndarray, w: float) -> Optional[np.ndarray]:
 
 
 def _vs_best_skill(obs: np.ndarray, feas: Optional[np.ndarray]):
-    """``(score, top)`` comparing the MAP skill with the best feasible skill (``reference="skill"``)."""
-    top = float(obs.max() if feas is None else obs[feas].max())
+    """``(score, top)`` comparing the MAP skill with the best feasible skill (``reference="skill"``).
+
+    ``obs`` is validated (no NaN), so Python's ``max`` of its values is NumPy's maximum."""
+    top = max(obs.tolist()) if feas is None else float(obs[feas].max())
     return (obs if top > -_INF else None), top
 
 
@@ -488,13 +492,13 @@ def reduce_table_args(config: GateConfig, logprobs, action, completed=None, feas
     rowmax = _row_max(lp)
     comp = -1 if completed is None else _completed_index(config, completed)
     feas = None if feasible is None else _feasible_mask(config, feasible)
-    w = _weight(weight)
+    w = 1.0 if (type(weight) is float and weight == 1.0) else _weight(weight)
     col = lp[:, a]
     if config.skill_ref:
         score, top = _vs_best_skill(col, feas)
     else:
         score, top = col, rowmax
-    return Reduced(_temper(col, w), score, top, w, comp, feas)
+    return _new(Reduced, (col if w == 1.0 else _temper(col, w), score, top, w, comp, feas))
 
 
 def reduce_step(config: GateConfig, ev: StepEvidence) -> Reduced:
@@ -529,12 +533,14 @@ def reduce_loglik(config: GateConfig, ev: LoglikEvidence) -> Reduced:
     v = _as_float_array(ev.loglik, "loglik")
     if v.shape != (config.num_skills,):
         raise ShapeMismatchError(f"loglik must have shape ({config.num_skills},), got {v.shape}")
-    mx = v.max()
-    if not mx < _INF:  # NaN or +inf somewhere
+    values = v.tolist()
+    # the sum is < inf unless a NaN or +inf is present (or finite values overflow it: then look)
+    if not sum(values) < _INF and any(x != x or x == _INF for x in values):
         raise NonFiniteLoglikError("loglik must not contain NaN or +inf; use -inf for zero")
-    finite = v[np.isfinite(v)]
-    if finite.size and (finite.min() < -MAX_ABS_LOGPROB or finite.max() > MAX_ABS_LOGPROB):
-        raise NonFiniteLoglikError(f"finite loglik entries must lie within ±{MAX_ABS_LOGPROB:g}")
+    if min(values) < -MAX_ABS_LOGPROB or max(values) > MAX_ABS_LOGPROB:  # -inf is allowed
+        finite = [x for x in values if x > -_INF]
+        if finite and (min(finite) < -MAX_ABS_LOGPROB or max(finite) > MAX_ABS_LOGPROB):
+            raise NonFiniteLoglikError(f"finite loglik entries must lie within ±{MAX_ABS_LOGPROB:g}")
     comp = _completed_index(config, ev.completed)
     feas = _feasible_mask(config, ev.feasible)
     w = _weight(ev.weight)
@@ -597,21 +603,18 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
     Raises :class:`ImpossibleObservationError` / :class:`NonFiniteLoglikError` when the
     step cannot be taken (the caller keeps ``state``).
     """
-    ll, feas, completed, weight = ev.ll, ev.feasible, ev.completed, ev.weight
+    ll, score, top, weight, completed, feas = ev
     ego_active = bool(ego_active)
-    bs = state.belief
-    cps = state.changepoint
-    t = bs.t
-    pi0 = bs.pi0
-    restart = bs.restart
-    consts = bs.consts if bs.consts is not None else hazard_constants(pi0, config.hazard)
+    bs, sm_prev, cps = state
+    belief, pi0, counts, restart, buf, pos, wsum, log_evidence, t, consts = bs
+    if consts is None:
+        consts = hazard_constants(pi0, config.hazard)
 
     # 1. predict + condition. The change-point gate's run-length filter needs the
     #    hazard step; in the hazard model that step *is* the belief update.
     if not config.windowed:
-        hs = hazard_step(bs.belief, pi0, feas, restart, config.hazard, ll, consts)
-        prior, post, log_z = hs.prior, hs.post, hs.log_z
-        buf, pos, wsum = bs.window_buf, bs.window_pos, bs.window_sum
+        hs = hazard_step(belief, pi0, feas, restart, config.hazard, ll, consts)
+        prior, post, log_z = hs[0], hs[1], hs[2]
     else:
         prior, post, log_z, buf, pos, wsum = _windowed_step(config, bs, ll, feas)
     if log_z == -_INF:
@@ -624,8 +627,7 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
             "the tempered log-likelihood overflows (weight x log-probability too large); the gate is unchanged")
 
     # 2. gates, each with its own counters
-    sm_state, sm = stable_map_update(config.stable_map, state.stable_map, t, prior, ev.score, ev.top,
-                                     weight, ego_active)
+    sm_state, sm = stable_map_update(config.stable_map, sm_prev, t, prior, score, top, weight, ego_active)
     if not config.track_cp:
         cp_state, cp = cps, _CP_UNTRACKED
     else:
@@ -645,7 +647,6 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
             cp_state = changepoint_notify_replanned(cp_state, t)
 
     # 3. completion book-keeping and the prediction for the next step
-    counts = bs.counts
     next_consts = consts
     if completed >= 0:
         counts = counts.copy()
@@ -665,14 +666,16 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
             predictive = condition(pi0, wsum)[0]
 
     post.setflags(write=False)  # shared by the info and the new state
-    new_state = GateState(
-        BeliefState(post, next_pi0, counts, completed >= 0, buf, pos, wsum,
-                    bs.log_evidence + log_z, t + 1, next_consts),
+    # The records are built with tuple.__new__ (every field given, in order): the same
+    # NamedTuples without the generated __new__'s Python frame, ~0.1 us each per step.
+    new_state = _new(GateState, (
+        _new(BeliefState, (post, next_pi0, counts, completed >= 0, buf, pos, wsum,
+                           log_evidence + log_z, t + 1, next_consts)),
         sm_state,
         cp_state,
-    )
-    info = GateInfo(t, prior, post, sm, cp, interrupt, reason, log_z, weight, completed,
-                    ego_active, predictive)
+    ))
+    info = _new(GateInfo, (t, prior, post, sm, cp, interrupt, reason, log_z, weight, completed,
+                           ego_active, predictive))
     return new_state, info
 
 
@@ -687,8 +690,8 @@ def decide(config: GateConfig, info: GateInfo) -> Decision:
     post = info.posterior
     m = int(post.argmax())
     cp = info.changepoint
-    return Decision(post, m, config.names[m], float(post[m]), info.stable_map.contradiction,
-                    info.interrupt, cp.fired, cp.prob, cp.switch_prob, info.predictive, info)
+    return _new(Decision, (post, m, config.names[m], float(post[m]), info.stable_map.contradiction,
+                           info.interrupt, cp.fired, cp.prob, cp.switch_prob, info.predictive, info))
 
 
 def _windowed_step(config: GateConfig, bs: BeliefState, ll, feas):

@@ -58,7 +58,7 @@ def hazard_sticky(xp, belief, pi0, feasible, hazard, consts=None, axis: int = -1
     """
     if feasible is None:
         hpi0, stay = consts if consts is not None else hazard_constants(xp, pi0, hazard)
-        switch = hpi0 * (1.0 - belief)
+        switch = hpi0 - hpi0 * belief  # h pi0 (1 - b), array-array operations only
         # stay * b + switch = (1-h) b + h pi0 for a normalised b: two operations, not four
         return (1.0 - hazard) * belief + hpi0, stay, switch
     h = hazard
