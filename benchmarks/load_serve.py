@@ -45,7 +45,7 @@ async def _request(conn: RawConnection, path: str, body: bytes, timeout: float) 
 
 
 async def run(url: str, sessions: int, rate: float, duration: float, seed: int = 0, timeout: float = 5.0,
-              server_pid: Optional[int] = None) -> dict:
+              server_pid: Optional[int] = None, raw: Optional[str] = None) -> dict:
     host, port = url.rsplit("//", 1)[1].rstrip("/").split(":")
     port = int(port)
     _, _, bodies = make_pool(seed)
@@ -105,6 +105,11 @@ async def run(url: str, sessions: int, rate: float, duration: float, seed: int =
     cpu1 = None if server_pid is None else cpu_seconds(server_pid)
     for conn in conns:
         await conn.close()
+    if raw is not None:  # every request: session, send time (perf_counter), latency, lag (s)
+        np.savez(raw, session=np.concatenate([np.full(len(x), s) for s, x in enumerate(sent)]),
+                 sent=np.concatenate([np.asarray(x) for x in sent]), start=start,
+                 latency=np.concatenate([np.asarray(x) for x in latency]),
+                 lag=np.concatenate([np.asarray(x) for x in lag]))
     lat = np.concatenate([np.asarray(x) for x in latency]) * 1e3
     lg = np.concatenate([np.asarray(x) for x in lag]) * 1e3
     steps = int(lat.size)
@@ -137,6 +142,8 @@ def main(argv: Optional[list] = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--server-pid", type=int, default=None, help="read this process's CPU time (Linux)")
     parser.add_argument("--json", type=str, default=None)
+    parser.add_argument("--raw", type=str, default=None,
+                        help="write every request's session, send time, latency and lag here (.npz)")
     args = parser.parse_args(argv)
     if args.sessions < 1 or not args.rate > 0 or not args.duration > 0:
         parser.error("need --sessions >= 1, --rate > 0 and --duration > 0")
@@ -147,7 +154,7 @@ def main(argv: Optional[list] = None) -> dict:
     except ImportError:
         runner, loop = asyncio.run, "asyncio"
     result = runner(run(args.url, args.sessions, args.rate, args.duration, args.seed, args.timeout,
-                        args.server_pid))
+                        args.server_pid, args.raw))
     result["client_loop"] = loop
     text = json.dumps(result)
     if args.json:

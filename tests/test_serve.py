@@ -39,6 +39,7 @@ from beliefgate.beliefs.errors import BeliefInputError  # noqa: E402
 from beliefgate.beliefs.evidence import StepEvidence  # noqa: E402
 from beliefgate.serve import Client  # noqa: E402
 from beliefgate.serve.app import create_app, openapi_document  # noqa: E402
+from beliefgate.serve.protocol import uvicorn_config  # noqa: E402
 from beliefgate.serve.client import (  # noqa: E402
     InvalidRequest,
     ServeError,
@@ -62,9 +63,9 @@ JSON = {"Content-Type": "application/json"}
 class ThreadServer:
     """uvicorn on 127.0.0.1, port 0 (the OS picks a free one), in a background thread."""
 
-    def __init__(self, **settings):
+    def __init__(self, fast: bool = True, **settings):
         self.app = create_app(**settings)
-        config = uvicorn.Config(self.app, host=HOST, port=0, log_level="warning", lifespan="on")
+        config = uvicorn_config(self.app, HOST, 0, fast=fast, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.url = ""

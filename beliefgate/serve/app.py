@@ -223,7 +223,7 @@ class _Guard:
         headers = dict(scope.get("headers") or ())
         path = scope.get("path", "")
         protected = path.startswith(API_PREFIX + "/") and path != API_PREFIX + "/healthz"
-        if self.token is not None and protected and not self._authorised(headers.get(b"authorization")):
+        if self.token is not None and protected and not bearer_ok(self.token, headers.get(b"authorization")):
             await _send(send, _error(401, "unauthorized", "missing or wrong bearer token",
                                      headers={"WWW-Authenticate": 'Bearer realm="beliefgate"'}))
             return
@@ -277,13 +277,15 @@ class _Guard:
 
         await self.app(scope, replay, send)
 
-    def _authorised(self, header: Optional[bytes]) -> bool:
-        if not header:
-            return False
-        scheme, _, value = header.partition(b" ")
-        if scheme.lower() != b"bearer":
-            return False
-        return hmac.compare_digest(value.strip(), self.token)
+
+def bearer_ok(token: bytes, header: Optional[bytes]) -> bool:
+    """Whether an ``Authorization`` header value carries the bearer ``token``."""
+    if not header:
+        return False
+    scheme, _, value = header.partition(b" ")
+    if scheme.lower() != b"bearer":
+        return False
+    return hmac.compare_digest(value.strip(), token)
 
 
 def _too_large(limit: int) -> Response:
@@ -440,28 +442,39 @@ def _json_content(value: Optional[bytes]) -> bool:
     return media == b"application/json"
 
 
-async def _fast(scope, session_id: str, op: str, body: bytes) -> Optional[Response]:
-    """The step routes without FastAPI's routing and dependency machinery.
+def fast_request(op: str, body: bytes):
+    """The validated body of a step request (``op``: step, step_loglik, step_evidence), or
+    ``None`` when it does not validate (the request then goes the ordinary FastAPI way).
 
-    The body is validated by the route's own pydantic model straight from the bytes
-    (``model_validate_json``, the same rules as FastAPI's ``json.loads`` + validate); a body
-    that does not validate returns ``None`` and goes the ordinary way, so every error
-    answer is FastAPI's own. Errors the handler raises go to the app's exception handlers.
+    The route's own pydantic model validates the bytes (``model_validate_json``, the same
+    rules as FastAPI's ``json.loads`` + validate), so every error answer stays FastAPI's own.
     """
-    model, handler = _FAST_ROUTES[op]
     try:
-        request = model.model_validate_json(body)
+        return _FAST_ROUTES[op][0].model_validate_json(body)
     except ValidationError:
         return None
-    app = scope["app"]
+
+
+async def fast_answer(app, session_id: str, op: str, request, scope) -> Response:
+    """Serve a validated step request (see :func:`fast_request`) without FastAPI's routing
+    and dependency machinery; errors the handler raises go to the app's exception
+    handlers (``scope``: the request's ASGI scope, or a callable building it, for them)."""
     try:
-        return await handler(app.state.store, session_id, request)
+        return await _FAST_ROUTES[op][1](app.state.store, session_id, request)
     except Exception as exc:  # noqa: BLE001 - dispatched to the registered handler, else re-raised
         for cls in type(exc).__mro__:
             on_error = app.exception_handlers.get(cls)
             if on_error is not None:
-                return await on_error(Request(scope), exc)
+                return await on_error(Request(scope() if callable(scope) else scope), exc)
         raise
+
+
+async def _fast(scope, session_id: str, op: str, body: bytes) -> Optional[Response]:
+    """The guard's fast path: :func:`fast_request` then :func:`fast_answer` (``None``: not valid)."""
+    request = fast_request(op, body)
+    if request is None:
+        return None
+    return await fast_answer(scope["app"], session_id, op, request, scope)
 
 
 def _overcooked_gate(layout: str, params: GateParams, partner: int):

@@ -119,6 +119,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             application = create_app(settings)
         except (ValueError, SnapshotError) as exc:
             _fail(str(exc))
+        from beliefgate.serve.protocol import uvicorn_config
         import uvicorn
 
         restored = len(application.state.store)
@@ -129,7 +130,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             f"beliefgate serve: http://{shown}:{port}/v1  auth={'on' if token else 'off'}  "
             f"max_sessions={max_sessions}  ttl={'never' if not ttl else f'{ttl:g}s'}  "
             f"snapshot={snapshot or 'off'}" + (f" ({restored} session(s) restored)" if snapshot else ""))
-        config = uvicorn.Config(application, host=host, port=port, log_level=log_level, access_log=access_log,
+        config = uvicorn_config(application, host=host, port=port, log_level=log_level, access_log=access_log,
                                 lifespan="on", timeout_graceful_shutdown=5)
         server = uvicorn.Server(config)
         # everything built so far lives as long as the server: move it out of the collector's

@@ -1,0 +1,134 @@
+"""The service's HTTP protocol (``beliefgate/serve/protocol.py``): the step short cut
+answers byte for byte what uvicorn's plain h11 protocol (and so the ASGI guard and
+FastAPI) answers, for requests it serves itself and for those it hands on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+
+import numpy as np
+import pytest
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("uvicorn")
+pytest.importorskip("fastapi")
+
+import beliefgate.serve.protocol as protocol  # noqa: E402
+from beliefgate.serve import Client  # noqa: E402
+
+from test_serve import TOKEN, ThreadServer  # noqa: E402
+
+AUTH = f"Authorization: Bearer {TOKEN}\r\n"
+
+
+def _request(path: str, payload, headers: str = AUTH, body: bytes = None) -> bytes:
+    body = json.dumps(payload).encode() if body is None else body
+    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}Content-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def _read_answers(sock: socket.socket, count: int) -> list:
+    """``count`` whole HTTP answers (status line, headers, Content-Length body) from ``sock``."""
+    data, answers = b"", []
+    while len(answers) < count:
+        end = data.find(b"\r\n\r\n")
+        if end >= 0:
+            length = int(re.search(rb"(?i)\r\ncontent-length: *(\d+)", data[:end + 2]).group(1))
+            if len(data) >= end + 4 + length:
+                answers.append(data[:end + 4 + length])
+                data = data[end + 4 + length:]
+                continue
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise AssertionError(f"connection closed after {len(answers)} of {count} answers")
+        data += chunk
+    return answers
+
+
+def _exchange(url: str, writes: list, answers: int) -> list:
+    """Send each byte string of ``writes`` (a pause between them) on one connection; the
+    answers with the ``date`` header's value blanked."""
+    host, port = url.rsplit("//", 1)[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        for i, chunk in enumerate(writes):
+            if i:
+                time.sleep(0.05)
+            sock.sendall(chunk)
+        got = _read_answers(sock, answers)
+    return [re.sub(rb"\r\ndate: [^\r]*", b"\r\ndate: -", a) for a in got]
+
+
+def _script(sid: str) -> list:
+    """(writes, answers expected, short-cut answers expected) on one session."""
+    rng = np.random.default_rng(11)
+    q = rng.normal(size=(3, 4))
+    table = (q - np.log(np.exp(q).sum(1, keepdims=True))).tolist()
+    step = f"/v1/sessions/{sid}/step"
+    ok = {"action_logprobs": table, "action": 1}
+    big = json.dumps({"action_logprobs": table, "action": 1, "pad": "x" * 2000}).encode()
+    two = _request(step, ok) + _request(step, {"action_logprobs": table, "action": 2})
+    whole = _request(step, {"action_logprobs": table, "action": 3})
+    return [
+        ([_request(step, ok)], 1, 1),                                                    # short cut
+        ([_request(step, ok, AUTH + "Connection: keep-alive\r\n")], 1, 1),               # short cut
+        ([_request(step, {"action_logprobs": table, "action": 9})], 1, 1),               # 422 from the gate
+        ([_request("/v1/sessions/nope/step", ok)], 1, 1),                                # 404
+        ([_request(f"/v1/sessions/{sid}/step_loglik", {"loglik": table[0][:3], "weight": 0.5})], 1, 1),
+        ([_request(f"/v1/sessions/{sid}/step_evidence",
+                   {"action_logprobs": table, "action_mask": [True, False, True, False]})], 1, 1),
+        ([_request(step, {"action_logprobs": table})], 1, 0),                            # schema: FastAPI
+        ([_request(step, ok, headers="")], 1, 0),                                        # no token: 401
+        ([_request(step, ok, AUTH + "X-Note: café\r\n")], 1, 0),  # non-ASCII: h11
+        ([_request(step, None, body=big)], 1, 0),                                        # over the limit: 413
+        ([whole[:40], whole[40:]], 1, 0),                                                # split over two reads
+        ([two], 2, 0),                                                                   # pipelined
+        ([_request(step, ok)], 1, 1),                                                    # short cut again
+        ([_request(step, ok, AUTH + "Connection: close\r\n")], 1, 0),                    # then closed
+    ]
+
+
+def test_short_cut_answers_byte_for_byte_as_h11(monkeypatch):
+    served = []
+    original = protocol.fast_answer
+
+    async def counting(*args, **kwargs):
+        served.append(args[2])
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(protocol, "fast_answer", counting)
+    answers = {}
+    for fast in (True, False):
+        served.clear()
+        with ThreadServer(fast=fast, token=TOKEN, max_body_bytes=1024) as srv:
+            with Client(srv.url, token=TOKEN) as client:
+                gate = client.from_logprobs(3, skill_names=["p", "q", "r"])
+                script = _script(gate.session_id)
+                answers[fast] = [_exchange(srv.url, writes, n) for writes, n, _ in script]
+                answers[fast].append(gate.t)
+        assert len(served) == (sum(k for _, _, k in script) if fast else 0), served
+    assert answers[True] == answers[False]
+    statuses = [int(a.split(b" ", 2)[1]) for group in answers[True][:-1] for a in group]
+    assert statuses == [200, 200, 422, 404, 200, 200, 422, 401, 200, 413, 200, 200, 200, 200, 200], statuses
+    assert answers[True][-1] == 10  # every 200 step counted once, on both servers
+
+
+def test_connection_close_is_honoured_after_a_short_cut_answer():
+    with ThreadServer() as srv, Client(srv.url) as client:
+        gate = client.from_logprobs(3)
+        sid = gate.session_id
+        table = np.log([[0.7, 0.2, 0.1]] * 3).tolist()
+        host, port = srv.url.rsplit("//", 1)[1].split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            for _ in range(3):  # keep-alive: several short-cut answers on one connection
+                sock.sendall(_request(f"/v1/sessions/{sid}/step", {"action_logprobs": table, "action": 0}, ""))
+                assert _read_answers(sock, 1)[0].startswith(b"HTTP/1.1 200 OK\r\n")
+            sock.sendall(_request(f"/v1/sessions/{sid}/step", {"action_logprobs": table, "action": 0},
+                                  "Connection: close\r\n"))
+            answer = _read_answers(sock, 1)[0]
+            assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and b"\r\nconnection: close\r\n" in answer.lower()
+            assert sock.recv(100) == b""  # the server closed it
+        assert gate.t == 4
