@@ -50,7 +50,7 @@ from typing import Any, Dict, Literal, Mapping, NamedTuple, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from beliefgate.models.data import FitData
-from beliefgate.models.fitio import read_netcdf, read_record, require_groups, save_netcdf, stamp_record
+from beliefgate.models.fitio import FitFile
 
 from beliefgate.models.components import MIN_HAZARD  # re-exported
 #: attribute of the InferenceData that holds the fit configuration (JSON)
@@ -60,6 +60,13 @@ FORMAT = "beliefgate.fit/1"
 
 class FitError(InputError):
     """A fit cannot be configured, run or read."""
+
+
+FIT_FILE = FitFile(CONFIG_ATTR, FORMAT, FitError,
+                   "not a beliefgate fit: no 'beliefgate_fit' attribute (write it with `beliefgate fit`)",
+                   groups=("posterior", "log_likelihood", "observed_data", "constant_data"),
+                   what="the fit (as `beliefgate fit` writes it)",
+                   stamp_groups=("posterior", "sample_stats", "log_likelihood"))
 
 
 class FitConfig(BaseModel):
@@ -488,13 +495,12 @@ def fit(data: FitData, config: Optional[FitConfig] = None, *, progress: bool = F
         **info,
         **dict(extra_attrs or {}),
     }
-    return stamp_record(idata, CONFIG_ATTR, record, ("posterior", "sample_stats", "log_likelihood"))
+    return FIT_FILE.stamp(idata, record)
 
 
 def fit_record(idata) -> dict:
     """The JSON record stored by :func:`fit` (configuration, data provenance, timing)."""
-    return read_record(idata, CONFIG_ATTR, FORMAT, FitError,
-                       "not a beliefgate fit: no 'beliefgate_fit' attribute (write it with `beliefgate fit`)")
+    return FIT_FILE.record(idata)
 
 
 def fit_config(idata) -> FitConfig:
@@ -504,16 +510,12 @@ def fit_config(idata) -> FitConfig:
 
 def save_fit(idata, path: Union[str, Path]) -> Path:
     """Write a fit as NetCDF (parent directories created); returns the path."""
-    return save_netcdf(idata, path)
+    return FIT_FILE.save(idata, path)
 
 
 def load_fit(path: Union[str, Path]):
     """Read a fit written by :func:`save_fit`; raises :class:`FitError` with the reason."""
-    idata = read_netcdf(path, FitError)
-    fit_record(idata)  # validates
-    require_groups(idata, path, ("posterior", "log_likelihood", "observed_data", "constant_data"), FitError,
-                   "the fit (as `beliefgate fit` writes it)")
-    return idata
+    return FIT_FILE.load(path)
 
 
 __all__ = [

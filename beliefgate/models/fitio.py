@@ -69,3 +69,37 @@ def require_groups(idata, path, groups: Sequence[str], error: Type[Exception], w
     missing = [g for g in groups if g not in idata.groups()]
     if missing:
         raise error(f"{path}: {what} lacks the group(s) {', '.join(missing)}")
+
+
+class FitFile:
+    """The file format of one fitted model: where its record lives, what it must hold.
+
+    ``attr``/``fmt``: the record's attribute name and format string; ``error``: the model's
+    error class; ``missing``: the message for a file without the record; ``stamp_groups``:
+    the groups the record is also stored on; ``groups``: the groups a loaded fit must have;
+    ``what``: how messages name the fit.
+    """
+
+    def __init__(self, attr: str, fmt: str, error: Type[Exception], missing: str,
+                 groups: Sequence[str], what: str, stamp_groups: Sequence[str] = ("posterior",)):
+        self.attr, self.fmt, self.error, self.missing = attr, fmt, error, missing
+        self.groups, self.what, self.stamp_groups = tuple(groups), what, tuple(stamp_groups)
+
+    def stamp(self, idata, record: dict):
+        return stamp_record(idata, self.attr, record, self.stamp_groups)
+
+    def has(self, idata) -> bool:
+        return has_record(idata, self.attr)
+
+    def record(self, idata) -> dict:
+        return read_record(idata, self.attr, self.fmt, self.error, self.missing)
+
+    def save(self, idata, path: Union[str, Path]) -> Path:
+        return save_netcdf(idata, path)
+
+    def load(self, path: Union[str, Path]):
+        """Read and validate a fit of this format; ``error`` with the reason."""
+        idata = read_netcdf(path, self.error)
+        self.record(idata)
+        require_groups(idata, path, self.groups, self.error, self.what)
+        return idata

@@ -39,7 +39,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from beliefgate.errors import InputError, LookupFailure
-from beliefgate.models.fitio import has_record, read_netcdf, read_record, require_groups, save_netcdf, stamp_record
+from beliefgate.models.fitio import FitFile
 
 # --------------------------------------------------------------------------- errors
 
@@ -194,6 +194,12 @@ class KappaDataError(InputError):
 
 class KappaFitError(InputError):
     """A kappa fit cannot be configured, run or read."""
+
+
+KAPPA_FIT_FILE = FitFile(CONFIG_ATTR, FORMAT, KappaFitError,
+                         "not a kappa fit: no 'beliefgate_kappa_fit' attribute (write it with "
+                         "`beliefgate fit --model kappa`)",
+                         groups=("posterior", "observed_data", "constant_data"), what="the kappa fit")
 
 
 # --------------------------------------------------------------------------------------
@@ -667,17 +673,15 @@ def fit_kappa(decisions: Decisions, config: Optional[KappaFitConfig] = None, *, 
         **info,
         **dict(extra_attrs or {}),
     }
-    return stamp_record(idata, CONFIG_ATTR, record)
+    return KAPPA_FIT_FILE.stamp(idata, record)
 
 
 def is_kappa_fit(idata) -> bool:
-    return has_record(idata, CONFIG_ATTR)
+    return KAPPA_FIT_FILE.has(idata)
 
 
 def kappa_fit_record(idata) -> dict:
-    return read_record(idata, CONFIG_ATTR, FORMAT, KappaFitError,
-                       "not a kappa fit: no 'beliefgate_kappa_fit' attribute (write it with "
-                       "`beliefgate fit --model kappa`)")
+    return KAPPA_FIT_FILE.record(idata)
 
 
 def kappa_fit_config(idata) -> KappaFitConfig:
@@ -685,15 +689,12 @@ def kappa_fit_config(idata) -> KappaFitConfig:
 
 
 def save_kappa_fit(idata, path: Union[str, Path]) -> Path:
-    return save_netcdf(idata, path)
+    return KAPPA_FIT_FILE.save(idata, path)
 
 
 def load_kappa_fit(path: Union[str, Path]):
     """Read a kappa fit written by :func:`save_kappa_fit` (validated)."""
-    idata = read_netcdf(path, KappaFitError)
-    kappa_fit_record(idata)
-    require_groups(idata, path, ("posterior", "observed_data", "constant_data"), KappaFitError, "the kappa fit")
-    return idata
+    return KAPPA_FIT_FILE.load(path)
 
 
 def kappa_point_values(idata, point: str = "median") -> dict:
