@@ -89,7 +89,7 @@ class GateConfig(NamedTuple):
     num_skills: int
     names: tuple
     hazard: float
-    one_minus_h: float
+    one_minus_h: np.ndarray  # float[K] of 1 - h: array-array products beat scalar ones at K ~ 6
     alpha: float
     windowed: bool
     slots: int
@@ -131,6 +131,8 @@ def gate_config(params: Optional[GateParams], num_skills: int,
             raise InvalidParameterError(
                 f"prior_counts must be finite, >= 0 and <= {MAX_PRIOR_COUNT:g}, got {counts.tolist()}")
     counts.setflags(write=False)
+    one_minus_h = np.full(num_skills, 1.0 - float(params.hazard))
+    one_minus_h.setflags(write=False)
     windowed = params.model == "windowed"
     track = params.track_changepoint
     return GateConfig(
@@ -138,7 +140,7 @@ def gate_config(params: Optional[GateParams], num_skills: int,
         num_skills=num_skills,
         names=names,
         hazard=float(params.hazard),
-        one_minus_h=1.0 - float(params.hazard),
+        one_minus_h=one_minus_h,
         alpha=float(params.alpha),
         windowed=windowed,
         slots=int(params.window) if (windowed and params.window is not None) else 0,
@@ -659,7 +661,8 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
     else:
         next_pi0 = pi0
         if not config.windowed:
-            predictive = post * config.one_minus_h + consts[0]
+            predictive = post * config.one_minus_h  # (1 - h) post + h pi0
+            predictive += consts[0]
         elif feas is None:
             predictive = post
         else:
@@ -688,9 +691,11 @@ def update(config: GateConfig, state: GateState, evidence: Evidence,
 def decide(config: GateConfig, info: GateInfo) -> Decision:
     """The caller's view of one step (posterior, MAP, interrupt, change-point signals)."""
     post = info.posterior
-    m = int(post.argmax())
+    values = post.tolist()  # finite: max/index = argmax, lowest index on ties
+    confidence = max(values)
+    m = values.index(confidence)
     cp = info.changepoint
-    return _new(Decision, (post, m, config.names[m], float(post[m]), info.stable_map.contradiction,
+    return _new(Decision, (post, m, config.names[m], confidence, info.stable_map.contradiction,
                            info.interrupt, cp.fired, cp.prob, cp.switch_prob, info.predictive, info))
 
 

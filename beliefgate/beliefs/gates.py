@@ -287,7 +287,10 @@ def stable_map_decide(
         log_l = where(lam != 0.0, -_INF, 0.0)
     evidence = weight > 0.0  # the belief side is shared: one bool for every configuration
     contradiction = (log_l < config.log_tau) if evidence else False
-    reason, interrupt = first_failure(_SM_CONTRADICTION, evidence, contradiction)
+    if contradiction is False:  # one configuration, no contradiction: what first_failure would say
+        reason, interrupt = (REASON_NO_CONTRADICTION if evidence else REASON_EXCLUDED), False
+    else:
+        reason, interrupt = first_failure(_SM_CONTRADICTION, evidence, contradiction)
     if interrupt is False:  # no configuration contradicts: the counters stay
         new_state = _new(StableMapState, (map_skill, stable, state.t_last_interrupt,
                                           state.num_contradictions, state.num_interrupts))
@@ -334,13 +337,15 @@ def stable_map_update(
     lowest index on ties; the stable count; ``r_t = score[m_t] - top[m_t]``), the
     decision by :func:`stable_map_decide`.
     """
-    m = int(prior.argmax())
+    values = prior.tolist()  # finite (the step was checked): max/index = argmax, lowest index on ties
+    confidence = max(values)
+    m = values.index(confidence)
     stable = state.stable + 1 if m == state.prev_map else 0
     if score is None:
         ratio = 0.0
     else:
         ratio = float(score[m]) - (top if type(top) is float else float(top[m]))
-    return stable_map_decide(config, state, t, m, float(prior[m]), stable, ratio, weight, ego_active)
+    return stable_map_decide(config, state, t, m, confidence, stable, ratio, weight, ego_active)
 
 
 def stable_map_notify_replanned(state: StableMapState, t: int, when=True) -> StableMapState:
@@ -491,12 +496,16 @@ def changepoint_decide(config: ChangePointConfig, state: ChangePointState, t: in
     ``(joint, head, belief)`` after this step (``None``: ``state``'s, untouched).
     """
     armed = state.armed | (prob < config.release)
-    reason, fired = first_failure(  # in the order of CHANGEPOINT_REASONS
-        CHANGEPOINT_REASONS,
-        prob >= config.threshold,
-        armed,
-        t - state.t_last_fire >= config.cooldown,
-    )
+    above = prob >= config.threshold
+    if above is False:  # one configuration, below threshold: what first_failure would say
+        reason, fired = REASON_BELOW_THRESHOLD, False
+    else:
+        reason, fired = first_failure(  # in the order of CHANGEPOINT_REASONS
+            CHANGEPOINT_REASONS,
+            above,
+            armed,
+            t - state.t_last_fire >= config.cooldown,
+        )
     joint, head, belief = (state.joint, state.head, state.belief) if filtered is None else filtered
     if fired is False:  # no configuration fires: only the arming moves
         new_state = _new(ChangePointState, (joint, head, belief, armed, state.t_last_fire, state.num_fires))

@@ -128,15 +128,18 @@ def window_push(xp, buf, pos, wsum, row, observed, restart):
     """
     slots = buf.shape[0]
     if slots == 0:
-        before = _pick(xp, restart, xp.zeros_like(wsum), wsum)
-        return before, buf, pos, _pick(xp, observed, before + row, before)
-    buf = _pick(xp, restart, xp.zeros_like(buf), buf)
-    pos = _pick(xp, restart, 0, pos)
-    evicted = _pick(xp, observed, _with_row(buf, pos, 0.0), buf)
-    before = xp.sum(evicted, axis=0)
-    buf = _pick(xp, observed, _with_row(evicted, pos, row), buf)
-    pos = _pick(xp, observed, (pos + 1) % slots, pos)
-    return before, buf, pos, xp.sum(buf, axis=0)
+        before = wsum if restart is False else _pick(xp, restart, xp.zeros_like(wsum), wsum)
+    else:
+        if restart is not False:  # a Python False (NumPy online step) skips building the zeros
+            buf = _pick(xp, restart, xp.zeros_like(buf), buf)
+            pos = _pick(xp, restart, 0, pos)
+        evicted = buf if observed is False else _pick(xp, observed, _with_row(buf, pos, 0.0), buf)
+        before = xp.sum(evicted, axis=0)
+        if observed is not False:
+            buf = _pick(xp, observed, _with_row(evicted, pos, row), buf)
+            pos = _pick(xp, observed, (pos + 1) % slots, pos)
+    # the sum once the new row has entered: the kept rows plus it (no second reduction)
+    return before, buf, pos, (before if observed is False else _pick(xp, observed, before + row, before))
 
 
 __all__ = ["window_push", "book_completion", "smoothed_prior", "hazard_constants", "forced_switch", "hazard_sticky", "scaled_correct"]
