@@ -11,7 +11,10 @@ Measured per request: latency (send -> whole response read); lag (send time - sc
 time: the generator's own delay, reported so that a generator that could not keep pace
 is visible); errors (any status but 200, a transport error, or no answer within
 ``--timeout`` s). With ``--server-pid`` the server's CPU time over the stepping window is
-read from /proc (Linux) and divided by the steps.
+read from /proc (Linux) and divided by the steps, and for every one-second window the p99
+and the CPU seconds the rest of the machine used (``window_other_cpu_s``: busy time from
+/proc/stat less the server's and the generator's), so that a slow second can be told
+apart from another process taking the cores.
 
     python benchmarks/load_serve.py --url http://127.0.0.1:8765 --sessions 200 --rate 5 --duration 30
 
@@ -38,6 +41,16 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from bench_serve import NUM_SKILLS, RawConnection, cpu_seconds, make_pool, schedule  # noqa: E402
+
+
+def machine_busy() -> Optional[float]:
+    """CPU seconds the whole machine has been busy (all cores; /proc/stat, Linux; else None)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 async def _request(conn: RawConnection, path: str, body: bytes, timeout: float) -> tuple:
@@ -97,12 +110,23 @@ async def run(url: str, sessions: int, rate: float, duration: float, seed: int =
                 errors["status"] += 1
                 statuses[str(status)] = statuses.get(str(status), 0) + 1
 
+    samples = []  # (time, machine busy, server CPU, generator CPU) once a second
+
+    async def sampler(start: float) -> None:
+        await asyncio.sleep(max(0.0, start - clock()))
+        while True:
+            samples.append((clock() - start, machine_busy(), server_pid and cpu_seconds(server_pid),
+                            sum(os.times()[:2])))
+            await asyncio.sleep(1.0)
+
     gc.freeze()  # the generator's own full collections would show up as latency
     cpu0 = None if server_pid is None else cpu_seconds(server_pid)
     start = clock() + 0.2
+    watch = asyncio.create_task(sampler(start))
     await asyncio.gather(*(session_loop(s, start) for s in range(sessions)))
     wall = clock() - start
     cpu1 = None if server_pid is None else cpu_seconds(server_pid)
+    watch.cancel()
     for conn in conns:
         await conn.close()
     if raw is not None:  # every request: session, send time (perf_counter), latency, lag (s)
@@ -117,6 +141,9 @@ async def run(url: str, sessions: int, rate: float, duration: float, seed: int =
     second = ((np.concatenate([np.asarray(x) for x in sent]) - start) // 1.0).astype(int)
     windows = [lat[second == w] for w in np.unique(second)]
     window_p99 = np.array([np.percentile(w, 99) for w in windows if w.size])
+    # CPU the rest of the machine (neither the server nor this generator) used in each second
+    others = [None if None in (a[1], b[1], a[2], b[2]) else round((b[1] - a[1]) - (b[2] - a[2]) - (b[3] - a[3]), 3)
+              for a, b in zip(samples, samples[1:])]
     return {
         "sessions": sessions, "rate_hz": rate, "duration_s": duration, "steps": steps,
         "offered_steps_per_s": sessions * rate, "achieved_steps_per_s": steps / wall, "wall_s": wall,
@@ -126,6 +153,8 @@ async def run(url: str, sessions: int, rate: float, duration: float, seed: int =
         "lag_p50_ms": float(np.percentile(lg, 50)), "lag_p99_ms": float(np.percentile(lg, 99)),
         "seconds": int(window_p99.size), "seconds_p99_over_20ms": int((window_p99 > 20.0).sum()),
         "median_second_p99_ms": float(np.median(window_p99)),
+        "window_p99_ms": [round(float(x), 2) for x in window_p99],
+        "window_other_cpu_s": others,
         "server_cpu_us_per_step": (None if cpu0 is None or cpu1 is None
                                    else (cpu1 - cpu0) / steps * 1e6),
         "load_avg": os.getloadavg() if hasattr(os, "getloadavg") else None,
