@@ -132,3 +132,37 @@ def test_connection_close_is_honoured_after_a_short_cut_answer():
             assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and b"\r\nconnection: close\r\n" in answer.lower()
             assert sock.recv(100) == b""  # the server closed it
         assert gate.t == 4
+
+
+def test_request_arriving_while_an_answer_waits_is_answered_after_it(tmp_path, monkeypatch):
+    """With snapshots a short-cut answer waits for the write; a second request on the same
+    connection meanwhile is held (reading paused) and answered after the first, in order."""
+    from beliefgate.serve.sessions import atomic_write
+
+    served = []
+    original = protocol.fast_answer
+
+    async def counting(*args, **kwargs):
+        served.append(args[2])
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(protocol, "fast_answer", counting)
+
+    def slow_writer(path, data):
+        time.sleep(0.3)
+        atomic_write(path, data)
+
+    with ThreadServer(snapshot_path=tmp_path / "s.pkl") as srv, Client(srv.url) as client:
+        gate = client.from_logprobs(3)
+        srv.app.state.store._writer = slow_writer  # every snapshot write now takes 0.3 s
+        table = np.log([[0.7, 0.2, 0.1]] * 3).tolist()
+        path = f"/v1/sessions/{gate.session_id}/step"
+        host, port = srv.url.rsplit("//", 1)[1].split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(_request(path, {"action_logprobs": table, "action": 0}, ""))
+            time.sleep(0.1)  # the first answer is waiting for its snapshot write
+            sock.sendall(_request(path, {"action_logprobs": table, "action": 1}, ""))
+            first, second = _read_answers(sock, 2)
+        steps = [json.loads(a.split(b"\r\n\r\n", 1)[1])["info"]["t"] for a in (first, second)]
+        assert steps == [0, 1] and len(served) == 2, (steps, served)
+        assert gate.t == 2
