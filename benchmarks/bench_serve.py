@@ -414,6 +414,10 @@ def main(argv: Optional[list] = None) -> dict:
               f"{run['lag_p99_ms']:.2f} ms; server CPU {_cpu(run['server_cpu_us_per_step'])}/step; "
               f"p99 over 20 ms in {run['seconds_p99_over_20ms']} of {run['seconds']} one-second windows "
               f"(median window p99 {run['median_second_p99_ms']:.2f} ms)")
+        others = [x for x in run.get("window_other_cpu_s") or () if x is not None]
+        if others:
+            print(f"   other processes used {np.median(others):.2f} cores in the median second "
+                  f"({max(others):.2f} at most) beside server and generator")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     return result
