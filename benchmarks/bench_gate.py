@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import subprocess
 import time
 from typing import Callable, Optional
 
@@ -111,6 +113,21 @@ def drift(tables, actions, steps: int) -> dict:
             "max_abs_sum_error": worst}
 
 
+def load_average() -> list:
+    """1-, 5- and 15-minute load averages (other jobs on a small machine move the figures)."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def commit() -> Optional[str]:
+    """The checked-out commit (short hash), or ``None`` outside a git work tree."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             cwd=os.path.dirname(os.path.abspath(__file__)), check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out.stdout.strip() or None
+
+
 def summarise(samples: np.ndarray) -> dict:
     return {
         "steps": int(samples.size),
@@ -130,6 +147,7 @@ def main(argv: Optional[list[str]] = None) -> dict:
     warmup = 50 if args.quick else 2_000
     jax_steps = 50 if args.quick else 2_000
 
+    load_before = load_average()
     tables, actions, lls = make_pool()
     results = {name: summarise(time_calls(call, steps, warmup))
                for name, call in gate_variants(tables, actions, lls).items()}
@@ -144,6 +162,8 @@ def main(argv: Optional[list[str]] = None) -> dict:
     report = {
         "drift": long_run,
         "machine": f"{platform.processor() or platform.machine()} ({platform.python_version()})",
+        "commit": commit(),
+        "load_average": {"before": load_before, "after": load_average()},
         "num_skills": NUM_SKILLS,
         "num_actions": NUM_ACTIONS,
         "targets_us": {"p50": TARGET_P50_US, "p99": TARGET_P99_US},
@@ -153,6 +173,8 @@ def main(argv: Optional[list[str]] = None) -> dict:
     print(f"drift over {long_run['steps']} steps: p50 first tenth {long_run['p50_first_us']:.1f} us, "
           f"last tenth {long_run['p50_last_us']:.1f} us; max |sum(posterior) - 1| = "
           f"{long_run['max_abs_sum_error']:.1e}")
+    print(f"commit {report['commit']}; load average (1, 5, 15 min) before {load_before}, "
+          f"after {report['load_average']['after']}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(report, fh, indent=2)
