@@ -466,11 +466,11 @@ def changepoint_update(
         joint, head = np.zeros_like(state.joint), 0
         enter = joint[0] = step.post
     else:
-        f = step.factor
+        _, _, _, stay, switch, f = step
         if f is None:
-            keep, enter = step.stay, step.switch
+            keep, enter = stay, switch
         else:
-            keep, enter = step.stay * f, step.switch * f
+            keep, enter = stay * f, switch * f
         head = (state.head - 1) % horizon  # ring row of run length L-1, about to age out
         joint = state.joint * keep
         settled = joint[horizon]  # a view: the += below writes into joint
