@@ -1,6 +1,7 @@
 """Latency of one online Gate step (predict, condition, both gates) for K = 6 skills.
 
-Measures each call separately with ``time.perf_counter_ns`` in this process and
+Measures each call separately with ``time.perf_counter_ns`` in this process (the
+variants interleaved in 20 rounds, so other jobs on the machine weigh on all alike) and
 reports p50/p99 per variant, plus the ratio to one call of the JAX functional
 filter's jitted ``beliefgate.beliefs.filter.update`` (validated, float64 off
 unless JAX_ENABLE_X64 is set) when that module is importable.
@@ -57,6 +58,21 @@ def time_calls(call: Callable[[int], object], steps: int, warmup: int) -> np.nda
         call(j)
         out[i] = clock() - t0
     return out / 1000.0  # microseconds
+
+
+def time_round_robin(calls: dict, steps: int, warmup: int, rounds: int = 20) -> dict:
+    """:func:`time_calls` for every variant, interleaved: ``rounds`` turns in which each
+    variant takes ``steps / rounds`` calls, so a burst of other work on the machine lands
+    on all variants alike instead of on whichever ran during it."""
+    rounds = max(1, min(rounds, steps))
+    for call in calls.values():
+        time_calls(call, 0, warmup)
+    chunks = {name: [] for name in calls}
+    for r in range(rounds):
+        n = steps // rounds + (1 if r < steps % rounds else 0)
+        for name, call in calls.items():
+            chunks[name].append(time_calls(call, n, 0))
+    return {name: np.concatenate(parts) for name, parts in chunks.items()}
 
 
 def gate_variants(tables, actions, lls):
@@ -149,8 +165,8 @@ def main(argv: Optional[list[str]] = None) -> dict:
 
     load_before = load_average()
     tables, actions, lls = make_pool()
-    results = {name: summarise(time_calls(call, steps, warmup))
-               for name, call in gate_variants(tables, actions, lls).items()}
+    results = {name: summarise(samples) for name, samples in
+               time_round_robin(gate_variants(tables, actions, lls), steps, warmup).items()}
     jax_call = jax_variant(lls)
     if jax_call is not None:
         results["filter.update (JAX jit)"] = summarise(time_calls(jax_call, jax_steps, 20))
