@@ -14,8 +14,6 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-import beliefgate.agents.bc  # noqa: F401 - registers `bc:<layout>` with the agent registry
-
 from beliefgate.console import console, err_console, fail as _fail
 
 
@@ -34,6 +32,16 @@ def _progress_bar(label: str):
         bar.update(task, total=n or None, completed=i, description=text)
 
     return bar, progress
+
+
+def _layouts(layouts) -> list:
+    """The canonical names of ``layouts`` (default: all five); an unknown one fails in one line."""
+    from beliefgate.envs.overcooked.layouts import LAYOUTS, UnknownLayoutError, resolve_layout
+
+    try:
+        return [resolve_layout(x) for x in (layouts or LAYOUTS)]
+    except UnknownLayoutError as exc:
+        _fail(str(exc))
 
 
 def _fmt(x, digits: int = 3) -> str:
@@ -99,12 +107,8 @@ def train_bc_cmd(
 ) -> None:
     """Train the behaviour-cloned human proxy `bc:<layout>` on the train split (saved in the cache)."""
     from beliefgate.agents.bc import BCModelError, BCPolicy, model_path, train_layout
-    from beliefgate.envs.overcooked.layouts import LAYOUTS, UnknownLayoutError, resolve_layout
 
-    try:
-        todo = [resolve_layout(x) for x in (layouts or LAYOUTS)]
-    except UnknownLayoutError as exc:
-        _fail(str(exc))
+    todo = _layouts(layouts)
     records = []
     bar, progress = _progress_bar("training")
     try:
@@ -218,13 +222,9 @@ def eval_bc_cmd(
     """Held-out test action accuracy of `bc:<layout>` and its reward with a scripted partner."""
     from beliefgate.agents.bc import BCModelError, evaluate_accuracy, evaluate_play, load_policy
     from beliefgate.envs.human_data import HumanDataError, load_dataset
-    from beliefgate.envs.overcooked.layouts import LAYOUTS, UnknownLayoutError, resolve_layout
     from beliefgate.envs.overcooked.partners import UnknownPartnerError
 
-    try:
-        todo = [resolve_layout(x) for x in (layouts or LAYOUTS)]
-    except UnknownLayoutError as exc:
-        _fail(str(exc))
+    todo = _layouts(layouts)
     rows = []
     bar, progress = _progress_bar("BC evaluation")
     try:

@@ -161,12 +161,7 @@ class Diagnosis(NamedTuple):
     def to_json_dict(self) -> dict:
         """``{"parameters": {NAME: {mean, sd, hdi_low, hdi_high, ess_bulk, ess_tail, r_hat}},
         "divergences": N, "warnings": [...]}`` (NaN -> null)."""
-        return {
-            "parameters": {name: {k: _finite_or_none(v) for k, v in row._asdict().items()}
-                           for name, row in self.parameters.items()},
-            "divergences": int(self.divergences),
-            "warnings": list(self.warnings),
-        }
+        return _summary_json(self)
 
     def report(self) -> dict:
         """The JSON shape plus the predictive check and calibration (for files)."""
@@ -176,6 +171,16 @@ class Diagnosis(NamedTuple):
         out["calibration"] = None if self.calibration is None else self.calibration.to_dict()
         out["settings"] = self.settings
         return json.loads(json.dumps(out, default=_finite_or_none))
+
+
+def _summary_json(diag) -> dict:
+    """The JSON shape both diagnoses share: per-parameter rows (NaN -> null), divergences, warnings."""
+    return {
+        "parameters": {name: {k: _finite_or_none(v) for k, v in row._asdict().items()}
+                       for name, row in diag.parameters.items()},
+        "divergences": int(diag.divergences),
+        "warnings": list(diag.warnings),
+    }
 
 
 def _finite_or_none(value):
@@ -574,12 +579,7 @@ class KappaDiagnosis(NamedTuple):
 
     def to_json_dict(self) -> dict:
         """The same shape as :meth:`Diagnosis.to_json_dict` (``parameters``, ``divergences``, ``warnings``)."""
-        return {
-            "parameters": {name: {k: _finite_or_none(v) for k, v in row._asdict().items()}
-                           for name, row in self.parameters.items()},
-            "divergences": int(self.divergences),
-            "warnings": list(self.warnings),
-        }
+        return _summary_json(self)
 
     def report(self) -> dict:
         out = self.to_json_dict()
