@@ -7,10 +7,9 @@ import pytest
 
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
-from beliefgate.agents.overforge import OverForgeOptionError, agent_entry, make_overforge_agent, parse_option
+from beliefgate.agents.overforge import OverForgeOptionError, make_overforge_agent, parse_option
 from beliefgate.agents.overforge.metrics import check_record, decision_records, pcm_metrics, recompute_kappa
 from beliefgate.agents.overforge.rollout import BranchRollout
-from beliefgate.agents.registry import AGENTS
 from beliefgate.envs.overcooked.adapter import OvercookedAdapter
 from beliefgate.errors import InputError
 from beliefgate.eval.episode import run_episode
@@ -20,15 +19,8 @@ LAYOUTS = ["cramped_room", "asymmetric_advantages", "coordination_ring", "forced
 HORIZON = 30
 
 
-@pytest.fixture
-def overforge_row(monkeypatch):
-    """The agent table's row for ``overforge`` (added here until the table carries it)."""
-    if "overforge" not in AGENTS:
-        monkeypatch.setitem(AGENTS, "overforge", agent_entry())
-
-
 @pytest.mark.parametrize("i,layout", list(enumerate(LAYOUTS)))
-def test_short_episode_decisions_recompute(overforge_row, i, layout):
+def test_short_episode_decisions_recompute(i, layout):
     result = run_episode(layout, "overforge", "balanced", seed=1000 + i, horizon=HORIZON, seat=i % 2)
     records = decision_records(result.trajectory)
     assert records, "the agent made no decision"
@@ -42,7 +34,7 @@ def test_short_episode_decisions_recompute(overforge_row, i, layout):
     assert 0.0 < m["kappa_mean"] <= 1.0 and m["decisions"] == len(records)
 
 
-def test_check_record_notices_a_changed_log(overforge_row):
+def test_check_record_notices_a_changed_log():
     result = run_episode("cramped_room", "overforge", "balanced", seed=1010, horizon=20)
     rec = next(r for r in decision_records(result.trajectory) if r["depth"] >= 1)
     rec = dict(rec, evidence=[e for e in rec["evidence"] if "judge" not in e] or rec["evidence"][:-1])
@@ -158,7 +150,7 @@ def test_llm_roles_fall_back_counted():
 
 
 @pytest.mark.slow
-def test_llm_variant_against_the_local_llama_server(overforge_row):
+def test_llm_variant_against_the_local_llama_server():
     """The LLM proposer and pairwise judge against the real llama.cpp server (SmolLM2)."""
     from test_llm_live import LlamaServer, _client
 

@@ -2,11 +2,8 @@
 
 ``make_overforge_agent(name, llm=None, gate_params=None)`` builds one from its name
 (``overforge``, ``overforge:-rollouts``, ``overforge:-hierarchy``, ``overforge:pinned=loader``,
-``overforge:-belief``, ``overforge:llm``; see :mod:`.config`). The agent table's row::
-
-    AgentEntry("overforge", "beliefgate.agents.overforge:make_overforge_agent",
-               "OverForge PCM: strategies x first skills, rollouts in the real dynamics, kappa commit",
-               option="optional", llm=True, gate=True),
+``overforge:-belief``, ``overforge:llm``; see :mod:`.config`); its row is in the agent table
+:data:`beliefgate.agents.registry.AGENTS`.
 """
 
 from __future__ import annotations
@@ -14,12 +11,6 @@ from __future__ import annotations
 from typing import Optional
 
 from beliefgate.agents.overforge.config import OverForgeConfig, OverForgeOptionError, option_of, parse_option
-
-#: the row :data:`beliefgate.agents.registry.AGENTS` needs (built lazily: the registry imports nothing here)
-ENTRY_ARGS = dict(prefix="overforge", factory="beliefgate.agents.overforge:make_overforge_agent",
-                  description="OverForge PCM: strategies x first skills, rollouts in the real dynamics, kappa commit "
-                              "(:-rollouts|-hierarchy|-belief|pinned=S|llm)",
-                  option="optional", llm=True, gate=True)
 
 
 def make_overforge_agent(name: Optional[str] = None, llm=None, gate_params=None):
@@ -43,19 +34,4 @@ def make_overforge_agent(name: Optional[str] = None, llm=None, gate_params=None)
     return OverForgeAgent(config, llm=llm, params=gate_params)
 
 
-def agent_entry():
-    """The :class:`~beliefgate.agents.registry.AgentEntry` of this agent (for the table, or a test)."""
-    from beliefgate.agents.registry import AgentEntry
-
-    return AgentEntry(**ENTRY_ARGS)
-
-
-def install_entry() -> None:
-    """Add the row to the running process's agent table when it is missing (until the table has it)."""
-    from beliefgate.agents.registry import AGENTS
-
-    AGENTS.setdefault("overforge", agent_entry())
-
-
-__all__ = ["make_overforge_agent", "OverForgeConfig", "OverForgeOptionError", "parse_option", "agent_entry",
-           "install_entry"]
+__all__ = ["make_overforge_agent", "OverForgeConfig", "OverForgeOptionError", "parse_option"]

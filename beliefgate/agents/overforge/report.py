@@ -28,8 +28,6 @@ from typing import Dict, List, Optional
 import numpy as np
 import typer
 
-from beliefgate.agents.overforge import install_entry
-
 app = typer.Typer(add_completion=False, help="OverForge grid and report (docs/results_overforge.md).")
 
 PAPER = {"kappa_mean": 0.34, "commit_rate": 0.12}
@@ -42,35 +40,16 @@ def _split(value: Optional[str]):
     return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
 
 
-def _executor(workers: int):
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    from beliefgate.eval.executors import InlineExecutor, ProcessPoolExecutorBackend
-
-    if workers <= 1:
-        return InlineExecutor()
-
-    class _Pool(ProcessPoolExecutorBackend):
-        def __init__(self, n: int):
-            self.workers = n
-            self.description = f"local process pool ({n} workers, overforge row installed)"
-            self._pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=install_entry)
-
-    return _Pool(workers)
-
-
 @app.command()
 def run(grid: Path, out: Path = typer.Option(..., "--out"), workers: int = typer.Option(2, "--workers"),
         seeds: Optional[int] = typer.Option(None, "--seeds", help="first N seeds of the grid only"),
         agents: Optional[str] = typer.Option(None, "--agents"), partners: Optional[str] = typer.Option(None, "--partners"),
         layouts: Optional[str] = typer.Option(None, "--layouts"), seats: Optional[str] = typer.Option(None, "--seats")):
     """Play (part of) the grid into OUT."""
+    from beliefgate.eval.executors import make_executor
     from beliefgate.eval.grid import SeedRange, load_grid, resolve_grid
     from beliefgate.eval.runner import run_grid
 
-    install_entry()
     spec = load_grid(grid)
     update: Dict[str, object] = {}
     if seeds is not None:
@@ -89,7 +68,7 @@ def run(grid: Path, out: Path = typer.Option(..., "--out"), workers: int = typer
                                     "name": spec.name + "-subset"})
     resolved = resolve_grid(spec)
     resolved.episodes.sort(key=lambda e: (e.seed, e.seat, e.layout, e.partner, e.agent))
-    with _executor(workers) as ex:
+    with make_executor(workers) as ex:
         summary = run_grid(resolved, out, executor=ex,
                            progress=lambda d, t, label: typer.echo(f"[{d}/{t}] {label}"))
     typer.echo(f"{summary.ran} played, {summary.skipped_done} already done, {len(summary.failed)} failed, "
