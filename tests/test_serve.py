@@ -64,8 +64,10 @@ class ThreadServer:
     """uvicorn on 127.0.0.1, port 0 (the OS picks a free one), in a background thread."""
 
     def __init__(self, fast: bool = True, **settings):
+        """``fast``: the CLI's protocol (step short cut), else uvicorn's plain h11 protocol."""
         self.app = create_app(**settings)
-        config = uvicorn_config(self.app, HOST, 0, fast=fast, log_level="warning", lifespan="on")
+        config = (uvicorn_config(self.app, HOST, 0, log_level="warning", lifespan="on") if fast else
+                  uvicorn.Config(self.app, host=HOST, port=0, http="h11", log_level="warning", lifespan="on"))
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.url = ""

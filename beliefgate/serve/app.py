@@ -25,7 +25,8 @@ Server model: one process, one event loop. Gate calls take microseconds and run 
 the loop under the session's :class:`asyncio.Lock`; only building an Overcooked
 gate (first use of a layout loads its tables) runs in a worker thread. An ASGI guard
 in front of the app checks the bearer token and the body size before a request's
-body is parsed.
+body is parsed. Under ``beliefgate serve`` the HTTP protocol itself answers whole, valid
+step requests with the same code (:mod:`beliefgate.serve.protocol`).
 
 Status codes: 401 missing/wrong token; 408 body not received within the body timeout; 404 unknown session or route; 409 operation
 for another kind of session; 413 body over the limit; 422 malformed request or input

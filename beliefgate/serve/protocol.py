@@ -13,7 +13,7 @@ the guard uses, head and body in one write. Anything else -- another route, a re
 split over reads or pipelined behind another, an unusual header, a body that does not
 validate, a missing token -- is handed unchanged to uvicorn's h11 protocol and so to the
 guard and FastAPI: every answer, and every error answer, is the one the plain h11
-protocol gives (``tests/test_serve_state.py`` compares the bytes).
+protocol gives (``tests/test_serve_protocol.py`` compares the bytes).
 
 ``uvicorn_config(app, ...)`` is the uvicorn configuration the CLI (and the tests) run the
 service with. ``fast=False`` (or ``access_log=True``: the short cut writes no access log)
@@ -150,12 +150,12 @@ class ServiceProtocol(H11Protocol):
             response = PlainTextResponse("Internal Server Error", status_code=500)
             close = True
         self._busy = False
-        if not self.transport.is_closing():
+        if not self.transport.is_closing():  # else the client went away meanwhile
             self.transport.write(_wire(response.status_code, self.server_state.default_headers,
                                        response.raw_headers, response.body))
-        if close or self._close_after:
-            self.conn.send(h11.ConnectionClosed())
-            self.transport.close()
+            if close or self._close_after:
+                self.conn.send(h11.ConnectionClosed())
+                self.transport.close()
         self.on_response_complete()  # counts the request, arms the keep-alive timer, resumes reading
         if self._held and not self.transport.is_closing():
             held, self._held = self._held, b""
