@@ -162,7 +162,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                        target_accept, svi_steps, learning_rate, guide.value, x64, progress, as_json,
                        _command_options(ctx))
             return
-        from beliefgate.models.fit import FitConfig, FitError
+        from beliefgate.models.fit import FitConfig
 
         try:
             config = FitConfig(model=model.value, method=method.value, chains=chains, draws=draws,
@@ -191,28 +191,12 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         err_console.print(f"fitting the {config.model} model by {config.method.upper()} on "
                           f"{data.num_trajectories} trajectories, {data.num_steps} steps "
                           f"({config.chains} chains x {config.draws} draws, {config.chain_method})")
-        from beliefgate.models.diagnose import summarize
-        from beliefgate.models.fit import fit, save_fit
+        from beliefgate.models.fit import FIT_FILE, fit
 
         command = {"argv": ["beliefgate", "fit", *[str(p) for p in logs]], "out": str(out),
                    "partner_side": partner_side, "x64": x64, "options": _command_options(ctx)}
-        try:
-            idata = fit(data, config, progress=progress, extra_attrs={"command": command})
-        except FitError as exc:
-            _fail(str(exc))
-        save_fit(idata, out)
-        parameters = summarize(idata)
-        if as_json:
-            from beliefgate.models.fit import fit_record
-
-            record = fit_record(idata)
-            record.pop("sources", None)
-            record["out"] = str(out)
-            record["summary"] = {k: v._asdict() for k, v in parameters.items()}
-            print(json.dumps(record, default=str))
-            return
-        _print_summary(parameters)
-        console.print(f"wrote {out}  (next: `beliefgate diagnose {out}`)")
+        _run_fit(lambda: fit(data, config, progress=progress, extra_attrs={"command": command}), FIT_FILE, out,
+                 as_json, drop=("sources",))
 
     @app.command("diagnose")
     def diagnose_command(
@@ -290,9 +274,7 @@ def _fit_kappa(logs, out, method, chains, draws, warmup, seed, fixed, chain_meth
     """``beliefgate fit --model kappa``: read decisions, fit, write the NetCDF, print the summary."""
     from pydantic import ValidationError
 
-    from beliefgate.models.diagnose import summarize
-    from beliefgate.models.kappa import (KappaDataError, KappaFitConfig, KappaFitError, fit_kappa,
-                                         kappa_fit_record, read_decisions, save_kappa_fit)
+    from beliefgate.models.kappa import KAPPA_FIT_FILE, KappaDataError, KappaFitConfig, fit_kappa, read_decisions
 
     try:
         config = KappaFitConfig(fixed=fixed, method=method, chains=chains, draws=draws, warmup=warmup, seed=seed,
@@ -312,15 +294,24 @@ def _fit_kappa(logs, out, method, chains, draws, warmup, seed, fixed, chain_meth
                       f"{config.chains} chains x {config.draws} draws, {config.chain_method})")
     command = {"argv": ["beliefgate", "fit", "--model", "kappa", *[str(p) for p in logs]], "out": str(out),
                "x64": x64, "options": options}
+    _run_fit(lambda: fit_kappa(decisions, config, progress=progress, extra_attrs={"command": command}),
+             KAPPA_FIT_FILE, out, as_json, drop=("sources", "branches", "decision_ids"))
+
+
+def _run_fit(run, file, out: Path, as_json: bool, drop: tuple) -> None:
+    """Run a fit (``run()``), write it with its :class:`~beliefgate.models.fitio.FitFile`, print
+    the summary table (or the JSON record without the ``drop`` keys)."""
+    from beliefgate.models.diagnose import summarize
+
     try:
-        idata = fit_kappa(decisions, config, progress=progress, extra_attrs={"command": command})
-    except KappaFitError as exc:
+        idata = run()
+    except file.error as exc:
         _fail(str(exc))
-    save_kappa_fit(idata, out)
+    file.save(idata, out)
     parameters = summarize(idata)
     if as_json:
-        record = kappa_fit_record(idata)
-        for key in ("sources", "branches", "decision_ids"):
+        record = file.record(idata)
+        for key in drop:
             record.pop(key, None)
         record["out"] = str(out)
         record["summary"] = {k: v._asdict() for k, v in parameters.items()}
