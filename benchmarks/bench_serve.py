@@ -319,6 +319,13 @@ def paced(sessions: int, rate: float, duration: float, snapshot: bool, seed: int
     return result
 
 
+def server_loop() -> str:
+    """The event loop ``beliefgate serve`` runs on here (uvicorn takes uvloop when it is installed)."""
+    import importlib.util
+
+    return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
+
+
 def _cpu(x) -> str:
     return "n/a" if x is None else f"{x:.0f} us"
 
@@ -375,6 +382,7 @@ def main(argv: Optional[list] = None) -> dict:
                    "num_actions": NUM_ACTIONS, "snapshot": args.snapshot, "client": args.client, "seed": args.seed,
                    "params": params.model_dump(mode="json"), "quick": args.quick},
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_avg": load_before,
+                    "server_loop": server_loop(),
                     "load_avg_end": os.getloadavg() if hasattr(os, "getloadavg") else None},
         "in_process": base,
         "http": http,
@@ -388,7 +396,7 @@ def main(argv: Optional[list] = None) -> dict:
         },
     }
     print(f"gate service load test on {HOST}; {os.cpu_count()} CPUs shared by client and server; "
-          f"load average at start {load_before}")
+          f"load average at start {load_before}; server event loop {server_loop()}")
     print(f"1. flood: {sessions} sessions, {http['steps']} steps ({'snapshot on' if args.snapshot else 'no snapshot'}, "
           f"{args.client} client)")
     print(f"{'':28s}{'steps/s':>12s}{'p50 (us)':>12s}{'p99 (us)':>12s}")
