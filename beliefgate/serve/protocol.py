@@ -22,7 +22,6 @@ gives uvicorn's own choice of protocol (h11 unless httptools is installed).
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Optional
 
