@@ -40,7 +40,7 @@ _HEADER = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*((?:[\x21-\x7e](?:[
 _MAX_HEAD = 8192
 #: headers whose presence sends the request to h11 (framing, upgrades, 100-continue)
 _TO_H11 = frozenset((b"transfer-encoding", b"expect", b"upgrade", b"te", b"trailer"))
-_NOT_STREAMED = b"\r\n\r\n"
+_END_OF_HEAD = b"\r\n\r\n"
 
 
 def _wire(status: int, default_headers, raw_headers, body: bytes) -> bytes:
@@ -92,7 +92,7 @@ class ServiceProtocol(H11Protocol):
 
     def _parse(self, data: bytes) -> Optional[tuple]:
         """``(path, session id, op, validated body)`` of a request the short cut serves, else ``None``."""
-        end = data.find(_NOT_STREAMED, 0, _MAX_HEAD)
+        end = data.find(_END_OF_HEAD, 0, _MAX_HEAD)
         if end < 0:
             return None
         line = _REQUEST_LINE.match(data, 0, end + 2)
