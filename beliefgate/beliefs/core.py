@@ -436,7 +436,7 @@ def _table(config: GateConfig, logprobs) -> np.ndarray:
 
 def _row_max(lp: np.ndarray) -> np.ndarray:
     """Row maxima of a log-probability table; raises unless every row is a valid log-distribution."""
-    rowmax = _max_reduce(lp, axis=1)
+    rowmax = _max_reduce(lp, 1)  # positional: the keyword costs ~0.2 us
     values = rowmax.tolist()
     top = max(values)
     low = min(values)
@@ -522,7 +522,7 @@ def reduce_step(config: GateConfig, ev: StepEvidence) -> Reduced:
     else:
         sub = lp[:, idx]
         raw = np.logaddexp.reduce(sub, axis=1)
-        best = _max_reduce(sub, axis=1)
+        best = _max_reduce(sub, 1)
     if config.skill_ref:
         score, top = _vs_best_skill(raw, feas)
     else:
