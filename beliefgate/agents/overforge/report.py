@@ -28,7 +28,10 @@ from typing import Dict, List, Optional
 import numpy as np
 import typer
 
-app = typer.Typer(add_completion=False, help="OverForge grid and report (docs/results_overforge.md).")
+from beliefgate.console import BoundaryGroup, check_output_path, fail
+
+app = typer.Typer(add_completion=False, cls=BoundaryGroup, no_args_is_help=True,
+                  help="OverForge grid and report (docs/results_overforge.md).")
 
 PAPER = {"kappa_mean": 0.34, "commit_rate": 0.12}
 TABLE_METRICS = (("deliveries", "D↑"), ("failed_interaction_rate", "FI↓"), ("blocking_rate", "MB↓"),
@@ -149,10 +152,18 @@ def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforg
     """Write the Table 5/6-shaped report and the Figure-16 PNGs from run directories."""
     from beliefgate.eval.report import paired_bootstrap
 
+    for d in dirs:
+        if not d.is_dir():
+            fail(f"run directory {d} does not exist (play a grid into it with `run`)")
+    check_output_path("--md", md)
+    check_output_path("--img", img, folder=True)
     rows, records = _load(dirs)
+    if not rows:
+        fail(f"no finished episodes in {', '.join(str(d) for d in dirs)}")
+    img.mkdir(exist_ok=True)
     arms = sorted({r["agent"] for r in rows}, key=lambda a: (not a.startswith("overforge"), a))
     layouts = sorted({r["layout"] for r in rows})
-    command = ("python -m beliefgate.agents.overforge.report report " + " ".join(str(d) for d in dirs)
+    command = ("beliefgate overforge report " + " ".join(str(d) for d in dirs)
                + f" --md {md} --img {img}")
     lines = ["# OverForge PCM: results", "",
              f"Made by `{command}` from the run directories listed below, on the current code.", ""]
