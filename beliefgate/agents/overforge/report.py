@@ -213,7 +213,9 @@ def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforg
     paths = _figures(records, theta, img, command) if records else []
     lines += ["", "## Figure 16 shape", ""] + [f"![{p.stem}](img/{p.name})" for p in paths]
     lines += ["", "Run directories: " + ", ".join(f"`{d}`" for d in dirs), ""]
-    md.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    from beliefgate.fileio import atomic_write
+
+    atomic_write(md, ("\n".join(lines) + "\n").encode("utf-8"), make_parents=False)
     typer.echo(f"wrote {md} and {len(paths)} figures")
 
 
