@@ -48,7 +48,7 @@ from beliefgate.beliefs.errors import (
     UnknownSkillError,
 )
 from beliefgate.beliefs.evidence import StepEvidence
-from beliefgate.models.components import window_push
+from beliefgate.models.components import forced_switch, window_push
 from beliefgate.models.forward import condition, hazard_constants, hazard_step
 from beliefgate.beliefs.gates import (
     REASON_EGO_IDLE,
@@ -708,11 +708,11 @@ def _windowed_step(config: GateConfig, bs: BeliefState, ll, feas):
     ``(prior, post, log_z, window_buf, window_pos, window_sum)``.
     """
     restart = bs.restart
-    observed = ll is not None and bool(ll.any())
+    observed = ll is not None and any(ll.tolist())  # validated (no NaN): a nonzero entry
     before, buf, pos, wsum = window_push(np, bs.window_buf, bs.window_pos, bs.window_sum,
                                          ll if observed else 0.0, observed, restart)
     pi0 = bs.pi0
-    base = pi0 if feas is None else (pi0 * feas) / (pi0 * feas).sum()
+    base = forced_switch(np, pi0, feas)  # pi0 restricted to the feasible skills
     if restart:
         prior = base
     else:
