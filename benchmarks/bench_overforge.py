@@ -41,8 +41,6 @@ def _episode(layout, agent, partner, horizon, seed):
 
 
 def main(argv=None) -> int:
-    from beliefgate.agents.overforge import install_entry
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="100-step episodes")
     ap.add_argument("--json", action="store_true")
@@ -50,7 +48,6 @@ def main(argv=None) -> int:
     ap.add_argument("--partner", default="balanced")
     ap.add_argument("--seed", type=int, default=1000)
     args = ap.parse_args(argv)
-    install_entry()
     horizon = 100 if args.quick else 400
     arms = ["bayes-belief:full", "overforge:-rollouts", "overforge:-belief", "overforge"]
     rows = [_episode(args.layout, a, args.partner, horizon, args.seed) for a in arms]
