@@ -167,3 +167,19 @@ def test_llm_variant_against_the_local_llama_server():
     last = result.trajectory.steps[-1].info[0]
     assert last["fallbacks"] == summary["fallbacks"]
     assert {r["proposer"] for r in records} <= {"llm", "offline"}
+
+
+def test_bench_overforge_quick_runs_every_arm():
+    """`make bench`'s OverForge script runs (100-step episodes) and reports each arm's decisions."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_overforge.py"
+    out = subprocess.run([sys.executable, str(script), "--quick", "--json"], capture_output=True, text=True,
+                         timeout=300, check=True)
+    rows = {r["agent"]: r for r in json.loads(out.stdout)["rows"]}
+    assert set(rows) == {"bayes-belief:full", "overforge:-rollouts", "overforge:-belief", "overforge"}
+    assert rows["overforge"]["decisions"] > 0 and rows["overforge"]["decision_p50_ms"] is not None
+    assert all(r["horizon"] == 100 for r in rows.values())
