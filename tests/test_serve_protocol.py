@@ -166,3 +166,27 @@ def test_request_arriving_while_an_answer_waits_is_answered_after_it(tmp_path, m
         steps = [json.loads(a.split(b"\r\n\r\n", 1)[1])["info"]["t"] for a in (first, second)]
         assert steps == [0, 1] and len(served) == 2, (steps, served)
         assert gate.t == 2
+
+
+def test_a_uvicorn_without_the_internals_gets_plain_h11(monkeypatch, caplog):
+    """The short cut reads uvicorn's h11-protocol internals; where one is missing every
+    request goes through plain h11 (same answers, nothing served by the short cut, one warning)."""
+    served = []
+    original = protocol.fast_answer
+
+    async def counting(*args, **kwargs):
+        served.append(args[2])
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(protocol, "fast_answer", counting)
+    monkeypatch.setattr(protocol, "_UVICORN_INTERNALS", protocol._UVICORN_INTERNALS + ("not_in_this_uvicorn",))
+    monkeypatch.setattr(protocol, "_warned", [])
+    with caplog.at_level("WARNING", logger="beliefgate.serve"):
+        with ThreadServer(token=TOKEN) as srv, Client(srv.url, token=TOKEN) as client:
+            gate = client.from_logprobs(2, skill_names=["p", "q"])
+            for _ in range(3):
+                gate.step(np.log([[0.7, 0.3], [0.2, 0.8]]), 0)
+            steps = gate.t
+    assert steps == 3
+    assert served == []
+    assert any("plain h11" in r.getMessage() for r in caplog.records)

@@ -22,6 +22,8 @@ gives uvicorn's own choice of protocol (h11 unless httptools is installed).
 
 from __future__ import annotations
 
+import logging
+
 import re
 from typing import Optional
 
@@ -54,6 +56,19 @@ def _wire(status: int, default_headers, raw_headers, body: bytes) -> bytes:
     return b"".join(head)
 
 
+#: the attributes of uvicorn's ``H11Protocol`` the short cut uses
+_UVICORN_INTERNALS = ("conn", "cycle", "flow", "tasks", "loop", "transport", "root_path", "server", "client",
+                      "scheme", "_unset_keepalive_if_required")
+_warned = []
+
+
+def _warn_no_short_cut() -> None:
+    if not _warned:
+        _warned.append(True)
+        logging.getLogger("beliefgate.serve").warning(
+            "this uvicorn's h11 protocol lacks what the step short cut needs; every request goes through plain h11")
+
+
 class ServiceProtocol(H11Protocol):
     """uvicorn's :class:`H11Protocol` plus the step short cut (see the module docstring).
 
@@ -70,6 +85,11 @@ class ServiceProtocol(H11Protocol):
         self._busy = False      # a short-cut request is being answered
         self._held = b""        # what arrived meanwhile (reading is paused)
         self._close_after = False
+        # the short cut reads uvicorn's h11-protocol internals (tested with uvicorn 0.54); a
+        # release without them gets plain h11 for every request, never a broken answer
+        self._short_cut = all(hasattr(self, name) for name in _UVICORN_INTERNALS)
+        if not self._short_cut:
+            _warn_no_short_cut()
 
     # ----------------------------------------------------------------- the short cut
 
@@ -78,7 +98,7 @@ class ServiceProtocol(H11Protocol):
             self._held += data
             self.flow.pause_reading()
             return
-        if (self.conn.our_state is h11.IDLE and self.conn.their_state is h11.IDLE
+        if (self._short_cut and self.conn.our_state is h11.IDLE and self.conn.their_state is h11.IDLE
                 and (self.cycle is None or self.cycle.response_complete) and not self.conn.trailing_data[0]):
             job = self._parse(data)
             if job is not None:
