@@ -136,6 +136,44 @@ def test_kappa_session_survives_a_restart_exactly(tmp_path):
     assert restored.to_record() == local.to_record()  # the evidence log came back too
 
 
+def test_kappa_evidence_is_the_kappas_own_log_and_version_2_snapshots_still_read(tmp_path):
+    """The snapshot stores a kappa session's evidence as the kappa's own records (Kappa.log);
+    a version-2 file (the evidence as plain tuples) restores to the same state."""
+    snap = tmp_path / "s.pkl"
+    local = Kappa(["a", "b", "c"])
+    local.judge("a", "b", 1)
+    local.round({"a": 0.2, "c": -0.1})
+    local.rollout("b", 2, 0.7)
+    with ThreadServer(snapshot_path=snap) as srv, Client(srv.url) as client:
+        remote = client.kappa(["a", "b", "c"])
+        remote.judge("a", "b", 1)
+        remote.round({"a": 0.2, "c": -0.1})
+        remote.rollout("b", 2, 0.7)
+        sid = remote.session_id
+    payload = pickle.loads(snap.read_bytes())
+    assert payload["version"] == 3
+    idle, data = payload["sessions"][0]
+    rec = pickle.loads(data)
+    assert list(rec["log"]) == list(local.log)
+
+    def legacy(e):  # what version 2 wrote
+        if "round" in e:
+            return ("round", tuple((r["branch"], r["depth"], r["score"]) for r in e["round"]))
+        if "y" in e:
+            return ("judgment", e["left"], e["right"], e["y"])
+        return ("rollout", e["branch"], e["depth"], e["score"])
+
+    rec["log"] = tuple(legacy(e) for e in rec["log"])
+    payload["version"] = 2
+    payload["sessions"] = [(idle, pickle.dumps(rec))]
+    snap.write_bytes(pickle.dumps(payload))
+    store = SessionStore(ttl_s=None, snapshot_path=snap)
+    assert store.restore() == 1
+    restored = store.get(sid)
+    assert state_digest(restored.gate.state) == state_digest(local.state)
+    assert restored.log == local.log and restored.gate.to_record() == local.to_record()
+
+
 def test_stale_temporaries_removed_at_start(tmp_path, caplog):
     snap = tmp_path / "s.pkl"
     with ThreadServer(snapshot_path=snap) as srv, Client(srv.url) as client:

@@ -40,7 +40,6 @@ from __future__ import annotations
 from beliefgate.errors import BeliefgateError, RuntimeFailure
 
 import asyncio
-import fcntl
 import logging
 import os
 import pickle
@@ -52,15 +51,17 @@ from typing import Callable, Dict, Optional, Union
 
 import numpy as np
 
-from beliefgate.fileio import atomic_write as _atomic_write
+from beliefgate.fileio import FileLock, LockHeldError, atomic_write as _atomic_write
 from beliefgate.beliefs.gate import Gate, GateParams
-from beliefgate.beliefs.kappa import Judgment, Kappa, KappaParams, Rollout, RolloutRound
+from beliefgate.beliefs.kappa import Kappa, KappaParams
 
 log = logging.getLogger("beliefgate.serve")
 
 SNAPSHOT_FORMAT = "beliefgate-serve-snapshot"
-#: 2: plain committed states (1: pickled Gate/Kappa objects, still read)
-SNAPSHOT_VERSION = 2
+#: 3: plain committed states, kappa evidence as the kappa's own records; 2: the same with the
+#: evidence as plain tuples; 1: pickled Gate/Kappa objects (2 and 1 are still read)
+SNAPSHOT_VERSION = 3
+READ_VERSIONS = (1, 2, 3)
 
 
 class SessionError(BeliefgateError):
@@ -152,10 +153,9 @@ class Session:
         keeping the service's plain log of what was applied (for snapshots)."""
         if evidence is None:
             self.gate.reset()
-            self.log = ()
         else:
             self.gate.update_many(evidence)
-            self.log = self.log + tuple(plain_evidence(e) for e in evidence)
+        self.log = self.gate.log
         return self
 
     def commit_state(self) -> None:
@@ -167,7 +167,7 @@ class Session:
         version, state, log = self.committed
         if self.kind == "kappa" and state.t > self.gate.state.t:
             # a reset emptied the kappa's log, which restore can only cut back: replay it
-            self.gate = _rebuild_kappa(self.gate.params, self.gate.branches, log, state)
+            self.gate = Kappa.from_log(self.gate.branches, self.gate.params, log, state)
         else:
             self.gate.restore(state)
         self.version, self.log = version, log
@@ -196,32 +196,17 @@ class Session:
         return self._packed[1]
 
 
-def plain_evidence(ev) -> tuple:
-    """A kappa evidence object as a plain tuple (what the snapshot stores)."""
-    if isinstance(ev, Judgment):
-        return ("judgment", ev.left, ev.right, ev.y)
-    if isinstance(ev, Rollout):
-        return ("rollout", ev.branch, ev.depth, ev.score)
-    return ("round", tuple((r.branch, r.depth, r.score) for r in ev.rollouts))
-
-
-def evidence_from_plain(rec: tuple):
-    """Inverse of :func:`plain_evidence`."""
-    if rec[0] == "judgment":
-        return Judgment(*rec[1:])
-    if rec[0] == "rollout":
-        return Rollout(*rec[1:])
-    return RolloutRound(tuple(Rollout(*r) for r in rec[1]))
-
-
-def _rebuild_kappa(params: KappaParams, names, log: tuple, state) -> Kappa:
-    """A Kappa at ``state``: built fresh, its evidence ``log`` replayed (so its own log is
-    whole), then ``state`` put back exactly with ``restore``."""
-    kappa = Kappa(list(names), params)
-    if log:
-        kappa.update_many([evidence_from_plain(e) for e in log])
-    kappa.restore(state)
-    return kappa
+def _record(e) -> dict:
+    """A kappa evidence record of a snapshot: the kappa's own record (:func:`evidence_record`),
+    or the plain tuple version-2 snapshots before it stored (``("judgment", left, right, y)``,
+    ``("rollout", branch, depth, score)``, ``("round", ((branch, depth, score), ...))``)."""
+    if isinstance(e, dict):
+        return e
+    if e[0] == "judgment":
+        return {"left": e[1], "right": e[2], "y": e[3]}
+    if e[0] == "rollout":
+        return {"branch": e[1], "depth": e[2], "score": e[3]}
+    return {"round": [{"branch": b, "depth": d, "score": sc} for b, d, sc in e[1]]}
 
 
 def _rebuild(rec: dict):
@@ -229,7 +214,8 @@ def _rebuild(rec: dict):
     kappa evidence replayed, then the committed state put back with ``restore``."""
     config = rec["config"]
     if rec["kind"] == "kappa":
-        return _rebuild_kappa(KappaParams.from_json(config["params"]), config["names"], rec["log"], rec["state"])
+        return Kappa.from_log(config["names"], KappaParams.from_json(config["params"]),
+                              [_record(e) for e in rec["log"]], rec["state"])
     domain = config["domain"]
     gate = Gate(len(config["names"]), GateParams.from_json(config["params"]), config["names"],
                 config["prior_counts"], domain=None if domain is None else (domain[0], dict(domain[1])))
@@ -272,7 +258,7 @@ class SessionStore:
         self._dirty: Optional[asyncio.Event] = None
         self._waiters: list = []
         self._writes = 0
-        self._lock_file = None
+        self._lock: Optional[FileLock] = None
         self._stale_removed = 0
 
     # ----------------------------------------------------------------- lookup
@@ -476,24 +462,19 @@ class SessionStore:
         return self.restore()
 
     def acquire_lock(self) -> None:
-        """Exclusive, non-blocking ``flock`` on the sidecar lock file, held until :meth:`close`."""
-        if self._lock_file is not None:
+        """Exclusive, non-blocking lock on the sidecar lock file (:class:`~beliefgate.fileio.FileLock`),
+        held until :meth:`close`."""
+        if self._lock is not None and self._lock.held:
             return
+        lock = FileLock(self.lock_path, blocking=False, mode=0o600, make_parents=False)
         try:
-            fh = open(self.lock_path, "a+b")
-        except OSError as exc:
-            raise SnapshotError(f"cannot open the snapshot lock {self.lock_path}: {exc}") from exc
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.close()
+            lock.acquire()
+        except LockHeldError:
             raise SnapshotLockedError(f"snapshot {self.snapshot_path} is in use by another server "
                                       f"(lock {self.lock_path} held)") from None
         except OSError as exc:
-            fh.close()
             raise SnapshotError(f"cannot lock {self.lock_path}: {exc}") from exc
-        os.chmod(self.lock_path, 0o600)
-        self._lock_file = fh
+        self._lock = lock
 
     def remove_stale_temporaries(self) -> int:
         """Delete the temporaries ``atomic_write`` leaves when killed mid-write
@@ -531,9 +512,9 @@ class SessionStore:
             raise SnapshotError(f"cannot read snapshot {self.snapshot_path}: {exc}") from exc
         if not isinstance(payload, dict) or payload.get("format") != SNAPSHOT_FORMAT:
             raise SnapshotError(f"{self.snapshot_path} is not a beliefgate-serve snapshot")
-        if payload.get("version") not in (1, SNAPSHOT_VERSION):
+        if payload.get("version") not in READ_VERSIONS:
             raise SnapshotError(f"snapshot {self.snapshot_path} has version {payload.get('version')}, "
-                                f"this server reads versions 1 and {SNAPSHOT_VERSION}")
+                                f"this server reads versions {', '.join(map(str, READ_VERSIONS))}")
         since = max(0.0, self._wall() - float(payload["written_at"]))
         now = self._clock()
         restored = 0
@@ -564,9 +545,7 @@ class SessionStore:
             session = Session(rec["id"], gate, rec["kind"], rec["layout"], rec["partner"],
                               None if counts is None else np.asarray(counts, dtype=np.float64),
                               created_at=float(rec["created_at"]), last_used=now - idle,
-                              version=int(rec["version"]), log=tuple(rec.get("log", ())))
-            if session.kind == "kappa" and payload["version"] == 1:
-                session.log = tuple(plain_evidence(e) for e in _v1_log(gate))
+                              version=int(rec["version"]), log=gate.log if rec["kind"] == "kappa" else ())
             session.commit_state()
             self._sessions[session.id] = session
             restored += 1
@@ -583,22 +562,9 @@ class SessionStore:
         self.release_lock()
 
     def release_lock(self) -> None:
-        if self._lock_file is not None:
-            self._lock_file.close()  # closing the descriptor drops the flock
-            self._lock_file = None
-
-
-def _v1_log(kappa: Kappa) -> list:
-    """The evidence of a kappa read from a version-1 snapshot (its pickled log)."""
-    out = []
-    for e in kappa.__getstate__().get("log", []):
-        if "round" in e:
-            out.append(RolloutRound(tuple(Rollout(r["branch"], r["depth"], r["score"]) for r in e["round"])))
-        elif "y" in e:
-            out.append(Judgment(e["left"], e["right"], e["y"]))
-        else:
-            out.append(Rollout(e["branch"], e["depth"], e["score"]))
-    return out
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
 __all__ = [
