@@ -3,6 +3,7 @@ own intention estimate, the report columns and the demo comparison. Fast (a few 
 
 import dataclasses
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -93,6 +94,76 @@ def test_gate_interrupts_need_an_alternative_and_are_counted_when_passed_over():
     finally:
         BayesBeliefAgent.interrupt_needs_alternative = True
     assert plain.summary["replans"] > result.summary["replans"]
+
+
+def _gate_decision(predictive, contradicted, interrupt=True):
+    """A stand-in for the gate's Decision: what ``revised_belief`` and ``trigger`` read."""
+    return SimpleNamespace(interrupt=interrupt, predictive=np.array(predictive, dtype=float),
+                           info=SimpleNamespace(stable_map=SimpleNamespace(map_skill=NAMES.index(contradicted))))
+
+
+def _agent_running(skill):
+    agent = BayesBeliefAgent("full")
+    agent.reset("coordination_ring", 0, 0)
+    agent.active = NAMES.index(skill)
+    agent._has_alternative = lambda state: True  # the kitchen needs another skill: only the new rule decides
+    return agent
+
+
+def test_revised_belief_hides_the_contradicted_skill_and_renormalises():
+    agent = _agent_running(DISH)
+    post = [0.6, 0.1, 0.2, 0.05, 0.05, 0.0]  # MAP pickup_onion (contradicted), then pickup_dish
+    agent.decision = _gate_decision(post, ONION)
+    block = agent.revised_belief()
+    assert block.posterior[ONION] == 0.0 and block.map_skill == DISH
+    assert block.confidence == pytest.approx(0.2 / 0.4) and sum(block.posterior.values()) == pytest.approx(1.0)
+    # the planner's block on a gate interrupt is the same revised belief
+    assert agent.belief_block("gate") == block
+    # no interrupt: nothing hidden
+    agent.decision = _gate_decision(post, ONION, interrupt=False)
+    assert agent.revised_belief().map_skill == ONION
+
+
+def test_gate_interrupt_needs_the_running_skill_to_stop_complementing_the_revised_belief():
+    post = [0.6, 0.1, 0.2, 0.05, 0.05, 0.0]  # revised MAP: pickup_dish (plating)
+    # the ego fetches onions: complementary to a partner fetching dishes -> the plan stands, counted
+    agent = _agent_running(ONION)
+    decision = _gate_decision(post, ONION)
+    agent.decision = decision
+    assert agent.trigger(None, decision, ()) is None and agent.gate_still_complementary == 1
+    # the ego fetches a dish too: a duplicate of the revised belief -> replan
+    agent = _agent_running(DISH)
+    agent.decision = decision
+    assert agent.trigger(None, decision, ()) == "gate" and agent.gate_still_complementary == 0
+    # the rule off: every interrupt with an alternative is a replan
+    agent = _agent_running(ONION)
+    agent.interrupt_needs_gap = False
+    agent.decision = decision
+    assert agent.trigger(None, decision, ()) == "gate"
+    # no_replan never interrupts, whatever the belief
+    agent = BayesBeliefAgent("no_replan")
+    agent.reset("coordination_ring", 0, 0)
+    agent.active = NAMES.index(DISH)
+    assert agent.trigger(None, decision, ()) is None
+
+
+def test_gate_replans_in_an_episode_are_the_firings_not_passed_over():
+    result = run_episode("coordination_ring", "bayes-belief:paper", "bp-g1-dish-hi-eager-hi", seed=1000,
+                         horizon=200)
+    steps = result.trajectory.steps
+    last = steps[-1].info[0]
+    fired = sum(row.info[0]["gate_fired"] for row in steps)
+    passed = last["gate_no_alternative"] + last["gate_still_complementary"]
+    assert last["gate_still_complementary"] > 0
+    assert last["replans"] + passed <= fired
+    BayesBeliefAgent.interrupt_needs_gap = False
+    try:
+        plain = run_episode("coordination_ring", "bayes-belief:paper", "bp-g1-dish-hi-eager-hi", seed=1000,
+                            horizon=200)
+    finally:
+        BayesBeliefAgent.interrupt_needs_gap = True
+    assert "gate_still_complementary" in plain.trajectory.steps[-1].info[0]
+    assert plain.trajectory.steps[-1].info[0]["gate_still_complementary"] == 0
 
 
 # ------------------------------------------------------------------ item 6: the paper condition

@@ -283,10 +283,17 @@ class BayesBeliefAgent(PlanningAgent):
     #: running (with a single useful option the planner can only re-choose it: a replan that
     #: changes nothing); each interrupt passed over this way is counted in ``gate_no_alternative``
     interrupt_needs_alternative = True
+    #: act on a gate interrupt only when the running skill is not complementary (SPEC table) to
+    #: the partner's revised MAP -- the posterior with the contradicted skill hidden, as the
+    #: planner sees it. The gate says the *partner model* is wrong; the *plan* is contradicted
+    #: only when the ego's skill no longer complements what the partner is now believed to do.
+    #: Each interrupt passed over this way is counted in ``gate_still_complementary``.
+    interrupt_needs_gap = True
 
     def reset(self, layout: str, player: int, seed: int) -> None:
         super().reset(layout, player, seed)
         self.gate_no_alternative = 0
+        self.gate_still_complementary = 0
 
     def _has_alternative(self, state: SymbolicState) -> bool:
         mask = self.controller.feasible(state, self.player, require_targets=True)
@@ -299,6 +306,9 @@ class BayesBeliefAgent(PlanningAgent):
             if self.interrupt_needs_alternative and not self._has_alternative(state):
                 self.gate_no_alternative += 1
                 return None
+            if self.interrupt_needs_gap and self._still_complementary():
+                self.gate_still_complementary += 1
+                return None
             return "gate"
         return None
 
@@ -306,7 +316,34 @@ class BayesBeliefAgent(PlanningAgent):
         action = super().act(state, my_events)
         if self.interrupts:
             self._info["gate_no_alternative"] = self.gate_no_alternative
+            self._info["gate_still_complementary"] = self.gate_still_complementary
         return action
+
+    def revised_belief(self) -> Optional[BeliefBlock]:
+        """The gate's belief at this step as an interrupt reads it: the predictive posterior with
+        the contradicted MAP skill hidden (when ``exclude_contradicted`` and the gate fired);
+        None without a gate decision. Used for the planner's belief block on a gate interrupt
+        and for the ``interrupt_needs_gap`` test, also when the belief is not in the prompt."""
+        d = self.decision
+        if self.gate is None or d is None:
+            return None
+        names = self.library.names
+        raw = d.predictive if d.predictive is not None else np.full(len(names), 1.0 / len(names))
+        post = {n: float(p) for n, p in zip(names, raw)}
+        if self.exclude_contradicted and d.interrupt:
+            contradicted = names[int(d.info.stable_map.map_skill)]
+            hidden = {n: (0.0 if n == contradicted else p) for n, p in post.items()}
+            total = sum(hidden.values())
+            if total > 0:
+                post = {n: p / total for n, p in hidden.items()}
+        m = max(post, key=post.get)
+        return BeliefBlock(post, m, post[m], "gate")
+
+    def _still_complementary(self) -> bool:
+        """The running skill complements (SPEC table) the partner's revised MAP."""
+        block = self.revised_belief()
+        current = self.active_skill
+        return block is not None and current is not None and self.library.is_complementary(current, block.map_skill)
 
     def belief_block(self, gate_signal: Optional[str]) -> Optional[BeliefBlock]:
         block = super().belief_block(gate_signal)
@@ -314,14 +351,7 @@ class BayesBeliefAgent(PlanningAgent):
         if (block is None or gate_signal != "gate" or not self.exclude_contradicted or d is None
                 or not d.interrupt):
             return block
-        contradicted = self.library.names[int(d.info.stable_map.map_skill)]
-        post = {n: (0.0 if n == contradicted else p) for n, p in block.posterior.items()}
-        total = sum(post.values())
-        if total <= 0:
-            return block
-        post = {n: p / total for n, p in post.items()}
-        m = max(post, key=post.get)
-        return BeliefBlock(post, m, post[m], gate_signal)
+        return self.revised_belief()
 
 
 #: ProAgent's offline planner: complementary to its own intention estimate among equally needed skills
