@@ -125,16 +125,23 @@ def test_revised_belief_hides_the_contradicted_skill_and_renormalises():
 
 
 def test_gate_interrupt_needs_the_running_skill_to_stop_complementing_the_revised_belief():
-    post = [0.6, 0.1, 0.2, 0.05, 0.05, 0.0]  # revised MAP: pickup_dish (plating)
-    # the ego fetches onions: complementary to a partner fetching dishes -> the plan stands, counted
-    agent = _agent_running(ONION)
+    # revised belief (pickup_onion hidden): pot .125, dish .625, fill .125, deliver .125
+    post = [0.6, 0.05, 0.25, 0.05, 0.05, 0.0]
     decision = _gate_decision(post, ONION)
+    # the ego fetches onions: it complements dish, fill and deliver, mass 0.875 >= 0.8 -> keep it, counted
+    agent = _agent_running(ONION)
     agent.decision = decision
+    assert agent.still_complementary_mass == 0.8
     assert agent.trigger(None, decision, ()) is None and agent.gate_still_complementary == 1
-    # the ego fetches a dish too: a duplicate of the revised belief -> replan
+    # the ego fetches a dish too: it complements only pot and deliver (0.25) -> replan
     agent = _agent_running(DISH)
     agent.decision = decision
     assert agent.trigger(None, decision, ()) == "gate" and agent.gate_still_complementary == 0
+    # below the confidence floor: onion complements dish .5 + fill .125 + deliver .125 = 0.75 -> replan
+    unsure = _gate_decision([0.6, 0.1, 0.2, 0.05, 0.05, 0.0], ONION)
+    agent = _agent_running(ONION)
+    agent.decision = unsure
+    assert agent.trigger(None, unsure, ()) == "gate"
     # the rule off: every interrupt with an alternative is a replan
     agent = _agent_running(ONION)
     agent.interrupt_needs_gap = False

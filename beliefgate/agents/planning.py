@@ -37,7 +37,7 @@ from beliefgate.envs.overcooked.state import SymbolicState
 from beliefgate.errors import InputError
 from beliefgate.planners.fallbacks import Fallback, FallbackLog
 from beliefgate.planners.model import Asked, ChatModel, Message, ask
-from beliefgate.planners.rule import RulePlanner, RulePlannerConfig
+from beliefgate.planners.rule import MIN_CONFIDENCE, RulePlanner, RulePlannerConfig
 from beliefgate.planners.types import BeliefBlock, PlanDecision, Planner, PlannerInput, Turn
 
 C = TypeVar("C", bound=BaseModel)
@@ -283,12 +283,16 @@ class BayesBeliefAgent(PlanningAgent):
     #: running (with a single useful option the planner can only re-choose it: a replan that
     #: changes nothing); each interrupt passed over this way is counted in ``gate_no_alternative``
     interrupt_needs_alternative = True
-    #: act on a gate interrupt only when the running skill is not complementary (SPEC table) to
-    #: the partner's revised MAP -- the posterior with the contradicted skill hidden, as the
-    #: planner sees it. The gate says the *partner model* is wrong; the *plan* is contradicted
-    #: only when the ego's skill no longer complements what the partner is now believed to do.
+    #: act on a gate interrupt only when the revised belief -- the posterior with the contradicted
+    #: skill hidden, as the planner sees it -- is not confident that the running skill still
+    #: complements the partner: the mass of the partner skills it complements (SPEC table) is
+    #: below ``still_complementary_mass``. The gate says the *partner model* was wrong; the *plan*
+    #: is contradicted only when the ego's skill may no longer fit what the partner now does.
     #: Each interrupt passed over this way is counted in ``gate_still_complementary``.
     interrupt_needs_gap = True
+    #: the confidence needed to keep the running skill: the rule planner's floor for acting on
+    #: the belief (``MIN_CONFIDENCE``), not a separately tuned number
+    still_complementary_mass = MIN_CONFIDENCE
 
     def reset(self, layout: str, player: int, seed: int) -> None:
         super().reset(layout, player, seed)
@@ -340,10 +344,14 @@ class BayesBeliefAgent(PlanningAgent):
         return BeliefBlock(post, m, post[m], "gate")
 
     def _still_complementary(self) -> bool:
-        """The running skill complements (SPEC table) the partner's revised MAP."""
+        """The revised belief gives at least ``still_complementary_mass`` to partner skills that the
+        running skill complements (SPEC table)."""
         block = self.revised_belief()
         current = self.active_skill
-        return block is not None and current is not None and self.library.is_complementary(current, block.map_skill)
+        if block is None or current is None:
+            return False
+        mass = sum(p for n, p in block.posterior.items() if self.library.is_complementary(current, n))
+        return mass >= self.still_complementary_mass
 
     def belief_block(self, gate_signal: Optional[str]) -> Optional[BeliefBlock]:
         block = super().belief_block(gate_signal)
