@@ -80,19 +80,15 @@ def test_the_agent_logs_each_planner_call_and_its_counter_matches_the_log():
     assert 0 < result.summary["replans"] and logged < result.summary["replans"]  # periodic re-chooses a lot
 
 
-def test_gate_interrupts_need_an_alternative_and_are_counted_when_passed_over():
+def test_gate_interrupts_need_an_alternative_and_are_counted_when_passed_over(monkeypatch):
     result = run_episode("coordination_ring", "bayes-belief:paper", "bp-g1-dish-hi-eager-hi", seed=1000,
                          horizon=200)
     last = result.trajectory.steps[-1].info[0]
     fired = sum(row.info[0]["gate_fired"] for row in result.trajectory.steps)
     assert last["gate_no_alternative"] > 0 and last["replans"] + last["gate_no_alternative"] <= fired
     # without the rule every firing with a running skill is a replan
-    BayesBeliefAgent.interrupt_needs_alternative = False
-    try:
-        plain = run_episode("coordination_ring", "bayes-belief:paper", "bp-g1-dish-hi-eager-hi", seed=1000,
-                            horizon=200)
-    finally:
-        BayesBeliefAgent.interrupt_needs_alternative = True
+    monkeypatch.setattr(BayesBeliefAgent, "interrupt_needs_alternative", False)
+    plain = run_episode("coordination_ring", "bayes-belief:paper", "bp-g1-dish-hi-eager-hi", seed=1000, horizon=200)
     assert plain.summary["replans"] > result.summary["replans"]
 
 
@@ -154,7 +150,7 @@ def test_gate_interrupt_needs_the_running_skill_to_stop_complementing_the_revise
     assert agent.trigger(None, decision, ()) is None
 
 
-def test_gate_replans_in_an_episode_are_the_firings_not_passed_over():
+def test_gate_replans_in_an_episode_are_the_firings_not_passed_over(monkeypatch):
     result = run_episode("coordination_ring", "bayes-belief:paper", "bp-g1-dish-hi-eager-hi", seed=1000,
                          horizon=200)
     steps = result.trajectory.steps
@@ -163,12 +159,8 @@ def test_gate_replans_in_an_episode_are_the_firings_not_passed_over():
     passed = last["gate_no_alternative"] + last["gate_still_complementary"]
     assert last["gate_still_complementary"] > 0
     assert last["replans"] + passed <= fired
-    BayesBeliefAgent.interrupt_needs_gap = False
-    try:
-        plain = run_episode("coordination_ring", "bayes-belief:paper", "bp-g1-dish-hi-eager-hi", seed=1000,
-                            horizon=200)
-    finally:
-        BayesBeliefAgent.interrupt_needs_gap = True
+    monkeypatch.setattr(BayesBeliefAgent, "interrupt_needs_gap", False)
+    plain = run_episode("coordination_ring", "bayes-belief:paper", "bp-g1-dish-hi-eager-hi", seed=1000, horizon=200)
     assert "gate_still_complementary" in plain.trajectory.steps[-1].info[0]
     assert plain.trajectory.steps[-1].info[0]["gate_still_complementary"] == 0
 

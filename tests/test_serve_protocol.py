@@ -91,7 +91,9 @@ def _script(sid: str) -> list:
     ]
 
 
-def test_short_cut_answers_byte_for_byte_as_h11(monkeypatch):
+@pytest.fixture
+def served_ops(monkeypatch):
+    """The ops the short cut answered (``fast_answer`` wrapped to record them)."""
     served = []
     original = protocol.fast_answer
 
@@ -100,6 +102,11 @@ def test_short_cut_answers_byte_for_byte_as_h11(monkeypatch):
         return await original(*args, **kwargs)
 
     monkeypatch.setattr(protocol, "fast_answer", counting)
+    return served
+
+
+def test_short_cut_answers_byte_for_byte_as_h11(served_ops):
+    served = served_ops
     answers = {}
     for fast in (True, False):
         served.clear()
@@ -134,19 +141,12 @@ def test_connection_close_is_honoured_after_a_short_cut_answer():
         assert gate.t == 4
 
 
-def test_request_arriving_while_an_answer_waits_is_answered_after_it(tmp_path, monkeypatch):
+def test_request_arriving_while_an_answer_waits_is_answered_after_it(tmp_path, monkeypatch, served_ops):
     """With snapshots a short-cut answer waits for the write; a second request on the same
     connection meanwhile is held (reading paused) and answered after the first, in order."""
     from beliefgate.serve.sessions import atomic_write
 
-    served = []
-    original = protocol.fast_answer
-
-    async def counting(*args, **kwargs):
-        served.append(args[2])
-        return await original(*args, **kwargs)
-
-    monkeypatch.setattr(protocol, "fast_answer", counting)
+    served = served_ops
 
     def slow_writer(path, data):
         time.sleep(0.3)
@@ -168,17 +168,10 @@ def test_request_arriving_while_an_answer_waits_is_answered_after_it(tmp_path, m
         assert gate.t == 2
 
 
-def test_a_uvicorn_without_the_internals_gets_plain_h11(monkeypatch, caplog):
+def test_a_uvicorn_without_the_internals_gets_plain_h11(monkeypatch, caplog, served_ops):
     """The short cut reads uvicorn's h11-protocol internals; where one is missing every
     request goes through plain h11 (same answers, nothing served by the short cut, one warning)."""
-    served = []
-    original = protocol.fast_answer
-
-    async def counting(*args, **kwargs):
-        served.append(args[2])
-        return await original(*args, **kwargs)
-
-    monkeypatch.setattr(protocol, "fast_answer", counting)
+    served = served_ops
     monkeypatch.setattr(protocol, "_UVICORN_INTERNALS", protocol._UVICORN_INTERNALS + ("not_in_this_uvicorn",))
     monkeypatch.setattr(protocol, "_warned", [])
     with caplog.at_level("WARNING", logger="beliefgate.serve"):
