@@ -287,10 +287,7 @@ def stable_map_decide(
         log_l = where(lam != 0.0, -_INF, 0.0)
     evidence = weight > 0.0  # the belief side is shared: one bool for every configuration
     contradiction = (log_l < config.log_tau) if evidence else False
-    if contradiction is False:  # one configuration, no contradiction: what first_failure would say
-        reason, interrupt = (REASON_NO_CONTRADICTION if evidence else REASON_EXCLUDED), False
-    else:
-        reason, interrupt = first_failure(_SM_CONTRADICTION, evidence, contradiction)
+    reason, interrupt = first_failure(_SM_CONTRADICTION, evidence, contradiction)
     if interrupt is False:  # no configuration contradicts: the counters stay
         new_state = _new(StableMapState, (map_skill, stable, state.t_last_interrupt,
                                           state.num_contradictions, state.num_interrupts))
@@ -496,16 +493,12 @@ def changepoint_decide(config: ChangePointConfig, state: ChangePointState, t: in
     ``(joint, head, belief)`` after this step (``None``: ``state``'s, untouched).
     """
     armed = state.armed | (prob < config.release)
-    above = prob >= config.threshold
-    if above is False:  # one configuration, below threshold: what first_failure would say
-        reason, fired = REASON_BELOW_THRESHOLD, False
-    else:
-        reason, fired = first_failure(  # in the order of CHANGEPOINT_REASONS
-            CHANGEPOINT_REASONS,
-            above,
-            armed,
-            t - state.t_last_fire >= config.cooldown,
-        )
+    reason, fired = first_failure(  # in the order of CHANGEPOINT_REASONS
+        CHANGEPOINT_REASONS,
+        prob >= config.threshold,
+        armed,
+        t - state.t_last_fire >= config.cooldown,
+    )
     joint, head, belief = (state.joint, state.head, state.belief) if filtered is None else filtered
     if fired is False:  # no configuration fires: only the arming moves
         new_state = _new(ChangePointState, (joint, head, belief, armed, state.t_last_fire, state.num_fires))
