@@ -54,12 +54,12 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import beliefgate
 from beliefgate.envs.hindsight import RULE as LABEL_RULE, hindsight_labels
 from beliefgate.envs.overcooked.dynamics import ImpossibleTransitionError, detect_events, infer_actions
-from beliefgate.errors import RuntimeFailure
-from beliefgate.fileio import FileLock, atomic_write
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, HUMAN_STUDY_NAMES, layout_info, resolve_layout
 from beliefgate.envs.overcooked.state import StateFormatError, SymbolicState, from_human_2019
 from beliefgate.envs.overcooked.tables import INTERACT, STAY, cache_dir
 from beliefgate.envs.trajlog import FinalRow, LogHeader, LogWriter, StepRow
+from beliefgate.errors import RuntimeFailure
+from beliefgate.fileio import FileLock, atomic_write
 
 # ----------------------------------------------------------------------------- pinned source
 PROJECT = "overcooked-ai"

@@ -432,7 +432,10 @@ _FAST_ROUTES = {
     "step_loglik": (StepLoglikRequest, _step_loglik),
     "step_evidence": (StepEvidenceRequest, _step_evidence),
 }
-_FAST_PATH = re.compile(r"^" + re.escape(API_PREFIX) + r"/sessions/([A-Za-z0-9_-]{1,64})/(step|step_loglik|step_evidence)$")
+#: the path of a step route: groups (session id, op); the id as the routes' own SESSION_ID_PATTERN
+FAST_PATH_PATTERN = (re.escape(API_PREFIX) + "/sessions/(" + SESSION_ID_PATTERN.removeprefix("^").removesuffix("$")
+                     + ")/(" + "|".join(map(re.escape, _FAST_ROUTES)) + ")")
+_FAST_PATH = re.compile("^" + FAST_PATH_PATTERN + "$")
 
 
 def _json_content(value: Optional[bytes]) -> bool:

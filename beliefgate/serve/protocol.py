@@ -23,7 +23,6 @@ gives uvicorn's own choice of protocol (h11 unless httptools is installed).
 from __future__ import annotations
 
 import logging
-
 import re
 from typing import Optional
 
@@ -31,11 +30,10 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol
 
-from beliefgate.serve.app import API_PREFIX, _json_content, bearer_ok, fast_answer, fast_request
+from beliefgate.serve.app import FAST_PATH_PATTERN, _json_content, bearer_ok, fast_answer, fast_request
 
 #: the request line of a step request (origin form, no query, no percent escapes)
-_REQUEST_LINE = re.compile(rb"POST (" + re.escape(API_PREFIX.encode())
-                           + rb"/sessions/([A-Za-z0-9_-]{1,64})/(step|step_loglik|step_evidence)) HTTP/1\.1\r\n")
+_REQUEST_LINE = re.compile(rb"POST (" + FAST_PATH_PATTERN.encode() + rb") HTTP/1\.1\r\n")
 #: one header line as h11 accepts it, restricted to printable ASCII (anything else: h11 decides)
 _HEADER = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*((?:[\x21-\x7e](?:[ \t\x21-\x7e]*[\x21-\x7e])?)?)[ \t]*")
 #: header sections longer than this go to h11 (its own limit is 16 KiB)

@@ -464,7 +464,7 @@ class SessionStore:
     def acquire_lock(self) -> None:
         """Exclusive, non-blocking lock on the sidecar lock file (:class:`~beliefgate.fileio.FileLock`),
         held until :meth:`close`."""
-        if self._lock is not None and self._lock.held:
+        if self._lock is not None:
             return
         lock = FileLock(self.lock_path, blocking=False, mode=0o600, make_parents=False)
         try:
