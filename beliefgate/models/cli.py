@@ -215,18 +215,19 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         _quiet_arviz()
         from beliefgate.models.data import FitDataError
         from beliefgate.models.diagnose import diagnose, write_plots
-        from beliefgate.models.fit import FitError, load_fit
+        from beliefgate.models.fit import FIT_FILE, FitError
         from beliefgate.models.fitio import read_netcdf
-        from beliefgate.models.kappa import KappaFitError, is_kappa_fit
+        from beliefgate.models.kappa import KAPPA_FIT_FILE, KappaFitError
 
-        try:
-            if is_kappa_fit(read_netcdf(fit_file, KappaFitError)):
-                _diagnose_kappa(fit_file, as_json, plots, ppc_draws, seed, ppc, strict)
+        try:  # read once; the record says which model's fit it is
+            idata = read_netcdf(fit_file, KappaFitError)
+            if KAPPA_FIT_FILE.has(idata):
+                _diagnose_kappa(KAPPA_FIT_FILE.check(idata, fit_file), as_json, plots, ppc_draws, seed, ppc, strict)
                 return
         except KappaFitError as exc:
             _fail(str(exc))
         try:
-            idata = load_fit(fit_file)
+            FIT_FILE.check(idata, fit_file)
             result = diagnose(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc, calibrate=calibrate)
         except (FitError, FitDataError) as exc:
             _fail(str(exc))
@@ -321,12 +322,12 @@ def _run_fit(run, file, out: Path, as_json: bool, drop: tuple) -> None:
     console.print(f"wrote {out}  (next: `beliefgate diagnose {out}`)")
 
 
-def _diagnose_kappa(fit_file, as_json, plots, ppc_draws, seed, ppc, strict) -> None:
+def _diagnose_kappa(idata, as_json, plots, ppc_draws, seed, ppc, strict) -> None:
+    """``beliefgate diagnose`` on a kappa fit (``idata``, already read and checked)."""
     from beliefgate.models.diagnose import diagnose_kappa, write_kappa_plots
-    from beliefgate.models.kappa import KappaFitError, load_kappa_fit
+    from beliefgate.models.kappa import KappaFitError
 
     try:
-        idata = load_kappa_fit(fit_file)
         result = diagnose_kappa(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc)
     except KappaFitError as exc:
         _fail(str(exc))

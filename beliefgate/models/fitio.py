@@ -97,9 +97,12 @@ class FitFile:
     def save(self, idata, path: Union[str, Path]) -> Path:
         return save_netcdf(idata, path)
 
-    def load(self, path: Union[str, Path]):
-        """Read and validate a fit of this format; ``error`` with the reason."""
-        idata = read_netcdf(path, self.error)
+    def check(self, idata, path: Union[str, Path]):
+        """``idata`` (read from ``path``) if it is a fit of this format; ``error`` with the reason."""
         self.record(idata)
         require_groups(idata, path, self.groups, self.error, self.what)
         return idata
+
+    def load(self, path: Union[str, Path]):
+        """Read and validate a fit of this format; ``error`` with the reason."""
+        return self.check(read_netcdf(path, self.error), path)
