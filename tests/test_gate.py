@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from beliefgate import Decision, Gate, GateParams
+from beliefgate.beliefs.config import GateParamError
 from beliefgate.beliefs.errors import (
     BeliefInputError,
     CompletedIndexError,
@@ -542,14 +543,14 @@ def test_params_validation_and_json(tmp_path):
                 dict(confidence_floor=1.1), dict(n_stable=-1), dict(cooldown=-1), dict(model="hmm"),
                 dict(gate="nope"), dict(cp_release=0.9, cp_threshold=0.5), dict(epsilon=2.0),
                 dict(likelihood_scale=float("nan")), dict(unknown=1)]:
-        with pytest.raises(ValidationError):
+        with pytest.raises(GateParamError):
             GateParams(**bad)
     with pytest.raises(ValidationError):
         p.hazard = 0.3  # frozen
-    with pytest.raises(ValidationError):
+    with pytest.raises(GateParamError):
         GateParams.from_json(json.dumps({"hazard": 0.1, "extra": 1}))
     assert p.replace(hazard=0.3).hazard == 0.3
-    with pytest.raises(ValidationError):
+    with pytest.raises(GateParamError):
         p.replace(hazard=3.0)
 
 

@@ -34,16 +34,16 @@ from beliefgate.envs.overcooked.executor import Executor, SkillStatus, fidget
 from beliefgate.envs.overcooked.gate import overcooked_gate
 from beliefgate.envs.overcooked.kitchen import skill_needs
 from beliefgate.envs.overcooked.state import SymbolicState
-from beliefgate.errors import InputError
 from beliefgate.planners.fallbacks import Fallback, FallbackLog
 from beliefgate.planners.model import Asked, ChatModel, Message, ask
 from beliefgate.planners.rule import MIN_CONFIDENCE, RulePlanner, RulePlannerConfig
 from beliefgate.planners.types import BeliefBlock, PlanDecision, Planner, PlannerInput, Turn
+from beliefgate.validation import ParamError, param_error
 
 C = TypeVar("C", bound=BaseModel)
 
 
-class AgentConfigError(InputError):
+class AgentConfigError(ParamError):
     """An agent option out of range (``periodic-0``, ``bayes-belief:sometimes``...)."""
 
 
@@ -52,9 +52,7 @@ def validated(model: Type[C], **values: Any) -> C:
     try:
         return model(**values)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise AgentConfigError(f"{where}: {err['msg']}, got {err.get('input')!r}") from None
+        raise param_error(exc, AgentConfigError, model.__name__) from None
 
 
 def planner_for(llm: Optional[ChatModel]) -> Planner:

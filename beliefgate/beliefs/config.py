@@ -4,6 +4,11 @@ One validation serves the Python API and the HTTP service (which builds its
 request models from these fields), so every configuration the gate accepts stays
 usable: sizes that set the state's memory (``window``, ``cp_horizon``) and the
 prior's scale (``alpha``, prior counts) are bounded.
+
+Every way of building a :class:`GateParams` (``GateParams(...)``, ``replace``,
+``model_copy(update=...)``, ``model_validate``, ``from_json``, ``load``) raises
+:class:`GateParamError` (a ``ValueError`` under ``BeliefgateError``) for a bad value, one line
+naming the field and the value. (The class docstring is the service's OpenAPI description.)
 """
 
 from __future__ import annotations
@@ -12,9 +17,11 @@ from pathlib import Path
 from typing import Literal, Optional, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from beliefgate.beliefs.gates import ChangePointConfig, StableMapConfig
+from beliefgate.models.errors import InvalidParameterError
+from beliefgate.validation import CheckedModel, ParamError
 
 #: Largest window / change-point horizon: the state holds [W, K] and [L + 1, K] arrays.
 MAX_MEMORY_STEPS = 512
@@ -26,7 +33,13 @@ MAX_PRIOR_COUNT = 1e9
 MIN_HAZARD = 1e-9
 
 
-class GateParams(BaseModel):
+class GateParamError(ParamError, InvalidParameterError):
+    """A :class:`GateParams` field is bad (out of range, unknown, or inconsistent with another):
+    one line naming the field and the value, ``hazard: Input should be ..., got 2``. A
+    ``ValueError`` (and a :class:`~beliefgate.beliefs.errors.BeliefInputError`)."""
+
+
+class GateParams(CheckedModel):
     """Immutable, validated configuration of a :class:`Gate` (see ``docs/gate.md``).
 
     Belief model
@@ -57,6 +70,7 @@ class GateParams(BaseModel):
     per step; untracked statistics are reported as NaN.
     """
 
+    error_type = GateParamError
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     model: Literal["hazard", "windowed"] = "hazard"
@@ -87,10 +101,6 @@ class GateParams(BaseModel):
             raise ValueError(f"gate={self.gate!r} needs the change-point statistic; "
                              "track_changepoint cannot be False")
         return self
-
-    def replace(self, **changes) -> "GateParams":
-        """A validated copy with some fields changed."""
-        return type(self)(**{**self.model_dump(), **changes})
 
     def to_json(self, indent: Optional[int] = 2) -> str:
         return self.model_dump_json(indent=indent)
@@ -154,4 +164,4 @@ class GateParams(BaseModel):
             self.hazard, self.cp_horizon, self.cp_threshold, self.cp_release, self.cp_cooldown)
 
 
-__all__ = ["GateParams", "MAX_MEMORY_STEPS", "MAX_ALPHA", "MAX_PRIOR_COUNT", "MIN_HAZARD"]
+__all__ = ["GateParams", "GateParamError", "MAX_MEMORY_STEPS", "MAX_ALPHA", "MAX_PRIOR_COUNT", "MIN_HAZARD"]

@@ -50,10 +50,10 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from beliefgate.models.kappa import (  # errors and checks live with the model: beliefs build on models
@@ -77,6 +77,7 @@ from beliefgate.models.kappa import (  # errors and checks live with the model: 
     _outcome,
     _score,
 )
+from beliefgate.validation import CheckedModel
 
 # --------------------------------------------------------------------------- parameters
 
@@ -101,25 +102,18 @@ class KappaParamFields(BaseModel):
     seed: int = Field(0, ge=0, lt=2 ** 32, description="scrambling seed of the quasi-random rule")
 
 
-class KappaParams(KappaParamFields):
+class KappaParams(CheckedModel, KappaParamFields):
     """Immutable, validated parameters of kappa (see ``docs/kappa.md``).
 
     Model: ``mu0`` in [-1e6, 1e6]; ``sigma0``, ``tau``, ``sigma_r`` in [1e-6, 1e6] (scales far
     outside would only overflow float64). Decision rule:
     ``theta`` and ``nucleus_p`` in (0, 1], ``max_rounds`` R >= 1. Numerics:
     ``num_points`` (even, 64..16384) and ``seed`` of the fixed quasi-random rule.
-    A field outside its range raises :class:`KappaParamError` naming it.
+    A field outside its range raises :class:`KappaParamError` naming it and the value, on every
+    way of building one (``KappaParams(...)``, ``replace``, ``model_validate``, ``from_json``).
     """
 
-    def __init__(self, **data: Any):
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise _param_error(exc) from None
-
-    def replace(self, **changes) -> "KappaParams":
-        """A validated copy with some fields changed."""
-        return type(self)(**{**self.model_dump(), **changes})
+    error_type = KappaParamError
 
     def to_json(self, indent: Optional[int] = 2) -> str:
         return self.model_dump_json(indent=indent)
@@ -153,13 +147,6 @@ class KappaParams(KappaParamFields):
 
         values = kappa_point_values(load_kappa_fit(path), point)
         return cls(**{**values, **overrides})
-
-
-def _param_error(exc: ValidationError) -> KappaParamError:
-    first = exc.errors()[0]
-    field = ".".join(str(p) for p in first.get("loc", ())) or "params"
-    value = first.get("input")
-    return KappaParamError(f"KappaParams.{field} = {value!r}: {first.get('msg', 'invalid')}", field)
 
 
 # --------------------------------------------------------------------------- evidence

@@ -210,13 +210,15 @@ def normalise_gate(overrides: Any) -> Dict[str, Any]:
 
     The result maps each given field (sorted by name) to its validated value as
     JSON data (``cooldown: 5.0`` becomes ``5``), so equal settings always give the
-    same episode keys. Raises ``ValueError`` naming an unknown field or a bad value
-    (inside a grid file this becomes a :class:`GridError`).
+    same episode keys. Raises :class:`~beliefgate.beliefs.config.GateParamError` (a
+    ``ValueError``) naming an unknown field or a bad value (inside a grid file this becomes a
+    :class:`GridError`).
     """
-    from beliefgate.beliefs.gate import GateParams
+    from beliefgate.beliefs.config import GateParamError, GateParams
 
     if not isinstance(overrides, dict):
-        raise ValueError(f"gate must be a mapping of GateParams fields to values, got {type(overrides).__name__}")
+        raise GateParamError(f"gate must be a mapping of GateParams fields to values, "
+                             f"got {type(overrides).__name__}", "gate")
     fields = GateParams.model_fields
     unknown = sorted(str(k) for k in overrides if k not in fields)
     if unknown:
@@ -224,11 +226,12 @@ def normalise_gate(overrides: Any) -> Dict[str, Any]:
 
         hints = [difflib.get_close_matches(k, list(fields), n=1) for k in unknown]
         hint = "".join(f" (did you mean {h[0]!r}?)" for h in hints if h)
-        raise ValueError(f"unknown GateParams field(s) {unknown}{hint}; fields: {', '.join(fields)}")
+        raise GateParamError(f"unknown GateParams field(s) {unknown}{hint}; fields: {', '.join(fields)}",
+                             unknown[0])
     try:
         params = GateParams(**overrides)
-    except ValidationError as exc:
-        raise ValueError(f"invalid gate parameters: {_format_validation(exc)}") from None
+    except GateParamError as exc:
+        raise GateParamError(f"invalid gate parameters: {exc}", exc.field) from None
     dumped = params.model_dump(mode="json")
     return {k: dumped[k] for k in sorted(overrides)}
 

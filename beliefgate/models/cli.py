@@ -139,8 +139,6 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     ) -> None:
         """Fit beta, epsilon, h (skills summed out by the forward algorithm) to the partner's actions,
         or, with --model kappa, mu0, sigma0, tau, sigma_r to logged OverForge decisions."""
-        from pydantic import ValidationError
-
         _quiet_arviz()
         import numpyro  # before JAX creates its backend: one (virtual) CPU device per chain, so
 
@@ -162,7 +160,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                        target_accept, svi_steps, learning_rate, guide.value, x64, progress, as_json,
                        _command_options(ctx))
             return
-        from beliefgate.models.fit import FitConfig
+        from beliefgate.models.fit import FitConfig, FitConfigError
 
         try:
             config = FitConfig(model=model.value, method=method.value, chains=chains, draws=draws,
@@ -170,8 +168,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                                fit_weight=fit_weight, fixed=_parse_fixed(fix), chain_method=method_name,
                                target_accept=target_accept, svi_steps=svi_steps,
                                learning_rate=learning_rate, guide=guide.value)
-        except ValidationError as exc:
-            _fail("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors()))
+        except FitConfigError as exc:
+            _fail(str(exc))
         if out.exists() and out.is_dir():
             _fail(f"--out {out} is a directory; give a file name such as fit.nc")
         from rich.progress import Progress

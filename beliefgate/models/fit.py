@@ -47,10 +47,11 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Dict, Literal, Mapping, NamedTuple, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from beliefgate.models.data import FitData
 from beliefgate.models.fitio import FitFile
+from beliefgate.validation import CheckedModel, ParamError
 
 from beliefgate.models.components import MIN_HAZARD  # re-exported
 #: attribute of the InferenceData that holds the fit configuration (JSON)
@@ -69,7 +70,12 @@ FIT_FILE = FitFile(CONFIG_ATTR, FORMAT, FitError,
                    stamp_groups=("posterior", "sample_stats", "log_likelihood"))
 
 
-class FitConfig(BaseModel):
+class FitConfigError(ParamError, FitError):
+    """A :class:`FitConfig` field is bad: one line naming the field and the value
+    (``warmup: Input should be greater than or equal to 0, got -1``). A :class:`FitError`."""
+
+
+class FitConfig(CheckedModel):
     """Validated configuration of one fit (stored in the result's attributes).
 
     Model: ``model`` (``hazard``/``windowed``), ``window`` (windowed model; ``None``
@@ -81,8 +87,11 @@ class FitConfig(BaseModel):
     ``max_tree_depth``; SVI: ``svi_steps``, ``learning_rate``, ``guide``
     (``normal`` = mean field, ``mvn`` = full-rank Gaussian), and ``chains x draws``
     draws from the fitted guide.
+    A bad value raises :class:`FitConfigError` naming the field (``FitConfig(...)``,
+    ``model_validate``, ``model_copy(update=...)``).
     """
 
+    error_type = FitConfigError
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: Literal["hazard", "windowed"] = "hazard"
@@ -520,6 +529,7 @@ def load_fit(path: Union[str, Path]):
 
 __all__ = [
     "FitConfig",
+    "FitConfigError",
     "FitError",
     "fitted_model",
     "belief_model",

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from typing import Dict, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
+from pydantic import ValidationError
 
-from beliefgate.beliefs.config import GateParams
+from beliefgate.beliefs.config import GateParamError, GateParams
 from beliefgate.eval.sensitivity.errors import IrrelevantParameterError, RangeSpecError, UnknownParameterError
+from beliefgate.validation import first_problem
 
 # --------------------------------------------------------------------------- parameters
 
@@ -294,9 +296,8 @@ def _check_field(name: str, value: float) -> None:
     v = int(value) if PARAMETERS[name].integer else float(value)
     try:
         TypeAdapter(Annotated[(info.annotation, *info.metadata)]).validate_python(v)
-    except ValueError as exc:
-        errors = exc.errors() if hasattr(exc, "errors") else None
-        detail = errors[0].get("msg", str(exc)) if errors else str(exc)
+    except ValidationError as exc:
+        detail = first_problem(exc, name).reason
         raise RangeSpecError(f"{name}={_fmt(value)} is not a valid GateParams value: {detail}") from None
 
 
@@ -305,10 +306,8 @@ def _check_value(base: GateParams, name: str, value: float) -> None:
     v = int(value) if PARAMETERS[name].integer else float(value)
     try:
         base.replace(**{name: v})
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        errors = exc.errors() if hasattr(exc, "errors") else None
-        detail = errors[0].get("msg", str(exc)) if errors else str(exc)
-        raise RangeSpecError(f"{name}={_fmt(value)} is not a valid GateParams value: {detail}") from None
+    except GateParamError as exc:
+        raise RangeSpecError(f"{name}={_fmt(value)} is not a valid GateParams value: {exc.reason}") from None
 
 
 def parse_ranges(texts: Sequence[str], mode: Literal["oat", "global"],

@@ -1,0 +1,232 @@
+"""GateParams, FitConfig and KappaParams raise beliefgate's own errors, never pydantic's.
+
+Every way of building one (constructor, ``replace``, ``model_copy(update=...)``,
+``model_validate``, ``model_validate_json``, ``from_json``, ``load``) raises the model's error
+class (a :class:`~beliefgate.errors.BeliefgateError` and a ``ValueError``) with one line naming
+the field and the bad value; the CLI turns it into one line and exit status 2, the HTTP
+service into a 422 naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from pydantic import ValidationError
+from typer.testing import CliRunner
+
+from beliefgate.beliefs.config import GateParamError, GateParams
+from beliefgate.beliefs.errors import InvalidParameterError
+from beliefgate.beliefs.kappa import KappaParamError, KappaParams
+from beliefgate.errors import BeliefgateError, InputError
+from beliefgate.models.fit import FitConfig, FitConfigError, FitError
+from beliefgate.validation import ParamError
+
+
+def _raises(error, build):
+    """The error ``build()`` raises, checked to be ``error`` and never pydantic's."""
+    with pytest.raises(error) as info:
+        build()
+    exc = info.value
+    assert not isinstance(exc, ValidationError)
+    assert isinstance(exc, BeliefgateError) and isinstance(exc, ValueError) and isinstance(exc, InputError)
+    assert "\n" not in str(exc)
+    return exc
+
+
+# --------------------------------------------------------------------------- GateParams
+
+
+@pytest.mark.parametrize("values, field, value", [
+    ({"hazard": 2}, "hazard", "2"),
+    ({"hazard": -0.5}, "hazard", "-0.5"),
+    ({"window": 0}, "window", "0"),
+    ({"alpha": 0.0}, "alpha", "0.0"),
+    ({"cooldown": -1}, "cooldown", "-1"),
+    ({"model": "hmm"}, "model", "'hmm'"),
+    ({"gate": "nope"}, "gate", "'nope'"),
+    ({"likelihood_scale": float("nan")}, "likelihood_scale", "nan"),
+    ({"bogus": 1}, "bogus", "1"),
+])
+def test_gate_params_bad_value_names_the_field_and_value(values, field, value):
+    exc = _raises(GateParamError, lambda: GateParams(**values))
+    assert isinstance(exc, ParamError) and isinstance(exc, InvalidParameterError)
+    assert exc.field == field
+    assert str(exc).startswith(f"{field}: ") and str(exc).endswith(f", got {value}"), str(exc)
+
+
+def test_gate_params_message_example():
+    exc = _raises(GateParamError, lambda: GateParams(hazard=2))
+    assert str(exc) == "hazard: Input should be less than or equal to 1, got 2"
+    assert exc.reason == "Input should be less than or equal to 1"
+
+
+def test_gate_params_joint_rule_is_named_after_the_model():
+    exc = _raises(GateParamError, lambda: GateParams(cp_release=0.9, cp_threshold=0.5))
+    assert exc.field is None
+    assert str(exc) == "GateParams: cp_release (0.9) must not exceed cp_threshold (0.5)"
+
+
+def test_gate_params_several_errors_are_counted():
+    exc = _raises(GateParamError, lambda: GateParams(hazard=2, window=0, cooldown=-1))
+    assert str(exc).startswith("hazard: ") and str(exc).endswith("(and 2 more errors)")
+
+
+@pytest.mark.parametrize("how", ["replace", "model_copy", "model_validate", "model_validate_json",
+                                 "from_json", "load"])
+def test_every_gate_params_path_raises_gate_param_error(how, tmp_path):
+    good = GateParams(hazard=0.1)
+    bad = {**good.model_dump(), "hazard": 3.0}
+    path = tmp_path / "gate.json"
+    path.write_text(json.dumps(bad), encoding="utf-8")
+    build = {
+        "replace": lambda: good.replace(hazard=3.0),
+        "model_copy": lambda: good.model_copy(update={"hazard": 3.0}),
+        "model_validate": lambda: GateParams.model_validate(bad),
+        "model_validate_json": lambda: GateParams.model_validate_json(json.dumps(bad)),
+        "from_json": lambda: GateParams.from_json(json.dumps(bad)),
+        "load": lambda: GateParams.load(path),
+    }[how]
+    exc = _raises(GateParamError, build)
+    assert exc.field == "hazard" and str(exc) == "hazard: Input should be less than or equal to 1, got 3.0"
+
+
+def test_gate_params_unreadable_json_is_a_gate_param_error():
+    exc = _raises(GateParamError, lambda: GateParams.from_json("{"))
+    assert str(exc).startswith("GateParams: Invalid JSON")
+
+
+def test_gate_params_good_paths_still_work(tmp_path):
+    p = GateParams(hazard=0.3, gate="either")
+    assert p.replace(cooldown=2).cooldown == 2 and p.replace(cooldown=2).hazard == 0.3
+    assert p.model_copy(update={"tau_obs": 0.4}).tau_obs == 0.4
+    assert p.model_copy() == p
+    assert GateParams.model_validate(p.model_dump()) == p == GateParams.from_json(p.to_json())
+    assert GateParams.load(p.save(tmp_path / "p.json")) == p
+    assert GateParams.model_validate(p) is p
+
+
+def test_nested_gate_params_keep_pydantic_field_errors():
+    """A request body's ``params`` is validated by pydantic itself: per-field locations."""
+    from beliefgate.serve.schemas import CreateSessionRequest
+
+    with pytest.raises(ValidationError) as info:
+        CreateSessionRequest.model_validate({"num_skills": 2, "params": {"hazard": 2.0}})
+    assert info.value.errors()[0]["loc"] == ("params", "hazard")
+
+
+def test_http_bad_gate_params_is_422_naming_the_field():
+    pytest.importorskip("httpx")
+    from starlette.testclient import TestClient
+
+    from beliefgate.serve.app import create_app
+
+    with TestClient(create_app()) as client:
+        r = client.post("/v1/sessions", json={"num_skills": 2, "params": {"hazard": 2.0}})
+        assert r.status_code == 422, r.text
+        assert "params.hazard" in r.text and "less than or equal to 1" in r.text
+        r = client.post("/v1/sessions", json={"num_skills": 2, "params": {"bogus": 1}})
+        assert r.status_code == 422 and "params.bogus" in r.text
+        assert client.post("/v1/sessions", json={"num_skills": 2, "params": {"hazard": 0.2}}).status_code < 300
+
+
+# --------------------------------------------------------------------------- FitConfig
+
+
+@pytest.mark.parametrize("values, field, value", [
+    ({"num_warmup": -1}, "num_warmup", "-1"),
+    ({"warmup": -1}, "warmup", "-1"),
+    ({"chains": 0}, "chains", "0"),
+    ({"target_accept": 1.0}, "target_accept", "1.0"),
+    ({"method": "mcmc"}, "method", "'mcmc'"),
+])
+def test_fit_config_bad_value_names_the_field_and_value(values, field, value):
+    exc = _raises(FitConfigError, lambda: FitConfig(**values))
+    assert isinstance(exc, FitError) and isinstance(exc, ParamError)
+    assert exc.field == field
+    assert str(exc).startswith(f"{field}: ") and str(exc).endswith(f", got {value}"), str(exc)
+
+
+def test_fit_config_rules_and_other_paths():
+    exc = _raises(FitConfigError, lambda: FitConfig(fixed={"gamma": 1.0}))
+    assert exc.field == "fixed" and "cannot fix unknown parameter" in str(exc)
+    exc = _raises(FitConfigError, lambda: FitConfig(window=3))
+    assert exc.field is None and str(exc) == "FitConfig: window applies to the windowed model only"
+    good = FitConfig(draws=10)
+    _raises(FitConfigError, lambda: good.replace(draws=0))
+    _raises(FitConfigError, lambda: good.model_copy(update={"draws": 0}))
+    _raises(FitConfigError, lambda: FitConfig.model_validate({"draws": 0}))
+    _raises(FitConfigError, lambda: FitConfig.model_validate_json('{"draws": 0}'))
+    assert FitConfig.model_validate(good.model_dump()) == good and good.replace(draws=20).draws == 20
+
+
+# --------------------------------------------------------------------------- KappaParams (shared helper)
+
+
+def test_kappa_params_use_the_same_message():
+    exc = _raises(KappaParamError, lambda: KappaParams(theta=1.5))
+    assert exc.field == "theta" and str(exc) == "theta: Input should be less than or equal to 1, got 1.5"
+    _raises(KappaParamError, lambda: KappaParams.model_validate({"theta": 1.5}))
+    _raises(KappaParamError, lambda: KappaParams().model_copy(update={"theta": 1.5}))
+
+
+# --------------------------------------------------------------------------- the CLI: one line, exit 2
+
+
+def _cli(*args):
+    from beliefgate.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def _one_line_exit_2(result, *words):
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    text = result.output.strip()
+    assert "Traceback" not in text and "validation error" not in text, text
+    assert len(text.splitlines()) == 1, text
+    for w in words:
+        assert w in text, text
+    return text
+
+
+def test_cli_sensitivity_base_with_bad_gate_params(tmp_path):
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps({"hazard": 2}), encoding="utf-8")
+    result = _cli("sensitivity", "oat", tmp_path, "--base", base, "--param", "cooldown=0:10:3")
+    _one_line_exit_2(result, "--base", "hazard: Input should be less than or equal to 1, got 2")
+
+
+def test_cli_sensitivity_closed_loop_grid_gate_override(tmp_path):
+    import yaml
+
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({
+        "name": "g", "agents": ["bayes-belief:full"], "layouts": ["cramped_room"],
+        "partners": ["switch-sourcer-to-plater"], "seeds": [0], "seats": [0], "horizon": 20,
+        "gate": {"hazard": 2}}), encoding="utf-8")
+    result = _cli("sensitivity", "oat", "--closed-loop", grid, "--param", "cooldown=0:10:2",
+                  "--out", tmp_path / "out", "--workers", "1")
+    _one_line_exit_2(result, "hazard", "less than or equal to 1", "got 2")
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_fit_bad_config_is_one_line(tmp_path):
+    log = tmp_path / "a.jsonl"
+    log.write_text("", encoding="utf-8")
+    result = _cli("fit", log, "--out", tmp_path / "fit.nc", "--fix", "gamma=1")
+    _one_line_exit_2(result, "fixed: cannot fix unknown parameter")
+    result = _cli("fit", log, "--out", tmp_path / "fit.nc", "--window", "3")
+    _one_line_exit_2(result, "window applies to the windowed model only")
+
+
+def test_console_script_switches_params_is_one_line_without_traceback(tmp_path):
+    params = tmp_path / "p.json"
+    params.write_text(json.dumps({"cooldown": -3}), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "beliefgate.cli", "switches", "--params", str(params)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    err = proc.stderr.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert "cooldown: Input should be greater than or equal to 0, got -3" in err
