@@ -305,6 +305,84 @@ def bocpd_statistic(ev: EvidenceTrace, hazard: float = 0.05, alpha: float = 1.0,
 
 
 # ------------------------------------------------------------------------------------ scoring
+# The one definition of the switch scores. A switch at step s is detected by the first alarm
+# in [s, s + window); its delay is that alarm's step minus s (``window`` when missed); an
+# alarm in no switch's window is a false alarm. Everything else (score_alarms here,
+# beliefgate.eval.replay.score_switches, beliefgate.eval.sensitivity.replay.score_configs,
+# the false-alarm masks of beliefgate.eval.switches) is a view of score_detections.
+
+_UINT16_MAX = int(np.iinfo(np.uint16).max)
+
+
+def _switch_mask(hidden_switch: np.ndarray, window: int) -> np.ndarray:
+    hidden_switch = np.asarray(hidden_switch, dtype=bool)
+    if hidden_switch.ndim != 1:
+        raise DetectorInputError(f"switches must be bool[T], got shape {hidden_switch.shape}")
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
+        raise DetectorInputError(f"window must be an integer >= 1, got {window!r}")
+    return hidden_switch
+
+
+def _window_steps(hidden_switch: np.ndarray, window: int):
+    """``(switches int[S], steps int[S, w], inside bool[S, w])``: row i holds the steps ``[s_i, s_i + window)``
+    clipped to ``T - 1``, ``inside`` marks those before the end (``w = min(window, T)``: later ones never are)."""
+    T = len(hidden_switch)
+    switches = np.flatnonzero(hidden_switch)
+    steps = switches[:, None] + np.arange(min(window, max(T, 1)))
+    inside = steps < T
+    return switches, np.minimum(steps, T - 1), inside
+
+
+def _covered(T: int, steps: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    covered = np.zeros(T, dtype=bool)
+    covered[steps[inside]] = True
+    return covered
+
+
+def switch_windows(hidden_switch: np.ndarray, window: int = 10) -> np.ndarray:
+    """bool[T]: the steps within ``window`` steps after a hidden switch, ``[s, s + window)`` for every switch s
+    (clipped at the end); an alarm outside them is a false alarm."""
+    hidden_switch = _switch_mask(hidden_switch, window)
+    _, steps, inside = _window_steps(hidden_switch, window)
+    return _covered(len(hidden_switch), steps, inside)
+
+
+@dataclass
+class SwitchDetections:
+    """Per-switch detection of the hidden switches by one alarm sequence (``alarms`` bool[T]) or by ``C``
+    sequences at once (bool[T, C]): ``detected`` bool[S] / bool[S, C], ``delays`` int[S] / int[S, C] (a miss
+    counts as the full window), ``false_alarms`` an int / int[C]; ``switches`` int[S] are the switch steps."""
+
+    switches: np.ndarray
+    detected: np.ndarray
+    delays: np.ndarray
+    false_alarms: np.ndarray
+    steps: int
+
+
+def score_detections(alarms: np.ndarray, hidden_switch: np.ndarray, window: int = 10) -> SwitchDetections:
+    """Score ``alarms`` (bool[T], or bool[T, C]: one sequence per column) against ``hidden_switch`` (bool[T]).
+
+    A switch at step s is detected by the first alarm in [s, s + window); its delay is that alarm's step
+    minus s (``window`` when missed). An alarm in no switch's window is a false alarm.
+    """
+    alarms = np.asarray(alarms, dtype=bool)
+    hidden_switch = _switch_mask(hidden_switch, window)
+    if alarms.ndim not in (1, 2) or alarms.shape[0] != hidden_switch.shape[0]:
+        raise DetectorInputError(f"alarms must be bool[T] or bool[T, C] for switches bool[T]; got alarms "
+                                 f"{alarms.shape} and switches {hidden_switch.shape}")
+    switches, steps, inside = _window_steps(hidden_switch, window)
+    win = alarms[steps]                                    # [S, w] or [S, w, C]: every switch's window at once
+    win &= inside.reshape(inside.shape + (1,) * (alarms.ndim - 1))
+    detected = win.any(axis=1)
+    delays = np.where(detected, win.argmax(axis=1), window)  # argmax: the first alarm in the window
+    covered = _covered(len(hidden_switch), steps, inside)
+    # count in uint16 while a column cannot overflow it (~2x faster than summing bools)
+    count_dtype = np.uint16 if len(alarms) <= _UINT16_MAX else np.int64
+    false_alarms = np.add.reduce(alarms[~covered].view(np.uint8), axis=0, dtype=count_dtype).astype(int)
+    return SwitchDetections(switches, detected, delays, false_alarms, len(alarms))
+
+
 @dataclass
 class EpisodeScore:
     """Detection of the hidden switches of one episode by one alarm sequence."""
@@ -316,20 +394,8 @@ class EpisodeScore:
 
 
 def score_alarms(alarms: np.ndarray, hidden_switch: np.ndarray, window: int = 10) -> EpisodeScore:
-    """A switch at step s is detected by the first alarm in [s, s + window); its delay is
-    that alarm's step minus s (``window`` when missed). An alarm in no switch's window is
-    a false alarm (the definition of :func:`beliefgate.eval.replay.score_switches`)."""
-    alarms = np.asarray(alarms, dtype=bool)
-    hidden_switch = np.asarray(hidden_switch, dtype=bool)
-    if alarms.shape != hidden_switch.shape:
-        raise DetectorInputError(f"alarms {alarms.shape} and switches {hidden_switch.shape} differ in shape")
-    if window < 1:
-        raise DetectorInputError(f"window must be >= 1, got {window}")
-    covered = np.zeros(len(alarms), dtype=bool)
-    delays, detected = [], []
-    for s in np.flatnonzero(hidden_switch):
-        hits = np.flatnonzero(alarms[s:s + window])
-        covered[s:s + window] = True
-        detected.append(bool(hits.size))
-        delays.append(int(hits[0]) if hits.size else window)
-    return EpisodeScore(delays, detected, int(np.sum(alarms & ~covered)), len(alarms))
+    """:func:`score_detections` of one alarm sequence (bool[T]), as plain lists per switch."""
+    if np.ndim(alarms) != 1:
+        raise DetectorInputError(f"alarms must be bool[T], got shape {np.shape(alarms)}")
+    d = score_detections(alarms, hidden_switch, window)
+    return EpisodeScore(d.delays.tolist(), d.detected.tolist(), int(d.false_alarms), d.steps)

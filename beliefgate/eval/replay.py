@@ -17,6 +17,7 @@ from beliefgate.beliefs.evidence import StepEvidence
 from beliefgate.envs.overcooked.dynamics import completed_skills
 from beliefgate.envs.overcooked.observer import OvercookedObserver
 from beliefgate.envs.trajlog import Trajectory
+from beliefgate.eval.detectors import score_alarms
 
 
 @dataclass
@@ -158,24 +159,13 @@ class SwitchScores:
 
 
 def score_switches(alarms: np.ndarray, hidden_switch: np.ndarray, window: int = 10) -> SwitchScores:
-    """Delay and false alarms of ``alarms`` against the true hidden switches.
+    """Delay and false alarms of ``alarms`` (bool[T]) against the true hidden switches.
 
     A switch at step s is detected by the first alarm in [s, s + window); its delay
     is that alarm's step minus s (``window`` when missed). An alarm in no switch's
-    window is a false alarm.
+    window is a false alarm. The totals of :func:`beliefgate.eval.detectors.score_alarms`
+    (same validation: :class:`~beliefgate.eval.detectors.DetectorInputError`).
     """
-    alarms = np.asarray(alarms, dtype=bool)
-    switches = np.flatnonzero(hidden_switch)
-    covered = np.zeros(len(alarms), dtype=bool)
-    delays, detected = [], 0
-    for s in switches:
-        hits = np.flatnonzero(alarms[s:s + window])
-        covered[s:s + window] = True
-        if hits.size:
-            detected += 1
-            delays.append(int(hits[0]))
-        else:
-            delays.append(window)
-    false_alarms = int(np.sum(alarms & ~covered))
-    mean_delay = float(np.mean(delays)) if delays else float("nan")
-    return SwitchScores(len(switches), detected, mean_delay, false_alarms, len(alarms))
+    sc = score_alarms(alarms, hidden_switch, window)
+    mean_delay = float(np.mean(sc.delays)) if sc.delays else float("nan")
+    return SwitchScores(len(sc.delays), sum(sc.detected), mean_delay, sc.false_alarms, sc.steps)

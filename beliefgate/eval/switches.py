@@ -46,6 +46,7 @@ from beliefgate.eval.detectors import (
     naive_alarms,
     score_alarms,
     stable_map_alarms,
+    switch_windows,
     threshold_alarms,
 )
 
@@ -407,10 +408,7 @@ def belief_diagnostics(traces: Sequence[EpisodeTrace], beliefs: Sequence[BeliefT
         k = tr.truth >= 0
         known += int(k.sum())
         right += int(np.sum(b.map_skill[k] == tr.truth[k]))
-        covered = np.zeros(len(tr.hidden), dtype=bool)
-        for s in np.flatnonzero(tr.hidden):
-            covered[s:s + window] = True
-        false = b.interrupt & ~covered
+        false = b.interrupt & ~switch_windows(tr.hidden, window)
         fa += int(false.sum())
         fa_right += int(np.sum(false & (b.map_skill == tr.truth)))
     return {"pre_update_map_accuracy": right / known if known else None,
@@ -610,9 +608,7 @@ def separability(traces: Sequence[EpisodeTrace], window: int = 10,
                     first = t - s
             llrs.append(total)
             first_positive.append(first)
-        covered = np.zeros(len(truth), dtype=bool)
-        for s in np.flatnonzero(tr.hidden):
-            covered[s:s + window] = True
+        covered = switch_windows(tr.hidden, window)
         for t in np.flatnonzero((truth >= 0) & ~covered & (ev.weight > 0)):
             k = int(truth[t])
             alt = np.where(ev.feasible[t], ev.loglik[t], -np.inf)

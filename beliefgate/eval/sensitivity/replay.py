@@ -20,6 +20,7 @@ from beliefgate.beliefs.gates import (
     stable_map_init,
     stable_map_notify_replanned,
 )
+from beliefgate.eval.detectors import score_detections
 from beliefgate.eval.sensitivity.configs import ConfigTable, DecisionColumns
 from beliefgate.eval.sensitivity.errors import SensitivityError
 from beliefgate.eval.sensitivity.ranges import BELIEF_PARAMS
@@ -126,19 +127,11 @@ class _Totals:
 
 
 def score_configs(alarms: np.ndarray, hidden: np.ndarray, window: int):
-    """:func:`~beliefgate.eval.replay.score_switches` for every column of ``alarms``
-    (bool[T, C]) at once: ``(detected, delay_sum, false_alarms)``, each float[C]."""
-    T, C = alarms.shape
-    detected, delay_sum = np.zeros(C), np.zeros(C)
-    covered = np.zeros(T, dtype=bool)
-    for s in np.flatnonzero(hidden):
-        win = alarms[s:s + window]
-        hit = win.any(axis=0)
-        detected += hit
-        delay_sum += np.where(hit, win.argmax(axis=0), window)
-        covered[s:s + window] = True
-    false_alarms = alarms[~covered].sum(axis=0).astype(float)
-    return detected, delay_sum, false_alarms
+    """:func:`~beliefgate.eval.detectors.score_detections` of every column of ``alarms`` (bool[T, C]),
+    summed over the switches: ``(detected, delay_sum, false_alarms)``, each float[C]."""
+    d = score_detections(alarms, hidden, window)
+    return (d.detected.sum(axis=0).astype(float), d.delays.sum(axis=0).astype(float),
+            d.false_alarms.astype(float))
 
 
 def evaluate_configs(episodes: Sequence[LoggedEpisode], configs: ConfigTable, window: int = 10,
