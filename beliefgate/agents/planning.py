@@ -361,7 +361,7 @@ class BayesBeliefAgent(PlanningAgent):
 
 
 #: ProAgent's offline planner: complementary to its own intention estimate among equally needed skills
-PROAGENT_PLANNER = RulePlannerConfig(complementary_weight=0.5)
+PROAGENT_PLANNER = RulePlannerConfig(complementary_weight=0.5, cover="map")
 
 #: what the partner's held object says it does next (ProAgent's offline intention rule)
 _HELD_INTENT = {"onion": "put_onion_in_pot", "dish": "fill_dish_with_soup", "soup": "deliver_soup"}

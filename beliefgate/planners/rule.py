@@ -5,23 +5,31 @@ Score of an ego skill ``k`` (defaults: :class:`RulePlannerConfig`)::
     [need'(k) > 0] * big  +  need'(k)  +  w * P(k is complementary to the partner's skill)
 
 ``need(k)`` is what the kitchen still needs of ``k`` (``skill_needs``; what the partner
-visibly carries is already counted), clipped to [0, 1]. The belief enters only when its MAP
-has at least ``min_confidence`` (0.8) mass; then ``need'`` lowers a pickup's need by one unit
-when the confident MAP says the partner is fetching the same item (``cover="map"``), so the
-ego does not duplicate the fetch. ``useful_first``: a skill the kitchen needs always beats one
-it does not -- complementarity only orders useful skills. ``w`` is 0 on ordinary calls
-(``complementary_weight``) and ``interrupt_weight`` (5) after a contradiction interrupt
-(``reason`` in :data:`CONTRADICTION_REASONS`: the belief gate, or a judge that saw a
+visibly carries is already counted), clipped to [0, 1]. ``useful_first``: a skill the kitchen
+needs always beats one it does not -- complementarity only orders useful skills. ``w`` is 0 on
+ordinary calls (``complementary_weight``) and ``interrupt_weight`` (5) after a contradiction
+interrupt (``reason`` in :data:`CONTRADICTION_REASONS`: the belief gate, or a judge that saw a
 duplicate): the interrupt says the partner no longer does what the ego's skill was chosen
 against, so among the useful skills the planner picks the one complementary to the partner's
-new skill. Ties go to the order of the feasible list. No network, no key.
+new skill. The belief is acted on only when its MAP has at least ``min_confidence`` (0.8) mass.
+``cover`` (default ``"none"``) says whether a believed fetch of the same item lowers a pickup's
+need: ``"map"`` lowers it by one unit when the confident MAP says the partner is fetching the
+same item, ``"posterior"`` by the posterior mass. Ties go to the order of the feasible list. No
+network, no key.
 
-Why (issue 17, seeds 1000-1001, 5 layouts x 4 switching partners, docs/results.md): the old
-rule (posterior subtracted from every pickup's need, ``w = 0.5`` on every call, ``w = 5``
-able to promote a skill nobody needs) lowered reward against the same planner without a
-belief by 13.5 points (prompt only) and 35.5 points (prompt + gate): complementarity as a
-tie-breaker sends the ego to fetch dishes while pots still need onions (asymmetric_advantages
--25), and after an interrupt to a complementary skill the kitchen does not need.
+So by default the posterior changes a choice only after a contradiction interrupt: on
+ordinary calls this planner plans as without a belief. That is measured, not assumed
+(``docs/examples/results17/tune_cover.py``, five layouts, seeds 1000-1003 with the 12 BP
+switchers and 1000-1004 with six scripted partners; reward minus the same planner without a
+belief, paired 95% CI): every use of the posterior on ordinary calls
+lowered reward -- ``cover="map"`` with the belief as context only -4.2 [-7.8, -1.1] on the 12
+switching BP partners and -3.1 [-5.9, -0.4] on six scripted partners (coordination_ring -11.6
+and -11.4: the ring's two pots want both players on onions, and a confident "partner fetches
+onions" sent the ego elsewhere), ``cover`` on dishes only -1.2 [-3.0, +0.3], and complementarity
+as a tie-breaker (``w = 0.5``) or the posterior subtracted from every pickup's need lost more
+(issue 17, docs/results_gap.md). With ``cover="none"`` the gate's interrupts are the belief's
+only effect: +0.4 [-0.5, +1.5] and +0.5 [-0.1, +1.5] over no belief, against -0.6 and +0.5
+with ``cover="map"``.
 """
 
 from __future__ import annotations
@@ -51,7 +59,8 @@ class RulePlannerConfig(BaseModel):
     ``useful_first``: complementarity only orders skills the kitchen needs (need > 0 after the
     partner's believed work is counted); it never promotes a skill nobody needs over a useful one.
     ``cover``: how the partner's believed work lowers a pickup's need -- ``"posterior"``
-    (subtract ``b(k)``), ``"map"`` (subtract 1 when the confident MAP is ``k``) or ``"none"``.
+    (subtract ``b(k)``), ``"map"`` (subtract 1 when the confident MAP is ``k``) or ``"none"``
+    (default: the belief never lowers a need; see the module docstring for why).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -60,7 +69,7 @@ class RulePlannerConfig(BaseModel):
     interrupt_weight: float = Field(INTERRUPT_WEIGHT, ge=0)
     min_confidence: float = Field(MIN_CONFIDENCE, ge=0, le=1)
     useful_first: bool = True
-    cover: Literal["posterior", "map", "none"] = "map"
+    cover: Literal["posterior", "map", "none"] = "none"
 
 
 class RulePlanner:
