@@ -93,25 +93,23 @@ class CheckedModel(BaseModel):
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     @classmethod
-    def model_validate(cls: Type[M], obj: Any, **options: Any) -> M:
+    def _checked(cls: Type[M], validate, obj: Any, options: dict) -> M:
         try:
-            return super().model_validate(obj, **options)
+            return validate(obj, **options)
         except ValidationError as exc:
             raise param_error(exc, cls.error_type, cls.__name__) from None
+
+    @classmethod
+    def model_validate(cls: Type[M], obj: Any, **options: Any) -> M:
+        return cls._checked(super().model_validate, obj, options)
 
     @classmethod
     def model_validate_json(cls: Type[M], json_data: Any, **options: Any) -> M:
-        try:
-            return super().model_validate_json(json_data, **options)
-        except ValidationError as exc:
-            raise param_error(exc, cls.error_type, cls.__name__) from None
+        return cls._checked(super().model_validate_json, json_data, options)
 
     @classmethod
     def model_validate_strings(cls: Type[M], obj: Any, **options: Any) -> M:
-        try:
-            return super().model_validate_strings(obj, **options)
-        except ValidationError as exc:
-            raise param_error(exc, cls.error_type, cls.__name__) from None
+        return cls._checked(super().model_validate_strings, obj, options)
 
     def model_copy(self: M, *, update: Optional[dict] = None, deep: bool = False) -> M:
         """A copy; with ``update``, a *validated* one (pydantic's own copy would skip validation)."""

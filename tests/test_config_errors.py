@@ -36,6 +36,14 @@ def _raises(error, build):
     return exc
 
 
+def _check_field_error(model, error, also, values, field, value):
+    """``model(**values)`` raises ``error`` (a ParamError and ``also``) naming ``field`` and ``value``."""
+    exc = _raises(error, lambda: model(**values))
+    assert isinstance(exc, ParamError) and isinstance(exc, also)
+    assert exc.field == field
+    assert str(exc).startswith(f"{field}: ") and str(exc).endswith(f", got {value}"), str(exc)
+
+
 # --------------------------------------------------------------------------- GateParams
 
 
@@ -51,10 +59,7 @@ def _raises(error, build):
     ({"bogus": 1}, "bogus", "1"),
 ])
 def test_gate_params_bad_value_names_the_field_and_value(values, field, value):
-    exc = _raises(GateParamError, lambda: GateParams(**values))
-    assert isinstance(exc, ParamError) and isinstance(exc, InvalidParameterError)
-    assert exc.field == field
-    assert str(exc).startswith(f"{field}: ") and str(exc).endswith(f", got {value}"), str(exc)
+    _check_field_error(GateParams, GateParamError, InvalidParameterError, values, field, value)
 
 
 def test_gate_params_message_example():
@@ -143,10 +148,7 @@ def test_http_bad_gate_params_is_422_naming_the_field():
     ({"method": "mcmc"}, "method", "'mcmc'"),
 ])
 def test_fit_config_bad_value_names_the_field_and_value(values, field, value):
-    exc = _raises(FitConfigError, lambda: FitConfig(**values))
-    assert isinstance(exc, FitError) and isinstance(exc, ParamError)
-    assert exc.field == field
-    assert str(exc).startswith(f"{field}: ") and str(exc).endswith(f", got {value}"), str(exc)
+    _check_field_error(FitConfig, FitConfigError, FitError, values, field, value)
 
 
 def test_fit_config_rules_and_other_paths():
