@@ -81,6 +81,8 @@ def test_the_agent_logs_each_planner_call_and_its_counter_matches_the_log():
 
 
 def test_gate_interrupts_need_an_alternative_and_are_counted_when_passed_over(monkeypatch):
+    # this rule alone (the planner check would also pass over an interrupt with one useful skill)
+    monkeypatch.setattr(BayesBeliefAgent, "interrupt_needs_change", False)
     result = run_episode("coordination_ring", "bayes-belief:paper", "bp-g1-dish-hi-eager-hi", seed=1000,
                          horizon=200)
     last = result.trajectory.steps[-1].info[0]
@@ -103,6 +105,7 @@ def _agent_running(skill):
     agent.reset("coordination_ring", 0, 0)
     agent.active = NAMES.index(skill)
     agent._has_alternative = lambda state: True  # the kitchen needs another skill: only the new rule decides
+    agent.interrupt_needs_change = False  # (the planner check is tested on real states below)
     return agent
 
 
@@ -156,13 +159,28 @@ def test_gate_replans_in_an_episode_are_the_firings_not_passed_over(monkeypatch)
     steps = result.trajectory.steps
     last = steps[-1].info[0]
     fired = sum(row.info[0]["gate_fired"] for row in steps)
-    passed = last["gate_no_alternative"] + last["gate_still_complementary"]
+    passed = last["gate_no_alternative"] + last["gate_still_complementary"] + last["gate_plan_stands"]
     assert last["gate_still_complementary"] > 0
     assert last["replans"] + passed <= fired
     monkeypatch.setattr(BayesBeliefAgent, "interrupt_needs_gap", False)
     plain = run_episode("coordination_ring", "bayes-belief:paper", "bp-g1-dish-hi-eager-hi", seed=1000, horizon=200)
     assert "gate_still_complementary" in plain.trajectory.steps[-1].info[0]
     assert plain.trajectory.steps[-1].info[0]["gate_still_complementary"] == 0
+
+
+def test_an_interrupt_the_rule_planner_would_answer_with_the_running_skill_is_passed_over(monkeypatch):
+    """With the rule planner the check is the planner's own answer: the same actions as acting on every
+    interrupt, fewer planner calls, and every gate replan acted on changes the skill."""
+    args = ("coordination_ring", "bayes-belief:paper", "bp-g3-onion-lo-stock-hi")
+    checked = run_episode(*args, seed=1001, horizon=300)
+    monkeypatch.setattr(BayesBeliefAgent, "interrupt_needs_change", False)
+    plain = run_episode(*args, seed=1001, horizon=300)
+    actions = lambda r: [row.actions for row in r.trajectory.steps]  # noqa: E731
+    assert actions(checked) == actions(plain)
+    last, last_plain = checked.trajectory.steps[-1].info[0], plain.trajectory.steps[-1].info[0]
+    assert last["gate_plan_stands"] > 0 and last_plain["gate_plan_stands"] == 0
+    assert last["replans"] + last["gate_plan_stands"] == last_plain["replans"]
+    assert last["effective_replans"] == last_plain["effective_replans"] == last["replans"]
 
 
 # ------------------------------------------------------------------ item 6: the paper condition

@@ -291,11 +291,21 @@ class BayesBeliefAgent(PlanningAgent):
     #: the confidence needed to keep the running skill: the rule planner's floor for acting on
     #: the belief (``MIN_CONFIDENCE``), not a separately tuned number
     still_complementary_mass = MIN_CONFIDENCE
+    #: act on a gate interrupt only when the offline rule planner, given the interrupt's own
+    #: planner input (the revised belief, ``reason="gate"``), would choose another skill than the
+    #: running one. With the rule planner as the agent's planner this is the planner's own answer,
+    #: so passing over the interrupt plays exactly the same actions (a re-chosen running skill is
+    #: not restarted) and only the planner call is saved; with an LLM planner the rule planner is
+    #: the test and the call to the model is saved. Each interrupt passed over this way is counted
+    #: in ``gate_plan_stands``.
+    interrupt_needs_change = True
 
     def reset(self, layout: str, player: int, seed: int) -> None:
         super().reset(layout, player, seed)
         self.gate_no_alternative = 0
         self.gate_still_complementary = 0
+        self.gate_plan_stands = 0
+        self._interrupt_check = self.planner if isinstance(self.planner, RulePlanner) else RulePlanner()
 
     def _has_alternative(self, state: SymbolicState) -> bool:
         mask = self.controller.feasible(state, self.player, require_targets=True)
@@ -311,6 +321,9 @@ class BayesBeliefAgent(PlanningAgent):
             if self.interrupt_needs_gap and self._still_complementary():
                 self.gate_still_complementary += 1
                 return None
+            if self.interrupt_needs_change and self._plan_stands(state):
+                self.gate_plan_stands += 1
+                return None
             return "gate"
         return None
 
@@ -319,6 +332,7 @@ class BayesBeliefAgent(PlanningAgent):
         if self.interrupts:
             self._info["gate_no_alternative"] = self.gate_no_alternative
             self._info["gate_still_complementary"] = self.gate_still_complementary
+            self._info["gate_plan_stands"] = self.gate_plan_stands
         return action
 
     def revised_belief(self) -> Optional[BeliefBlock]:
@@ -340,6 +354,11 @@ class BayesBeliefAgent(PlanningAgent):
                 post = {n: p / total for n, p in hidden.items()}
         m = max(post, key=post.get)
         return BeliefBlock(post, m, post[m], "gate")
+
+    def _plan_stands(self, state: SymbolicState) -> bool:
+        """The rule planner, shown this interrupt's planner input, re-chooses the running skill."""
+        inp = self.planner_input(state, "gate")
+        return inp is not None and self._interrupt_check.choose(inp).skill == self.active_skill
 
     def _still_complementary(self) -> bool:
         """The revised belief gives at least ``still_complementary_mass`` to partner skills that the
