@@ -330,3 +330,17 @@ def test_serve_port_0_prints_the_real_port(tmp_path):
         proc.terminate()
         proc.wait(timeout=20)
         proc.stderr.close()
+
+
+def test_client_drops_idle_connections_before_the_server_does():
+    """The keep-alive race behind a flaky ``Connection reset by peer``: the client must expire
+    an idle pooled connection well before the server closes it."""
+    from beliefgate.serve.client import KEEPALIVE_EXPIRY_S
+    from beliefgate.serve.protocol import SERVER_KEEP_ALIVE_S, uvicorn_config
+
+    config = uvicorn_config(create_app(), "127.0.0.1", 0)
+    assert config.timeout_keep_alive == SERVER_KEEP_ALIVE_S
+    with Client("http://127.0.0.1:9") as client:
+        pool = client._http._transport._pool
+        assert pool._keepalive_expiry == KEEPALIVE_EXPIRY_S
+    assert KEEPALIVE_EXPIRY_S <= 0.5 * SERVER_KEEP_ALIVE_S

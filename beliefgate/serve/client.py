@@ -203,6 +203,12 @@ def decision_from_payload(p: dict) -> Decision:
 
 # --------------------------------------------------------------------------- client
 
+#: seconds an idle pooled connection is reused. httpx's default (5 s) equals uvicorn's
+#: keep-alive timeout, so a request sent just as the server closes an idle connection met a
+#: reset ("Connection reset by peer" on a reused connection); expiring idle connections well
+#: before the server does removes that race against a beliefgate server.
+KEEPALIVE_EXPIRY_S = 2.0
+
 
 class Client:
     """HTTP client of one gate service. Thread-safe as far as httpx is; closes with ``with``."""
@@ -213,7 +219,8 @@ class Client:
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout, transport=transport)
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout, transport=transport,
+                                  limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S))
 
     def __enter__(self) -> "Client":
         return self

@@ -197,13 +197,19 @@ def service_protocol(app) -> type:
     return type("ServiceProtocol", (ServiceProtocol,), {"service_app": app})
 
 
+#: seconds the server keeps an idle keep-alive connection open (uvicorn's default, made explicit:
+#: the client's :data:`~beliefgate.serve.client.KEEPALIVE_EXPIRY_S` must stay well below it)
+SERVER_KEEP_ALIVE_S = 5.0
+
+
 def uvicorn_config(app, host: str, port: int, *, fast: bool = True, access_log: bool = False,
                    **options) -> uvicorn.Config:
     """The uvicorn configuration of the service (``fast``: the step short cut; not with an
     access log or a concurrency limit, which it would bypass)."""
     short_cut = fast and not access_log and options.get("limit_concurrency") is None
+    options.setdefault("timeout_keep_alive", SERVER_KEEP_ALIVE_S)
     return uvicorn.Config(app, host=host, port=port, access_log=access_log,
                           http=service_protocol(app) if short_cut else "auto", **options)
 
 
-__all__ = ["ServiceProtocol", "service_protocol", "uvicorn_config"]
+__all__ = ["SERVER_KEEP_ALIVE_S", "ServiceProtocol", "service_protocol", "uvicorn_config"]
