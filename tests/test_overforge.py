@@ -27,7 +27,9 @@ def test_short_episode_decisions_recompute(i, layout):
     assert any(r["depth"] >= 1 for r in records), "no decision used a rollout"
     for rec in records:
         assert check_record(rec) is None
-        assert rec["best"] in rec["branches"] and rec["skill"] == rec["best"].split("/", 1)[1]
+        assert rec["best"] in rec["branches"]
+        if rec["committed"] or rec["skill_source"] == "best":
+            assert rec["skill"] == rec["best"].split("/", 1)[1] and rec["skill_source"] == "best"
         assert rec["committed"] == (rec["kappa"] >= rec["kappa_params"]["theta"])
         assert rec["depth"] <= rec["kappa_params"]["max_rounds"]
     m = pcm_metrics(result.trajectory)
@@ -50,6 +52,8 @@ def test_check_record_notices_a_changed_log():
     ("overforge", "rollouts", True), ("overforge:-rollouts", "rollouts", False),
     ("overforge:-hierarchy", "hierarchy", False), ("overforge:-belief", "belief", False),
     ("overforge:pinned=loader", "pinned", "loader"), ("-belief,k=3", "k", 3), ("theta=0.8", "theta", 0.8),
+    ("overforge:hold=1", "hold", True), ("overforge:uncommitted=rule", "uncommitted", "rule"),
+    ("overforge:uncommitted=best", "uncommitted", "best"),
 ])
 def test_variants_parse(name, field, value):
     agent = make_overforge_agent(name)
@@ -61,11 +65,35 @@ def test_variants_parse(name, field, value):
     ("overforge:-rollout", "-rollout"), ("overforge:k=0", "k"), ("overforge:pinned=chef", "chef"),
     ("overforge:theta=high", "high"), ("overforge:llm", "llm"), ("overforge:-belief,-belief", "belief"),
     ("overforge:-hierarchy,pinned=loader", "pinned"), ("overforge:interrupts=2", "interrupts"),
+    ("overforge:hold=yes", "hold"), ("overforge:uncommitted=random", "random"),
 ])
 def test_bad_options_name_the_option(name, named):
     with pytest.raises(InputError) as err:
         make_overforge_agent(name)
     assert isinstance(err.value, OverForgeOptionError) and named in str(err.value)
+
+
+@pytest.mark.parametrize("option", ["hold=1", "uncommitted=rule"])
+def test_uncommitted_decisions_play_what_the_option_says(option):
+    """``hold=1``: an uncommitted interrupted decision keeps the running skill; ``uncommitted=rule``:
+    an uncommitted decision plays the rule planner's choice (which may or may not be b*)."""
+    result = run_episode("coordination_ring", f"overforge:{option}", "switch-sourcer-to-plater", seed=1001,
+                         horizon=120)
+    traj = result.trajectory
+    seen = set()
+    previous = None
+    for step in traj.steps:
+        info = step.info[0]
+        rec = info.get("pcm")
+        if rec is not None:
+            assert check_record(rec) is None
+            if rec["committed"] or len(rec["branches"]) == 1:
+                assert rec["skill_source"] == "best"
+            seen.add(rec["skill_source"])
+            if rec["skill_source"] == "hold":
+                assert rec["reason"] == "gate" and rec["skill"] == previous
+        previous = info.get("skill")
+    assert seen - {"best"}, f"{option}: no uncommitted decision used the option in 120 steps"
 
 
 def test_hierarchy_ablation_has_one_strategy_and_single_branch_kappa_one():

@@ -220,13 +220,7 @@ class PlanningAgent:
         self._last_source = choice.source
         self.plans += 1
         k = self.library.index(choice.skill)
-        # did this call change what the ego does? An interrupt: the new skill differs from the
-        # interrupted one; any other call: it differs from the last skill the ego ran
-        before = self.active if interrupted else self._last_skill
-        self._changed = bool(k != before)
-        self.skill_changes += self._changed
-        if interrupted and self._changed:
-            self.effective_replans += 1
+        self.note_choice(k, interrupted)
         self.llm_answers += choice.attempts
         if choice.source == "fallback":
             self.fallback_log.record(choice.fallback or Fallback("planner", "other", choice.note or
@@ -235,11 +229,24 @@ class PlanningAgent:
             self.replans += 1
             if self.gate is not None:
                 self.gate.notify_replanned()
+        self.start_skill(k, interrupted)
+        self.history.append(Turn(state.timestep, choice.skill, reason))
+
+    def note_choice(self, k: int, interrupted: bool) -> None:
+        """Count whether choosing skill ``k`` changes what the ego does: after an interrupt, the
+        new skill differs from the interrupted one; otherwise from the last skill the ego ran."""
+        before = self.active if interrupted else self._last_skill
+        self._changed = bool(k != before)
+        self.skill_changes += self._changed
+        if interrupted and self._changed:
+            self.effective_replans += 1
+
+    def start_skill(self, k: int, interrupted: bool) -> None:
+        """Run skill ``k`` (an interrupt that re-chooses the running skill keeps it going)."""
         if k != self.active or not interrupted:
             self.executor.start(k)
         self.active = k
         self._last_skill = k
-        self.history.append(Turn(state.timestep, choice.skill, reason))
 
 
 #: ``bayes-belief:paper``: the BayesBelief paper's belief model and gate rule -- the windowed
@@ -306,6 +313,7 @@ class BayesBeliefAgent(PlanningAgent):
         self.gate_still_complementary = 0
         self.gate_plan_stands = 0
         self._interrupt_check = self.planner if isinstance(self.planner, RulePlanner) else RulePlanner()
+        self._gate_input: Optional[tuple] = None
 
     def _has_alternative(self, state: SymbolicState) -> bool:
         mask = self.controller.feasible(state, self.player, require_targets=True)
@@ -356,9 +364,18 @@ class BayesBeliefAgent(PlanningAgent):
         return BeliefBlock(post, m, post[m], "gate")
 
     def _plan_stands(self, state: SymbolicState) -> bool:
-        """The rule planner, shown this interrupt's planner input, re-chooses the running skill."""
+        """The rule planner, shown this interrupt's planner input, re-chooses the running skill.
+        The input is kept for :meth:`planner_input`, which the interrupt's planning call asks
+        for the same state and reason next."""
         inp = self.planner_input(state, "gate")
+        self._gate_input = (state, inp)
         return inp is not None and self._interrupt_check.choose(inp).skill == self.active_skill
+
+    def planner_input(self, state: SymbolicState, reason: str) -> Optional[PlannerInput]:
+        kept, self._gate_input = self._gate_input, None
+        if kept is not None and reason == "gate" and kept[0] is state:
+            return kept[1]
+        return super().planner_input(state, reason)
 
     def _still_complementary(self) -> bool:
         """The revised belief gives at least ``still_complementary_mass`` to partner skills that the

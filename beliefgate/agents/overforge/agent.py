@@ -273,7 +273,13 @@ class OverForgeAgent(PlanningAgent):
                 if self.strategy is not None:
                     self.strategy_changes += 1
                 self.strategy = g_best
-        skill = s_best  # b*, committed or not
+        skill, source = s_best, "best"  # b*, committed or not
+        if not committed and len(names) > 1:
+            if interrupted and self.config.hold and self.active is not None:
+                skill, source = self.library.names[self.active], "hold"
+            elif self.config.uncommitted == "rule":
+                inp = self.planner_input(state, reason)
+                skill, source = self.planner.choose(inp).skill, "rule"
         self.decisions += 1
         self.commits += committed
         self.plans += 1
@@ -282,9 +288,8 @@ class OverForgeAgent(PlanningAgent):
             if self.gate is not None:
                 self.gate.notify_replanned()
         k = self.library.index(skill)
-        if k != self.active or not interrupted:
-            self.executor.start(k)
-        self.active = k
+        self.note_choice(k, interrupted)
+        self.start_skill(k, interrupted)
         self.history.append(Turn(state.timestep, skill, reason))
         self._last_source = "overforge"
         means = [float(m) for m in info.mean]
@@ -299,6 +304,6 @@ class OverForgeAgent(PlanningAgent):
             "nucleus": list(info.nucleus_names), "best": best, "committed": committed, "depth": depth_used,
             "rollout_partner": ("belief" if (self.config.belief and self.gate is not None) else "uniform")
             if depth_used else None,
-            "skill": skill, "strategy": self.strategy, "change": change,
+            "skill": skill, "skill_source": source, "strategy": self.strategy, "change": change,
             "time_ms": round((time.perf_counter() - started) * 1e3, 3),
         }

@@ -6,7 +6,9 @@ from the posterior), ``pinned=STRATEGY`` (the strategy never changes), ``llm`` (
 proposer and pairwise judge; needs a model, e.g. ``--llm-base-url``), and numeric settings
 ``k=`` (strategies per decision), ``first=`` (first skills per strategy), ``depth=`` (imagined
 steps per rollout depth unit), ``samples=`` (imagined partners per branch, the score their mean),
-``theta=``, ``rounds=``, ``nucleus=``, ``interrupts=0|1``.
+``theta=``, ``rounds=``, ``nucleus=``, ``interrupts=0|1``, ``hold=0|1`` (an interrupted decision that
+does not commit keeps the running skill) and ``uncommitted=best|rule`` (what a decision that does
+not commit plays: b*, or the rule planner's choice).
 A bad token raises :class:`OverForgeOptionError` naming it.
 """
 
@@ -23,7 +25,10 @@ PREFIX = "overforge"
 FLAGS = {"-rollouts": ("rollouts", False), "-hierarchy": ("hierarchy", False), "-belief": ("belief", False),
          "llm": ("llm", True)}
 NUMBERS = {"k": "k", "first": "first", "depth": "depth", "samples": "samples", "theta": "theta", "rounds": "rounds",
-           "nucleus": "nucleus", "interrupts": "interrupts"}
+           "nucleus": "nucleus", "interrupts": "interrupts", "hold": "hold"}
+#: what an uncommitted decision (kappa < theta after every round) plays: ``best`` = b*, the
+#: branch with the highest argmax probability (the paper); ``rule`` = the rule planner's choice
+UNCOMMITTED = ("best", "rule")
 
 #: kappa's defaults for this agent (utilities in soups of dish progress; chosen on seeds >= 1000)
 DEFAULT_KAPPA = dict(mu0=0.0, sigma0=0.3, tau=0.1, sigma_r=0.15, num_points=128)
@@ -51,6 +56,9 @@ class OverForgeConfig(BaseModel):
     rounds: int = Field(3, ge=1, le=10)
     nucleus: float = Field(0.9, gt=0.0, le=1.0)
     interrupts: bool = True
+    #: an interrupted decision that does not commit keeps the running skill
+    hold: bool = False
+    uncommitted: str = "best"
     tokens: Tuple[str, ...] = ()
 
     def kappa_params(self) -> KappaParams:
@@ -89,11 +97,16 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
                 if not raw:
                     raise OverForgeOptionError("overforge option 'pinned=' needs a strategy name")
                 field, value = "pinned", raw
+            elif key == "uncommitted":
+                if raw not in UNCOMMITTED:
+                    raise OverForgeOptionError(f"overforge option {token!r}: uncommitted must be one of "
+                                               f"{', '.join(UNCOMMITTED)}")
+                field, value = "uncommitted", raw
             elif key in NUMBERS:
                 field = NUMBERS[key]
-                if field == "interrupts":
+                if field in ("interrupts", "hold"):
                     if raw not in ("0", "1"):
-                        raise OverForgeOptionError(f"overforge option {token!r}: interrupts must be 0 or 1")
+                        raise OverForgeOptionError(f"overforge option {token!r}: {field} must be 0 or 1")
                     value = raw == "1"
                 else:
                     try:
@@ -105,7 +118,7 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
         else:
             raise OverForgeOptionError(f"unknown overforge option {token!r}; use -rollouts, -hierarchy, -belief, "
                                        "pinned=STRATEGY, llm, k=, first=, depth=, samples=, theta=, rounds=, nucleus=, "
-                                       "interrupts=")
+                                       "interrupts=, hold=, uncommitted=")
         if field in values:
             raise OverForgeOptionError(f"overforge option {field!r} given twice in {option!r}")
         values[field] = value
