@@ -53,11 +53,14 @@ def test_check_record_notices_a_changed_log():
     ("overforge:-hierarchy", "hierarchy", False), ("overforge:-belief", "belief", False),
     ("overforge:pinned=loader", "pinned", "loader"), ("-belief,k=3", "k", 3), ("theta=0.8", "theta", 0.8),
     ("overforge:hold=1", "hold", True), ("overforge:uncommitted=rule", "uncommitted", "rule"),
-    ("overforge:uncommitted=best", "uncommitted", "best"),
+    ("overforge:uncommitted=best", "uncommitted", "best"), ("overforge:pairs=all", "pairs", "all"),
+    ("overforge:sigma_r=0.3", "sigma_r", 0.3), ("overforge:tau=0.2", "tau", 0.2),
 ])
 def test_variants_parse(name, field, value):
     agent = make_overforge_agent(name)
     assert getattr(agent.config, field) == value
+    if field in ("tau", "sigma_r"):
+        assert getattr(agent.kappa_params, field) == value
     assert agent.name.startswith("overforge")
 
 
@@ -65,7 +68,8 @@ def test_variants_parse(name, field, value):
     ("overforge:-rollout", "-rollout"), ("overforge:k=0", "k"), ("overforge:pinned=chef", "chef"),
     ("overforge:theta=high", "high"), ("overforge:llm", "llm"), ("overforge:-belief,-belief", "belief"),
     ("overforge:-hierarchy,pinned=loader", "pinned"), ("overforge:interrupts=2", "interrupts"),
-    ("overforge:hold=yes", "hold"), ("overforge:uncommitted=random", "random"),
+    ("overforge:hold=yes", "hold"), ("overforge:uncommitted=random", "random"), ("overforge:pairs=some", "some"),
+    ("overforge:sigma_r=0", "sigma_r"), ("overforge:tau=x", "x"),
 ])
 def test_bad_options_name_the_option(name, named):
     with pytest.raises(InputError) as err:
@@ -211,3 +215,13 @@ def test_bench_overforge_quick_runs_every_arm():
     assert set(rows) == {"bayes-belief:full", "overforge:-rollouts", "overforge:-belief", "overforge"}
     assert rows["overforge"]["decisions"] > 0 and rows["overforge"]["decision_p50_ms"] is not None
     assert all(r["horizon"] == 100 for r in rows.values())
+
+
+def test_judge_pairs_neighbours_or_all():
+    names, values = ["a", "b", "c", "d"], [0.5, 0.9, 0.5, 0.1]
+    neighbours = make_overforge_agent("overforge")._judgments(names, values)
+    every = make_overforge_agent("overforge:pairs=all")._judgments(names, values)
+    # order b, a, c, d: neighbours b>a, (a=c: no judgment), c>d; all pairs: every unequal pair
+    assert [(j.left, j.right) for j in neighbours] == [("b", "a"), ("c", "d")]
+    assert {(j.left, j.right) for j in every} == {("b", "a"), ("b", "c"), ("b", "d"), ("a", "d"), ("c", "d")}
+    assert all(j.y == 1 for j in neighbours + every)

@@ -5,7 +5,7 @@ At each decision point (start, its skill ended, or the gate reported a contradic
 
 1. forms branches ``b = (g, a)``: ``k`` strategies (the current one and the best alternative)
    x the feasible first skills consistent with each (weight > 0; the ``first`` it values most);
-2. judges neighbouring branches of the state judge's order pairwise (``y = 1`` for the one
+2. judges neighbouring branches (``pairs=all``: every pair) of the state judge's order pairwise (``y = 1`` for the one
    with the higher immediate value; ties give no judgment) and feeds the judgments to kappa;
 3. rolls every branch ``depth`` imagined steps in the real dynamics (round 1), then extends
    only kappa's nucleus one depth unit per round, feeding each round's dish-progress gains
@@ -180,7 +180,11 @@ class OverForgeAgent(PlanningAgent):
         """Neighbours in the judge's order, the better one first (LLM judge when a model is given)."""
         order = sorted(range(len(names)), key=lambda i: -values[i])
         out = []
-        for a, b in zip(order, order[1:]):
+        if self.config.pairs == "all":
+            compared = [(order[x], order[y]) for x in range(len(order)) for y in range(x + 1, len(order))]
+        else:
+            compared = list(zip(order, order[1:]))
+        for a, b in compared:
             offline = None if abs(values[a] - values[b]) <= 1e-12 else (a, b)
             pick = offline
             if self.llm_roles is not None:

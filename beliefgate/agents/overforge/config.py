@@ -8,7 +8,8 @@ proposer and pairwise judge; needs a model, e.g. ``--llm-base-url``), and numeri
 steps per rollout depth unit), ``samples=`` (imagined partners per branch, the score their mean),
 ``theta=``, ``rounds=``, ``nucleus=``, ``interrupts=0|1``, ``hold=0|1`` (an interrupted decision that
 does not commit keeps the running skill) and ``uncommitted=best|rule`` (what a decision that does
-not commit plays: b*, or the rule planner's choice).
+not commit plays: b*, or the rule planner's choice), ``pairs=neighbours|all`` (which branch pairs
+the judge compares) and kappa's ``tau=`` and ``sigma_r=``.
 A bad token raises :class:`OverForgeOptionError` naming it.
 """
 
@@ -25,10 +26,12 @@ PREFIX = "overforge"
 FLAGS = {"-rollouts": ("rollouts", False), "-hierarchy": ("hierarchy", False), "-belief": ("belief", False),
          "llm": ("llm", True)}
 NUMBERS = {"k": "k", "first": "first", "depth": "depth", "samples": "samples", "theta": "theta", "rounds": "rounds",
-           "nucleus": "nucleus", "interrupts": "interrupts", "hold": "hold"}
+           "nucleus": "nucleus", "interrupts": "interrupts", "hold": "hold", "sigma_r": "sigma_r", "tau": "tau"}
 #: what an uncommitted decision (kappa < theta after every round) plays: ``best`` = b*, the
 #: branch with the highest argmax probability (the paper); ``rule`` = the rule planner's choice
 UNCOMMITTED = ("best", "rule")
+#: which branch pairs the judge compares: ``neighbours`` in its order (the default) or ``all`` pairs
+PAIRS = ("neighbours", "all")
 
 #: kappa's defaults for this agent (utilities in soups of dish progress; chosen on seeds >= 1000)
 DEFAULT_KAPPA = dict(mu0=0.0, sigma0=0.3, tau=0.1, sigma_r=0.15, num_points=128)
@@ -59,10 +62,16 @@ class OverForgeConfig(BaseModel):
     #: an interrupted decision that does not commit keeps the running skill
     hold: bool = False
     uncommitted: str = "best"
+    pairs: str = "neighbours"
+    #: kappa's judgment temperature and depth-1 rollout noise (``None``: :data:`DEFAULT_KAPPA`)
+    tau: Optional[float] = Field(None, ge=1e-3, le=100.0)
+    sigma_r: Optional[float] = Field(None, ge=1e-3, le=100.0)
     tokens: Tuple[str, ...] = ()
 
     def kappa_params(self) -> KappaParams:
-        return KappaParams(**DEFAULT_KAPPA, theta=self.theta, max_rounds=self.rounds, nucleus_p=self.nucleus)
+        chosen = {k: v for k, v in (("tau", self.tau), ("sigma_r", self.sigma_r)) if v is not None}
+        return KappaParams(**{**DEFAULT_KAPPA, **chosen}, theta=self.theta, max_rounds=self.rounds,
+                           nucleus_p=self.nucleus)
 
     @property
     def name(self) -> str:
@@ -97,11 +106,12 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
                 if not raw:
                     raise OverForgeOptionError("overforge option 'pinned=' needs a strategy name")
                 field, value = "pinned", raw
-            elif key == "uncommitted":
-                if raw not in UNCOMMITTED:
-                    raise OverForgeOptionError(f"overforge option {token!r}: uncommitted must be one of "
-                                               f"{', '.join(UNCOMMITTED)}")
-                field, value = "uncommitted", raw
+            elif key in ("uncommitted", "pairs"):
+                allowed = UNCOMMITTED if key == "uncommitted" else PAIRS
+                if raw not in allowed:
+                    raise OverForgeOptionError(f"overforge option {token!r}: {key} must be one of "
+                                               f"{', '.join(allowed)}")
+                field, value = key, raw
             elif key in NUMBERS:
                 field = NUMBERS[key]
                 if field in ("interrupts", "hold"):
@@ -110,7 +120,7 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
                     value = raw == "1"
                 else:
                     try:
-                        value = float(raw) if field in ("theta", "nucleus") else int(raw)
+                        value = float(raw) if field in ("theta", "nucleus", "tau", "sigma_r") else int(raw)
                     except ValueError:
                         raise OverForgeOptionError(f"overforge option {token!r}: {raw!r} is not a number") from None
             else:
@@ -118,7 +128,7 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
         else:
             raise OverForgeOptionError(f"unknown overforge option {token!r}; use -rollouts, -hierarchy, -belief, "
                                        "pinned=STRATEGY, llm, k=, first=, depth=, samples=, theta=, rounds=, nucleus=, "
-                                       "interrupts=, hold=, uncommitted=")
+                                       "interrupts=, hold=, uncommitted=, pairs=, tau=, sigma_r=")
         if field in values:
             raise OverForgeOptionError(f"overforge option {field!r} given twice in {option!r}")
         values[field] = value
