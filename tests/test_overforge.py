@@ -53,7 +53,7 @@ def test_check_record_notices_a_changed_log():
     ("overforge:-hierarchy", "hierarchy", False), ("overforge:-belief", "belief", False),
     ("overforge:pinned=loader", "pinned", "loader"), ("-belief,k=3", "k", 3), ("theta=0.8", "theta", 0.8),
     ("overforge:hold=1", "hold", True), ("overforge:uncommitted=rule", "uncommitted", "rule"),
-    ("overforge:uncommitted=best", "uncommitted", "best"), ("overforge:pairs=all", "pairs", "all"),
+    ("overforge:uncommitted=best", "uncommitted", "best"), ("overforge:pairs=all", "pairs", "all"), ("overforge:score=rate", "score", "rate"),
     ("overforge:sigma_r=0.3", "sigma_r", 0.3), ("overforge:tau=0.2", "tau", 0.2),
 ])
 def test_variants_parse(name, field, value):
@@ -68,7 +68,7 @@ def test_variants_parse(name, field, value):
     ("overforge:-rollout", "-rollout"), ("overforge:k=0", "k"), ("overforge:pinned=chef", "chef"),
     ("overforge:theta=high", "high"), ("overforge:llm", "llm"), ("overforge:-belief,-belief", "belief"),
     ("overforge:-hierarchy,pinned=loader", "pinned"), ("overforge:interrupts=2", "interrupts"),
-    ("overforge:hold=yes", "hold"), ("overforge:uncommitted=random", "random"), ("overforge:pairs=some", "some"),
+    ("overforge:hold=yes", "hold"), ("overforge:uncommitted=random", "random"), ("overforge:pairs=some", "some"), ("overforge:score=max", "max"),
     ("overforge:sigma_r=0", "sigma_r"), ("overforge:tau=x", "x"),
 ])
 def test_bad_options_name_the_option(name, named):
@@ -225,3 +225,20 @@ def test_judge_pairs_neighbours_or_all():
     assert [(j.left, j.right) for j in neighbours] == [("b", "a"), ("c", "d")]
     assert {(j.left, j.right) for j in every} == {("b", "a"), ("b", "c"), ("b", "d"), ("a", "d"), ("c", "d")}
     assert all(j.y == 1 for j in neighbours + every)
+
+
+def test_rate_scores_are_the_gains_per_depth_unit():
+    """``score=rate`` plays the same first decision's rollouts as ``score=gain`` (same seed, same
+    branches) and logs round r's score as the gain divided by r."""
+    recs = {}
+    for score in ("gain", "rate"):
+        result = run_episode("cramped_room", f"overforge:score={score}", "balanced", seed=1003, horizon=2)
+        recs[score] = decision_records(result.trajectory)[0]
+        assert check_record(recs[score]) is None
+    gain, rate = recs["gain"], recs["rate"]
+    assert gain["branches"] == rate["branches"] and len(rate["rollouts"]) >= 1
+    first = gain["rollouts"][0]
+    assert rate["rollouts"][0] == first  # round 1: gain / 1
+    for r, scores in enumerate(rate["rollouts"][1:], start=2):
+        if gain["rollouts"][r - 1].keys() == scores.keys():  # same nucleus extended: same gains
+            assert all(abs(scores[n] * r - gain["rollouts"][r - 1][n]) < 1e-5 for n in scores)

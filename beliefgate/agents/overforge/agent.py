@@ -257,7 +257,8 @@ class OverForgeAgent(PlanningAgent):
                                for j in range(self.config.samples)]
             for r in range(1, self.config.rounds + 1):
                 targets = names if r == 1 else list(kappa.nucleus)
-                scores_r = {n: float(np.mean([b.extend(self.config.depth) for b in rolls[n]])) for n in targets}
+                per = float(r) if self.config.score == "rate" else 1.0  # gain per depth unit, or the gain
+                scores_r = {n: float(np.mean([b.extend(self.config.depth) for b in rolls[n]])) / per for n in targets}
                 info = kappa.update(RolloutRound(tuple(Rollout(n, r, sc) for n, sc in scores_r.items())))
                 rounds.append({n: round(v, 6) for n, v in scores_r.items()})
                 evidence.append({"round": r, "scores": scores_r})

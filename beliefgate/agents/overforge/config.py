@@ -9,7 +9,8 @@ steps per rollout depth unit), ``samples=`` (imagined partners per branch, the s
 ``theta=``, ``rounds=``, ``nucleus=``, ``interrupts=0|1``, ``hold=0|1`` (an interrupted decision that
 does not commit keeps the running skill) and ``uncommitted=best|rule`` (what a decision that does
 not commit plays: b*, or the rule planner's choice), ``pairs=neighbours|all`` (which branch pairs
-the judge compares) and kappa's ``tau=`` and ``sigma_r=``.
+the judge compares), ``score=gain|rate`` (a rollout round's score: the gain since the decision or
+the gain per depth unit) and kappa's ``tau=`` and ``sigma_r=``.
 A bad token raises :class:`OverForgeOptionError` naming it.
 """
 
@@ -32,6 +33,10 @@ NUMBERS = {"k": "k", "first": "first", "depth": "depth", "samples": "samples", "
 UNCOMMITTED = ("best", "rule")
 #: which branch pairs the judge compares: ``neighbours`` in its order (the default) or ``all`` pairs
 PAIRS = ("neighbours", "all")
+#: a rollout round's score: ``gain`` = the dish-progress gain since the decision (its noise grows
+#: with depth), ``rate`` = that gain per depth unit (gain / round: a mean over the imagined
+#: steps, whose noise shrinks with depth as kappa's ``sigma_r^2 / d`` assumes)
+SCORES = ("gain", "rate")
 
 #: kappa's defaults for this agent (utilities in soups of dish progress; chosen on seeds >= 1000)
 DEFAULT_KAPPA = dict(mu0=0.0, sigma0=0.3, tau=0.1, sigma_r=0.15, num_points=128)
@@ -63,6 +68,7 @@ class OverForgeConfig(BaseModel):
     hold: bool = False
     uncommitted: str = "best"
     pairs: str = "neighbours"
+    score: str = "gain"
     #: kappa's judgment temperature and depth-1 rollout noise (``None``: :data:`DEFAULT_KAPPA`)
     tau: Optional[float] = Field(None, ge=1e-3, le=100.0)
     sigma_r: Optional[float] = Field(None, ge=1e-3, le=100.0)
@@ -106,8 +112,8 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
                 if not raw:
                     raise OverForgeOptionError("overforge option 'pinned=' needs a strategy name")
                 field, value = "pinned", raw
-            elif key in ("uncommitted", "pairs"):
-                allowed = UNCOMMITTED if key == "uncommitted" else PAIRS
+            elif key in ("uncommitted", "pairs", "score"):
+                allowed = {"uncommitted": UNCOMMITTED, "pairs": PAIRS, "score": SCORES}[key]
                 if raw not in allowed:
                     raise OverForgeOptionError(f"overforge option {token!r}: {key} must be one of "
                                                f"{', '.join(allowed)}")
@@ -128,7 +134,7 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
         else:
             raise OverForgeOptionError(f"unknown overforge option {token!r}; use -rollouts, -hierarchy, -belief, "
                                        "pinned=STRATEGY, llm, k=, first=, depth=, samples=, theta=, rounds=, nucleus=, "
-                                       "interrupts=, hold=, uncommitted=, pairs=, tau=, sigma_r=")
+                                       "interrupts=, hold=, uncommitted=, pairs=, score=, tau=, sigma_r=")
         if field in values:
             raise OverForgeOptionError(f"overforge option {field!r} given twice in {option!r}")
         values[field] = value
