@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from beliefgate.beliefs.kappa import Judgment, Kappa, KappaParams, Rollout, RolloutRound
+from beliefgate.beliefs.kappa import Judgment, Kappa, KappaInputError, KappaParams, Rollout, RolloutRound
 from beliefgate.errors import InputError
 
 PCM_METRICS = ("kappa_mean", "commit_rate", "depth_mean", "gap_mean", "single_branch", "decisions",
@@ -58,8 +58,13 @@ def recompute_kappa(record: Dict[str, Any]) -> Kappa:
 
 
 def check_record(record: Dict[str, Any], tol: float = 1e-9) -> Optional[str]:
-    """None when recomputing kappa gives the logged values, else what differs."""
-    kappa = recompute_kappa(record)
+    """None when recomputing kappa gives the logged values, else what differs (also when the
+    logged evidence no longer replays, e.g. a round extends a branch outside the recomputed
+    nucleus; a malformed record still raises :class:`PCMRecordError`)."""
+    try:
+        kappa = recompute_kappa(record)
+    except KappaInputError as exc:
+        return f"the evidence does not replay: {exc}"
     if not math.isclose(kappa.kappa, record["kappa"], rel_tol=0.0, abs_tol=tol):
         return f"kappa {kappa.kappa!r} != logged {record['kappa']!r}"
     probs = np.asarray(list(kappa.info.argmax_probs))
