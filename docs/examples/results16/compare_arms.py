@@ -1,0 +1,58 @@
+"""Pooled reward of every arm in one or more OverForge run directories, paired against one arm.
+
+    python docs/examples/results16/compare_arms.py runs/overforge_unc,runs/overforge_ev overforge
+
+Reads the per-episode ``*.metrics.json`` rows (so it works on a run still in progress), keeps
+the (layout, partner, seat, seed) cells every arm has played, and prints per arm the mean
+reward, sub-tasks abandoned per episode (Σ⁻), the mean reward per layout and the paired
+bootstrap difference against the base arm (``beliefgate.eval.report.paired_bootstrap``, unit =
+episode).
+"""
+
+import collections
+import glob
+import json
+import sys
+
+from beliefgate.eval.report import paired_bootstrap
+
+
+def load_rows(out: str) -> list:
+    rows = []
+    for path in glob.glob(f"{out}/episodes/*/*.metrics.json"):
+        with open(path) as fh:
+            data = json.load(fh)
+        ep = data["episode"]
+        rows.append(dict(ego=ep["agent"], layout=ep["layout"], partner=ep["partner"], seat=ep["seat"],
+                         seed=ep["seed"], **data["metrics"]))
+    return rows
+
+
+def cell(r: dict) -> tuple:
+    return r["layout"], r["partner"], r["seat"], r["seed"]
+
+
+def main(dirs: str, base: str) -> None:
+    rows = [r for d in dirs.split(",") for r in load_rows(d)]
+    by = collections.defaultdict(list)
+    for r in rows:
+        by[r["ego"]].append(r)
+    common = set.intersection(*[set(map(cell, v)) for v in by.values()])
+    print("matched episodes per arm", len(common))
+    base_rows = [r for r in by[base] if cell(r) in common]
+    for ego, v in sorted(by.items()):
+        v = [r for r in v if cell(r) in common]
+        per_layout = collections.defaultdict(list)
+        for r in v:
+            per_layout[r["layout"]].append(r["reward"])
+        layouts = " ".join(f"{k[:6]}={sum(x) / len(x):.0f}" for k, x in sorted(per_layout.items()))
+        line = (f"{ego:38s} n={len(v):3d} reward={sum(r['reward'] for r in v) / len(v):.1f} "
+                f"abandoned={sum(r.get('abandoned', 0) for r in v) / len(v):.2f} {layouts}")
+        if ego != base:
+            d = paired_bootstrap(v, base_rows, "reward", unit="episode")
+            line += f"  vs {base}: {d.mean:+.1f} [{d.lo:+.1f}, {d.hi:+.1f}]"
+        print(line)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "bayes-belief:full")
