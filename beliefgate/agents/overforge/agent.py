@@ -8,10 +8,12 @@ At each decision point (start, its skill ended, or the gate reported a contradic
 2. judges neighbouring branches (``pairs=all``: every pair) of the state judge's order pairwise (``y = 1`` for the one
    with the higher immediate value; ties give no judgment) and feeds the judgments to kappa;
 3. rolls every branch ``depth`` imagined steps in the real dynamics (round 1), then extends
-   only kappa's nucleus one depth unit per round, feeding each round's dish-progress gains
-   as :class:`~beliefgate.beliefs.kappa.RolloutRound` evidence at depth = round;
+   only kappa's nucleus one depth unit per round, feeding each round's dish-progress gain
+   per depth unit (``score=rate``, the default; ``score=gain``: the gain itself) as
+   :class:`~beliefgate.beliefs.kappa.RolloutRound` evidence at depth = round;
 4. commits when ``kappa >= theta``; after ``rounds`` rounds it takes the best branch anyway
-   and logs it as not committed.
+   (or, with ``uncommitted=rule``, the rule planner's choice; with ``hold=1`` an interrupt
+   keeps the running skill) and logs it as not committed.
 
 The strategy changes when the search commits to a branch of another strategy, when the gate
 reports a contradiction, or when the partner is seen to have taken the strategy's role (its
