@@ -2,30 +2,18 @@
 
     python docs/examples/results16/compare_arms.py runs/overforge_unc,runs/overforge_ev overforge
 
-Reads the per-episode ``*.metrics.json`` rows (so it works on a run still in progress), keeps
-the (layout, partner, seat, seed) cells every arm has played, and prints per arm the mean
+Reads each finished run's results table (``beliefgate.eval.runner.load_results``), keeps the
+(layout, partner, seat, seed) cells every arm has played, and prints per arm the mean
 reward, sub-tasks abandoned per episode (Σ⁻), the mean reward per layout and the paired
 bootstrap difference against the base arm (``beliefgate.eval.report.paired_bootstrap``, unit =
 episode).
 """
 
 import collections
-import glob
-import json
 import sys
 
 from beliefgate.eval.report import paired_bootstrap
-
-
-def load_rows(out: str) -> list:
-    rows = []
-    for path in glob.glob(f"{out}/episodes/*/*.metrics.json"):
-        with open(path) as fh:
-            data = json.load(fh)
-        ep = data["episode"]
-        rows.append(dict(ego=ep["agent"], layout=ep["layout"], partner=ep["partner"], seat=ep["seat"],
-                         seed=ep["seed"], **data["metrics"]))
-    return rows
+from beliefgate.eval.runner import load_results
 
 
 def cell(r: dict) -> tuple:
@@ -33,22 +21,22 @@ def cell(r: dict) -> tuple:
 
 
 def main(dirs: str, base: str) -> None:
-    rows = [r for d in dirs.split(",") for r in load_rows(d)]
+    rows = [r for d in dirs.split(",") for r in load_results(d)]
     by = collections.defaultdict(list)
     for r in rows:
-        by[r["ego"]].append(r)
+        by[r["agent"]].append(r)
     common = set.intersection(*[set(map(cell, v)) for v in by.values()])
     print("matched episodes per arm", len(common))
     base_rows = [r for r in by[base] if cell(r) in common]
-    for ego, v in sorted(by.items()):
+    for agent, v in sorted(by.items()):
         v = [r for r in v if cell(r) in common]
         per_layout = collections.defaultdict(list)
         for r in v:
             per_layout[r["layout"]].append(r["reward"])
         layouts = " ".join(f"{k[:6]}={sum(x) / len(x):.0f}" for k, x in sorted(per_layout.items()))
-        line = (f"{ego:38s} n={len(v):3d} reward={sum(r['reward'] for r in v) / len(v):.1f} "
+        line = (f"{agent:38s} n={len(v):3d} reward={sum(r['reward'] for r in v) / len(v):.1f} "
                 f"abandoned={sum(r.get('abandoned', 0) for r in v) / len(v):.2f} {layouts}")
-        if ego != base:
+        if agent != base:
             d = paired_bootstrap(v, base_rows, "reward", unit="episode")
             line += f"  vs {base}: {d.mean:+.1f} [{d.lo:+.1f}, {d.hi:+.1f}]"
         print(line)
