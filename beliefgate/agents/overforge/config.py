@@ -16,7 +16,7 @@ A bad token raises :class:`OverForgeOptionError` naming it.
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Literal, Optional, Tuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -30,13 +30,15 @@ NUMBERS = {"k": "k", "first": "first", "depth": "depth", "samples": "samples", "
            "nucleus": "nucleus", "interrupts": "interrupts", "hold": "hold", "sigma_r": "sigma_r", "tau": "tau"}
 #: what an uncommitted decision (kappa < theta after every round) plays: ``best`` = b*, the
 #: branch with the highest argmax probability (the paper); ``rule`` = the rule planner's choice
-UNCOMMITTED = ("best", "rule")
+Uncommitted = Literal["best", "rule"]
 #: which branch pairs the judge compares: ``neighbours`` in its order (the default) or ``all`` pairs
-PAIRS = ("neighbours", "all")
+Pairs = Literal["neighbours", "all"]
 #: a rollout round's score: ``gain`` = the dish-progress gain since the decision (its noise grows
 #: with depth), ``rate`` = that gain per depth unit (gain / round: a mean over the imagined
 #: steps, whose noise shrinks with depth as kappa's ``sigma_r^2 / d`` assumes)
-SCORES = ("gain", "rate")
+Score = Literal["gain", "rate"]
+#: the options that name one of a fixed set of words, and the field type that lists the words
+CHOICES = {"uncommitted": Uncommitted, "pairs": Pairs, "score": Score}
 
 #: kappa's defaults for this agent (utilities in soups of dish progress; chosen on seeds >= 1000)
 DEFAULT_KAPPA = dict(mu0=0.0, sigma0=0.3, tau=0.1, sigma_r=0.15, num_points=128)
@@ -66,10 +68,10 @@ class OverForgeConfig(BaseModel):
     interrupts: bool = True
     #: an interrupted decision that does not commit keeps the running skill
     hold: bool = False
-    uncommitted: str = "best"
-    pairs: str = "neighbours"
+    uncommitted: Uncommitted = "best"
+    pairs: Pairs = "neighbours"
     #: ``rate`` chosen on seeds 1000-1002 (docs/overforge.md: +10.3 [+1.0, +20.7] over ``gain``)
-    score: str = "rate"
+    score: Score = "rate"
     #: kappa's judgment temperature and depth-1 rollout noise (``None``: :data:`DEFAULT_KAPPA`)
     tau: Optional[float] = Field(None, ge=1e-3, le=100.0)
     sigma_r: Optional[float] = Field(None, ge=1e-3, le=100.0)
@@ -113,8 +115,8 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
                 if not raw:
                     raise OverForgeOptionError("overforge option 'pinned=' needs a strategy name")
                 field, value = "pinned", raw
-            elif key in ("uncommitted", "pairs", "score"):
-                allowed = {"uncommitted": UNCOMMITTED, "pairs": PAIRS, "score": SCORES}[key]
+            elif key in CHOICES:
+                allowed = get_args(CHOICES[key])
                 if raw not in allowed:
                     raise OverForgeOptionError(f"overforge option {token!r}: {key} must be one of "
                                                f"{', '.join(allowed)}")
