@@ -253,6 +253,54 @@ def test_scaled_batch_kernel_compiles_once_per_shape():
         obs = F.observations(rng.standard_normal((3, 11, 5)), batched=True)
         F.filter_batch(params._replace(hazard=0.05 + 0.01 * i), obs)
     assert hmm._batch_jit._cache_size() - before == 1
+    before = hmm._batch_jit._cache_size()
+    for i in range(3):  # four equal row blocks: one compilation whatever the block's offset
+        obs = F.observations(rng.standard_normal((12, 11, 5)), batched=True)
+        F.filter_batch(params._replace(hazard=0.05 + 0.01 * i), obs, shards=4)
+    assert hmm._batch_jit._cache_size() - before == 1
+
+
+@pytest.mark.parametrize("general", [False, True], ids=["simple", "feasible+completions+padding"])
+def test_sharded_batch_filter_equals_one_block_bit_for_bit(general):
+    """Row blocks run concurrently and joined on the host give exactly the one-block result,
+    with uneven blocks (13 rows in 4 blocks) and more blocks than the pool has threads."""
+    rng = np.random.default_rng(11)
+    batch, steps, skills = 13, 29, 5
+    counts = rng.integers(0, 4, (batch, skills)).astype(float)
+    log_em = 2.0 * rng.standard_normal((batch, steps, skills))
+    if general:
+        feasible = rng.random((batch, steps, skills)) < 0.7
+        feasible[..., 1] = True
+        completed = np.where(rng.random((batch, steps)) < 0.1, rng.integers(0, skills, (batch, steps)), -1)
+        valid = np.arange(steps)[None] < rng.integers(1, steps + 1, batch)[:, None]
+        obs = F.observations(log_em, feasible, completed, valid, counts)
+    else:
+        obs = F.observations(log_em, prior_counts=counts, batched=True)
+    params = F.FilterParams("hazard", 0.05, 1.0)
+    one = F.filter_batch(params, obs, shards=1)
+    for shards in (2, 4, 13, 50):
+        got = F.filter_batch(params, obs, shards=shards)
+        assert isinstance(got.posterior, np.ndarray) and got.posterior.shape == (batch, steps, skills)
+        np.testing.assert_array_equal(got.posterior, one.posterior)
+        np.testing.assert_array_equal(got.log_normalizer, one.log_normalizer)
+        np.testing.assert_array_equal(got.log_marginal, one.log_marginal)
+        for field, ref in zip(got.state, one.state):
+            np.testing.assert_array_equal(field, ref)
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(InvalidParameterError, match="shards"):
+            F.filter_batch(params, obs, shards=bad)
+
+
+def test_default_shards_follow_cores_and_batch_size(monkeypatch):
+    """On a CPU: SHARDS_PER_CORE blocks per usable core, never below SHARD_MIN_ROWS rows a
+    block; one block on a single core."""
+    x = jnp.zeros((1024, 2, 3))
+    monkeypatch.setattr(F, "_usable_cores", lambda: 2)
+    assert F.default_shards(x) == min(2 * F.SHARDS_PER_CORE, 1024 // F.SHARD_MIN_ROWS)
+    assert F.default_shards(jnp.zeros((F.SHARD_MIN_ROWS - 1, 2, 3))) == 1
+    assert F.default_shards(jnp.zeros((3 * F.SHARD_MIN_ROWS, 2, 3))) == 3
+    monkeypatch.setattr(F, "_usable_cores", lambda: 1)
+    assert F.default_shards(x) == 1
 
 
 def test_benchmark_script_smoke():

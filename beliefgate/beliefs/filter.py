@@ -59,6 +59,9 @@ that validates the configuration once and binds it.
 from __future__ import annotations
 
 import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Callable, NamedTuple, Optional
 
@@ -323,7 +326,7 @@ def filter(params: FilterParams, obs) -> FilterResult:  # noqa: A001 - public na
     return _filter_jit(params.model, params.window, hazard, alpha, obs)
 
 
-def filter_batch(params: FilterParams, obs, *, method: str = "scaled"):
+def filter_batch(params: FilterParams, obs, *, method: str = "scaled", shards: Optional[int] = None):
     """Forward filter of a padded batch ``[B, T, ...]``: filtered posteriors and log marginals.
 
     Hazard model, ``method="scaled"`` (default): the batched kernel
@@ -335,10 +338,21 @@ def filter_batch(params: FilterParams, obs, *, method: str = "scaled"):
     :func:`filter` in log space, a :class:`FilterResult` (``log_predicted`` included).
     Steps with ``valid == False`` leave the state unchanged and add 0 to the log
     marginal, so each row equals the unbatched result on its valid steps.
+
+    ``shards`` (scaled kernel only): the batch is cut into this many row blocks that run
+    concurrently on a pool of one thread per usable core and are joined in order; rows are
+    independent, so the result equals one block's to the last bit (tested), with NumPy
+    arrays on the host (the blocks are joined there). ``None`` (default) picks
+    :func:`default_shards`: on a CPU, :data:`SHARDS_PER_CORE` blocks per usable core while
+    every block keeps at least :data:`SHARD_MIN_ROWS` rows (XLA:CPU runs one loop on one
+    core); on other devices 1. ``shards=1`` is one device computation, jax arrays out.
     """
     params = _check_params(params)
     if method not in ("scaled", "log"):
         raise InvalidParameterError(f"method must be 'scaled' or 'log', got {method!r}")
+    if shards is not None and (isinstance(shards, bool) or not isinstance(shards, (int, np.integer))
+                               or shards < 1):
+        raise InvalidParameterError(f"shards must be a positive integer or None, got {shards!r}")
     if not isinstance(obs, Observations):
         obs = observations(obs, batched=True)
     elif obs.loglik.ndim != 3:
@@ -346,8 +360,75 @@ def filter_batch(params: FilterParams, obs, *, method: str = "scaled"):
     hazard, alpha = _numbers(params, obs.loglik.dtype)
     if params.model == "hazard" and method == "scaled":
         simple = bool(_is_simple(obs.feasible, obs.completed, obs.valid))
-        return batch_filter_scaled(hazard, alpha, obs, simple=simple)
+        batch = obs.loglik.shape[0]
+        count = default_shards(obs.loglik) if shards is None else min(int(shards), batch)
+        if count <= 1:
+            return batch_filter_scaled(hazard, alpha, obs, simple=simple)
+        return _sharded(hazard, alpha, obs, simple, count)
     return _filter_batch_jit(params.model, params.window, hazard, alpha, obs)
+
+
+#: Fewest rows per block when :func:`filter_batch` shards a batch by default (a block's
+#: dispatch and thread hand-off cost about as much as 64 rows of work).
+SHARD_MIN_ROWS = 64
+#: Blocks per usable core by default: smaller blocks keep a step's rows in cache. Chosen
+#: on the benchmark sizes with seed-1000 data (2 cores; 1/2/4/8/16 blocks tried, 8 was
+#: best or within 5% of best at K = 6, 16, 64; ``docs/model.md``).
+SHARDS_PER_CORE = 4
+_POOL: Optional[ThreadPoolExecutor] = None
+_POOL_LOCK = threading.Lock()
+
+
+def _usable_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def default_shards(loglik) -> int:
+    """Row blocks :func:`filter_batch` uses for ``loglik [B, T, K]`` when ``shards=None``."""
+    devices = getattr(loglik, "devices", None)
+    platforms = {d.platform for d in devices()} if callable(devices) else {jax.default_backend()}
+    if platforms != {"cpu"}:
+        return 1
+    cores = _usable_cores()
+    if cores == 1:
+        return 1
+    return max(1, min(SHARDS_PER_CORE * cores, loglik.shape[0] // SHARD_MIN_ROWS))
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=_usable_cores(), thread_name_prefix="filter-batch")
+        return _POOL
+
+
+def _sharded(hazard, alpha, obs: Observations, simple: bool, count: int) -> BatchFilterResult:
+    """Run :func:`batch_filter_scaled` on ``count`` row blocks concurrently and join them.
+
+    Each worker copies its block's posterior and log normalisers into preallocated host
+    buffers as soon as the block is done, so the join runs in parallel too (an XLA
+    concatenation afterwards is one more single-core pass over ``[B, T, K]``; measured in
+    ``docs/model.md``). The result's arrays are therefore NumPy arrays on the host."""
+    batch, steps, num_skills = obs.loglik.shape
+    dtype = np.dtype(obs.loglik.dtype)
+    posterior = np.empty((batch, steps, num_skills), dtype)
+    log_normalizer = np.empty((batch, steps), dtype)
+    bounds = np.linspace(0, batch, count + 1).astype(int)
+
+    def run(block):
+        lo, hi = block
+        part = jax.block_until_ready(
+            batch_filter_scaled(hazard, alpha, obs, simple=simple, rows=(lo, hi - lo)))
+        posterior[lo:hi] = np.asarray(part.posterior)
+        log_normalizer[lo:hi] = np.asarray(part.log_normalizer)
+        return part.state
+
+    states = list(_pool().map(run, zip(bounds[:-1].tolist(), bounds[1:].tolist())))
+    state = FilterState(*(np.concatenate([np.asarray(x) for x in field]) for field in zip(*states)))
+    return BatchFilterResult(posterior, log_normalizer, state.log_marginal, state)
 
 
 @jax.jit
@@ -420,6 +501,7 @@ __all__ = [
     "observations",
     "filter",
     "filter_batch",
+    "default_shards",
     "scan_filter",
     "log_marginal_likelihood",
     "smoother",

@@ -412,10 +412,10 @@ class BatchFilterResult(NamedTuple):
         return jnp.log(self.posterior)
 
 
-def _block_inputs(loglik, feasible, valid):
-    """Hoisted out of the recurrence, vectorised over a block ``[B, C, K]``:
-    ``shift[b, t] = max_k`` over feasible skills of ``loglik`` and ``e = exp(loglik - shift)``
-    (masked to feasible skills), so the best feasible skill has ``e = 1``."""
+def _step_inputs(loglik, feasible, valid):
+    """Scaled likelihoods of one step ``[B, K]``: ``shift[b] = max_k`` over feasible skills
+    of ``loglik`` and ``e = exp(loglik - shift)`` (masked to feasible skills), so the best
+    feasible skill has ``e = 1``."""
     if feasible is None:
         shift = jnp.max(loglik, axis=-1)
         e = jnp.exp(loglik - shift[..., None])
@@ -429,80 +429,67 @@ def _block_inputs(loglik, feasible, valid):
     return shift, e
 
 
-def _kernel(loglik, feasible, completed, valid, prior_counts, hazard, alpha, chunk):
-    """The scan behind :func:`batch_filter_scaled` (``feasible``/``completed``/``valid`` may
-    be ``None``: all feasible / no completion / no padding, a cheaper recurrence).
+def _kernel(loglik, feasible, completed, valid, prior_counts, hazard, alpha, lo, batch):
+    """The loop behind :func:`batch_filter_scaled` (``feasible``/``completed``/``valid`` may
+    be ``None``: all feasible / no completion / no padding, a cheaper recurrence), over the
+    ``batch`` rows from row ``lo`` of the inputs.
 
-    Inside the recurrence the skill axis leads (``[K, B]``): the sums over skills then add
-    ``K`` contiguous rows of length ``B``, which vectorises for any ``K``; each block is
-    transposed in and out while it is small."""
-    batch, steps, num_skills = loglik.shape
+    The loop runs over ``t`` on the ``[B, T, K]`` arrays as they are: step ``t`` reads the
+    rows ``[lo:lo + batch, t, :]``, exponentiates them, and writes the posterior and log
+    normaliser in place into the output buffers, so neither the input nor the output is
+    transposed or copied whole (the skill sums run over the contiguous last axis)."""
+    _, steps, num_skills = loglik.shape
     dtype = loglik.dtype
-    pi0_0 = _C.smoothed_prior(jnp, prior_counts.astype(dtype), alpha).T  # [K, B]
+    rows = lambda x: lax.dynamic_slice_in_dim(x, lo, batch, axis=0)  # noqa: E731
+    prior_counts = rows(prior_counts)
+    pi0_0 = _C.smoothed_prior(jnp, prior_counts.astype(dtype), alpha)  # [B, K]
     general = completed is not None
     # fixed prior (no completions) and all feasible: the predict's constants are hoisted
     consts = None if general or feasible is not None else _C.hazard_constants(jnp, pi0_0, hazard)
 
-    def step(carry, xs):
-        belief, counts, reset = carry
-        e_t, f_t, c_t, v_t = xs
-        pi0 = _C.smoothed_prior(jnp, counts, alpha, axis=0) if general else pi0_0
+    def row(x, t):
+        if x is None:
+            return None
+        start = (lo, t) + (0,) * (x.ndim - 2)
+        return lax.dynamic_slice(x, start, (batch, 1) + x.shape[2:])[:, 0]
+
+    def body(t, state):
+        (belief, counts, reset), out_post, out_norm = state
+        f_t, c_t, v_t = row(feasible, t), row(completed, t), row(valid, t)
+        shift, e_t = _step_inputs(row(loglik, t), f_t, v_t)
+        pi0 = _C.smoothed_prior(jnp, counts, alpha) if general else pi0_0
         f = None if f_t is None else f_t.astype(dtype)
-        prior, _, _ = _C.hazard_sticky(jnp, belief, pi0, f, hazard, consts, axis=0)
+        prior, _, _ = _C.hazard_sticky(jnp, belief, pi0, f, hazard, consts)
         if general:
-            prior = jnp.where(reset[None, :], _C.forced_switch(jnp, pi0, f, axis=0), prior)
-        post, z = _C.scaled_correct(jnp, prior, e_t, axis=0)
-        z = z[0]
+            prior = jnp.where(reset[:, None], _C.forced_switch(jnp, pi0, f), prior)
+        post, z = _C.scaled_correct(jnp, prior, e_t)
+        z = z[:, 0]
         if v_t is not None:
-            post = jnp.where(v_t[None, :], post, belief)
+            post = jnp.where(v_t[:, None], post, belief)
             z = jnp.where(v_t, z, 1.0)
         if general:
-            counts, reset = _C.book_completion(jnp, counts, reset, c_t, v_t, axis=0)
-        return (post, counts, reset), (post, z)
+            counts, reset = _C.book_completion(jnp, counts, reset, c_t, v_t)
+        out_post = lax.dynamic_update_index_in_dim(out_post, post, t, 1)
+        out_norm = lax.dynamic_update_index_in_dim(out_norm, jnp.log(z) + shift, t, 1)
+        return (post, counts, reset), out_post, out_norm
 
-    def block(carry, start, size):
-        sl = lambda x: None if x is None else lax.dynamic_slice_in_dim(x, start, size, axis=1)  # noqa: E731
-        ll_b, f_b, c_b, v_b = sl(loglik), sl(feasible), sl(completed), sl(valid)
-        shift, e = _block_inputs(ll_b, f_b, v_b)
-        skill_major = lambda x: None if x is None else jnp.transpose(x, (1, 2, 0))  # noqa: E731  [C, K, B]
-        step_major = lambda x: None if x is None else jnp.swapaxes(x, 0, 1)  # noqa: E731  [C, B]
-        xs = (skill_major(e), skill_major(f_b), step_major(c_b), step_major(v_b))
-        carry, (post, z) = lax.scan(step, carry, xs)
-        return carry, jnp.transpose(post, (2, 0, 1)), jnp.swapaxes(jnp.log(z), 0, 1) + shift
-
-    counts0 = prior_counts.astype(dtype).T
+    counts0 = prior_counts.astype(dtype)
     carry0 = (pi0_0, counts0, jnp.ones(batch, bool))  # belief = pi0: sticky(pi0) = pi0 at t = 0
     out_post = jnp.zeros((batch, steps, num_skills), dtype)
     out_norm = jnp.zeros((batch, steps), dtype)
-    num_blocks, rest = divmod(steps, chunk)
-
-    def outer(state, i):
-        carry, out_post, out_norm = state
-        carry, post, norm = block(carry, i * chunk, chunk)
-        out_post = lax.dynamic_update_slice_in_dim(out_post, post, i * chunk, axis=1)
-        out_norm = lax.dynamic_update_slice_in_dim(out_norm, norm, i * chunk, axis=1)
-        return (carry, out_post, out_norm), None
-
-    state = (carry0, out_post, out_norm)
-    if num_blocks:
-        state, _ = lax.scan(outer, state, jnp.arange(num_blocks))
-    carry, out_post, out_norm = state
-    if rest:
-        carry, post, norm = block(carry, num_blocks * chunk, rest)
-        out_post = lax.dynamic_update_slice_in_dim(out_post, post, num_blocks * chunk, axis=1)
-        out_norm = lax.dynamic_update_slice_in_dim(out_norm, norm, num_blocks * chunk, axis=1)
-    belief, counts, reset = carry
+    (belief, counts, reset), out_post, out_norm = lax.fori_loop(
+        0, steps, body, (carry0, out_post, out_norm))
     log_marginal = jnp.sum(out_norm, axis=1)
     num_valid = (jnp.full(batch, steps, jnp.int32) if valid is None
-                 else jnp.sum(valid, axis=1).astype(jnp.int32))
+                 else jnp.sum(rows(valid), axis=1).astype(jnp.int32))
     zeros = jnp.zeros((batch, num_skills), dtype)
     final = FilterState(
-        log_belief=jnp.log(belief.T),
-        counts=counts.T,
+        log_belief=jnp.log(belief),
+        counts=counts,
         reset=reset if general else jnp.zeros(batch, bool),
         step=num_valid,
         log_marginal=log_marginal,
-        log_seg_prior=jnp.log(pi0_0.T),
+        log_seg_prior=jnp.log(pi0_0),
         window_buf=jnp.zeros((batch, 0, num_skills), dtype),
         window_pos=jnp.zeros(batch, jnp.int32),
         window_sum=zeros,
@@ -510,42 +497,22 @@ def _kernel(loglik, feasible, completed, valid, prior_counts, hazard, alpha, chu
     return BatchFilterResult(out_post, out_norm, log_marginal, final)
 
 
-#: Steps per block of the batched kernel: the block's exponentiated likelihoods
-#: (chunk x B x K) stay in a core's cache; chosen on the benchmark sizes of seeds >= 1000.
-_BLOCK_BYTES = 2 << 20
-
-
-def _chunk(batch: int, num_skills: int, itemsize: int, steps: int = 0) -> int:
-    """Steps per block: about ``_BLOCK_BYTES`` of likelihoods, 4 to 64 steps.
-
-    Where some block size within a factor of two below that target divides ``steps``,
-    that one is taken: a remainder block is a second compiled copy of the block body,
-    and dropping it was worth 10-25% at K = 6 on the benchmark sizes
-    (``benchmarks/bench_hmm.py``)."""
-    per_step = max(1, batch * num_skills * itemsize)
-    target = int(min(64, max(4, _BLOCK_BYTES // per_step)))
-    if steps > 0:
-        for size in range(target, max(3, target // 2 - 1), -1):
-            if steps % size == 0:
-                return size
-    return target
-
-@partial(jax.jit, static_argnames=("simple", "chunk"))
-def _batch_jit(loglik, feasible, completed, valid, prior_counts, hazard, alpha, simple, chunk):
+@partial(jax.jit, static_argnames=("simple", "size"))
+def _batch_jit(loglik, feasible, completed, valid, prior_counts, hazard, alpha, simple, lo, size):
     if simple:
-        return _kernel(loglik, None, None, None, prior_counts, hazard, alpha, chunk)
-    return _kernel(loglik, feasible, completed, valid, prior_counts, hazard, alpha, chunk)
+        return _kernel(loglik, None, None, None, prior_counts, hazard, alpha, lo, size)
+    return _kernel(loglik, feasible, completed, valid, prior_counts, hazard, alpha, lo, size)
 
 
-def batch_filter_scaled(hazard, alpha, obs: Observations, *, simple: bool = False) -> BatchFilterResult:
+def batch_filter_scaled(hazard, alpha, obs: Observations, *, simple: bool = False,
+                        rows: Optional[tuple[int, int]] = None) -> BatchFilterResult:
     """Hazard-model forward filter of a padded batch ``[B, T, K]`` in scaled probabilities.
 
     The recurrence is the component :func:`beliefgate.models.components.hazard_sticky`
     (the same definition as the online NumPy step and the log-space JAX step),
     corrected with :func:`~beliefgate.models.components.scaled_correct` on likelihoods
-    ``exp(loglik - shift)`` that are exponentiated vectorised, per block of steps, outside
-    the recurrence (``shift``: the best feasible skill's log-likelihood). Outputs are
-    written block by block into ``[B, T, K]`` buffers, so no full-size transpose is made.
+    ``exp(loglik - shift)`` (``shift``: the best feasible skill's log-likelihood at that
+    step). One loop over ``t`` reads and writes the ``[B, T, K]`` buffers in place.
     ``simple=True`` (the caller checked: every skill feasible, no completion, no padding)
     drops the feasibility, completion and padding bookkeeping from the recurrence.
 
@@ -553,9 +520,11 @@ def batch_filter_scaled(hazard, alpha, obs: Observations, *, simple: bool = Fals
     the log-space filter to rounding while each feasible skill's predicted mass stays
     above float64's range (always with ``h > 0``). With ``h = 0`` a skill whose belief
     underflows to 0 stays at 0, where log space would keep it (use ``method="log"``).
-    Raw traceable entry point: no validation (see ``beliefgate.beliefs.filter.filter_batch``).
+    ``rows=(lo, size)`` filters only rows ``lo .. lo + size - 1`` of the batch, read in
+    place (``size`` is static: one compilation per block size, whatever ``lo``).
+    Raw traceable entry point: no validation and one device computation (the public
+    ``beliefgate.beliefs.filter.filter_batch`` validates and shards the batch over cores).
     """
-    batch, steps, num_skills = obs.loglik.shape
-    chunk = _chunk(batch, num_skills, obs.loglik.dtype.itemsize, steps)
+    lo, size = (0, obs.loglik.shape[0]) if rows is None else rows
     return _batch_jit(obs.loglik, obs.feasible, obs.completed, obs.valid, obs.prior_counts,
-                      hazard, alpha, bool(simple), chunk)
+                      hazard, alpha, bool(simple), lo, int(size))
