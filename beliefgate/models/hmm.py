@@ -389,6 +389,9 @@ def log_transition_matrices(params: FilterParams, obs: Observations):
 class BatchFilterResult(NamedTuple):
     """Output of the batched filter (``[B, T, K]`` layout, like the input).
 
+    jax arrays from one device computation; NumPy arrays on the host when
+    ``beliefgate.beliefs.filter.filter_batch`` ran the batch as row blocks on several cores.
+
     Fields
     ------
     posterior : float[B, T, K]
