@@ -242,3 +242,34 @@ def test_rate_scores_are_the_gains_per_depth_unit():
     for r, scores in enumerate(rate["rollouts"][1:], start=2):
         if gain["rollouts"][r - 1].keys() == scores.keys():  # same nucleus extended: same gains
             assert all(abs(scores[n] * r - gain["rollouts"][r - 1][n]) < 1e-5 for n in scores)
+
+
+def test_overforge_run_and_report_end_to_end(tmp_path):
+    """`beliefgate overforge run` plays a small grid into a run directory and `report` writes the
+    pooled, by-partner and Table 5/6 tables and the Figure-16 PNGs from it (real episodes)."""
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("name: tiny\nagents: [overforge, 'bayes-belief:full']\nlayouts: [cramped_room]\n"
+                    "partners: [onion-sourcer, plater]\nseeds: {start: 1000, count: 2}\nseats: [0]\n"
+                    "horizon: 60\n")
+    out, md, img = tmp_path / "run", tmp_path / "results.md", tmp_path / "img"
+    runner = CliRunner()
+    res = runner.invoke(app, ["overforge", "run", str(grid), "--out", str(out), "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    assert "8 played, 0 already done, 0 failed" in res.output
+    res = runner.invoke(app, ["overforge", "report", str(out), "--md", str(md), "--img", str(img)])
+    assert res.exit_code == 0, res.output
+    text = md.read_text()
+    assert "Episodes per arm: overforge 4, bayes-belief:full 4" in text
+    pooled = next(line for line in text.splitlines() if line.startswith("| bayes-belief:full | 4 |"))
+    by_partner = text.split("## By partner")[1].split("##")[0]
+    row = next(line for line in by_partner.splitlines() if line.startswith("| bayes-belief:full |"))
+    assert row.count("(n 2)") == 2, row  # one cell per partner, two matched seeds each
+    assert "| overforge | cramped_room | 4 |" in text and pooled
+    assert sorted(p.suffix for p in img.iterdir()) and all(p.suffix == ".png" for p in img.iterdir())
+    # a missing run directory is one clear line and writes nothing
+    res = runner.invoke(app, ["overforge", "report", str(tmp_path / "nope"), "--md", str(tmp_path / "x.md")])
+    assert res.exit_code != 0 and "does not exist" in res.output and not (tmp_path / "x.md").exists()

@@ -185,6 +185,25 @@ def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforg
         ds = paired_bootstrap(ref, other, "reward", unit="seed", name=arm)
         lines.append(f"| {arm} | {de.pairs} | {de.mean:+.1f} | [{de.lo:+.1f}, {de.hi:+.1f}] | {ds.mean:+.1f} | "
                      f"[{ds.lo:+.1f}, {ds.hi:+.1f}] ({ds.units} seeds) |")
+    partners = sorted({r["partner"] for r in rows})
+    if len(partners) > 1:
+        lines += ["", "## By partner: `overforge` minus each arm (paired over layout, seat, seed)", "",
+                  "Paired bootstrap 95% intervals over matched episodes of that partner; a blank cell: no "
+                  "matched episode.", "",
+                  "| arm | " + " | ".join(partners) + " |", "|---|" + "---|" * len(partners)]
+        for arm in arms:
+            if arm == base:
+                continue
+            cells = []
+            for partner in partners:
+                mine = [r for r in ref if r["partner"] == partner]
+                other = [r for r in rows if r["agent"] == arm and r["partner"] == partner]
+                if not mine or not other:
+                    cells.append("")
+                    continue
+                d = paired_bootstrap(mine, other, "reward", unit="episode", name=arm)
+                cells.append(f"{d.mean:+.1f} [{d.lo:+.1f}, {d.hi:+.1f}] (n {d.pairs})" if d.pairs else "")
+            lines.append(f"| {arm} | " + " | ".join(cells) + " |")
     lines += ["", "## Table 5/6 shape: per arm and layout (mean ± sd over episodes)", "",
               "| arm | layout | n | reward | " + " | ".join(h for _, h in TABLE_METRICS) + " |",
               "|---|---|---|---|" + "---|" * len(TABLE_METRICS)]
