@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import math
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -289,6 +290,16 @@ def test_sharded_batch_filter_equals_one_block_bit_for_bit(general):
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(InvalidParameterError, match="shards"):
             F.filter_batch(params, obs, shards=bad)
+
+
+def test_shard_pool_is_made_again_in_a_forked_child(monkeypatch):
+    """A pool inherited through fork has no threads: a process with another pid gets a new one."""
+    first = F._pool()
+    assert F._pool() is first
+    monkeypatch.setattr(F, "_POOL_PID", -1)  # as seen from a forked child
+    second = F._pool()
+    assert second is not first and F._POOL_PID == os.getpid()
+    assert list(second.map(abs, [-1, -2])) == [1, 2]
 
 
 def test_default_shards_follow_cores_and_batch_size(monkeypatch):

@@ -376,6 +376,7 @@ SHARD_MIN_ROWS = 64
 #: best or within 5% of best at K = 6, 16, 64; ``docs/model.md``).
 SHARDS_PER_CORE = 4
 _POOL: Optional[ThreadPoolExecutor] = None
+_POOL_PID: Optional[int] = None
 _POOL_LOCK = threading.Lock()
 
 
@@ -398,10 +399,13 @@ def default_shards(loglik) -> int:
 
 
 def _pool() -> ThreadPoolExecutor:
-    global _POOL
+    """The worker threads of :func:`filter_batch`, made on first use (again in a forked child,
+    where the parent's threads do not exist)."""
+    global _POOL, _POOL_PID
     with _POOL_LOCK:
-        if _POOL is None:
+        if _POOL is None or _POOL_PID != os.getpid():
             _POOL = ThreadPoolExecutor(max_workers=_usable_cores(), thread_name_prefix="filter-batch")
+            _POOL_PID = os.getpid()
         return _POOL
 
 
