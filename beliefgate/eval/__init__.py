@@ -1,0 +1,1 @@
+"""Evaluation: episodes, grids, metrics, reports, switch benchmarks and sensitivity analysis."""

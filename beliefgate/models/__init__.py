@@ -1,0 +1,1 @@
+"""The generative model and its components: skill prior, transitions, controllers, the forward step, fitting and kappa."""
