@@ -113,7 +113,6 @@ def episode(
         check_partners([ego, partner], horizon)
     except PartnerSpecError as exc:
         _fail(str(exc))
-    _check_episode_inputs(ego, partner, log)
 
     llm = None
     base_url = llm_base_url or os.environ.get("BELIEFGATE_LLM_BASE_URL")
@@ -127,6 +126,7 @@ def episode(
                                         cache_dir=str(llm_cache) if llm_cache else None))
         except PlannerConfigError as exc:
             _fail(str(exc))
+    _check_episode_inputs(ego, partner, log, llm)
     try:
         result = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=seat, log_path=log, llm=llm)
     except (UnknownLayoutError, UnknownPartnerError, PlannerConfigError) as exc:
@@ -144,14 +144,18 @@ def episode(
     console.print(table)
 
 
-def _check_episode_inputs(ego: str, partner: str, log: Optional[Path]) -> None:
-    """Refuse bad agent names/options and an unusable --log before anything runs or is written."""
-    from beliefgate.agents.registry import make_agent
+def _check_episode_inputs(ego: str, partner: str, log: Optional[Path], llm=None) -> None:
+    """Refuse bad agent names/options and an unusable --log before anything runs or is written.
+
+    ``llm`` (the episode's client, or None) is handed to the agents that take one, so an
+    option that needs a model (``overforge:llm``) is checked as it will be built.
+    """
+    from beliefgate.agents.registry import make_agent, uses_llm
     from beliefgate.errors import InputError, LookupFailure
 
     for flag, name in (("--ego", ego), ("--partner", partner)):
         try:
-            make_agent(name)
+            make_agent(name, llm=llm if llm is not None and uses_llm(name) else None)
         except (InputError, LookupFailure) as exc:
             _fail(f"{flag} {name!r}: {exc}")
     if log is not None:

@@ -72,3 +72,24 @@ def test_demo_end_to_end(tmp_path):
     for column in ("effective/ep", "gap/step", "gap@dp", "gap@oracle"):  # the comparison, with its caption
         assert column in out
     assert "Mean [95% CI over seeds]" in out
+
+
+def test_episode_with_an_llm_only_agent_takes_the_model_flags():
+    """`episode --ego overforge:llm --llm-base-url URL` builds the agent with its client (the input
+    check used to build it without one and refuse it); without a URL it is one clear line."""
+    import socket
+
+    with socket.socket() as s:  # a loopback port with nothing listening: every call fails fast
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = run("episode", "--layout", "cramped_room", "--ego", "overforge:llm", "--partner", "balanced",
+               "--seed", "1000", "--horizon", "3", "--llm-base-url", f"http://127.0.0.1:{port}/v1",
+               "--llm-model", "none", "--llm-deadline", "2", "--json")
+    summary = json.loads(proc.stdout)
+    assert summary["ego"] == "overforge:llm" and summary["steps"] == 3
+    assert summary["llm_calls"] == 0 < summary["fallbacks"]
+    reasons = summary["fallback_counts"]["by_reason"]
+    assert sum(reasons[r] for r in ("unavailable", "deadline", "breaker_open")) == summary["fallbacks"]
+    bad = run("episode", "--layout", "cramped_room", "--ego", "overforge:llm", "--partner", "balanced",
+              "--horizon", "3", check=False)
+    assert bad.returncode != 0 and "needs a model" in bad.stderr and "Traceback" not in bad.stderr
