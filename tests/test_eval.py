@@ -459,3 +459,16 @@ def test_report_html_links_one_page_per_episode(reference_run):
     assert len(pages) == len(expected) + 1  # one per episode plus the index
     text = index.read_text()
     assert all(p.name in text for p in pages if p != index)
+
+
+def test_grid_builds_llm_only_agents_with_its_client():
+    """`overforge:llm` needs a model: a grid with an llm block resolves it (the check builds it with
+    the grid's client, no request made), one without names the agent; unknown names still name themselves."""
+    llm = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    r = resolve_grid(parse_grid({**GRID, "agents": ["overforge:llm", "proagent"], "llm": llm}))
+    assert list(r.llm_agents) == ["overforge:llm", "proagent"]
+    assert {e.agent for e in r.episodes} == {"overforge:llm", "proagent"}
+    with pytest.raises(GridError, match="overforge:llm.*needs a model"):
+        resolve_grid(parse_grid({**GRID, "agents": ["overforge:llm"]}))
+    with pytest.raises(GridError, match="unknown agent 'wizard'"):
+        resolve_grid(parse_grid({**GRID, "agents": ["wizard"], "llm": llm}))

@@ -412,12 +412,32 @@ def _check_partner_file(name: str, role: str, horizon: int) -> None:
         raise GridError(f"{role} {name!r}: {exc}") from None
 
 
-def _check_agent(name: str, role: str, gate_params=None) -> None:
-    from beliefgate.agents.registry import GateParamsNotUsedError, make_agent
-    from beliefgate.envs.overcooked.partners import UnknownPartnerError
+def _grid_client(spec: "GridSpec"):
+    """The client the grid's LLM agents get (None without an ``llm`` block); no request is made."""
+    if spec.llm is None:
+        return None
+    from beliefgate.planners.client import LLMClient, LLMSettings
+    from beliefgate.planners.errors import PlannerConfigError
 
     try:
-        make_agent(name, gate_params=gate_params)
+        return LLMClient(LLMSettings(**spec.llm.model_dump()))
+    except PlannerConfigError as exc:
+        raise GridError(f"llm: {exc}") from None
+
+
+def _check_agent(name: str, role: str, gate_params=None, llm=None) -> None:
+    """Build ``name`` once as the episodes will (``llm``: the grid's client, given to agents that take one)."""
+    from beliefgate.agents.registry import GateParamsNotUsedError, make_agent, uses_llm
+    from beliefgate.envs.overcooked.partners import UnknownPartnerError
+
+    takes_llm = False
+    if llm is not None:
+        try:
+            takes_llm = uses_llm(name)
+        except KeyError:  # not an agent name: make_agent below raises the error that names it
+            takes_llm = False
+    try:
+        make_agent(name, gate_params=gate_params, llm=llm if takes_llm else None)
     except GateParamsNotUsedError:
         raise GridError(f"{role} {name!r} runs no gate, so the grid's gate parameters would have no effect on it; "
                         "remove it from the grid or remove `gate:`") from None
@@ -462,6 +482,7 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
     def expand(name: str, layout: str) -> str:
         return name.replace("{layout}", layout)
 
+    client = _grid_client(spec)
     for role, names in (("agent", spec.agents), ("partner", [e.name for e in spec.partner_entries])):
         for raw in names:
             if "{" in raw.replace("{layout}", ""):
@@ -469,17 +490,11 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
             # a layout-independent name is checked once, a templated one on every layout
             for layout in (layouts if "{layout}" in raw else layouts[:1]):
                 _check_partner_file(expand(raw, layout), role, spec.horizon)
-                _check_agent(expand(raw, layout), role, spec.gate_params() if role == "agent" else None)
+                _check_agent(expand(raw, layout), role, spec.gate_params() if role == "agent" else None,
+                             client if role == "agent" else None)
 
     llm_agents: List[str] = []
     if spec.llm is not None:
-        from beliefgate.planners.client import LLMSettings
-        from beliefgate.planners.errors import PlannerConfigError
-
-        try:
-            LLMSettings(**spec.llm.model_dump())
-        except PlannerConfigError as exc:
-            raise GridError(f"llm: {exc}") from None
         llm_agents = [a for a in spec.agents if uses_llm(expand(a, layouts[0]))]
 
     skipped: List[str] = []
@@ -541,7 +556,8 @@ def regate(resolved: ResolvedGrid, overrides: Optional[Dict[str, Any]]) -> Resol
     spec = resolved.spec.with_gate(overrides)
     if spec.gate is not None:
         params = spec.gate_params()
+        client = _grid_client(spec)
         for agent in sorted({ep.agent for ep in resolved.episodes}):
-            _check_agent(agent, "agent", params)
+            _check_agent(agent, "agent", params, client)
     episodes = [replace(ep, gate=dict(spec.gate) if spec.gate is not None else None) for ep in resolved.episodes]
     return ResolvedGrid(spec, episodes, list(resolved.skipped), resolved.llm_agents)
