@@ -203,3 +203,38 @@ def test_adapter_validates_actions():
     with pytest.raises(InvalidActionError):
         env.step([0, 9])
     assert env.step([INTERACT, STAY]).state.timestep == 1
+
+
+@pytest.mark.parametrize("scooper", [0, 1])
+def test_soup_taken_and_onion_potted_in_one_step(scooper):
+    """The simulator resolves interactions in player order. When the player who takes a ready soup
+    comes first, the other can put an onion into the pot it has just emptied, in the same step
+    (seen with a BC partner on asymmetric_advantages). When the onion comes first, it meets a full
+    pot and stays in hand. Both go through the real dynamics and are explained, not refused."""
+    potter = 1 - scooper
+    players = [None, None]
+    players[scooper] = PlayerView(position=(5, 3), orientation=(-1, 0), held="dish")
+    players[potter] = PlayerView(position=(3, 3), orientation=(1, 0), held="onion")
+    start = SymbolicState(layout="asymmetric_advantages", timestep=130, players=tuple(players),
+                          pots=(PotView(position=(4, 2), ingredients=1),
+                                PotView(position=(4, 3), ingredients=3, ready=True)))
+    env = OvercookedAdapter("asymmetric_advantages")
+    env.reset()
+    env.set_state(start)
+    after = env.step([INTERACT, INTERACT]).state
+    pot = after.pot_at((4, 3))
+    assert after.players[scooper].held == "soup"
+    events = detect_events(start, after)
+    assert events[scooper] == ["pickup:soup"]
+    if scooper == 0:
+        assert pot.ingredients == 1 and after.players[potter].held is None
+        assert events[potter] == ["potting:onion"]
+    else:
+        assert pot.ingredients == 0 and after.players[potter].held == "onion" and events[potter] == []
+    # the reverse of the legal case cannot happen: the earlier player's onion met a full pot
+    if scooper == 1:
+        forged = after.model_copy(update={
+            "players": (after.players[0].model_copy(update={"held": None}), after.players[1]),
+            "pots": (after.pots[0], pot.model_copy(update={"ingredients": 1}))})
+        with pytest.raises(ImpossibleTransitionError, match="taken by player 1"):
+            detect_events(start, forged)

@@ -15,7 +15,7 @@ naming the step.
 from __future__ import annotations
 from beliefgate.errors import InputError
 
-from typing import Dict, FrozenSet, List, Optional, Sequence
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, LayoutInfo, Pos, layout_info
 from beliefgate.envs.overcooked.state import PlayerView, SymbolicState
@@ -173,7 +173,7 @@ def detect_events(prev: SymbolicState, nxt: SymbolicState, step: Optional[int] =
     info = layout_info(prev.layout)
     events: List[List[str]] = [[] for _ in prev.players]
     explained_counters: Dict[Pos, str] = {}
-    explained_pots: Dict[Pos, List[str]] = {}
+    explained_pots: Dict[Pos, List[Tuple[int, str]]] = {}  # (player, event) in player order
     for i, (a, b) in enumerate(zip(prev.players, nxt.players)):
         if a.held == b.held or a.position != b.position or a.orientation != b.orientation:
             if a.held != b.held:
@@ -188,7 +188,7 @@ def detect_events(prev: SymbolicState, nxt: SymbolicState, step: Optional[int] =
         if kind == "X":
             explained_counters[a.facing] = ev
         elif kind == "P":
-            explained_pots.setdefault(a.facing, []).append(ev)
+            explained_pots.setdefault(a.facing, []).append((i, ev))
     _check_counters(prev, nxt, explained_counters, step)
     _check_pots(prev, nxt, explained_pots, events, info, step)
     return events
@@ -213,12 +213,19 @@ def _check_pots(prev, nxt, explained, events, info, step) -> None:
         if pb is None:
             raise ImpossibleTransitionError(f"pot {pa.position} disappeared", step)
         evs = explained.get(pa.position, [])
-        potted = sum(1 for e in evs if e.startswith("potting:"))
-        scooped = evs.count("pickup:soup")
-        if scooped:
-            if scooped > 1 or potted or not pa.ready or pb.ingredients != 0:
+        potters = [i for i, e in evs if e.startswith("potting:")]
+        potted = len(potters)
+        scoopers = [i for i, e in evs if e == "pickup:soup"]
+        if scoopers:
+            if len(scoopers) > 1 or not pa.ready:
                 raise ImpossibleTransitionError(
                     f"pot {pa.position}: soup removed without a single dish pickup of a ready soup", step)
+            # the simulator resolves interactions in player order: a player after the scooper can
+            # put an onion into the pot it has just emptied; one before it met a full pot
+            if any(i < scoopers[0] for i in potters) or pb.ingredients != potted:
+                raise ImpossibleTransitionError(
+                    f"pot {pa.position}: ingredients {pa.ingredients} -> {pb.ingredients} after the soup was "
+                    f"taken by player {scoopers[0]} and onions potted by players {potters}", step)
         elif pb.ingredients != pa.ingredients + potted:
             raise ImpossibleTransitionError(
                 f"pot {pa.position}: ingredients {pa.ingredients} -> {pb.ingredients} "
