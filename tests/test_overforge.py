@@ -269,7 +269,15 @@ def test_overforge_run_and_report_end_to_end(tmp_path):
     row = next(line for line in by_partner.splitlines() if line.startswith("| bayes-belief:full |"))
     assert row.count("(n 2)") == 2, row  # one cell per partner, two matched seeds each
     assert "| overforge | cramped_room | 4 |" in text and pooled
-    assert sorted(p.suffix for p in img.iterdir()) and all(p.suffix == ".png" for p in img.iterdir())
+    assert sorted(p.name for p in img.iterdir()) == ["overforge_depth.png", "overforge_gap.png", "overforge_kappa.png"]
+    # a second report beside the first names its figures with --prefix and links those
+    res = runner.invoke(app, ["overforge", "report", str(out), "--md", str(tmp_path / "bc.md"), "--img", str(img),
+                              "--prefix", "overforge_bc"])
+    assert res.exit_code == 0, res.output
+    assert len(list(img.glob("overforge_bc_*.png"))) == 3 and len(list(img.iterdir())) == 6
+    assert "](img/overforge_bc_kappa.png)" in (tmp_path / "bc.md").read_text()
+    res = runner.invoke(app, ["overforge", "report", str(out), "--md", str(tmp_path / "y.md"), "--prefix", "../x"])
+    assert res.exit_code != 0 and "--prefix" in res.output and not (tmp_path / "y.md").exists()
     # a missing run directory is one clear line and writes nothing
     res = runner.invoke(app, ["overforge", "report", str(tmp_path / "nope"), "--md", str(tmp_path / "x.md")])
     assert res.exit_code != 0 and "does not exist" in res.output and not (tmp_path / "x.md").exists()

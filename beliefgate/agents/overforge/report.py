@@ -22,6 +22,7 @@ cumulative gap between the two best utilities, per arm).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -105,7 +106,7 @@ def _cell(values: List[float]) -> str:
     return f"{x.mean():.2f} ± {x.std(ddof=1):.2f}" if x.size > 1 else f"{x.mean():.2f}"
 
 
-def _figures(records: Dict[str, list], theta: float, img: Path, command: str) -> List[Path]:
+def _figures(records: Dict[str, list], theta: float, img: Path, command: str, prefix: str = "overforge") -> List[Path]:
     from beliefgate.figures import pyplot, save_figure as save
 
     plt = pyplot()
@@ -121,7 +122,7 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str) ->
     axes[0][0].set_ylabel("decisions")
     axes[0][0].legend(fontsize=7)
     fig.suptitle("(a) confidence κ per decision", fontsize=9)
-    paths.append(save(fig, img / "overforge_kappa.png"))
+    paths.append(save(fig, img / f"{prefix}_kappa.png"))
     fig, ax = plt.subplots(figsize=(5, 3))
     width = 0.8 / max(len(arms), 1)
     for i, arm in enumerate(arms):
@@ -133,7 +134,7 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str) ->
     ax.set_ylabel("share of decisions")
     ax.legend(fontsize=6)
     ax.set_title("(b) rollout depth used", fontsize=9)
-    paths.append(save(fig, img / "overforge_depth.png"))
+    paths.append(save(fig, img / f"{prefix}_depth.png"))
     fig, ax = plt.subplots(figsize=(5, 3))
     for arm in arms:
         g = [r["gap"] for r in records[arm] if r.get("gap") is not None]
@@ -142,13 +143,15 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str) ->
     ax.set_ylabel("cumulative gap of the two best E[U]")
     ax.legend(fontsize=6)
     ax.set_title("(c) cumulative utility gap", fontsize=9)
-    paths.append(save(fig, img / "overforge_gap.png"))
+    paths.append(save(fig, img / f"{prefix}_gap.png"))
     return paths
 
 
 @app.command()
 def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforge.md"), "--md"),
-           img: Path = typer.Option(Path("docs/img"), "--img"), base: str = typer.Option("overforge", "--arm")):
+           img: Path = typer.Option(Path("docs/img"), "--img"), base: str = typer.Option("overforge", "--arm"),
+           prefix: str = typer.Option("overforge", "--prefix",
+                                      help="figure names: PREFIX_kappa.png, PREFIX_depth.png, PREFIX_gap.png")):
     """Write the Table 5/6-shaped report and the Figure-16 PNGs from run directories."""
     from beliefgate.eval.report import paired_bootstrap
 
@@ -157,6 +160,8 @@ def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforg
             fail(f"run directory {d} does not exist (play a grid into it with `run`)")
     check_output_path("--md", md)
     check_output_path("--img", img, folder=True)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", prefix):
+        fail(f"--prefix {prefix!r}: letters, digits, '_', '.' and '-' only (it names files in --img)")
     rows, records = _load(dirs)
     if not rows:
         fail(f"no finished episodes in {', '.join(str(d) for d in dirs)}")
@@ -164,7 +169,7 @@ def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforg
     arms = sorted({r["agent"] for r in rows}, key=lambda a: (not a.startswith("overforge"), a))
     layouts = sorted({r["layout"] for r in rows})
     command = ("beliefgate overforge report " + " ".join(str(d) for d in dirs)
-               + f" --md {md} --img {img}")
+               + f" --md {md} --img {img}" + (f" --prefix {prefix}" if prefix != "overforge" else ""))
     lines = ["# OverForge PCM: results", "",
              f"Made by `{command}` from the run directories listed below, on the current code.", ""]
     n_ep = {a: sum(r["agent"] == a for r in rows) for a in arms}
@@ -229,7 +234,7 @@ def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforg
                      f"{(np.mean(gaps) if gaps else float('nan')):.3f} | {np.percentile(t, 50):.0f} | {np.percentile(t, 99):.0f} |")
     lines.append(f"| paper (Full PCM, Table 6) | – | ≈{PAPER['kappa_mean']} | ≈{PAPER['commit_rate']} | – | – | – | – | – |")
     theta = next((r["kappa_params"]["theta"] for recs in records.values() for r in recs), 0.6)
-    paths = _figures(records, theta, img, command) if records else []
+    paths = _figures(records, theta, img, command, prefix) if records else []
     lines += ["", "## Figure 16 shape", ""] + [f"![{p.stem}](img/{p.name})" for p in paths]
     lines += ["", "Run directories: " + ", ".join(f"`{d}`" for d in dirs), ""]
     from beliefgate.fileio import atomic_write
