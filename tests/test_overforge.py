@@ -281,3 +281,15 @@ def test_overforge_run_and_report_end_to_end(tmp_path):
     # a missing run directory is one clear line and writes nothing
     res = runner.invoke(app, ["overforge", "report", str(tmp_path / "nope"), "--md", str(tmp_path / "x.md")])
     assert res.exit_code != 0 and "does not exist" in res.output and not (tmp_path / "x.md").exists()
+
+
+def test_run_splits_agent_lists_with_comma_options():
+    """`overforge run --agents` takes names whose options carry commas (`overforge:samples=4,-belief`)."""
+    from beliefgate.agents.overforge.report import _split
+
+    assert _split("overforge:-belief,overforge:samples=4,-belief,bayes-belief:full") == [
+        "overforge:-belief", "overforge:samples=4,-belief", "bayes-belief:full"]
+    assert _split("overforge:hold=1,uncommitted=rule, plater,switch-sourcer-to-plater,") == [
+        "overforge:hold=1,uncommitted=rule", "plater", "switch-sourcer-to-plater"]
+    assert _split("-belief,overforge") == ["-belief", "overforge"]  # nothing to continue: left for the grid check
+    assert _split(None) is None

@@ -41,7 +41,20 @@ TABLE_METRICS = (("deliveries", "D↑"), ("failed_interaction_rate", "FI↓"), (
 
 
 def _split(value: Optional[str]):
-    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
+    """Comma-separated names; a piece that is an option (``-belief``, ``samples=4``) continues the
+    name before it, so ``overforge:samples=4,-belief,bayes-belief:full`` is two names."""
+    if value is None:
+        return None
+    names: List[str] = []
+    for piece in (v.strip() for v in value.split(",")):
+        if not piece:
+            continue
+        option = piece.startswith("-") or ("=" in piece and ":" not in piece.split("=", 1)[0])
+        if option and names and ":" in names[-1]:
+            names[-1] += "," + piece
+        else:
+            names.append(piece)
+    return names
 
 
 @app.command()
