@@ -175,7 +175,8 @@ def demo(
 
     from rich.progress import Progress
 
-    from beliefgate.eval.demo import COMPARISON_CAPTION, compare_agents, comparison_table, run_demo
+    from beliefgate.eval.demo import (COMPARISON_CAPTION, compare_agents, comparison_table, comparison_verdict,
+                                      run_demo)
 
     from beliefgate.envs.overcooked.partners import check_partners
 
@@ -194,6 +195,7 @@ def demo(
     console.print(comparison_table(
         agents, f"cramped_room, role-switching partners, {seeds} seeds x 2 partners, {horizon} steps"))
     console.print(COMPARISON_CAPTION)
+    console.print(comparison_verdict(agents), style="bold")
     table = Table(title=f"the gate on every layout: ego 'balanced' + '{partner}', seed {seed}")
     table.add_column("layout", no_wrap=True)
     for col in ("soups", "reward", "MAP acc", "conf", "interrupts", "change-pts"):

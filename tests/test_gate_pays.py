@@ -313,3 +313,28 @@ def test_demo_comparison_has_intervals_and_says_what_they_mean():
         assert r["reward_lo"] <= r["reward"] <= r["reward_hi"]
         assert len(comparison_cells(r)) == len(COMPARISON_COLUMNS)
     assert rows[1]["replans"] == 0 and "oracle" in COMPARISON_CAPTION and "\n" not in COMPARISON_CAPTION
+
+
+def test_demo_verdict_is_computed_from_the_rows():
+    """The demo's one-line reading comes from paired per-seed differences, not a fixed sentence."""
+    from beliefgate.eval.demo import comparison_verdict
+
+    def row(agent, rewards, eff=0.0, rep=0.0):
+        return {"agent": agent, "seeds": len(rewards), "reward": sum(rewards) / len(rewards),
+                "effective_replans": eff, "replans": rep, "by_seed": {"reward": rewards}}
+
+    base = row("bayes-belief", [200.0, 220.0, 240.0], eff=1.5)
+    same = [base, row("bayes-belief:no_replan", [200.0, 220.0, 240.0]), row("bayes-belief:no_belief", [210.0, 200.0, 250.0])]
+    line = comparison_verdict(same, n_boot=500)
+    assert "\n" not in line and "paired over 3 seeds" in line and "1.5 effective replans/ep" in line
+    assert "every interval includes 0" in line and "+0.0 [+0.0, +0.0] vs no_replan" in line
+    better = [base, row("bayes-belief:no_replan", [190.0, 205.0, 232.0]), row("bayes-belief:no_belief", [180.0, 210.0, 225.0])]
+    assert comparison_verdict(better, n_boot=500).endswith("it scores above every baseline here.")
+    mixed = [base, row("bayes-belief:no_replan", [190.0, 205.0, 232.0]), row("bayes-belief:no_belief", [205.0, 230.0, 250.0]),
+             row("periodic-10", [200.0, 220.0, 240.0], eff=5.0, rep=20.0)]
+    line = comparison_verdict(mixed, n_boot=500)
+    assert "it scores below no_belief here" in line and "periodic-10's 20.0 replans (5.0 effective)" in line
+    assert comparison_verdict([row("bayes-belief", [200.0])]).endswith("no baseline to compare with.")
+    one = [row("bayes-belief", [200.0]), row("bayes-belief:no_belief", [190.0])]
+    assert comparison_verdict(one).endswith("+10.0 vs no_belief (paired over 1 seeds), 0.0 effective replans/ep: "
+                                            "too few seeds for an interval.")

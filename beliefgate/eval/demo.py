@@ -71,10 +71,11 @@ def compare_agents(layout: str = "cramped_room", agents=AGENT_COMPARISON, partne
         row: Dict[str, object] = {"agent": agent, "episodes": len(metrics), "seeds": len(seeds)}
         for key in ("reward", "deliveries", "replans", "effective_replans", "map_accuracy", "gap_rate",
                     "gap_rate_decisions", "oracle_gap_rate"):
-            by_seed = [np.nanmean([m[key] for m in metrics if m["seed"] == s] or [np.nan]) for s in seeds]
-            by_seed = [v for v in by_seed if not np.isnan(v)]
+            aligned = [float(np.nanmean([m[key] for m in metrics if m["seed"] == s] or [np.nan])) for s in seeds]
+            by_seed = [v for v in aligned if not np.isnan(v)]
             mean, lo, hi = bootstrap_mean_ci(by_seed, n_boot=n_boot, name=f"demo|{agent}|{key}")
             row[key], row[f"{key}_lo"], row[f"{key}_hi"] = mean, lo, hi
+            row.setdefault("by_seed", {})[key] = aligned  # one value per seed of ``seeds`` (NaN: none)
         rows.append(row)
     return rows
 
@@ -106,3 +107,55 @@ def comparison_table(rows: List[Dict[str, object]], title: str = ""):
     for r in rows:
         table.add_row(str(r["agent"]), *comparison_cells(r))
     return table
+
+
+def comparison_verdict(rows: List[Dict[str, object]], agent: str = "bayes-belief",
+                       baselines=("bayes-belief:no_replan", "bayes-belief:no_belief"), n_boot: int = 2000) -> str:
+    """One line saying what the comparison shows: ``agent``'s reward minus each baseline's, paired
+    over seeds with a 95% bootstrap interval, its effective replans, and whether any interval
+    excludes zero at this size (computed from ``rows``, never a fixed sentence)."""
+    import math
+
+    import numpy as np
+
+    from beliefgate.eval.report import bootstrap_mean_ci
+
+    by = {str(r["agent"]): r for r in rows}
+    if agent not in by:
+        return f"What it means: {agent} was not in the comparison."
+    me = by[agent]
+    parts, signs = [], []
+    for base in baselines:
+        if base not in by:
+            continue
+        a = np.asarray(me["by_seed"]["reward"], dtype=float)
+        b = np.asarray(by[base]["by_seed"]["reward"], dtype=float)
+        d = (a - b)[~(np.isnan(a) | np.isnan(b))]
+        mean, lo, hi = bootstrap_mean_ci(d, n_boot=n_boot, name=f"demo-verdict|{agent}|{base}")
+        if math.isnan(lo):
+            parts.append(f"{mean:+.1f} vs {base.split(':')[-1]}")
+            continue
+        parts.append(f"{mean:+.1f} [{lo:+.1f}, {hi:+.1f}] vs {base.split(':')[-1]}")
+        signs.append((base.split(":")[-1], 1 if lo > 0 else -1 if hi < 0 else 0))
+    n = int(me["seeds"])
+    above = [b for b, s in signs if s == 1]
+    below = [b for b, s in signs if s == -1]
+    if not parts:
+        reading = "no baseline to compare with"
+    elif not signs:
+        reading = "too few seeds for an interval"
+    elif below:
+        reading = f"it scores below {' and '.join(below)} here"
+    elif len(above) == len(signs):
+        reading = "it scores above every baseline here"
+    elif above:
+        reading = f"it scores above {' and '.join(above)} only; the other intervals include 0"
+    else:
+        reading = f"no difference is shown at {n} seeds (every interval includes 0)"
+    line = (f"What it means: {agent} reward {float(me['reward']):.1f}, " + ", ".join(parts)
+            + f" (paired over {n} seeds), {float(me['effective_replans']):.1f} effective replans/ep")
+    if "periodic-10" in by:
+        p = by["periodic-10"]
+        line += (f" against periodic-10's {float(p['replans']):.1f} replans"
+                 f" ({float(p['effective_replans']):.1f} effective)")
+    return line + f": {reading}."
