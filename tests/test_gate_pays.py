@@ -320,8 +320,10 @@ def test_demo_verdict_is_computed_from_the_rows():
     from beliefgate.eval.demo import comparison_verdict
 
     def row(agent, rewards, eff=0.0, rep=0.0):
+        episodes = [{"layout": "cramped_room", "partner": "p", "seat": 0, "seed": s, "reward": r}
+                    for s, r in enumerate(rewards)]
         return {"agent": agent, "seeds": len(rewards), "reward": sum(rewards) / len(rewards),
-                "effective_replans": eff, "replans": rep, "by_seed": {"reward": rewards}}
+                "effective_replans": eff, "replans": rep, "episode_rows": episodes}
 
     base = row("bayes-belief", [200.0, 220.0, 240.0], eff=1.5)
     same = [base, row("bayes-belief:no_replan", [200.0, 220.0, 240.0]), row("bayes-belief:no_belief", [210.0, 200.0, 250.0])]

@@ -65,17 +65,19 @@ def compare_agents(layout: str = "cramped_room", agents=AGENT_COMPARISON, partne
         if progress is not None:
             progress(i, len(jobs), f"{agent} + {partner} (seed {seed})")
         traj = run_episode(layout, agent, partner, seed=seed, horizon=horizon).trajectory
-        per_agent[agent].append({**episode_metrics(traj), "seed": seed})
+        per_agent[agent].append({**episode_metrics(traj), "layout": layout, "partner": partner, "seat": 0,
+                                 "seed": seed})
     rows = []
     for agent, metrics in per_agent.items():
-        row: Dict[str, object] = {"agent": agent, "episodes": len(metrics), "seeds": len(seeds)}
+        # the per-episode metrics, keyed for :func:`~beliefgate.eval.report.paired_bootstrap`
+        row: Dict[str, object] = {"agent": agent, "episodes": len(metrics), "seeds": len(seeds),
+                                  "episode_rows": metrics}
         for key in ("reward", "deliveries", "replans", "effective_replans", "map_accuracy", "gap_rate",
                     "gap_rate_decisions", "oracle_gap_rate"):
-            aligned = [float(np.nanmean([m[key] for m in metrics if m["seed"] == s] or [np.nan])) for s in seeds]
-            by_seed = [v for v in aligned if not np.isnan(v)]
+            by_seed = [np.nanmean([m[key] for m in metrics if m["seed"] == s] or [np.nan]) for s in seeds]
+            by_seed = [v for v in by_seed if not np.isnan(v)]
             mean, lo, hi = bootstrap_mean_ci(by_seed, n_boot=n_boot, name=f"demo|{agent}|{key}")
             row[key], row[f"{key}_lo"], row[f"{key}_hi"] = mean, lo, hi
-            row.setdefault("by_seed", {})[key] = aligned  # one value per seed of ``seeds`` (NaN: none)
         rows.append(row)
     return rows
 
@@ -114,11 +116,7 @@ def comparison_verdict(rows: List[Dict[str, object]], agent: str = "bayes-belief
     """One line saying what the comparison shows: ``agent``'s reward minus each baseline's, paired
     over seeds with a 95% bootstrap interval, its effective replans, and whether any interval
     excludes zero at this size (computed from ``rows``, never a fixed sentence)."""
-    import math
-
-    import numpy as np
-
-    from beliefgate.eval.report import bootstrap_mean_ci
+    from beliefgate.eval.report import paired_bootstrap
 
     by = {str(r["agent"]): r for r in rows}
     if agent not in by:
@@ -128,15 +126,14 @@ def comparison_verdict(rows: List[Dict[str, object]], agent: str = "bayes-belief
     for base in baselines:
         if base not in by:
             continue
-        a = np.asarray(me["by_seed"]["reward"], dtype=float)
-        b = np.asarray(by[base]["by_seed"]["reward"], dtype=float)
-        d = (a - b)[~(np.isnan(a) | np.isnan(b))]
-        mean, lo, hi = bootstrap_mean_ci(d, n_boot=n_boot, name=f"demo-verdict|{agent}|{base}")
-        if math.isnan(lo):
-            parts.append(f"{mean:+.1f} vs {base.split(':')[-1]}")
+        d = paired_bootstrap(me["episode_rows"], by[base]["episode_rows"], "reward", unit="seed", n_boot=n_boot,
+                             name=f"demo-verdict|{agent}|{base}")
+        short = base.split(":")[-1]
+        if not d.has_interval:
+            parts.append(f"{d.mean:+.1f} vs {short}")
             continue
-        parts.append(f"{mean:+.1f} [{lo:+.1f}, {hi:+.1f}] vs {base.split(':')[-1]}")
-        signs.append((base.split(":")[-1], 1 if lo > 0 else -1 if hi < 0 else 0))
+        parts.append(f"{d.mean:+.1f} [{d.lo:+.1f}, {d.hi:+.1f}] vs {short}")
+        signs.append((short, 1 if d.lo > 0 else -1 if d.hi < 0 else 0))
     n = int(me["seeds"])
     above = [b for b, s in signs if s == 1]
     below = [b for b, s in signs if s == -1]
