@@ -430,14 +430,8 @@ def _check_agent(name: str, role: str, gate_params=None, llm=None) -> None:
     from beliefgate.agents.registry import GateParamsNotUsedError, make_agent, uses_llm
     from beliefgate.envs.overcooked.partners import UnknownPartnerError
 
-    takes_llm = False
-    if llm is not None:
-        try:
-            takes_llm = uses_llm(name)
-        except KeyError:  # not an agent name: make_agent below raises the error that names it
-            takes_llm = False
     try:
-        make_agent(name, gate_params=gate_params, llm=llm if takes_llm else None)
+        make_agent(name, gate_params=gate_params, llm=llm if llm is not None and uses_llm(name) else None)
     except GateParamsNotUsedError:
         raise GridError(f"{role} {name!r} runs no gate, so the grid's gate parameters would have no effect on it; "
                         "remove it from the grid or remove `gate:`") from None
