@@ -383,6 +383,7 @@ def test_gate_params_from_fit(free_fit, tmp_path):
         GateParams.from_fit(broken)
 
 
+@pytest.mark.slow  # two more NUTS fits and two predictive checks: ~65 s; test_cli_end_to_end runs compare and diagnose by default
 def test_misspecified_switching_fit_is_detected(switching):
     """Data from a switching partner (h = 0.15) fitted with h fixed at 0: compare and the check see it."""
     from beliefgate.models.compare import compare_fits
