@@ -31,3 +31,31 @@ def test_kappa_trace_example(tmp_path):
     rows = [line.split() for line in proc.stdout.splitlines()[1:]]
     kappas = [float(r[-4]) for r in rows]
     assert kappas[0] < 0.6 < kappas[-1] and rows[-1][-1] == "True" and rows[0][-1] == "False"
+
+
+def test_belief_counterfactual_leaves_the_episode_as_it_was():
+    """docs/examples/results16/belief_counterfactual.py searches every decision a second time with the
+    other imagined partner: the episode (reward, every decision record) is the plain overforge one."""
+    import importlib.util
+    import json
+
+    from beliefgate.eval.episode import run_episode
+
+    spec = importlib.util.spec_from_file_location("belief_counterfactual",
+                                                  EXAMPLES / "results16" / "belief_counterfactual.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cell = ("coordination_ring", "switch-sourcer-to-plater", 1000, 40)
+    rows = mod.play(cell)
+    plain = run_episode("coordination_ring", "overforge", "switch-sourcer-to-plater", seed=1000, horizon=40)
+    pcm = [row.info[0]["pcm"] for row in plain.trajectory.steps if row.info[0].get("pcm")]
+    searched = [r for r in pcm if r["depth"]]
+    assert rows and len(rows) == len(searched)
+    assert all(r["reward"] == plain.summary["reward"] for r in rows)
+    for r, rec in zip(rows, searched):
+        assert (r["best"], r["kappa"], r["commit"], r["depth"]) == (rec["best"], rec["kappa"], rec["committed"], rec["depth"])
+        assert r["mode"] == "belief" and r["other"] == "uniform" and r["best_other"] in rec["branches"]
+    table = mod.summarize(rows)
+    assert table[-1]["partner"] == "all" and table[-1]["decisions"] == len(rows)
+    assert 0.0 <= table[-1]["branch_differs"] <= 1.0
+    json.dumps(rows)

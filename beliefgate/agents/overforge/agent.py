@@ -216,6 +216,39 @@ class OverForgeAgent(PlanningAgent):
 
         return choose
 
+    def rollout_partner(self) -> str:
+        """Who plays the partner in the rollouts: ``"belief"`` (the gate's posterior) or ``"uniform"``."""
+        return "belief" if (self.config.belief and self.gate is not None) else "uniform"
+
+    def search(self, kappa: Kappa, branches: List[Tuple[str, str, float]], state: SymbolicState, mode: str,
+               rng_seed: int) -> List[Dict[str, float]]:
+        """The rollout rounds of one decision: round 1 rolls every branch, later rounds extend
+        kappa's nucleus, until kappa commits or the rounds run out. ``kappa`` is updated in
+        place; returns each round's scores. ``mode`` chooses the imagined partner (``"belief"``
+        or ``"uniform"``); with the same ``rng_seed`` two searches share their random numbers,
+        so a diagnostic can rerun a decision with the other partner model (the real gate is
+        restored after every extension either way)."""
+        names = [f"{g}/{s}" for g, s, _ in branches]
+        predictive = None if self.decision is None else self.decision.predictive
+        rolls = {}
+        for name, (g, s, _) in zip(names, branches):
+            # samples imagined partners per branch; sample j uses the same random numbers in every
+            # branch (common random numbers), so branch differences are differences of the branch
+            rolls[name] = [BranchRollout(self.model, state, self.player, self.library.index(s),
+                                         self._choose_next(self.strategy_of(g)), mode, self.gate, predictive,
+                                         np.random.default_rng([rng_seed, j]))
+                           for j in range(self.config.samples)]
+        rounds: List[Dict[str, float]] = []
+        for r in range(1, self.config.rounds + 1):
+            targets = names if r == 1 else list(kappa.nucleus)
+            per = float(r) if self.config.score == "rate" else 1.0  # gain per depth unit, or the gain
+            scores_r = {n: float(np.mean([b.extend(self.config.depth) for b in rolls[n]])) / per for n in targets}
+            info = kappa.update(RolloutRound(tuple(Rollout(n, r, sc) for n, sc in scores_r.items())))
+            rounds.append(scores_r)
+            if info.commit or info.next != "rollout":
+                break
+        return rounds
+
     def _plan(self, state: SymbolicState, reason: str, interrupted: bool) -> None:
         started = time.perf_counter()
         feasible_mask = self.controller.feasible(state, self.player, require_targets=True)
@@ -247,26 +280,9 @@ class OverForgeAgent(PlanningAgent):
         depth_used = 0
         if self.config.rollouts and len(names) > 1:
             rng_seed = int(self.rng.integers(0, 2 ** 31))
-            mode = "belief" if (self.config.belief and self.gate is not None) else "uniform"
-            predictive = None if self.decision is None else self.decision.predictive
-            rolls = {}
-            for name, (g, s, _) in zip(names, branches):
-                # samples imagined partners per branch; sample j uses the same random numbers in every
-                # branch (common random numbers), so branch differences are differences of the branch
-                rolls[name] = [BranchRollout(self.model, state, self.player, self.library.index(s),
-                                             self._choose_next(self.strategy_of(g)), mode, self.gate, predictive,
-                                             np.random.default_rng([rng_seed, j]))
-                               for j in range(self.config.samples)]
-            for r in range(1, self.config.rounds + 1):
-                targets = names if r == 1 else list(kappa.nucleus)
-                per = float(r) if self.config.score == "rate" else 1.0  # gain per depth unit, or the gain
-                scores_r = {n: float(np.mean([b.extend(self.config.depth) for b in rolls[n]])) / per for n in targets}
-                info = kappa.update(RolloutRound(tuple(Rollout(n, r, sc) for n, sc in scores_r.items())))
-                rounds.append({n: round(v, 6) for n, v in scores_r.items()})
-                evidence.append({"round": r, "scores": scores_r})
-                depth_used = r
-                if info.commit or info.next != "rollout":
-                    break
+            rounds = self.search(kappa, branches, state, self.rollout_partner(), rng_seed)
+            evidence += [{"round": r, "scores": sc} for r, sc in enumerate(rounds, start=1)]
+            depth_used = len(rounds)
         info = kappa.info
         best = info.best_name
         g_best, s_best = best.split("/", 1)
@@ -306,11 +322,11 @@ class OverForgeAgent(PlanningAgent):
             "strategy_scores": {n: round(v, 4) for n, v in scores.items()}, "proposer": proposer,
             "branches": names, "v_imm": [round(v, 6) for v in values], "evidence": evidence,
             "kappa_params": self.kappa_params.model_dump(mode="json"),
-            "rollouts": rounds, "kappa": float(info.kappa), "argmax": [float(p) for p in info.argmax_probs],
+            "rollouts": [{n: round(v, 6) for n, v in sc.items()} for sc in rounds],
+            "kappa": float(info.kappa), "argmax": [float(p) for p in info.argmax_probs],
             "mean": means, "gap": (top[0] - top[1]) if len(top) > 1 else None,
             "nucleus": list(info.nucleus_names), "best": best, "committed": committed, "depth": depth_used,
-            "rollout_partner": ("belief" if (self.config.belief and self.gate is not None) else "uniform")
-            if depth_used else None,
+            "rollout_partner": self.rollout_partner() if depth_used else None,
             "skill": skill, "skill_source": source, "strategy": self.strategy, "change": change,
             "time_ms": round((time.perf_counter() - started) * 1e3, 3),
         }
