@@ -121,7 +121,7 @@ def _partner_draws(mode, predictive, n=60):
     names = agent.library.names
     draws = []
     for i in range(n):
-        roll = BranchRollout(agent.model, state, 0, names.index("pickup_onion"), lambda s: None, mode, agent.gate,
+        roll = BranchRollout(agent.model, state, 0, names.index("pickup_onion"), lambda s, partner=None: None, mode, agent.gate,
                              predictive, np.random.default_rng(i))
         roll._draw_partner()
         draws.append(names[roll.partner_active])
@@ -293,3 +293,27 @@ def test_run_splits_agent_lists_with_comma_options():
         "overforge:hold=1,uncommitted=rule", "plater", "switch-sourcer-to-plater"]
     assert _split("-belief,overforge") == ["-belief", "overforge"]  # nothing to continue: left for the grid check
     assert _split(None) is None
+
+
+def test_next_complement_continuation_reacts_to_the_imagined_partner():
+    """``next=complement``: the rollout ego's later skills count the imagined partner's skill; the
+    default ignores it. A pot with 2 onions needs one more: with the partner fetching it, the
+    complement continuation takes a dish instead."""
+    from beliefgate.agents.overforge.strategies import flat_strategy
+    from beliefgate.envs.overcooked.state import PlayerView, PotView, SymbolicState
+
+    state = SymbolicState(layout="cramped_room", timestep=3,
+                          players=(PlayerView(position=(1, 2), orientation=(0, -1)),
+                                   PlayerView(position=(3, 1), orientation=(0, -1))),
+                          pots=(PotView(position=(2, 0), ingredients=2),))
+    chosen = {}
+    for name in ("overforge", "overforge:next=complement"):
+        agent = make_overforge_agent(name)
+        agent.reset("cramped_room", 0, 5)
+        choose, lib = agent._choose_next(flat_strategy()), agent.library
+        chosen[name] = (lib.names[choose(state)], lib.names[choose(state, lib.index("pickup_onion"))])
+    assert chosen["overforge"] == ("pickup_onion", "pickup_onion")
+    assert chosen["overforge:next=complement"] == ("pickup_onion", "pickup_dish")
+    assert parse_option("next=complement").next == "complement" and parse_option(None).next == "strategy"
+    with pytest.raises(OverForgeOptionError, match="next must be one of strategy, complement"):
+        parse_option("next=greedy")

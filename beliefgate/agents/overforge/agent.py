@@ -198,18 +198,25 @@ class OverForgeAgent(PlanningAgent):
         return out
 
     def _choose_next(self, strategy: Strategy):
-        """The rollout ego's skill choice after its first skill: the strategy's preferred useful skill."""
+        """The rollout ego's skill choice after its first skill: the strategy's preferred useful
+        skill; with ``next=complement`` usefulness is counted against the imagined partner's skill."""
         names = self.library.names
+        complement = self.config.next == "complement"
 
-        def choose(s: SymbolicState) -> Optional[int]:
+        def choose(s: SymbolicState, partner_skill: Optional[int] = None) -> Optional[int]:
             mask = self.controller.feasible(s, self.player, require_targets=True)
             if not mask.any():
                 return None
             needs = skill_needs(s, self.player, self.controller, mask)
+            if complement and partner_skill is not None:
+                feasible = [names[k] for k in np.flatnonzero(mask)]
+                use = usefulness(feasible, needs, {names[partner_skill]: 1.0}, self.complementary)
+            else:
+                use = {n: min(v, 1.0) for n, v in needs.items()}
             best, best_v = None, -1.0
             for k in np.flatnonzero(mask):
                 n = names[k]
-                v = (min(needs.get(n, 0.0), 1.0) + 0.05) * (strategy.weight(n) + 1e-3)
+                v = (use.get(n, 0.0) + 0.05) * (strategy.weight(n) + 1e-3)
                 if v > best_v:
                     best, best_v = int(k), v
             return best

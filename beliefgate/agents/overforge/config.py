@@ -10,7 +10,9 @@ steps per rollout depth unit), ``samples=`` (imagined partners per branch, the s
 does not commit keeps the running skill) and ``uncommitted=best|rule`` (what a decision that does
 not commit plays: b*, or the rule planner's choice), ``pairs=neighbours|all`` (which branch pairs
 the judge compares), ``score=gain|rate`` (a rollout round's score: the gain since the decision or
-the gain per depth unit) and kappa's ``tau=`` and ``sigma_r=``.
+the gain per depth unit), ``next=strategy|complement`` (the rollout ego's skills after its first:
+its strategy's preferred useful skill, or the same counted against the imagined partner's skill)
+and kappa's ``tau=`` and ``sigma_r=``.
 A bad token raises :class:`OverForgeOptionError` naming it.
 """
 
@@ -37,8 +39,13 @@ Pairs = Literal["neighbours", "all"]
 #: with depth), ``rate`` = that gain per depth unit (gain / round: a mean over the imagined
 #: steps, whose noise shrinks with depth as kappa's ``sigma_r^2 / d`` assumes)
 Score = Literal["gain", "rate"]
+#: the rollout ego's skill after its first one: ``strategy`` = the feasible skill its strategy
+#: prefers most among the useful ones (what the kitchen needs); ``complement`` = the same with
+#: usefulness counted against the imagined partner's current skill (its need taken off, its
+#: complementary skills raised), so the ego's imagined continuation reacts to the imagined partner
+Next = Literal["strategy", "complement"]
 #: the options that name one of a fixed set of words, and the field type that lists the words
-CHOICES = {"uncommitted": Uncommitted, "pairs": Pairs, "score": Score}
+CHOICES = {"uncommitted": Uncommitted, "pairs": Pairs, "score": Score, "next": Next}
 
 #: kappa's defaults for this agent (utilities in soups of dish progress; chosen on seeds >= 1000)
 DEFAULT_KAPPA = dict(mu0=0.0, sigma0=0.3, tau=0.1, sigma_r=0.15, num_points=128)
@@ -72,6 +79,7 @@ class OverForgeConfig(BaseModel):
     pairs: Pairs = "neighbours"
     #: ``rate`` chosen on seeds 1000-1002 (docs/overforge.md: +10.3 [+1.0, +20.7] over ``gain``)
     score: Score = "rate"
+    next: Next = "strategy"
     #: kappa's judgment temperature and depth-1 rollout noise (``None``: :data:`DEFAULT_KAPPA`)
     tau: Optional[float] = Field(None, ge=1e-3, le=100.0)
     sigma_r: Optional[float] = Field(None, ge=1e-3, le=100.0)
@@ -137,7 +145,7 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
         else:
             raise OverForgeOptionError(f"unknown overforge option {token!r}; use -rollouts, -hierarchy, -belief, "
                                        "pinned=STRATEGY, llm, k=, first=, depth=, samples=, theta=, rounds=, nucleus=, "
-                                       "interrupts=, hold=, uncommitted=, pairs=, score=, tau=, sigma_r=")
+                                       "interrupts=, hold=, uncommitted=, pairs=, score=, next=, tau=, sigma_r=")
         if field in values:
             raise OverForgeOptionError(f"overforge option {field!r} given twice in {option!r}")
         values[field] = value

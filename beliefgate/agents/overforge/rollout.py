@@ -43,7 +43,7 @@ class BranchRollout:
     """One branch's imagined trajectory, extended round by round."""
 
     def __init__(self, model: ForwardModel, state: SymbolicState, ego: int, first_skill: int,
-                 choose_next: Callable[[SymbolicState], Optional[int]], partner_mode: str, gate,
+                 choose_next: Callable[[SymbolicState, Optional[int]], Optional[int]], partner_mode: str, gate,
                  predictive: Optional[np.ndarray], rng: np.random.Generator):
         self.model = model
         self.ego, self.partner = ego, 1 - ego
@@ -103,7 +103,7 @@ class BranchRollout:
                     if status is not SkillStatus.RUNNING:
                         self.ego_active = None
                 if self.ego_active is None:
-                    k = self.choose_next(s)
+                    k = self.choose_next(s, self.partner_active)
                     if k is not None:
                         self.ego_ex.start(k)
                         self.ego_active = k
