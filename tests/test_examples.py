@@ -53,7 +53,8 @@ def test_belief_counterfactual_leaves_the_episode_as_it_was():
     assert rows and len(rows) == len(searched)
     assert all(r["reward"] == plain.summary["reward"] for r in rows)
     for r, rec in zip(rows, searched):
-        assert (r["best"], r["kappa"], r["commit"], r["depth"]) == (rec["best"], rec["kappa"], rec["committed"], rec["depth"])
+        assert (r["best"], r["kappa"], r["commit"], r["depth"]) == (rec["best"], rec["kappa"], rec["committed"],
+                                                                    rec["depth"])
         assert r["mode"] == "belief" and r["other"] == "uniform" and r["best_other"] in rec["branches"]
     table = mod.summarize(rows)
     assert table[-1]["partner"] == "all" and table[-1]["decisions"] == len(rows)

@@ -121,8 +121,8 @@ def _partner_draws(mode, predictive, n=60):
     names = agent.library.names
     draws = []
     for i in range(n):
-        roll = BranchRollout(agent.model, state, 0, names.index("pickup_onion"), lambda s, partner=None: None, mode, agent.gate,
-                             predictive, np.random.default_rng(i))
+        roll = BranchRollout(agent.model, state, 0, names.index("pickup_onion"), lambda s, partner=None: None, mode,
+                             agent.gate, predictive, np.random.default_rng(i))
         roll._draw_partner()
         draws.append(names[roll.partner_active])
     return draws

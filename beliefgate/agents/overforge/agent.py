@@ -235,7 +235,7 @@ class OverForgeAgent(PlanningAgent):
         or ``"uniform"``); with the same ``rng_seed`` two searches share their random numbers,
         so a diagnostic can rerun a decision with the other partner model (the real gate is
         restored after every extension either way)."""
-        names = [f"{g}/{s}" for g, s, _ in branches]
+        names = list(kappa.branches)  # kappa was made over the branches' names, in this order
         predictive = None if self.decision is None else self.decision.predictive
         rolls = {}
         for name, (g, s, _) in zip(names, branches):
