@@ -53,7 +53,7 @@ def test_check_record_notices_a_changed_log():
     ("overforge:-hierarchy", "hierarchy", False), ("overforge:-belief", "belief", False),
     ("overforge:pinned=loader", "pinned", "loader"), ("-belief,k=3", "k", 3), ("theta=0.8", "theta", 0.8),
     ("overforge:hold=1", "hold", True), ("overforge:uncommitted=rule", "uncommitted", "rule"),
-    ("overforge:uncommitted=best", "uncommitted", "best"), ("overforge:pairs=all", "pairs", "all"), ("overforge:score=rate", "score", "rate"), ("overforge:score=gain", "score", "gain"),
+    ("overforge:uncommitted=best", "uncommitted", "best"), ("overforge:uncommitted=auto", "uncommitted", "auto"), ("overforge:pairs=all", "pairs", "all"), ("overforge:score=rate", "score", "rate"), ("overforge:score=gain", "score", "gain"),
     ("overforge:sigma_r=0.3", "sigma_r", 0.3), ("overforge:tau=0.2", "tau", 0.2),
 ])
 def test_variants_parse(name, field, value):
@@ -98,6 +98,25 @@ def test_uncommitted_decisions_play_what_the_option_says(option):
                 assert rec["reason"] == "gate" and rec["skill"] == previous
         previous = info.get("skill")
     assert seen - {"best"}, f"{option}: no uncommitted decision used the option in 120 steps"
+
+
+@pytest.mark.parametrize("layout, same_as", [("coordination_ring", "overforge:uncommitted=rule"),
+                                             ("forced_coordination", "overforge")])
+def test_uncommitted_auto_plays_rule_on_a_shared_floor_and_best_across_a_counter(layout, same_as):
+    """``uncommitted=auto`` resolves by the layout's geometry: the episode is exactly the
+    ``uncommitted=rule`` one where the players share one floor region, the default's where a
+    counter separates them."""
+    from beliefgate.envs.overcooked.layouts import layout_info
+
+    assert layout_info("coordination_ring").shared_floor and not layout_info("forced_coordination").shared_floor
+    auto = run_episode(layout, "overforge:uncommitted=auto", "plater", seed=1002, horizon=120).trajectory
+    other = run_episode(layout, same_as, "plater", seed=1002, horizon=120).trajectory
+    assert [s.actions for s in auto.steps] == [s.actions for s in other.steps]
+    sources = {s.info[0]["pcm"]["skill_source"] for s in auto.steps if s.info[0].get("pcm")}
+    if same_as.endswith("rule"):
+        assert "rule" in sources and sources <= {"best", "rule"}
+    else:
+        assert sources == {"best"}
 
 
 def test_hierarchy_ablation_has_one_strategy_and_single_branch_kappa_one():

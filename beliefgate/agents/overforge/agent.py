@@ -41,6 +41,7 @@ from beliefgate.agents.scene import scene_text
 from beliefgate.beliefs.gate import GateParams
 from beliefgate.beliefs.kappa import Judgment, Kappa, Rollout, RolloutRound
 from beliefgate.envs.overcooked.kitchen import skill_needs
+from beliefgate.envs.overcooked.layouts import layout_info
 from beliefgate.envs.overcooked.state import SymbolicState
 from beliefgate.planners.model import ChatModel
 from beliefgate.planners.types import Turn
@@ -74,6 +75,10 @@ class OverForgeAgent(PlanningAgent):
     def reset(self, layout: str, player: int, seed: int) -> None:
         super().reset(layout, player, seed)
         self.model = ForwardModel(self.layout, self.controller)
+        #: what an uncommitted decision plays on this layout (``auto`` resolved by its geometry)
+        self.uncommitted = self.config.uncommitted
+        if self.uncommitted == "auto":
+            self.uncommitted = "rule" if layout_info(self.layout).shared_floor else "best"
         self.strategy: Optional[str] = self.config.pinned if self.config.pinned else (
             None if self.config.hierarchy else FLAT)
         self.decisions = 0
@@ -307,7 +312,7 @@ class OverForgeAgent(PlanningAgent):
         if not committed and len(names) > 1:
             if interrupted and self.config.hold and self.active is not None:
                 skill, source = self.library.names[self.active], "hold"
-            elif self.config.uncommitted == "rule":
+            elif self.uncommitted == "rule":
                 inp = self.planner_input(state, reason)
                 skill, source = self.planner.choose(inp).skill, "rule"
         self.decisions += 1

@@ -7,8 +7,9 @@ proposer and pairwise judge; needs a model, e.g. ``--llm-base-url``), and numeri
 ``k=`` (strategies per decision), ``first=`` (first skills per strategy), ``depth=`` (imagined
 steps per rollout depth unit), ``samples=`` (imagined partners per branch, the score their mean),
 ``theta=``, ``rounds=``, ``nucleus=``, ``interrupts=0|1``, ``hold=0|1`` (an interrupted decision that
-does not commit keeps the running skill) and ``uncommitted=best|rule`` (what a decision that does
-not commit plays: b*, or the rule planner's choice), ``pairs=neighbours|all`` (which branch pairs
+does not commit keeps the running skill) and ``uncommitted=best|rule|auto`` (what a decision that
+does not commit plays: b*, the rule planner's choice, or the rule planner's choice only where the
+players share one floor region), ``pairs=neighbours|all`` (which branch pairs
 the judge compares), ``score=gain|rate`` (a rollout round's score: the gain since the decision or
 the gain per depth unit), ``next=strategy|complement`` (the rollout ego's skills after its first:
 its strategy's preferred useful skill, or the same counted against the imagined partner's skill)
@@ -31,8 +32,11 @@ FLAGS = {"-rollouts": ("rollouts", False), "-hierarchy": ("hierarchy", False), "
 NUMBERS = {"k": "k", "first": "first", "depth": "depth", "samples": "samples", "theta": "theta", "rounds": "rounds",
            "nucleus": "nucleus", "interrupts": "interrupts", "hold": "hold", "sigma_r": "sigma_r", "tau": "tau"}
 #: what an uncommitted decision (kappa < theta after every round) plays: ``best`` = b*, the
-#: branch with the highest argmax probability (the paper); ``rule`` = the rule planner's choice
-Uncommitted = Literal["best", "rule"]
+#: branch with the highest argmax probability (the paper); ``rule`` = the rule planner's choice;
+#: ``auto`` = ``rule`` where the players share one floor region and ``best`` where a counter
+#: separates them (hand-overs, which the rollouts in the real dynamics see and the rule
+#: planner's complementarity table does not; measured in docs/overforge.md)
+Uncommitted = Literal["best", "rule", "auto"]
 #: which branch pairs the judge compares: ``neighbours`` in its order (the default) or ``all`` pairs
 Pairs = Literal["neighbours", "all"]
 #: a rollout round's score: ``gain`` = the dish-progress gain since the decision (its noise grows

@@ -116,6 +116,15 @@ class LayoutInfo:
     def is_floor(self, pos: Pos) -> bool:
         return self.kind(pos) == " "
 
+    @property
+    def shared_floor(self) -> bool:
+        """Can the players walk into each other's start cells (one floor region for both)?
+
+        False where a counter separates them (forced_coordination, asymmetric_advantages):
+        there every hand-over goes over a counter.
+        """
+        return _shared_floor(self)
+
     def describe(self) -> Dict[str, object]:
         """A JSON-friendly summary (used by ``beliefgate layouts``)."""
         return {
@@ -135,6 +144,19 @@ class LayoutInfo:
 @lru_cache(maxsize=None)
 def _cells_of(info: LayoutInfo, kind: str) -> Tuple[Pos, ...]:
     return tuple(p for p in info.interactables if info.kind(p) == kind)
+
+
+@lru_cache(maxsize=None)
+def _shared_floor(info: LayoutInfo) -> bool:
+    first, *others = info.start_positions
+    seen, todo = {first}, [first]
+    while todo:  # 4-neighbour flood fill over the floor from the first player's start cell
+        x, y = todo.pop()
+        for nxt in ((x + 1, y), (x - 1, y), (x, y + 1), (x, y - 1)):
+            if nxt not in seen and info.is_floor(nxt):
+                seen.add(nxt)
+                todo.append(nxt)
+    return all(tuple(o) in seen for o in others)
 
 
 @lru_cache(maxsize=None)
