@@ -101,15 +101,18 @@ def test_uncommitted_decisions_play_what_the_option_says(option):
 
 
 @pytest.mark.parametrize("layout, same_as", [("coordination_ring", "overforge:uncommitted=rule"),
-                                             ("forced_coordination", "overforge")])
-def test_uncommitted_auto_plays_rule_on_a_shared_floor_and_best_across_a_counter(layout, same_as):
-    """``uncommitted=auto`` resolves by the layout's geometry: the episode is exactly the
-    ``uncommitted=rule`` one where the players share one floor region, the default's where a
-    counter separates them."""
+                                             ("forced_coordination", "overforge:uncommitted=best"),
+                                             ("asymmetric_advantages", "overforge:uncommitted=best")])
+def test_default_uncommitted_auto_plays_rule_on_a_shared_floor_and_best_across_a_counter(layout, same_as):
+    """The default ``uncommitted=auto`` resolves by the layout's geometry: the episode is exactly
+    the ``uncommitted=rule`` one where the players share one floor region, the paper's
+    ``uncommitted=best`` one where a counter separates them (so runs of ``best`` on those
+    layouts are runs of the default)."""
     from beliefgate.envs.overcooked.layouts import layout_info
 
-    assert layout_info("coordination_ring").shared_floor and not layout_info("forced_coordination").shared_floor
-    auto = run_episode(layout, "overforge:uncommitted=auto", "plater", seed=1002, horizon=120).trajectory
+    assert make_overforge_agent("overforge").config.uncommitted == "auto"
+    assert layout_info(layout).shared_floor == same_as.endswith("rule")
+    auto = run_episode(layout, "overforge", "plater", seed=1002, horizon=120).trajectory
     other = run_episode(layout, same_as, "plater", seed=1002, horizon=120).trajectory
     assert [s.actions for s in auto.steps] == [s.actions for s in other.steps]
     sources = {s.info[0]["pcm"]["skill_source"] for s in auto.steps if s.info[0].get("pcm")}
