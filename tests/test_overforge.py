@@ -300,6 +300,22 @@ def test_overforge_run_and_report_end_to_end(tmp_path):
     assert "](img/overforge_bc_kappa.png)" in (tmp_path / "bc.md").read_text()
     res = runner.invoke(app, ["overforge", "report", str(out), "--md", str(tmp_path / "y.md"), "--prefix", "../x"])
     assert res.exit_code != 0 and "--prefix" in res.output and not (tmp_path / "y.md").exists()
+    # part of the grid played again into a second directory replaces those episodes, says so, and
+    # a notes file goes under the title
+    again = tmp_path / "again"
+    res = runner.invoke(app, ["overforge", "run", str(grid), "--out", str(again), "--workers", "1",
+                              "--agents", "overforge", "--partners", "plater"])
+    assert res.exit_code == 0 and "2 played" in res.output, res.output
+    notes = tmp_path / "notes.md"
+    notes.write_text("**Runs.** what they mean.\n")
+    res = runner.invoke(app, ["overforge", "report", str(out), str(again), "--md", str(md), "--img", str(img),
+                              "--notes", str(notes)])
+    assert res.exit_code == 0, res.output
+    text = md.read_text()
+    assert "Episodes per arm: overforge 4, bayes-belief:full 4" in text
+    assert f"2 of `{out}` by `{again}`" in text and "**Runs.** what they mean." in text
+    res = runner.invoke(app, ["overforge", "report", str(out), "--md", str(md), "--notes", str(tmp_path / "none.md")])
+    assert res.exit_code != 0 and "--notes" in res.output and "none.md" in res.output
     # a missing run directory is one clear line and writes nothing
     res = runner.invoke(app, ["overforge", "report", str(tmp_path / "nope"), "--md", str(tmp_path / "x.md")])
     assert res.exit_code != 0 and "does not exist" in res.output and not (tmp_path / "x.md").exists()

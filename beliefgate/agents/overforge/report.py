@@ -92,24 +92,43 @@ def run(grid: Path, out: Path = typer.Option(..., "--out"), workers: int = typer
                f"{summary.wall_s:.0f} s")
 
 
+#: what makes two result rows the same episode of a grid
+EPISODE_KEY = ("agent", "layout", "partner", "seed", "seat", "horizon")
+
+
 def _load(dirs: List[Path]):
+    """Rows and decision records of every finished episode in ``dirs``. A later directory's
+    episode replaces an earlier one with the same :data:`EPISODE_KEY` (re-running part of a grid
+    after a change of default, say); ``replaced`` counts, per (earlier, later) directory pair,
+    the episodes so replaced, so that the report can say which numbers come from where."""
     from beliefgate.agents.overforge.metrics import decision_records, pcm_metrics
     from beliefgate.envs.trajlog import read_log
     from beliefgate.eval.runner import load_results
 
-    rows, records = [], {}
+    kept: Dict[tuple, tuple] = {}
+    replaced: Dict[tuple, int] = {}
     for d in dirs:
         for r in load_results(d):
             r = dict(r)
+            recs: list = []
             if r["agent"].startswith("overforge"):
                 traj = read_log(Path(d) / r["log"])
                 r.update(pcm_metrics(traj))
-                records.setdefault(r["agent"], []).extend(decision_records(traj))
+                recs = decision_records(traj)
             else:
                 for key in ("kappa_mean", "commit_rate", "depth_mean", "gap_mean", "latency_p50_ms", "latency_p99_ms"):
                     r[key] = float("nan")
-            rows.append(r)
-    return rows, records
+            key = tuple(r[k] for k in EPISODE_KEY)
+            if key in kept:
+                pair = (str(kept[key][0]), str(d))
+                replaced[pair] = replaced.get(pair, 0) + 1
+            kept[key] = (d, r, recs)
+    rows, records = [], {}
+    for _, r, recs in kept.values():
+        rows.append(r)
+        if r["agent"].startswith("overforge"):
+            records.setdefault(r["agent"], []).extend(recs)
+    return rows, records, replaced
 
 
 def _cell(values: List[float]) -> str:
@@ -164,18 +183,23 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str, pr
 def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforge.md"), "--md"),
            img: Path = typer.Option(Path("docs/img"), "--img"), base: str = typer.Option("overforge", "--arm"),
            prefix: str = typer.Option("overforge", "--prefix",
-                                      help="figure names: PREFIX_kappa.png, PREFIX_depth.png, PREFIX_gap.png")):
+                                      help="figure names: PREFIX_kappa.png, PREFIX_depth.png, PREFIX_gap.png"),
+           notes: Optional[Path] = typer.Option(None, "--notes",
+                                                help="a Markdown file placed under the title (the runs and what "
+                                                     "they mean), so that regenerating keeps it")):
     """Write the Table 5/6-shaped report and the Figure-16 PNGs from run directories."""
     from beliefgate.eval.report import paired_bootstrap
 
     for d in dirs:
         if not d.is_dir():
             fail(f"run directory {d} does not exist (play a grid into it with `run`)")
+    if notes is not None and not notes.is_file():
+        fail(f"--notes {notes}: no such file")
     check_output_path("--md", md)
     check_output_path("--img", img, folder=True)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", prefix):
         fail(f"--prefix {prefix!r}: letters, digits, '_', '.' and '-' only (it names files in --img)")
-    rows, records = _load(dirs)
+    rows, records, replaced = _load(dirs)
     if not rows:
         fail(f"no finished episodes in {', '.join(str(d) for d in dirs)}")
     img.mkdir(exist_ok=True)
@@ -185,6 +209,11 @@ def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforg
                + f" --md {md} --img {img}" + (f" --prefix {prefix}" if prefix != "overforge" else ""))
     lines = ["# OverForge PCM: results", "",
              f"Made by `{command}` from the run directories listed below, on the current code.", ""]
+    if replaced:
+        lines += ["Episodes replaced by a later run directory (same agent, layout, partner, seed, seat): "
+                  + "; ".join(f"{n} of `{a}` by `{b}`" for (a, b), n in sorted(replaced.items())) + ".", ""]
+    if notes is not None:
+        lines += [notes.read_text(encoding="utf-8").rstrip(), ""]
     n_ep = {a: sum(r["agent"] == a for r in rows) for a in arms}
     seeds = sorted({r["seed"] for r in rows})
     lines += [f"Episodes per arm: " + ", ".join(f"{a} {n_ep[a]}" for a in arms) + f"; seeds {seeds}; "
