@@ -60,3 +60,31 @@ def test_belief_counterfactual_leaves_the_episode_as_it_was():
     assert table[-1]["partner"] == "all" and table[-1]["decisions"] == len(rows)
     assert 0.0 <= table[-1]["branch_differs"] <= 1.0
     json.dumps(rows)
+
+
+def test_compose_by_layout_takes_each_arms_episodes_on_its_layouts(tmp_path):
+    """docs/examples/results16/compose_by_layout.py (how `uncommitted=auto` was chosen): the
+    composed arm is one arm's episodes on the named layouts and the other's elsewhere."""
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+    from beliefgate.eval.runner import load_results
+
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("name: tiny\nagents: ['overforge:-rollouts', 'bayes-belief:no_belief']\n"
+                    "layouts: [cramped_room, forced_coordination]\npartners: [plater]\n"
+                    "seeds: {start: 1000, count: 1}\nseats: [0]\nhorizon: 60\n")
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["overforge", "run", str(grid), "--out", str(out), "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    reward = {(r["agent"], r["layout"]): r["reward"] for r in load_results(out)}
+    proc = run_example("results16/compose_by_layout.py", str(out), "overforge:-rollouts", "bayes-belief:no_belief",
+                       "cramped_room", "overforge:-rollouts")
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("composed"))
+    want = (reward["bayes-belief:no_belief", "cramped_room"] + reward["overforge:-rollouts", "forced_coordination"]) / 2
+    assert f"reward={want:.1f}" in line and "n=  2" in line, (line, reward)
+    assert f"crampe={reward['bayes-belief:no_belief', 'cramped_room']:.0f}" in line
+    proc = run_example("results16/compose_by_layout.py", str(out), "overforge:-rollouts", "bayes-belief:no_belief",
+                       "nowhere", "overforge:-rollouts")
+    assert proc.returncode != 0 and "nowhere" in proc.stderr

@@ -20,8 +20,17 @@ def cell(r: dict) -> tuple:
     return r["layout"], r["partner"], r["seat"], r["seed"]
 
 
+def load(dirs: str) -> list:
+    """The finished episodes of comma-separated run directories."""
+    return [r for d in dirs.split(",") for r in load_results(d)]
+
+
 def main(dirs: str, base: str) -> None:
-    rows = [r for d in dirs.split(",") for r in load_results(d)]
+    compare(load(dirs), base)
+
+
+def compare(rows: list, base: str) -> None:
+    """Print every arm of ``rows`` on the cells all arms share, paired against ``base``."""
     by = collections.defaultdict(list)
     for r in rows:
         by[r["agent"]].append(r)
