@@ -11,9 +11,11 @@ At each decision point (start, its skill ended, or the gate reported a contradic
    only kappa's nucleus one depth unit per round, feeding each round's dish-progress gain
    per depth unit (``score=rate``, the default; ``score=gain``: the gain itself) as
    :class:`~beliefgate.beliefs.kappa.RolloutRound` evidence at depth = round;
-4. commits when ``kappa >= theta``; after ``rounds`` rounds it takes the best branch anyway
-   (or, with ``uncommitted=rule``, the rule planner's choice; with ``hold=1`` an interrupt
-   keeps the running skill) and logs it as not committed.
+4. commits when ``kappa >= theta``; after ``rounds`` rounds it logs the decision as not
+   committed and plays what ``uncommitted`` says: by default (``auto``) the rule planner's
+   choice where the players share one floor region and the best branch where a counter
+   separates them; ``best`` always the best branch (the paper), ``rule`` always the rule
+   planner's choice; with ``hold=1`` an interrupt keeps the running skill.
 
 The strategy changes when the search commits to a branch of another strategy, when the gate
 reports a contradiction, or when the partner is seen to have taken the strategy's role (its
