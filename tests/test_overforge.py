@@ -313,7 +313,7 @@ def test_overforge_run_and_report_end_to_end(tmp_path):
     assert res.exit_code == 0, res.output
     text = md.read_text()
     assert "Episodes per arm: overforge 4, bayes-belief:full 4" in text
-    assert f"2 of `{out}` by `{again}`" in text and "**Runs.** what they mean." in text
+    assert f"2 of `{out}` by `{again}`" in text and "**Runs.** what they mean." in text and f"--notes {notes}" in text
     res = runner.invoke(app, ["overforge", "report", str(out), "--md", str(md), "--notes", str(tmp_path / "none.md")])
     assert res.exit_code != 0 and "--notes" in res.output and "none.md" in res.output
     # a missing run directory is one clear line and writes nothing

@@ -206,7 +206,8 @@ def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforg
     arms = sorted({r["agent"] for r in rows}, key=lambda a: (not a.startswith("overforge"), a))
     layouts = sorted({r["layout"] for r in rows})
     command = ("beliefgate overforge report " + " ".join(str(d) for d in dirs)
-               + f" --md {md} --img {img}" + (f" --prefix {prefix}" if prefix != "overforge" else ""))
+               + f" --md {md} --img {img}" + (f" --prefix {prefix}" if prefix != "overforge" else "")
+               + (f" --notes {notes}" if notes is not None else ""))
     lines = ["# OverForge PCM: results", "",
              f"Made by `{command}` from the run directories listed below, on the current code.", ""]
     if replaced:
