@@ -109,25 +109,22 @@ def _load(dirs: List[Path]):
     replaced: Dict[tuple, int] = {}
     for d in dirs:
         for r in load_results(d):
-            r = dict(r)
-            recs: list = []
-            if r["agent"].startswith("overforge"):
-                traj = read_log(Path(d) / r["log"])
-                r.update(pcm_metrics(traj))
-                recs = decision_records(traj)
-            else:
-                for key in ("kappa_mean", "commit_rate", "depth_mean", "gap_mean", "latency_p50_ms", "latency_p99_ms"):
-                    r[key] = float("nan")
             key = tuple(r[k] for k in EPISODE_KEY)
             if key in kept:
                 pair = (str(kept[key][0]), str(d))
                 replaced[pair] = replaced.get(pair, 0) + 1
-            kept[key] = (d, r, recs)
+            kept[key] = (d, r)
     rows, records = [], {}
-    for _, r, recs in kept.values():
-        rows.append(r)
+    for d, r in kept.values():  # logs are read only for the episodes kept
+        r = dict(r)
         if r["agent"].startswith("overforge"):
-            records.setdefault(r["agent"], []).extend(recs)
+            traj = read_log(Path(d) / r["log"])
+            r.update(pcm_metrics(traj))
+            records.setdefault(r["agent"], []).extend(decision_records(traj))
+        else:
+            for key in ("kappa_mean", "commit_rate", "depth_mean", "gap_mean", "latency_p50_ms", "latency_p99_ms"):
+                r[key] = float("nan")
+        rows.append(r)
     return rows, records, replaced
 
 
