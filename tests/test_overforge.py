@@ -135,8 +135,8 @@ def test_hierarchy_ablation_has_one_strategy_and_single_branch_kappa_one():
         assert rec["kappa"] == 1.0 and rec["depth"] == 0
 
 
-def _partner_draws(mode, predictive, n=60):
-    agent = make_overforge_agent("overforge")
+def _partner_draws(mode, predictive, n=60, name="overforge"):
+    agent = make_overforge_agent(name)
     env = OvercookedAdapter("cramped_room", horizon=50)
     state = env.reset()
     agent.reset("cramped_room", 0, 0)
@@ -144,7 +144,7 @@ def _partner_draws(mode, predictive, n=60):
     draws = []
     for i in range(n):
         roll = BranchRollout(agent.model, state, 0, names.index("pickup_onion"), lambda s, partner=None: None, mode,
-                             agent.gate, predictive, np.random.default_rng(i))
+                             agent.gate, predictive, np.random.default_rng(i), mix=agent.config.mix)
         roll._draw_partner()
         draws.append(names[roll.partner_active])
     return draws
@@ -172,6 +172,11 @@ def test_minus_belief_partner_is_uniform_and_belief_partner_follows_the_posterio
             assert rec["rollout_partner"] == "uniform"
             break
         state = env.step([agent.act(state), 4]).state
+    # mix=0.5: half the draws are uniform over the two feasible skills, so ~1/4 are the other one
+    mixed = _partner_draws("belief", peaked, n=200, name="overforge:mix=0.5")
+    assert set(mixed) == {"pickup_onion", "pickup_dish"}
+    assert 25 <= mixed.count("pickup_onion") <= 75
+    assert set(_partner_draws("belief", peaked, name="overforge:mix=0")) == {"pickup_dish"}
     full = make_overforge_agent("overforge")
     full.reset("cramped_room", 0, 5)
     full.act(OvercookedAdapter("cramped_room", horizon=50).reset())

@@ -250,7 +250,7 @@ class OverForgeAgent(PlanningAgent):
             # branch (common random numbers), so branch differences are differences of the branch
             rolls[name] = [BranchRollout(self.model, state, self.player, self.library.index(s),
                                          self._choose_next(self.strategy_of(g)), mode, self.gate, predictive,
-                                         np.random.default_rng([rng_seed, j]))
+                                         np.random.default_rng([rng_seed, j]), mix=self.config.mix)
                            for j in range(self.config.samples)]
         rounds: List[Dict[str, float]] = []
         for r in range(1, self.config.rounds + 1):

@@ -5,7 +5,8 @@ Tokens: ``-rollouts`` (judgments only), ``-hierarchy`` (one flat branch set, no 
 from the posterior), ``pinned=STRATEGY`` (the strategy never changes), ``llm`` (the LLM strategy
 proposer and pairwise judge; needs a model, e.g. ``--llm-base-url``), and numeric settings
 ``k=`` (strategies per decision), ``first=`` (first skills per strategy), ``depth=`` (imagined
-steps per rollout depth unit), ``samples=`` (imagined partners per branch, the score their mean),
+steps per rollout depth unit), ``samples=`` (imagined partners per branch, the score their mean), ``mix=`` (the share of
+the uniform choice in the rollout partner's belief draw, 0..1),
 ``theta=``, ``rounds=``, ``nucleus=``, ``interrupts=0|1``, ``hold=0|1`` (an interrupted decision that
 does not commit keeps the running skill) and ``uncommitted=best|rule|auto`` (what a decision that
 does not commit plays: b*, the rule planner's choice, or the rule planner's choice only where the
@@ -30,7 +31,7 @@ PREFIX = "overforge"
 FLAGS = {"-rollouts": ("rollouts", False), "-hierarchy": ("hierarchy", False), "-belief": ("belief", False),
          "llm": ("llm", True)}
 NUMBERS = {"k": "k", "first": "first", "depth": "depth", "samples": "samples", "theta": "theta", "rounds": "rounds",
-           "nucleus": "nucleus", "interrupts": "interrupts", "hold": "hold", "sigma_r": "sigma_r", "tau": "tau"}
+           "nucleus": "nucleus", "mix": "mix", "interrupts": "interrupts", "hold": "hold", "sigma_r": "sigma_r", "tau": "tau"}
 #: what an uncommitted decision (kappa < theta after every round) plays: ``best`` = b*, the
 #: branch with the highest argmax probability (the paper); ``rule`` = the rule planner's choice;
 #: ``auto`` = ``rule`` where the players share one floor region and ``best`` where a counter
@@ -73,6 +74,8 @@ class OverForgeConfig(BaseModel):
     first: int = Field(3, ge=1, le=6)
     depth: int = Field(5, ge=1, le=100)
     samples: int = Field(1, ge=1, le=16)
+    #: the rollout partner's skill draw, tempered: ``(1 - mix)`` posterior + ``mix`` uniform
+    mix: float = Field(0.0, ge=0.0, le=1.0)
     theta: float = Field(0.6, gt=0.0, le=1.0)
     rounds: int = Field(3, ge=1, le=10)
     nucleus: float = Field(0.9, gt=0.0, le=1.0)
@@ -142,14 +145,14 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
                     value = raw == "1"
                 else:
                     try:
-                        value = float(raw) if field in ("theta", "nucleus", "tau", "sigma_r") else int(raw)
+                        value = float(raw) if field in ("theta", "nucleus", "mix", "tau", "sigma_r") else int(raw)
                     except ValueError:
                         raise OverForgeOptionError(f"overforge option {token!r}: {raw!r} is not a number") from None
             else:
                 raise OverForgeOptionError(f"unknown overforge option {token!r}")
         else:
             raise OverForgeOptionError(f"unknown overforge option {token!r}; use -rollouts, -hierarchy, -belief, "
-                                       "pinned=STRATEGY, llm, k=, first=, depth=, samples=, theta=, rounds=, nucleus=, "
+                                       "pinned=STRATEGY, llm, k=, first=, depth=, samples=, mix=, theta=, rounds=, nucleus=, "
                                        "interrupts=, hold=, uncommitted=, pairs=, score=, next=, tau=, sigma_r=")
         if field in values:
             raise OverForgeOptionError(f"overforge option {field!r} given twice in {option!r}")

@@ -7,8 +7,9 @@ executor, then, whenever a skill ends, the feasible skill its strategy prefers m
 useful ones. The partner follows the executor too, on a skill drawn from the belief: the gate's
 predictive posterior restricted to the partner's feasible skills, with the gate observing every
 imagined step so the posterior is the filter's own along the imagined trajectory (drawn anew
-when the partner's skill ends). The ``-belief`` ablation draws the partner's skill uniformly
-over its feasible skills instead. ``extend(steps)`` continues the same imagined trajectory, so
+when the partner's skill ends); ``mix`` tempers that draw towards the uniform choice
+(``(1 - mix) posterior + mix uniform``). The ``-belief`` ablation draws the partner's skill
+uniformly over its feasible skills instead (and runs no imagined filter). ``extend(steps)`` continues the same imagined trajectory, so
 later rounds deepen the branch; the score is the dish-progress gain since the decision.
 
 The agent's gate is borrowed: its state is saved before and restored after every extension,
@@ -44,13 +45,15 @@ class BranchRollout:
 
     def __init__(self, model: ForwardModel, state: SymbolicState, ego: int, first_skill: int,
                  choose_next: Callable[[SymbolicState, Optional[int]], Optional[int]], partner_mode: str, gate,
-                 predictive: Optional[np.ndarray], rng: np.random.Generator):
+                 predictive: Optional[np.ndarray], rng: np.random.Generator, mix: float = 0.0):
         self.model = model
         self.ego, self.partner = ego, 1 - ego
         self.state = state
         self.start_value = dish_progress(state)
         self.choose_next = choose_next
         self.partner_mode = partner_mode  # "belief" or "uniform"
+        #: share of the uniform choice in a belief draw: (1 - mix) posterior + mix uniform
+        self.mix = float(mix)
         self.gate = gate
         self.gate_state = gate.state if gate is not None else None
         self.rng = rng
@@ -80,6 +83,8 @@ class BranchRollout:
             w = np.where(feasible, np.asarray(self.predictive, dtype=float), 0.0)
             total = w.sum()
             p = w / total if total > 0 else feasible / feasible.sum()
+            if self.mix > 0.0:
+                p = (1.0 - self.mix) * p + self.mix * (feasible / feasible.sum())
         else:
             p = feasible / feasible.sum()
         k = int(self.rng.choice(len(p), p=p))
