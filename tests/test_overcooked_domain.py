@@ -238,3 +238,95 @@ def test_soup_taken_and_onion_potted_in_one_step(scooper):
             "pots": (after.pots[0], pot.model_copy(update={"ingredients": 1}))})
         with pytest.raises(ImpossibleTransitionError, match="taken by player 1"):
             detect_events(start, forged)
+
+
+# ------------------------------------------------- hand-over counters on a layout split by a counter
+
+
+def _forced(ego_held, partner_held, counters, pots, ego_at=(3, 2), partner_at=(1, 2)):
+    """forced_coordination: player 0 on the pot side (right), player 1 on the supply side."""
+    return SymbolicState(
+        layout="forced_coordination", timestep=100,
+        players=(PlayerView(position=ego_at, orientation=(-1, 0), held=ego_held),
+                 PlayerView(position=partner_at, orientation=(1, 0), held=partner_held)),
+        pots=tuple(PotView(position=p, ingredients=n, ready=r) for p, n, r in pots),
+        counters=tuple(CounterObject(position=c, name=o) for c, o in counters))
+
+
+MIDDLE = {(2, 1), (2, 2), (2, 3)}  # the counters both sides reach
+READY = [((3, 0), 3, True), ((4, 1), 3, True)]
+
+
+def test_layout_regions_and_the_counters_each_side_reaches():
+    info = layout_info("forced_coordination")
+    a, b = info.start_positions
+    assert info.region(a) == {(3, 1), (3, 2), (3, 3)} and info.region(b) == {(1, 1), (1, 2), (1, 3)}
+    assert info.touching(a) & info.touching(b) == MIDDLE
+    cramped = layout_info("cramped_room")
+    assert cramped.region(cramped.start_positions[0]) == set(cramped.floor)
+
+
+def test_surplus_item_is_put_down_off_the_hand_over_counters():
+    from beliefgate.envs.overcooked.kitchen import held_wanted, placement_targets, sole_cook
+
+    # the stall seen on forced_coordination: both soups ready, the pot side holds a surplus onion,
+    # the supply side holds a dish for them; putting the onion on the one free middle counter
+    # would leave the dish nowhere to go
+    s = _forced("onion", "dish", [((2, 1), "onion"), ((2, 3), "onion")], READY)
+    assert sole_cook(s, 0) and not sole_cook(s, 1)
+    assert not held_wanted(s, 0)
+    allowed, excluded = placement_targets(s, 0)
+    assert allowed is None and excluded == MIDDLE
+    # a wanted item the holder cannot use is a hand-over: only the middle counters
+    assert held_wanted(s, 1)
+    assert placement_targets(s, 1) == (MIDDLE, frozenset())
+    # a shared floor: no restriction at all
+    cramped = SymbolicState(layout="cramped_room", timestep=0,
+                            players=(PlayerView(position=(1, 1), orientation=(0, -1), held="onion"),
+                                     PlayerView(position=(3, 1), orientation=(0, -1))),
+                            pots=(PotView(position=(2, 0), ingredients=3, ready=True),))
+    assert placement_targets(cramped, 0) == (None, frozenset())
+
+
+def test_sole_cook_puts_its_dish_down_for_a_pot_it_must_still_fill():
+    from beliefgate.envs.overcooked.kitchen import held_wanted, skill_needs
+
+    s = _forced("dish", "onion", [((2, 1), "dish"), ((2, 2), "dish"), ((2, 3), "dish")],
+                [((3, 0), 0, False), ((4, 1), 2, False)])
+    assert not held_wanted(s, 0)  # no full pot, and only it can load the third onion
+    ctl = controller_for("forced_coordination")
+    needs = skill_needs(s, 0, ctl, ctl.feasible(s, 0, require_targets=True))
+    assert needs.get("place_obj_on_counter") == 1.0 and needs.get("fill_dish_with_soup", 0.0) == 0.0
+
+
+def test_a_full_set_of_hand_over_counters_is_cleared_by_the_sole_cook():
+    from beliefgate.envs.overcooked.executor import Executor
+    from beliefgate.envs.overcooked.kitchen import clearing_targets
+
+    full = [((2, 1), "dish"), ((2, 2), "dish"), ((2, 3), "dish")]
+    s = _forced(None, "onion", full, [((3, 0), 0, False), ((4, 1), 2, False)])
+    assert clearing_targets(s, 0, "pickup_dish") == MIDDLE
+    assert clearing_targets(s, 0, "pickup_onion") is None  # no onion on them
+    assert clearing_targets(s, 1, "pickup_dish") is None  # the supply side does not undo hand-overs
+    one_free = _forced(None, "onion", full[:2], [((3, 0), 0, False), ((4, 1), 2, False)])
+    assert clearing_targets(one_free, 0, "pickup_dish") is None
+    ctl = controller_for("forced_coordination")
+    ex = Executor(ctl, 0, np.random.default_rng(0))
+    ex.start_in(s, "pickup_dish")
+    cells = [c for c, on in zip(ctl.tables.interactables, ex.targets(s)) if on]
+    assert set(cells) <= MIDDLE and cells
+    held = _forced("onion", "dish", [((2, 1), "onion"), ((2, 3), "onion")], READY)
+    ex.start_in(held, "place_obj_on_counter")
+    cells = {c for c, on in zip(ctl.tables.interactables, ex.targets(held)) if on}
+    assert cells and not cells & MIDDLE  # (4, 2) / (4, 3): the pot side's own counters
+
+
+@pytest.mark.parametrize("agent,seat", [("overforge", 0), ("bayes-belief:full", 1)])
+def test_forced_coordination_episodes_keep_delivering(agent, seat):
+    """End to end in the real dynamics: before the hand-over rules both of these stalled
+    (seat 0, the pot side: items on all three middle counters, 2 deliveries in 400 steps;
+    seat 1, the supply side: its dish put on its own counter and picked up again, 0)."""
+    from beliefgate.eval.episode import run_episode
+
+    r = run_episode("forced_coordination", agent, "onion-sourcer", seed=1001, horizon=400, seat=seat)
+    assert r.summary["deliveries"] >= 5

@@ -229,7 +229,7 @@ class PlanningAgent:
             self.replans += 1
             if self.gate is not None:
                 self.gate.notify_replanned()
-        self.start_skill(k, interrupted)
+        self.start_skill(state, k, interrupted)
         self.history.append(Turn(state.timestep, choice.skill, reason))
 
     def note_choice(self, k: int, interrupted: bool) -> None:
@@ -241,10 +241,10 @@ class PlanningAgent:
         if interrupted and self._changed:
             self.effective_replans += 1
 
-    def start_skill(self, k: int, interrupted: bool) -> None:
-        """Run skill ``k`` (an interrupt that re-chooses the running skill keeps it going)."""
+    def start_skill(self, state: SymbolicState, k: int, interrupted: bool) -> None:
+        """Run skill ``k`` from ``state`` (an interrupt that re-chooses the running skill keeps it going)."""
         if k != self.active or not interrupted:
-            self.executor.start(k)
+            self.executor.start_in(state, k)
         self.active = k
         self._last_skill = k
 

@@ -382,7 +382,7 @@ class _Oracle:
         state = self.sim.set_state(self.traj.steps[t].state)
         start = dish_progress(state)
         ego_ex, partner_ex = Executor(self.ctl, self.ego, rng), Executor(self.ctl, self.partner, rng)
-        ego_ex.start(first)
+        ego_ex.start_in(state, first)
         ego_on: Optional[int] = first
         plan = self._partner_plan(t)
         partner_on: Optional[int] = None
@@ -396,7 +396,7 @@ class _Oracle:
                 if needs:
                     best = max(needs, key=lambda n: (min(needs[n], 1.0), -self.names.index(n)))
                     ego_on = self.names.index(best)
-                    ego_ex.start(ego_on)
+                    ego_ex.start_in(state, ego_on)
             if partner_on is not None and partner_ex.update(state, events[self.partner]) is not SkillStatus.RUNNING:
                 partner_on = None
                 if plan:

@@ -326,7 +326,7 @@ class OverForgeAgent(PlanningAgent):
                 self.gate.notify_replanned()
         k = self.library.index(skill)
         self.note_choice(k, interrupted)
-        self.start_skill(k, interrupted)
+        self.start_skill(state, k, interrupted)
         self.history.append(Turn(state.timestep, skill, reason))
         self._last_source = "overforge"
         means = [float(m) for m in info.mean]

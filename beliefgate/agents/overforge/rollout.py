@@ -59,7 +59,7 @@ class BranchRollout:
         self.rng = rng
         ctl = model.controller
         self.ego_ex = Executor(ctl, ego, rng)
-        self.ego_ex.start(first_skill)
+        self.ego_ex.start_in(state, first_skill)
         self.ego_active: Optional[int] = first_skill
         self.partner_ex = Executor(ctl, self.partner, rng)
         self.partner_active: Optional[int] = None
@@ -110,7 +110,7 @@ class BranchRollout:
                 if self.ego_active is None:
                     k = self.choose_next(s, self.partner_active)
                     if k is not None:
-                        self.ego_ex.start(k)
+                        self.ego_ex.start_in(s, k)
                         self.ego_active = k
                 if self.partner_active is not None:
                     status = self.partner_ex.update(s, self.events[self.partner])

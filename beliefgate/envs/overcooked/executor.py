@@ -16,9 +16,14 @@ import numpy as np
 
 from beliefgate.envs.overcooked.controller import OvercookedController
 from beliefgate.envs.overcooked.dynamics import _interact_would_act, completion_matches
+from beliefgate.envs.overcooked.kitchen import clearing_targets, placement_targets
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, Pos, layout_info
 from beliefgate.envs.overcooked.state import SymbolicState
 from beliefgate.envs.overcooked.tables import INTERACT, STAY, pose_tables
+
+
+#: the skill that puts a held item down on a counter
+PLACE = "place_obj_on_counter"
 
 
 class SkillStatus(str, Enum):
@@ -62,6 +67,19 @@ class Executor:
         self._waited = 0
         self._detour = 0
         self._patience = int(self.rng.integers(0, 4))
+
+    def start_in(self, state: SymbolicState, skill) -> None:
+        """Begin ``skill`` in ``state`` as an ego does, keeping the hand-over counters of a
+        layout split by a counter usable: a hand-over goes on one, a surplus item off them
+        (:func:`~beliefgate.envs.overcooked.kitchen.placement_targets`) and, when they are all
+        occupied, a pickup clears one (:func:`~beliefgate.envs.overcooked.kitchen.clearing_targets`)."""
+        k = self.library.index(skill)
+        name = self.library.names[k]
+        if name == PLACE:
+            allowed, excluded = placement_targets(state, self.player)
+        else:
+            allowed, excluded = clearing_targets(state, self.player, name), frozenset()
+        self.start(k, allowed=allowed, excluded=excluded)
 
     def stop(self) -> None:
         self.skill = None

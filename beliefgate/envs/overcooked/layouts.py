@@ -125,6 +125,14 @@ class LayoutInfo:
         """
         return _shared_floor(self)
 
+    def region(self, pos: Pos) -> frozenset:
+        """The floor cells a player standing on ``pos`` can walk to (a flood fill; cached)."""
+        return _region(self, tuple(pos))
+
+    def touching(self, pos: Pos) -> frozenset:
+        """The interactable cells next to :meth:`region` of ``pos``: what that player can reach."""
+        return _touching(self, tuple(pos))
+
     def describe(self) -> Dict[str, object]:
         """A JSON-friendly summary (used by ``beliefgate layouts``)."""
         return {
@@ -149,14 +157,27 @@ def _cells_of(info: LayoutInfo, kind: str) -> Tuple[Pos, ...]:
 @lru_cache(maxsize=None)
 def _shared_floor(info: LayoutInfo) -> bool:
     first, *others = info.start_positions
-    seen, todo = {first}, [first]
-    while todo:  # 4-neighbour flood fill over the floor from the first player's start cell
+    seen = info.region(first)
+    return all(tuple(o) in seen for o in others)
+
+
+@lru_cache(maxsize=None)
+def _region(info: LayoutInfo, start: Pos) -> frozenset:
+    seen, todo = {start}, [start]
+    while todo:  # 4-neighbour flood fill over the floor
         x, y = todo.pop()
         for nxt in ((x + 1, y), (x - 1, y), (x, y + 1), (x, y - 1)):
             if nxt not in seen and info.is_floor(nxt):
                 seen.add(nxt)
                 todo.append(nxt)
-    return all(tuple(o) in seen for o in others)
+    return frozenset(seen)
+
+
+@lru_cache(maxsize=None)
+def _touching(info: LayoutInfo, start: Pos) -> frozenset:
+    region = info.region(start)
+    return frozenset(c for c in info.interactables
+                     if any((c[0] + dx, c[1] + dy) in region for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1))))
 
 
 @lru_cache(maxsize=None)
