@@ -101,17 +101,19 @@ def test_uncommitted_decisions_play_what_the_option_says(option):
 
 
 @pytest.mark.parametrize("layout, same_as", [("coordination_ring", "overforge:uncommitted=rule"),
-                                             ("forced_coordination", "overforge:uncommitted=best"),
+                                             ("forced_coordination", "overforge:uncommitted=rule"),
                                              ("asymmetric_advantages", "overforge:uncommitted=best")])
-def test_default_uncommitted_auto_plays_rule_on_a_shared_floor_and_best_across_a_counter(layout, same_as):
+def test_default_uncommitted_auto_plays_best_only_in_separate_kitchens(layout, same_as):
     """The default ``uncommitted=auto`` resolves by the layout's geometry: the episode is exactly
-    the ``uncommitted=rule`` one where the players share one floor region, the paper's
-    ``uncommitted=best`` one where a counter separates them (so runs of ``best`` on those
-    layouts are runs of the default)."""
+    the paper's ``uncommitted=best`` one where the players share neither floor nor a counter
+    (asymmetric_advantages), the ``uncommitted=rule`` one elsewhere (so runs of those options
+    on those layouts are runs of the default)."""
     from beliefgate.envs.overcooked.layouts import layout_info
 
     assert make_overforge_agent("overforge").config.uncommitted == "auto"
-    assert layout_info(layout).shared_floor == same_as.endswith("rule")
+    assert layout_info(layout).separate_kitchens == same_as.endswith("best")
+    assert [n for n in ("cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination",
+                        "counter_circuit") if layout_info(n).separate_kitchens] == ["asymmetric_advantages"]
     auto = run_episode(layout, "overforge", "plater", seed=1002, horizon=120).trajectory
     other = run_episode(layout, same_as, "plater", seed=1002, horizon=120).trajectory
     assert [s.actions for s in auto.steps] == [s.actions for s in other.steps]

@@ -12,9 +12,9 @@ At each decision point (start, its skill ended, or the gate reported a contradic
    per depth unit (``score=rate``, the default; ``score=gain``: the gain itself) as
    :class:`~beliefgate.beliefs.kappa.RolloutRound` evidence at depth = round;
 4. commits when ``kappa >= theta``; after ``rounds`` rounds it logs the decision as not
-   committed and plays what ``uncommitted`` says: by default (``auto``) the rule planner's
-   choice where the players share one floor region and the best branch where a counter
-   separates them; ``best`` always the best branch (the paper), ``rule`` always the rule
+   committed and plays what ``uncommitted`` says: by default (``auto``) the best branch where
+   the players work separate kitchens (no floor and no counter in common) and the rule
+   planner's choice elsewhere; ``best`` always the best branch (the paper), ``rule`` always the rule
    planner's choice; with ``hold=1`` an interrupt keeps the running skill.
 
 The strategy changes when the search commits to a branch of another strategy, when the gate
@@ -80,7 +80,7 @@ class OverForgeAgent(PlanningAgent):
         #: what an uncommitted decision plays on this layout (``auto`` resolved by its geometry)
         self.uncommitted = self.config.uncommitted
         if self.uncommitted == "auto":
-            self.uncommitted = "rule" if layout_info(self.layout).shared_floor else "best"
+            self.uncommitted = "best" if layout_info(self.layout).separate_kitchens else "rule"
         self.strategy: Optional[str] = self.config.pinned if self.config.pinned else (
             None if self.config.hierarchy else FLAT)
         self.decisions = 0

@@ -9,8 +9,8 @@ steps per rollout depth unit), ``samples=`` (imagined partners per branch, the s
 the uniform choice in the rollout partner's belief draw, 0..1),
 ``theta=``, ``rounds=``, ``nucleus=``, ``interrupts=0|1``, ``hold=0|1`` (an interrupted decision that
 does not commit keeps the running skill) and ``uncommitted=best|rule|auto`` (what a decision that
-does not commit plays: b*, the rule planner's choice, or the rule planner's choice only where the
-players share one floor region), ``pairs=neighbours|all`` (which branch pairs
+does not commit plays: b*, the rule planner's choice, or the rule planner's choice except where the
+players work separate kitchens, ``LayoutInfo.separate_kitchens``), ``pairs=neighbours|all`` (which branch pairs
 the judge compares), ``score=gain|rate`` (a rollout round's score: the gain since the decision or
 the gain per depth unit), ``next=strategy|complement`` (the rollout ego's skills after its first:
 its strategy's preferred useful skill, or the same counted against the imagined partner's skill)
@@ -34,9 +34,10 @@ NUMBERS = {"k": "k", "first": "first", "depth": "depth", "samples": "samples", "
            "nucleus": "nucleus", "mix": "mix", "interrupts": "interrupts", "hold": "hold", "sigma_r": "sigma_r", "tau": "tau"}
 #: what an uncommitted decision (kappa < theta after every round) plays: ``best`` = b*, the
 #: branch with the highest argmax probability (the paper); ``rule`` = the rule planner's choice;
-#: ``auto`` = ``rule`` where the players share one floor region and ``best`` where a counter
-#: separates them (hand-overs, which the rollouts in the real dynamics see and the rule
-#: planner's complementarity table does not; measured in docs/overforge.md)
+#: ``auto`` = ``best`` where the players share neither floor nor a counter (separate kitchens
+#: that meet only at the pots: asymmetric_advantages) and ``rule`` elsewhere (measured on tuning
+#: seeds in docs/overforge.md; forced_coordination moved to ``rule`` with the hand-over counter
+#: rules of 498b5db)
 Uncommitted = Literal["best", "rule", "auto"]
 #: which branch pairs the judge compares: ``neighbours`` in its order (the default) or ``all`` pairs
 Pairs = Literal["neighbours", "all"]
@@ -82,7 +83,8 @@ class OverForgeConfig(BaseModel):
     interrupts: bool = True
     #: an interrupted decision that does not commit keeps the running skill
     hold: bool = False
-    #: ``auto`` chosen on seeds 1000-1004 (docs/overforge.md: +8.6 [+4.9, +12.6] over ``best``)
+    #: ``auto`` chosen on seeds 1000-1004 (docs/overforge.md: +8.6 [+4.9, +12.6] over ``best``;
+    #: its forced_coordination branch on seeds 1000-1003 after 498b5db: ``rule`` +22.5 [+2.5, +44.5])
     uncommitted: Uncommitted = "auto"
     pairs: Pairs = "neighbours"
     #: ``rate`` chosen on seeds 1000-1002 (docs/overforge.md: +10.3 [+1.0, +20.7] over ``gain``)

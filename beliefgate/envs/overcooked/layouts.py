@@ -125,6 +125,17 @@ class LayoutInfo:
         """
         return _shared_floor(self)
 
+    @property
+    def separate_kitchens(self) -> bool:
+        """Do the players share neither floor nor a counter (they meet only at interactables
+        such as pots, as on asymmetric_advantages)? False on forced_coordination, whose
+        players hand items over the shared counters, and on every shared floor."""
+        if self.shared_floor:
+            return False
+        touched = [self.touching(p) for p in self.start_positions]
+        common = frozenset.intersection(*touched)
+        return not (common & frozenset(self.counters))
+
     def region(self, pos: Pos) -> frozenset:
         """The floor cells a player standing on ``pos`` can walk to (a flood fill; cached)."""
         return _region(self, tuple(pos))
