@@ -228,6 +228,19 @@ def reference_run(tmp_path_factory):
     return out, _by_key(summary.rows)
 
 
+def test_run_records_carry_the_commit_of_the_code(reference_run):
+    import json
+    import re
+
+    from beliefgate.provenance import git_commit
+
+    out, _ = reference_run
+    run, grid = (json.loads((out / name).read_text()) for name in ("run.json", "grid.json"))
+    assert run["commit"] == grid["commit"] == git_commit()
+    if run["commit"] is not None:  # a git checkout (the test suite runs from one)
+        assert re.fullmatch(r"[0-9a-f]{7,40}(\+dirty)?", run["commit"])
+
+
 def test_interrupted_run_resumes_without_duplicates_and_reruns_corrupt_logs(tmp_path, reference_run):
     _, expected = reference_run
     notes = []

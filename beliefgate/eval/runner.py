@@ -42,6 +42,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import beliefgate
 from beliefgate.fileio import atomic_write
+from beliefgate.provenance import git_commit
 from beliefgate.eval.grid import EpisodeSpec, GridSpec, ResolvedGrid, resolve_grid
 
 ROW_FORMAT = "beliefgate.eval-row/1"
@@ -373,7 +374,7 @@ class RunSummary:
                 "failed": self.failed, "notes": self.notes, "rows": len(self.rows),
                 "tables": [str(p) for p in self.tables], "executor": self.executor,
                 "wall_s": round(self.wall_s, 3), "interrupted": self.interrupted, "complete": self.complete,
-                "version": beliefgate.__version__}
+                "version": beliefgate.__version__, "commit": git_commit()}
 
 
 #: what a run directory holds (moved aside together when another grid replaces it)
@@ -425,7 +426,7 @@ def prepare_out(out: Path, resolved: ResolvedGrid) -> None:
     record = {"format": "beliefgate.grid-run/1", "spec": resolved.spec.canonical(),
               "digest": resolved.spec.digest(), "conditions": resolved.conditions,
               "skipped": resolved.skipped, "episodes": len(resolved.episodes),
-              "version": beliefgate.__version__}
+              "version": beliefgate.__version__, "commit": git_commit()}
     atomic_write(out / "grid.json", (json.dumps(record, indent=1) + "\n").encode())
 
 

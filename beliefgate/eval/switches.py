@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -38,6 +37,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 import numpy as np
 
 from beliefgate.errors import InputError
+from beliefgate.provenance import git_commit
 from beliefgate.eval.detectors import (
     BeliefTrace,
     EvidenceTrace,
@@ -277,17 +277,6 @@ class SwitchBenchmark:
         """The setting with the highest detection rate (then the lowest delay) at ``<= max_fa`` false alarms/100 steps."""
         ok = [p for p in self.sweeps[method].points if p.fa_per_100 <= max_fa]
         return max(ok, key=lambda p: (p.detection_rate, -p.mean_delay)) if ok else None
-
-
-def git_commit() -> Optional[str]:
-    """The repository commit of the running code, if it is a git checkout (for provenance)."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def check_names(partners: Sequence[str], ego: str) -> None:
