@@ -34,6 +34,8 @@ def compare(rows: list, base: str) -> None:
     by = collections.defaultdict(list)
     for r in rows:
         by[r["agent"]].append(r)
+    if base not in by:
+        sys.exit(f"no episodes of the base arm {base!r}; the arms here: {', '.join(sorted(by))}")
     common = set.intersection(*[set(map(cell, v)) for v in by.values()])
     print("matched episodes per arm", len(common))
     base_rows = [r for r in by[base] if cell(r) in common]
