@@ -5,13 +5,13 @@ Tokens: ``-rollouts`` (judgments only), ``-hierarchy`` (one flat branch set, no 
 from the posterior), ``pinned=STRATEGY`` (the strategy never changes), ``llm`` (the LLM strategy
 proposer and pairwise judge; needs a model, e.g. ``--llm-base-url``), and numeric settings
 ``k=`` (strategies per decision), ``first=`` (first skills per strategy), ``depth=`` (imagined
-steps per rollout depth unit), ``samples=`` (imagined partners per branch, the score their mean), ``mix=`` (the share of
-the uniform choice in the rollout partner's belief draw, 0..1),
+steps per rollout depth unit), ``samples=`` (imagined partners per branch, the score their mean),
+``mix=`` (the share of the uniform choice in the rollout partner's belief draw, 0..1),
 ``theta=``, ``rounds=``, ``nucleus=``, ``interrupts=0|1``, ``hold=0|1`` (an interrupted decision that
 does not commit keeps the running skill) and ``uncommitted=best|rule|auto`` (what a decision that
 does not commit plays: b*, the rule planner's choice, or the rule planner's choice except where the
-players work separate kitchens, ``LayoutInfo.separate_kitchens``), ``pairs=neighbours|all`` (which branch pairs
-the judge compares), ``score=gain|rate`` (a rollout round's score: the gain since the decision or
+players work separate kitchens, ``LayoutInfo.separate_kitchens``), ``pairs=neighbours|all``
+(which branch pairs the judge compares), ``score=gain|rate`` (a rollout round's score: the gain since the decision or
 the gain per depth unit), ``next=strategy|complement`` (the rollout ego's skills after its first:
 its strategy's preferred useful skill, or the same counted against the imagined partner's skill)
 and kappa's ``tau=`` and ``sigma_r=``.
@@ -31,7 +31,8 @@ PREFIX = "overforge"
 FLAGS = {"-rollouts": ("rollouts", False), "-hierarchy": ("hierarchy", False), "-belief": ("belief", False),
          "llm": ("llm", True)}
 NUMBERS = {"k": "k", "first": "first", "depth": "depth", "samples": "samples", "theta": "theta", "rounds": "rounds",
-           "nucleus": "nucleus", "mix": "mix", "interrupts": "interrupts", "hold": "hold", "sigma_r": "sigma_r", "tau": "tau"}
+           "nucleus": "nucleus", "mix": "mix", "interrupts": "interrupts", "hold": "hold", "sigma_r": "sigma_r",
+           "tau": "tau"}
 #: what an uncommitted decision (kappa < theta after every round) plays: ``best`` = b*, the
 #: branch with the highest argmax probability (the paper); ``rule`` = the rule planner's choice;
 #: ``auto`` = ``best`` where the players share neither floor nor a counter (separate kitchens
@@ -154,8 +155,9 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
                 raise OverForgeOptionError(f"unknown overforge option {token!r}")
         else:
             raise OverForgeOptionError(f"unknown overforge option {token!r}; use -rollouts, -hierarchy, -belief, "
-                                       "pinned=STRATEGY, llm, k=, first=, depth=, samples=, mix=, theta=, rounds=, nucleus=, "
-                                       "interrupts=, hold=, uncommitted=, pairs=, score=, next=, tau=, sigma_r=")
+                                       "pinned=STRATEGY, llm, k=, first=, depth=, samples=, mix=, theta=, rounds=, "
+                                       "nucleus=, interrupts=, hold=, uncommitted=, pairs=, score=, next=, tau=, "
+                                       "sigma_r=")
         if field in values:
             raise OverForgeOptionError(f"overforge option {field!r} given twice in {option!r}")
         values[field] = value

@@ -9,8 +9,9 @@ predictive posterior restricted to the partner's feasible skills, with the gate 
 imagined step so the posterior is the filter's own along the imagined trajectory (drawn anew
 when the partner's skill ends); ``mix`` tempers that draw towards the uniform choice
 (``(1 - mix) posterior + mix uniform``). The ``-belief`` ablation draws the partner's skill
-uniformly over its feasible skills instead (and runs no imagined filter). ``extend(steps)`` continues the same imagined trajectory, so
-later rounds deepen the branch; the score is the dish-progress gain since the decision.
+uniformly over its feasible skills instead (and runs no imagined filter). ``extend(steps)``
+continues the same imagined trajectory, so later rounds deepen the branch; the score is the
+dish-progress gain since the decision.
 
 The agent's gate is borrowed: its state is saved before and restored after every extension,
 so imagining never changes the real belief.

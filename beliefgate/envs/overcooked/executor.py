@@ -16,14 +16,10 @@ import numpy as np
 
 from beliefgate.envs.overcooked.controller import OvercookedController
 from beliefgate.envs.overcooked.dynamics import _interact_would_act, completion_matches
-from beliefgate.envs.overcooked.kitchen import clearing_targets, placement_targets
+from beliefgate.envs.overcooked.kitchen import start_targets
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, Pos, layout_info
 from beliefgate.envs.overcooked.state import SymbolicState
 from beliefgate.envs.overcooked.tables import INTERACT, STAY, pose_tables
-
-
-#: the skill that puts a held item down on a counter
-PLACE = "place_obj_on_counter"
 
 
 class SkillStatus(str, Enum):
@@ -70,15 +66,11 @@ class Executor:
 
     def start_in(self, state: SymbolicState, skill) -> None:
         """Begin ``skill`` in ``state`` as an ego does, keeping the hand-over counters of a
-        layout split by a counter usable: a hand-over goes on one, a surplus item off them
-        (:func:`~beliefgate.envs.overcooked.kitchen.placement_targets`) and, when they are all
-        occupied, a pickup clears one (:func:`~beliefgate.envs.overcooked.kitchen.clearing_targets`)."""
+        layout split by a counter usable: a hand-over goes on one, a surplus item off them and,
+        when they are all occupied, a pickup clears one
+        (:func:`~beliefgate.envs.overcooked.kitchen.start_targets`)."""
         k = self.library.index(skill)
-        name = self.library.names[k]
-        if name == PLACE:
-            allowed, excluded = placement_targets(state, self.player)
-        else:
-            allowed, excluded = clearing_targets(state, self.player, name), frozenset()
+        allowed, excluded = start_targets(state, self.player, self.library.names[k])
         self.start(k, allowed=allowed, excluded=excluded)
 
     def stop(self) -> None:

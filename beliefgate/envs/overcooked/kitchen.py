@@ -108,6 +108,19 @@ def clearing_targets(state: SymbolicState, player: int, skill: str) -> Optional[
     return cells or None
 
 
+#: the skill that puts a held item down on a counter
+PLACE = "place_obj_on_counter"
+
+
+def start_targets(state: SymbolicState, player: int, skill: str) -> Tuple[Optional[frozenset], frozenset]:
+    """``(allowed, excluded)`` target cells an ego starts ``skill`` with in ``state``: a
+    put-down by :func:`placement_targets`, a pickup by :func:`clearing_targets`;
+    ``(None, frozenset())`` means no restriction."""
+    if skill == PLACE:
+        return placement_targets(state, player)
+    return clearing_targets(state, player, skill), frozenset()
+
+
 def skill_needs(state: SymbolicState, player: int, controller: OvercookedController,
                 feasible: np.ndarray) -> Dict[str, float]:
     """How many times each feasible skill of ``player`` is needed now (0 = not useful).
