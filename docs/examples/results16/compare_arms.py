@@ -12,6 +12,7 @@ episode).
 import collections
 import sys
 
+from beliefgate.errors import InputError
 from beliefgate.eval.report import paired_bootstrap
 from beliefgate.eval.runner import load_results
 
@@ -21,8 +22,12 @@ def cell(r: dict) -> tuple:
 
 
 def load(dirs: str) -> list:
-    """The finished episodes of comma-separated run directories."""
-    return [r for d in dirs.split(",") for r in load_results(d)]
+    """The finished episodes of comma-separated run directories (a directory that is not a
+    finished run exits with its one-line error, no traceback)."""
+    try:
+        return [r for d in dirs.split(",") for r in load_results(d)]
+    except InputError as exc:
+        sys.exit(f"error: {exc}")
 
 
 def main(dirs: str, base: str) -> None:
