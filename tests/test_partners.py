@@ -201,6 +201,18 @@ def test_data_file_partner_plays_a_real_episode_and_switches_in_its_window():
     assert agent.switches_done == 1 and lo <= row.t <= hi and agent.style_name == spec.switches[0].to
 
 
+@pytest.mark.parametrize("name", ["bp-g2-onion-hi-pot-hi", "bp-g2-onion-lo-pot-lo"])
+def test_staging_partner_on_the_pot_side_pots_its_onions(name):
+    """On forced_coordination's pot side nobody can take a staged onion to a pot: a staging style
+    pots it itself and does not count counter onions as on their way (they once looped: 0 soups)."""
+    from beliefgate.eval.episode import run_episode
+
+    result = run_episode("forced_coordination", "balanced", name, seed=1000, horizon=250, seat=1)
+    steps = result.trajectory.steps
+    potted = sum(1 for row in steps for e in row.events[0] if e.startswith("potting:"))
+    assert potted >= 6 and result.summary["reward"] > 0
+
+
 def test_cli_partner_file_episode_and_listing(tmp_path):
     good = write(tmp_path, GOOD)
     proc = subprocess.run([str(BIN), "episode", "--layout", "cramped_room", "--partner", str(good),

@@ -618,6 +618,8 @@ class ScriptedAgent:
         passing = shared_counters(self.layout) if (self.style.pass_on_counters or len(_regions(self.layout)) > 1) else None
         if held == "onion":
             pot_w, stage_w = self.style.weight("put_onion_in_pot"), self.style.weight("place_obj_on_counter")
+            if stage_w > 0 and not self._teammate_can_pot(state):
+                stage_w = 0.0  # nobody to hand over to (forced_coordination's pot side): pot it
             if stage_w > 0 and pot_w > 0 and self.rng.random() < stage_w / (pot_w + stage_w):
                 # a staging style hands the onion over on a counter
                 if self._start("place_obj_on_counter", state, allowed=passing):
@@ -689,12 +691,18 @@ class ScriptedAgent:
     def layout_pots(self) -> Tuple[Pos, ...]:
         return layout_info(self.layout).pots
 
-    def _can_reach(self, state: SymbolicState, cells) -> bool:
-        me = state.players[self.player]
+    def _can_reach(self, state: SymbolicState, cells, player: Optional[int] = None) -> bool:
+        """Can ``player`` (default: this partner) reach one of ``cells`` (ignoring other players)?"""
+        me = state.players[self.player if player is None else player]
         tables = self.controller.tables
         pose = tables.pose(me.position, me.orientation)
         idx = [tables.inter_index[c] for c in cells]
         return bool(idx) and bool(np.isfinite(tables.dist[idx, pose]).any())
+
+    def _teammate_can_pot(self, state: SymbolicState) -> bool:
+        """Can another player reach a pot? (Not on forced_coordination's supply side.)"""
+        pots = self.layout_pots()
+        return any(self._can_reach(state, pots, i) for i in range(len(state.players)) if i != self.player)
 
     def _others_holding(self, state: SymbolicState, name: str) -> int:
         return sum(1 for i, p in enumerate(state.players) if i != self.player and p.held == name)
@@ -705,7 +713,10 @@ class ScriptedAgent:
         on_counters = sum(1 for o in state.counters if o.name == "onion" and o.position not in self.my_drops)
         if self._can_reach(state, self.layout_pots()):
             need = missing - in_flight
-            if self.style.weight("place_obj_on_counter") > 0:  # a staging style counts what it staged
+            if self.style.weight("place_obj_on_counter") > 0 and self._teammate_can_pot(state):
+                # a staging style counts the onions on counters as on their way to a pot -- while a
+                # teammate can carry them there; where none can (forced_coordination's pot side)
+                # they are this partner's to pot, so they do not lower its need
                 need -= sum(1 for o in state.counters if o.name == "onion")
             if self.style.stage_extra_onions:
                 need += max(0, 2 - on_counters)
