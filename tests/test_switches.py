@@ -225,6 +225,13 @@ def test_cli_end_to_end_two_seeds(tmp_path):
         assert len(m["points"]) >= 5, name
         for p in m["points"]:
             assert 0 <= p["detection_rate"] <= 1 and p["false_alarms_per_100_steps"] >= 0
+        for p in m["points"]:
+            sub = p["detection_by_subset"]
+            assert set(sub) == {"established", "identifiable"}
+            assert all(v["detected"] <= v["switches"] <= p["switches"] for v in sub.values())
+    sep = data["diagnostics"]["separability"]
+    assert 0 <= sep["share_identifiable"] <= sep["share_llr_gt_log10"] <= 1
+    assert "identifiable" in proc.stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     bad = subprocess.run([str(BIN), "switches", "--seeds", "1", "--partner", "no-such-partner"],
                          capture_output=True, text=True, timeout=120)
@@ -241,3 +248,50 @@ def test_tuning_finds_a_setting_within_the_budget():
     assert best is not None and best["fa_per_100"] <= 1.0
     params = sw.recommended_params(result)
     assert params.tau_obs == best["tau_obs"] and params.cooldown == best["cooldown"]
+
+
+def _episode(steps, truth, hidden):
+    from beliefgate.eval.switches import EpisodeTrace
+
+    return EpisodeTrace("synthetic", "p", 0, ("s0", "s1", "s2"), steps, EvidenceTrace.from_steps(steps),
+                        np.asarray(hidden), np.asarray(truth))
+
+
+def test_switch_evidence_measures_both_halves_of_a_switch():
+    """An old skill that ran 60 steps is established and identifiable; one that ran a single step
+    (after a visible completion) is neither: its one action cannot establish it."""
+    from beliefgate.eval import switches as sw
+
+    steps, hidden = synthetic(switch_at=60, T=120, seed=3)
+    truth = np.where(np.arange(120) < 60, 0, 1)
+    ev = sw.switch_evidence(_episode(steps, truth, hidden))
+    loglik = EvidenceTrace.from_steps(steps).loglik
+    assert ev.steps.tolist() == [60] and ev.pre_steps.tolist() == [60]
+    assert ev.pre_llr[0] == pytest.approx(np.sum(loglik[:60, 0] - loglik[:60, 1]))
+    assert ev.post_llr[0] == pytest.approx(np.sum(loglik[60:70, 1] - loglik[60:70, 0]))
+    assert ev.established.tolist() == [True] and ev.identifiable.tolist() == [True]
+
+    # the partner completed skill 2 at step 58, started skill 0 at 59 and switched to 1 at 60
+    steps, hidden = synthetic(switch_at=60, T=120, seed=3, completion_at=58)
+    truth = np.where(np.arange(120) < 59, 2, np.where(np.arange(120) < 60, 0, 1))
+    ev = sw.switch_evidence(_episode(steps, truth, hidden))
+    assert ev.pre_steps.tolist() == [1]
+    loglik = EvidenceTrace.from_steps(steps).loglik
+    assert ev.pre_llr[0] == pytest.approx(loglik[59, 0] - loglik[59, 1])
+    assert abs(ev.pre_llr[0]) < sw.IDENTIFIABLE_LLR  # one action is at most 7:1 here
+    assert ev.established.tolist() == [False] and ev.identifiable.tolist() == [False]
+    sep = sw.separability([_episode(steps, truth, hidden)])
+    assert sep["share_identifiable"] == 0.0 and sep["share_pre_one_step"] == 1.0
+
+
+def test_detection_by_subset_counts_only_the_subset():
+    from beliefgate.eval.detectors import EpisodeScore
+    from beliefgate.eval.switches import SwitchBenchmarkError, summarise
+
+    scores = [EpisodeScore([2, 10, 1], [True, False, True], 0, 100), EpisodeScore([10], [False], 1, 100)]
+    masks = [np.array([True, True, False]), np.array([True])]
+    p = summarise(scores, 1.0, n_boot=50, subsets={"x": masks})
+    assert p.by_subset["x"] == (3, 1, pytest.approx(1 / 3))
+    assert p.detection_rate == pytest.approx(0.5)
+    with pytest.raises(SwitchBenchmarkError, match="2 episodes"):
+        summarise(scores, 1.0, n_boot=50, subsets={"x": masks[:1]})

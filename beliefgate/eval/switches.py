@@ -56,7 +56,7 @@ DEFAULT_LAYOUTS = ("cramped_room", "asymmetric_advantages", "coordination_ring",
 GATE_TAUS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7)
 CP_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 NAIVE_TAUS = (0.01, 0.02, 0.03, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5)
-CUSUM_HS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
+CUSUM_HS = (0.5, 1.0, 1.5, 2.0, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 8.0, 10.0)
 BOCPD_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 METHODS = ("stable-MAP gate", "change-point gate", "naive threshold", "CUSUM (LLR)", "BOCPD")
 
@@ -170,20 +170,29 @@ class PointStats:
     steps: int
     fa_per_100: float
     fa_ci: Tuple[float, float]
+    #: detection on the subsets of :data:`SUBSETS`: ``{name: (switches, detected, rate)}``
+    by_subset: Dict[str, Tuple[int, int, float]] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
         def num(x):
             return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
         return {"value": self.value, "switches": self.switches, "detected": self.detected,
+                "detection_by_subset": {k: {"switches": n, "detected": d, "detection_rate": num(r)}
+                                        for k, (n, d, r) in self.by_subset.items()},
                 "detection_rate": num(self.detection_rate), "detection_ci": [num(v) for v in self.detection_ci],
                 "mean_delay": num(self.mean_delay), "delay_ci": [num(v) for v in self.delay_ci],
                 "delay_detected": num(self.delay_detected), "false_alarms": self.false_alarms, "steps": self.steps,
                 "false_alarms_per_100_steps": num(self.fa_per_100), "false_alarms_ci": [num(v) for v in self.fa_ci]}
 
 
-def summarise(scores: Sequence, value: float, n_boot: int = 2000, seed: int = 0, name: str = "") -> PointStats:
-    """Pool per-episode :class:`~beliefgate.eval.detectors.EpisodeScore` s, with bootstrap intervals."""
+def summarise(scores: Sequence, value: float, n_boot: int = 2000, seed: int = 0, name: str = "",
+              subsets: Optional[Dict[str, Sequence[np.ndarray]]] = None) -> PointStats:
+    """Pool per-episode :class:`~beliefgate.eval.detectors.EpisodeScore` s, with bootstrap intervals.
+
+    ``subsets`` (``{name: [bool[S_e] per episode]}``, in switch order) adds the detection rate on
+    those switches alone (:attr:`PointStats.by_subset`).
+    """
     from beliefgate.eval.report import bootstrap_mean_ci
 
     detected = [float(d) for s in scores for d in s.detected]
@@ -195,9 +204,15 @@ def summarise(scores: Sequence, value: float, n_boot: int = 2000, seed: int = 0,
     hit = [dl for s in scores for dl, ok in zip(s.delays, s.detected) if ok]
     steps = sum(s.steps for s in scores)
     fas = sum(s.false_alarms for s in scores)
+    by_subset = {}
+    for key, masks in (subsets or {}).items():
+        if len(masks) != len(scores):
+            raise SwitchBenchmarkError(f"subset {key!r}: {len(masks)} masks for {len(scores)} episodes")
+        hits = [bool(d) for s, m in zip(scores, masks) for d, keep in zip(s.detected, m) if keep]
+        by_subset[key] = (len(hits), int(sum(hits)), float(np.mean(hits)) if hits else float("nan"))
     return PointStats(float(value), len(detected), int(sum(detected)), rate, (rlo, rhi), delay, (dlo, dhi),
                       float(np.mean(hit)) if hit else float("nan"), fas, steps,
-                      100.0 * fas / steps if steps else float("nan"), (flo, fhi))
+                      100.0 * fas / steps if steps else float("nan"), (flo, fhi), by_subset)
 
 
 # ------------------------------------------------------------------------------- methods
@@ -356,20 +371,22 @@ def evaluate_traces(traces: Sequence[EpisodeTrace], params, window: int = 10, n_
     beliefs = beliefs if beliefs is not None else [gate_pass(tr, params) for tr in traces]
     cache: Dict[Tuple[int, str], Any] = {}
     table = method_alarms(params, cache)
+    per_switch = [switch_evidence(tr, window) for tr in traces]
+    subsets = {key: [rule(e) for e in per_switch] for key, rule in SUBSETS.items()}
     sweeps: Dict[str, Sweep] = {}
     for name in methods:
         parameter, values, fn = table[name]
         points = []
         for v in values:
             scores = [score_alarms(fn(tr, b, v), tr.hidden, window) for tr, b in zip(traces, beliefs)]
-            points.append(summarise(scores, v, n_boot, name=f"{name}/{v}"))
+            points.append(summarise(scores, v, n_boot, name=f"{name}/{v}", subsets=subsets))
         operating = None
         if name == "stable-MAP gate":
             scores = [score_alarms(b.interrupt, tr.hidden, window) for tr, b in zip(traces, beliefs)]
-            operating = summarise(scores, params.tau_obs, n_boot, name=f"{name}/operating")
+            operating = summarise(scores, params.tau_obs, n_boot, name=f"{name}/operating", subsets=subsets)
         elif name == "change-point gate":
             scores = [score_alarms(b.changepoint, tr.hidden, window) for tr, b in zip(traces, beliefs)]
-            operating = summarise(scores, params.cp_threshold, n_boot, name=f"{name}/operating")
+            operating = summarise(scores, params.cp_threshold, n_boot, name=f"{name}/operating", subsets=subsets)
         settings = {"stable-MAP gate": {k: getattr(params, k) for k in ("confidence_floor", "n_stable", "cooldown",
                                                                          "likelihood_scale", "reference")},
                     "change-point gate": {"cp_release/cp_threshold": params.cp_release / params.cp_threshold,
@@ -380,7 +397,8 @@ def evaluate_traces(traces: Sequence[EpisodeTrace], params, window: int = 10, n_
                               "release/threshold": params.cp_release / params.cp_threshold}}[name]
         sweeps[name] = Sweep(name, parameter, points, operating, settings)
     pruned = sum(v.pruned_mass for v in cache.values())
-    diagnostics = {"separability": separability(traces, window), **belief_diagnostics(traces, beliefs, window)}
+    diagnostics = {"separability": separability(traces, window, per_switch=per_switch),
+                   **belief_diagnostics(traces, beliefs, window)}
     per_episode = [{"layout": tr.layout, "partner": tr.partner, "seed": tr.seed, "switches": tr.num_switches,
                     "steps": len(tr.hidden)} for tr in traces]
     return SwitchBenchmark(dict(config or {}), len(traces), sum(tr.num_switches for tr in traces),
@@ -568,35 +586,94 @@ def recommended_params(tuning: Dict[str, Any], gate: str = "stable_map"):
 
 
 # ------------------------------------------------------------------------------ separability
+#: a switch is *established* when the old skill had run at least this many steps before it
+#: (the same minimum :func:`beliefgate.eval.replay.ground_truth` asks of the new skill)
+ESTABLISHED_STEPS = 3
+#: both halves of an *identifiable* switch favour their true skill by more than this log ratio (10:1)
+IDENTIFIABLE_LLR = math.log(10.0)
+
+
+@dataclass
+class SwitchEvidence:
+    """What the evidence says about each hidden switch of one episode, with the true skills known
+    (old ``o`` = true skill before the switch, new ``n`` after); arrays in switch order.
+
+    ``pre_steps``: how long ``o`` had run (back to its start or the last visible completion);
+    ``pre_llr``: ``sum w_t (loglik_t(o) - loglik_t(n))`` over those steps (does the evidence
+    before the switch tell the old skill from the new one?); ``post_llr``: ``sum w_t
+    (loglik_t(n) - loglik_t(o))`` over ``[s, s + window)`` while ``n`` still runs;
+    ``first_positive``: the first step of that window (from 0) where the running sum is > 0 (-1: never).
+    """
+
+    steps: np.ndarray
+    pre_steps: np.ndarray
+    pre_llr: np.ndarray
+    post_llr: np.ndarray
+    first_positive: np.ndarray
+
+    @property
+    def established(self) -> np.ndarray:
+        return self.pre_steps >= ESTABLISHED_STEPS
+
+    @property
+    def identifiable(self) -> np.ndarray:
+        return (self.pre_llr > IDENTIFIABLE_LLR) & (self.post_llr > IDENTIFIABLE_LLR)
+
+
+def switch_evidence(trace: EpisodeTrace, window: int = 10) -> SwitchEvidence:
+    """:class:`SwitchEvidence` of every hidden switch of ``trace`` (no belief involved)."""
+    ev, truth = trace.evidence, trace.truth
+    switches = np.flatnonzero(trace.hidden)
+    pre_steps, pre_llr, post_llr, first_positive = [], [], [], []
+    for s in switches:
+        o, n = int(truth[s - 1]), int(truth[s])
+        r = s - 1
+        while r > 0 and truth[r - 1] == o and ev.completed[r - 1] < 0:
+            r -= 1
+        pre_steps.append(s - r)
+        pre_llr.append(float(np.sum(ev.weight[r:s] * (ev.loglik[r:s, o] - ev.loglik[r:s, n]))))
+        total, first = 0.0, -1
+        for t in range(s, min(s + window, len(truth))):
+            if truth[t] != n:
+                break
+            total += ev.weight[t] * (ev.loglik[t, n] - ev.loglik[t, o])
+            if first < 0 and total > 0:
+                first = t - s
+        post_llr.append(total)
+        first_positive.append(first)
+    return SwitchEvidence(switches, np.asarray(pre_steps, dtype=int), np.asarray(pre_llr, dtype=float),
+                          np.asarray(post_llr, dtype=float), np.asarray(first_positive, dtype=int))
+
+
+#: the switch subsets every scored point also reports (``PointStats.by_subset``)
+SUBSETS: Dict[str, Callable[[SwitchEvidence], np.ndarray]] = {
+    "established": lambda e: e.established,
+    "identifiable": lambda e: e.identifiable,
+}
+
+
 def separability(traces: Sequence[EpisodeTrace], window: int = 10,
-                 taus: Sequence[float] = (0.05, 0.1, 0.2)) -> Dict[str, Any]:
+                 taus: Sequence[float] = (0.05, 0.1, 0.2),
+                 per_switch: Optional[Sequence[SwitchEvidence]] = None) -> Dict[str, Any]:
     """How much the evidence itself allows, measured with the true skills (no belief involved).
 
-    * for every hidden switch (old skill ``o`` = true skill before, new ``n`` after), the
-      oracle log-likelihood ratio ``sum w_t (loglik_t(n) - loglik_t(o))`` over the steps
-      ``[s, s + window)`` on which the new skill still runs: a switch whose ratio stays
-      at or below 0 is invisible to any detector that compares the two skills;
+    * after the switch: the oracle log-likelihood ratio of :class:`SwitchEvidence`
+      (``post_llr``): a switch whose ratio stays at or below 0 is invisible to any detector
+      that compares the two skills;
+    * before it: ``pre_llr``. A change is only visible as a change when the actions before it
+      favour the old skill over the new one; a switch whose old skill ran one step, or whose
+      pre-switch actions fit the new skill as well, looks to any detector like a partner that
+      was doing the new skill all along. ``share_identifiable`` = both halves above log 10
+      (:data:`IDENTIFIABLE_LLR`): a ceiling, measured, on what a detector can be asked to find;
     * on every other step with a known true skill, how often a single action is
       ``tau`` times likelier under another feasible skill than under the true one -- the
       false-alarm floor of a one-step contradiction rule even with a perfect belief.
     """
-    llrs: List[float] = []
-    first_positive: List[int] = []
+    per_switch = per_switch if per_switch is not None else [switch_evidence(tr, window) for tr in traces]
     counts = {tau: 0 for tau in taus}
     steps = 0
     for tr in traces:
         ev, truth = tr.evidence, tr.truth
-        for s in np.flatnonzero(tr.hidden):
-            o, n = int(truth[s - 1]), int(truth[s])
-            total, first = 0.0, -1
-            for t in range(s, min(s + window, len(truth))):
-                if truth[t] != n:
-                    break
-                total += ev.weight[t] * (ev.loglik[t, n] - ev.loglik[t, o])
-                if first < 0 and total > 0:
-                    first = t - s
-            llrs.append(total)
-            first_positive.append(first)
         covered = switch_windows(tr.hidden, window)
         for t in np.flatnonzero((truth >= 0) & ~covered & (ev.weight > 0)):
             k = int(truth[t])
@@ -606,14 +683,28 @@ def separability(traces: Sequence[EpisodeTrace], window: int = 10,
             steps += 1
             for tau in taus:
                 counts[tau] += bool(gap < np.log(tau))
-    llr = np.asarray(llrs)
-    fp = np.asarray(first_positive)
+
+    def cat(key):
+        return np.concatenate([getattr(e, key) for e in per_switch]) if per_switch else np.zeros(0)
+
+    llr, pre, pre_n, fp = cat("post_llr"), cat("pre_llr"), cat("pre_steps"), cat("first_positive")
+    ident, est = cat("identifiable"), cat("established")
+
+    def share(mask):
+        return float(np.mean(mask)) if llr.size else None
+
     return {
         "switches": int(llr.size),
         "oracle_llr_median": float(np.median(llr)) if llr.size else None,
-        "share_llr_le_0": float(np.mean(llr <= 0)) if llr.size else None,
-        "share_llr_gt_log10": float(np.mean(llr > np.log(10))) if llr.size else None,
-        "share_positive_within_3": float(np.mean((fp >= 0) & (fp < 3))) if fp.size else None,
+        "share_llr_le_0": share(llr <= 0),
+        "share_llr_gt_log10": share(llr > IDENTIFIABLE_LLR),
+        "share_positive_within_3": share((fp >= 0) & (fp < 3)),
+        "pre_steps_median": float(np.median(pre_n)) if llr.size else None,
+        "share_pre_one_step": share(pre_n == 1),
+        "share_established": share(est),
+        "share_pre_llr_gt_log10": share(pre > IDENTIFIABLE_LLR),
+        "share_identifiable": share(ident),
+        "share_identifiable_of_established": float(np.mean(ident[est])) if est.any() else None,
         "evidence_steps": steps,
         "true_skill_contradiction_per_100_steps": {str(tau): 100.0 * counts[tau] / steps if steps else None
                                                   for tau in taus},
@@ -692,19 +783,22 @@ def summary_table(bench: SwitchBenchmark, max_fa: float = 1.0):
     window = bench.config.get("window", "?")
     table = Table(title=f"{bench.switches} hidden switches in {bench.episodes} episodes ({bench.steps} steps); "
                         f"detection within {window} steps; 95% bootstrap CIs")
-    for col in ("method", "setting", "detection", "mean delay", "false alarms / 100 steps"):
+    sizes = next((p.by_subset for sw in bench.sweeps.values() for p in sw.points if p.by_subset), {})
+    subset_cols = [f"{key} ({sizes[key][0]})" for key in SUBSETS if key in sizes]
+    for col in ("method", "setting", "detection", *subset_cols, "mean delay", "false alarms / 100 steps"):
         table.add_column(col, justify="left" if col in ("method", "setting") else "right")
 
     def row(name: str, label: str, p: PointStats) -> None:
-        table.add_row(name, label, _ci(p.detection_rate, p.detection_ci, "{:.1%}"), _ci(p.mean_delay, p.delay_ci),
-                      _ci(p.fa_per_100, p.fa_ci))
+        subset = [f"{p.by_subset[key][2]:.1%}" if key in p.by_subset else "-" for key in SUBSETS if key in sizes]
+        table.add_row(name, label, _ci(p.detection_rate, p.detection_ci, "{:.1%}"), *subset,
+                      _ci(p.mean_delay, p.delay_ci), _ci(p.fa_per_100, p.fa_ci))
 
     for name, sw in bench.sweeps.items():
         if sw.operating_point is not None:
             row(name, f"given: {sw.parameter}={sw.operating_point.value:g}", sw.operating_point)
         best = bench.best_point(name, max_fa)
         if best is None:
-            table.add_row(name, f"no {sw.parameter} within {max_fa:g} FA/100", "-", "-", "-")
+            table.add_row(name, f"no {sw.parameter} within {max_fa:g} FA/100", *["-"] * (3 + len(subset_cols)))
         else:
             row(name, f"best at <= {max_fa:g} FA/100: {sw.parameter}={best.value:g}", best)
     return table
@@ -741,4 +835,7 @@ def tuning_lines(result: Dict[str, Any]) -> List[str]:
                      f"{sep['share_positive_within_3']:.0%} of switches favour the new skill within 3 steps; with the "
                      f"true skill known, one action contradicts it (tau 0.05/0.1/0.2) "
                      + "/".join(f"{floor[k]:.2f}" for k in sorted(floor, key=float)) + " times per 100 steps")
+        if sep.get("share_identifiable") is not None:
+            lines.append(f"identifiable switches (both halves' oracle LLR > log 10): {sep['share_identifiable']:.0%}; "
+                         f"the old skill ran one step before {sep['share_pre_one_step']:.0%} of them")
     return lines
