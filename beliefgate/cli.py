@@ -222,6 +222,7 @@ def switches(
     n_boot: int = typer.Option(2000, min=100, help="bootstrap resamples per interval"),
     out: Optional[Path] = typer.Option(None, help="write the full JSON result (config included) here"),
     plot: Optional[Path] = typer.Option(None, help="write the false-alarm/delay trade-off PNG here"),
+    md: Optional[Path] = typer.Option(None, help="write the summary table as Markdown here (for docs)"),
     cache: Optional[Path] = typer.Option(None, help="folder of played episodes to reuse (logged there on first use)"),
     tune: bool = typer.Option(False, "--tune", help="search gate settings on these seeds instead (see docs/switches.md)"),
     max_fa: float = typer.Option(1.0, min=0.0, help="false-alarm budget per 100 steps (best points, --tune)"),
@@ -237,7 +238,7 @@ def switches(
     from beliefgate.errors import InputError, LookupFailure
     from beliefgate.eval import switches as sw
 
-    for flag, path in (("--out", out), ("--plot", plot), ("--params-out", params_out)):
+    for flag, path in (("--out", out), ("--plot", plot), ("--md", md), ("--params-out", params_out)):
         check_output_path(flag, path)
     check_output_path("--cache", cache, folder=True)
     try:
@@ -277,6 +278,8 @@ def switches(
         return
     if plot is not None:
         sw.plot_tradeoff(bench, plot, max_fa=max_fa)
+    if md is not None:
+        md.write_text(sw.summary_markdown(bench, max_fa), encoding="utf-8")
     if as_json:
         print(json.dumps(result, indent=2))
         return

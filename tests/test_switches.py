@@ -211,10 +211,10 @@ def test_benchmark_on_recorded_episodes_gates_beat_naive(tmp_path):
 
 
 def test_cli_end_to_end_two_seeds(tmp_path):
-    out, png = tmp_path / "s.json", tmp_path / "s.png"
+    out, png, md = tmp_path / "s.json", tmp_path / "s.png", tmp_path / "s.md"
     proc = subprocess.run([str(BIN), "switches", "--seeds", "2", "--first-seed", "5", "--layout", "coordination_ring",
                            "--partner", "bp-g1-dish-lo-eager-lo", "--partner", "bp-g2-onion-lo-pot-lo",
-                           "--n-boot", "200", "--out", str(out), "--plot", str(png)],
+                           "--n-boot", "200", "--out", str(out), "--plot", str(png), "--md", str(md)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "CUSUM" in proc.stdout and "BOCPD" in proc.stdout and "naive rule needs" in proc.stdout
@@ -232,6 +232,11 @@ def test_cli_end_to_end_two_seeds(tmp_path):
     sep = data["diagnostics"]["separability"]
     assert 0 <= sep["share_identifiable"] <= sep["share_llr_gt_log10"] <= 1
     assert "identifiable" in proc.stdout
+    text = md.read_text()
+    table = [line for line in text.splitlines() if line.startswith("| ")]
+    assert table[0].startswith("| method | setting | detection | established (") and len(table) == 1 + 7
+    assert f"Seeds 5-6, layouts coordination_ring, 2 partners, commit {data['config']['commit']}" in text
+    assert f"{sep['share_identifiable']:.1%} of the switches identifiable" in text
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     bad = subprocess.run([str(BIN), "switches", "--seeds", "1", "--partner", "no-such-partner"],
                          capture_output=True, text=True, timeout=120)

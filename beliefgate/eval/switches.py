@@ -776,32 +776,69 @@ def _ci(x: float, ci: Tuple[float, float], fmt: str = "{:.2f}") -> str:
     return f"{fmt.format(x)} [{fmt.format(lo)}, {fmt.format(hi)}]"
 
 
-def summary_table(bench: SwitchBenchmark, max_fa: float = 1.0):
-    """A rich table: the gates at their given settings, and every method's best point within ``max_fa``."""
-    from rich.table import Table
-
+def summary_rows(bench: SwitchBenchmark, max_fa: float = 1.0) -> Tuple[str, List[str], List[List[str]]]:
+    """``(title, columns, rows)``: the gates at their given settings and every method's best point within
+    ``max_fa``, with the detection rate on each subset of :data:`SUBSETS` (what :func:`summary_table`
+    and :func:`summary_markdown` print)."""
     window = bench.config.get("window", "?")
-    table = Table(title=f"{bench.switches} hidden switches in {bench.episodes} episodes ({bench.steps} steps); "
-                        f"detection within {window} steps; 95% bootstrap CIs")
+    title = (f"{bench.switches} hidden switches in {bench.episodes} episodes ({bench.steps} steps); "
+             f"detection within {window} steps; 95% bootstrap CIs")
     sizes = next((p.by_subset for sw in bench.sweeps.values() for p in sw.points if p.by_subset), {})
-    subset_cols = [f"{key} ({sizes[key][0]})" for key in SUBSETS if key in sizes]
-    for col in ("method", "setting", "detection", *subset_cols, "mean delay", "false alarms / 100 steps"):
-        table.add_column(col, justify="left" if col in ("method", "setting") else "right")
+    keys = [key for key in SUBSETS if key in sizes]
+    columns = ["method", "setting", "detection", *[f"{key} ({sizes[key][0]})" for key in keys], "mean delay",
+               "false alarms / 100 steps"]
+    rows: List[List[str]] = []
 
     def row(name: str, label: str, p: PointStats) -> None:
-        subset = [f"{p.by_subset[key][2]:.1%}" if key in p.by_subset else "-" for key in SUBSETS if key in sizes]
-        table.add_row(name, label, _ci(p.detection_rate, p.detection_ci, "{:.1%}"), *subset,
-                      _ci(p.mean_delay, p.delay_ci), _ci(p.fa_per_100, p.fa_ci))
+        subset = [f"{p.by_subset[key][2]:.1%}" if key in p.by_subset else "-" for key in keys]
+        rows.append([name, label, _ci(p.detection_rate, p.detection_ci, "{:.1%}"), *subset,
+                     _ci(p.mean_delay, p.delay_ci), _ci(p.fa_per_100, p.fa_ci)])
 
     for name, sw in bench.sweeps.items():
         if sw.operating_point is not None:
             row(name, f"given: {sw.parameter}={sw.operating_point.value:g}", sw.operating_point)
         best = bench.best_point(name, max_fa)
         if best is None:
-            table.add_row(name, f"no {sw.parameter} within {max_fa:g} FA/100", *["-"] * (3 + len(subset_cols)))
+            rows.append([name, f"no {sw.parameter} within {max_fa:g} FA/100", *["-"] * (len(columns) - 2)])
         else:
             row(name, f"best at <= {max_fa:g} FA/100: {sw.parameter}={best.value:g}", best)
+    return title, columns, rows
+
+
+def summary_table(bench: SwitchBenchmark, max_fa: float = 1.0):
+    """A rich table of :func:`summary_rows`."""
+    from rich.table import Table
+
+    title, columns, rows = summary_rows(bench, max_fa)
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("method", "setting") else "right")
+    for r in rows:
+        table.add_row(*r)
     return table
+
+
+def summary_markdown(bench: SwitchBenchmark, max_fa: float = 1.0) -> str:
+    """:func:`summary_rows` as a Markdown block headed by what made it (seeds, layouts, commit), with the
+    evidence's own limits (:func:`separability`) under the table."""
+    title, columns, rows = summary_rows(bench, max_fa)
+    cfg = bench.config
+    lines = [f"{title}. Seeds {_seed_text(cfg.get('seeds', []))}, layouts {', '.join(cfg.get('layouts', []))}, "
+             f"{len(cfg.get('partners', []))} partners, commit {cfg.get('commit') or '?'}.", "",
+             "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(c.replace("<=", "≤") for c in r) + " |" for r in rows]
+    sep = bench.diagnostics.get("separability") or {}
+    if sep.get("share_identifiable") is not None:
+        floor = sep["true_skill_contradiction_per_100_steps"]
+        lines += ["", f"Evidence (true skills known): {sep['share_identifiable']:.1%} of the switches identifiable "
+                      f"(oracle LLR > log 10 before and after), {sep['share_established']:.1%} established (old skill "
+                      f"ran ≥ {ESTABLISHED_STEPS} steps; {sep['share_identifiable_of_established']:.1%} of those "
+                      f"identifiable); the old skill ran one step before {sep['share_pre_one_step']:.1%}; after the "
+                      f"switch {sep['share_llr_gt_log10']:.1%} reach LLR > log 10 (median "
+                      f"{sep['oracle_llr_median']:.2f}); one action contradicts the true skill (tau 0.05/0.1/0.2) "
+                      + "/".join(f"{floor[k]:.2f}" for k in sorted(floor, key=float)) + " times per 100 steps; "
+                      f"pre-update MAP accuracy {bench.diagnostics.get('pre_update_map_accuracy', float('nan')):.3f}."]
+    return "\n".join(lines) + "\n"
 
 
 def naive_false_alarms_at(bench: SwitchBenchmark, delay: float) -> Optional[float]:
