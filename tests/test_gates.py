@@ -428,3 +428,81 @@ def test_gate_interrupt_modes():
     assert G.gate_interrupt("either", True, False, False) is True
     with pytest.raises(ValueError, match="unknown gate mode 'both'"):
         G.gate_interrupt("both", True, True)
+
+
+# --------------------------------------------------------------------------- CUSUM gate
+
+
+def test_cusum_update_accumulates_restarts_and_fires():
+    cfg = G.CusumConfig(2.0)
+    st = G.cusum_init(3)
+    ll = np.log(np.array([0.2, 0.6, 0.2]))  # skill 1 explains the action 3x better than skill 0
+    st, info = G.cusum_update(cfg, st, 0, ll, None)
+    assert info.statistic == pytest.approx(math.log(3)) and not info.fired
+    assert info.suppressed_reason == G.REASON_BELOW_THRESHOLD
+    st, info = G.cusum_update(cfg, st, 0, None, None)  # excluded step: nothing changes
+    assert info.statistic == pytest.approx(math.log(3)) and info.suppressed_reason == G.REASON_EXCLUDED
+    st, info = G.cusum_update(cfg, st, 0, ll, None)
+    assert info.fired and info.statistic == pytest.approx(2 * math.log(3)) and st.num_fires == 1
+    assert not st.sums.any()  # an alarm restarts every sum
+    st, _ = G.cusum_update(cfg, st, 0, ll, np.array([True, False, True]))  # skill 1 infeasible: no gain
+    assert not st.sums.any()
+    st, _ = G.cusum_update(cfg, st, 0, ll, None)
+    assert st.sums[1] > 0
+    st2, info = G.cusum_update(cfg, st, 2, ll, None)  # the reference changed: restart, then this step
+    assert info.reference == 2 and st2.sums[1] == pytest.approx(math.log(3)) and st2.sums[0] == 0
+    st3, info = G.cusum_update(cfg, st, 0, ll, None, completed=1)  # completion: restart after the step
+    assert info.statistic == pytest.approx(2 * math.log(3)) and info.fired and not st3.sums.any()
+    # the observation is impossible under the reference: infinite evidence, fires at once
+    _, info = G.cusum_update(cfg, G.cusum_init(3), 0, np.array([-np.inf, -1.0, -np.inf]), None)
+    assert info.fired and info.statistic == math.inf
+
+
+def test_cusum_gate_drives_the_interrupt_and_matches_its_replay():
+    """A Gate with gate="cusum": its interrupts are the CUSUM rule on its own pre-update MAP
+    (beliefgate.eval.detectors.cusum_alarms replays it), idle egos are not interrupted, and a
+    gate with another mode carries no CUSUM state."""
+    from beliefgate.beliefs.evidence import StepEvidence
+    from beliefgate.eval.detectors import EvidenceTrace, cusum_alarms
+
+    rng = np.random.default_rng(4)
+    K, A = 3, 4
+    table = np.full((K, A), 0.3 / (A - 1))
+    table[np.arange(K), np.arange(K)] = 0.7
+    lp = np.log(table)
+    steps = []
+    for t in range(200):
+        z = 0 if t < 60 else (1 if t < 130 else 2)
+        a = int(rng.integers(A)) if rng.random() < 0.15 else z
+        mask = np.zeros(A, dtype=bool)
+        mask[a] = True
+        steps.append(StepEvidence(lp, mask, 0.0 if t % 17 == 5 else 1.0, 0 if t == 40 else None, None))
+    params = GateParams(gate="cusum", cusum_h=3.0)
+    gate = Gate.from_logprobs(K, params)
+    decisions = [gate.step_evidence(ev) for ev in steps]
+    interrupts = np.array([d.interrupt for d in decisions])
+    refs = np.array([d.info.map_skill for d in decisions])
+    replay = cusum_alarms(EvidenceTrace.from_steps(steps), refs, 3.0)
+    assert np.array_equal(interrupts, replay)
+    assert interrupts[60:70].any() and interrupts[130:140].any()  # both switches within 10 steps
+    assert gate.state.cusum.num_fires == interrupts.sum()
+    assert all(d.info.cusum.fired == d.interrupt for d in decisions)
+    # ego idle: the alarm is reported, the interrupt suppressed
+    idle = Gate.from_logprobs(K, params)
+    ds = [idle.step_evidence(ev, ego_active=False) for ev in steps[:80]]
+    assert any(d.info.cusum.fired for d in ds) and not any(d.interrupt for d in ds)
+    assert {d.info.suppressed_reason for d in ds if d.info.cusum.fired} == {"ego_idle"}
+    plain = Gate.from_logprobs(K, GateParams())
+    plain.step_evidence(steps[0])
+    assert plain.state.cusum is None and plain.step_evidence(steps[1]).info.cusum is None
+
+
+def test_cusum_params_are_checked():
+    from beliefgate.beliefs.config import GateParamError
+
+    for bad in (0.0, -1.0, float("nan"), 1e7):
+        with pytest.raises(GateParamError, match="cusum_h"):
+            GateParams(gate="cusum", cusum_h=bad)
+    assert GateParams(gate="cusum", track_changepoint=False).gate == "cusum"
+    with pytest.raises(G.InvalidParameterError, match="cusum"):
+        G.gate_interrupt("bogus", False, False)

@@ -229,10 +229,11 @@ PARAM_SETS = [
     GateParams(hazard=0.08, tau_obs=0.3, n_stable=1, confidence_floor=0.5, cooldown=3),
     GateParams(model="windowed", window=3, track_changepoint=True, gate="either", reference="action",
                confidence_floor=0.4, n_stable=0, cooldown=2, cp_threshold=0.25, cp_release=0.1),
+    GateParams(hazard=0.08, gate="cusum", cusum_h=1.5),
 ]
 
 
-@pytest.mark.parametrize("params", PARAM_SETS, ids=["hazard", "windowed-either-action"])
+@pytest.mark.parametrize("params", PARAM_SETS, ids=["hazard", "windowed-either-action", "cusum"])
 def test_http_decisions_equal_in_process_gate(server, params):
     names = ["fetch", "cook", "plate", "serve"]
     k, a = len(names), 5

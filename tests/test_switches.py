@@ -198,8 +198,16 @@ def test_benchmark_on_recorded_episodes_gates_beat_naive(tmp_path):
         a = sw.gate_pass(tr, params.replace(reference="action"))
         assert np.allclose(a.log_l, b.log_l_action) and np.array_equal(a.map_skill, b.map_skill)
         assert np.allclose(a.cp_prob, b.cp_prob)
+    # the CUSUM gate on real evidence: its interrupts are the benchmark's CUSUM replay at cusum_h
+    cusum_params = params.replace(gate="cusum")
+    for tr, b in zip(traces, beliefs):
+        gate = Gate.from_logprobs(len(tr.skill_names), cusum_params, list(tr.skill_names))
+        own = np.array([gate.step_evidence(ev).interrupt for ev in tr.steps])
+        assert np.array_equal(own, cusum_alarms(tr.evidence, b.map_skill, cusum_params.cusum_h))
     bench = sw.evaluate_traces(traces, params, n_boot=200, beliefs=beliefs)
     assert set(bench.sweeps) == set(sw.METHODS)
+    cusum_op = bench.sweeps["CUSUM (LLR)"].operating_point
+    assert cusum_op is not None and cusum_op.value == params.cusum_h
     gate = bench.sweeps["stable-MAP gate"].operating_point
     assert gate.switches == bench.switches and gate.detection_rate > 0
     lo, hi = gate.detection_ci
@@ -234,7 +242,7 @@ def test_cli_end_to_end_two_seeds(tmp_path):
     assert "identifiable" in proc.stdout
     text = md.read_text()
     table = [line for line in text.splitlines() if line.startswith("| ")]
-    assert table[0].startswith("| method | setting | detection | established (") and len(table) == 1 + 7
+    assert table[0].startswith("| method | setting | detection | established (") and len(table) == 1 + 8
     assert f"Seeds 5-6, layouts coordination_ring, 2 partners, commit {data['config']['commit']}" in text
     assert f"{sep['share_identifiable']:.1%} of the switches identifiable" in text
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000

@@ -19,7 +19,7 @@ from typing import Literal, Optional, Union
 import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
-from beliefgate.beliefs.gates import ChangePointConfig, StableMapConfig
+from beliefgate.beliefs.gates import ChangePointConfig, CusumConfig, StableMapConfig
 from beliefgate.models.errors import InvalidParameterError
 from beliefgate.validation import CheckedModel, ParamError
 
@@ -62,8 +62,12 @@ class GateParams(CheckedModel):
         ``cp_horizon`` L >= 1 (a switch is "recent" for L steps),
         ``cp_threshold`` in (0, 1], ``cp_release`` in [0, cp_threshold] (re-arm
         level), ``cp_cooldown`` >= 0 steps.
+    CUSUM gate
+        ``cusum_h`` > 0: Page's CUSUM of every other feasible skill's log-likelihood
+        ratio against the pre-update MAP skill fires at ``cusum_h`` (restarting when the
+        MAP changes, after a completion and after an alarm; ``docs/gate.md``).
     ``gate``: which gate drives ``Decision.interrupt``: ``"stable_map"``,
-    ``"changepoint"`` or ``"either"``.
+    ``"changepoint"``, ``"either"`` (stable-MAP or change-point) or ``"cusum"``.
     ``track_changepoint``: compute the change-point statistics even when they do
     not drive the interrupt. ``None`` (default) = always, except for the windowed
     model with the stable-MAP gate, where they would cost a second (hazard) filter
@@ -85,11 +89,14 @@ class GateParams(CheckedModel):
     beta: float = Field(2.0, ge=0.0, le=1e3)
     epsilon: float = Field(0.1, ge=0.0, le=1.0)
     reference: Literal["skill", "action"] = "skill"
-    gate: Literal["stable_map", "changepoint", "either"] = "stable_map"
+    gate: Literal["stable_map", "changepoint", "either", "cusum"] = "stable_map"
     cp_horizon: int = Field(6, ge=1, le=MAX_MEMORY_STEPS)
     cp_threshold: float = Field(0.3, gt=0.0, le=1.0)
     cp_release: float = Field(0.2, ge=0.0, le=1.0)
     cp_cooldown: int = Field(0, ge=0, le=1_000_000)
+    # 4: the highest detection within 1 false alarm per 100 steps of the CUSUM sweep on tuning
+    # seeds 1000-1002, four layouts, the 12 shipped switchers (docs/gate.md, docs/switches.md)
+    cusum_h: float = Field(4.0, gt=0.0, le=1e6)
     track_changepoint: Optional[bool] = None
 
     @model_validator(mode="after")
@@ -97,7 +104,7 @@ class GateParams(CheckedModel):
         if self.cp_release > self.cp_threshold:
             raise ValueError(
                 f"cp_release ({self.cp_release}) must not exceed cp_threshold ({self.cp_threshold})")
-        if self.track_changepoint is False and self.gate != "stable_map":
+        if self.track_changepoint is False and self.gate in ("changepoint", "either"):
             raise ValueError(f"gate={self.gate!r} needs the change-point statistic; "
                              "track_changepoint cannot be False")
         return self
@@ -162,6 +169,9 @@ class GateParams(CheckedModel):
     def changepoint_config(self) -> ChangePointConfig:
         return ChangePointConfig(
             self.hazard, self.cp_horizon, self.cp_threshold, self.cp_release, self.cp_cooldown)
+
+    def cusum_config(self) -> CusumConfig:
+        return CusumConfig(float(self.cusum_h))
 
 
 __all__ = ["GateParams", "GateParamError", "MAX_MEMORY_STEPS", "MAX_ALPHA", "MAX_PRIOR_COUNT", "MIN_HAZARD"]

@@ -55,12 +55,17 @@ from beliefgate.beliefs.gates import (
     ChangePointConfig,
     ChangePointInfo,
     ChangePointState,
+    CusumConfig,
+    CusumInfo,
+    CusumState,
     StableMapConfig,
     StableMapInfo,
     StableMapState,
     changepoint_init,
     changepoint_notify_replanned,
     changepoint_update,
+    cusum_init,
+    cusum_update,
     gate_interrupt,
     stable_map_init,
     stable_map_notify_replanned,
@@ -99,6 +104,7 @@ class GateConfig(NamedTuple):
     mode: str
     track_cp: bool
     prior_counts: np.ndarray
+    cusum: Optional[CusumConfig] = None  # the CUSUM gate's (only computed where it drives the interrupt)
 
 
 def gate_config(params: Optional[GateParams], num_skills: int,
@@ -148,8 +154,9 @@ def gate_config(params: Optional[GateParams], num_skills: int,
         stable_map=params.stable_map_config(),
         changepoint=params.changepoint_config(),
         mode=params.gate,
-        track_cp=(not windowed or params.gate != "stable_map") if track is None else bool(track),
+        track_cp=(not windowed or params.gate in ("changepoint", "either")) if track is None else bool(track),
         prior_counts=counts,
+        cusum=params.cusum_config() if params.gate == "cusum" else None,
     )
 
 
@@ -201,11 +208,13 @@ class BeliefState(NamedTuple):
 
 
 class GateState(NamedTuple):
-    """Everything the gate carries: the filter and each gate's own counters."""
+    """Everything the gate carries: the filter and each gate's own counters (``cusum``:
+    ``None`` unless ``GateParams.gate == "cusum"``)."""
 
     belief: BeliefState
     stable_map: StableMapState
     changepoint: ChangePointState
+    cusum: Optional[CusumState] = None
 
 
 class GateInfo(NamedTuple):
@@ -235,6 +244,8 @@ class GateInfo(NamedTuple):
     predictive : float[K] or None
         Belief about ``z_{t+1}`` before ``a_{t+1}`` is seen (after any completion
         reset, every skill assumed feasible at ``t+1``).
+    cusum : CusumInfo or None
+        The CUSUM gate's statistic, reference and alarm (``gate="cusum"`` only).
     """
 
     t: int
@@ -249,6 +260,7 @@ class GateInfo(NamedTuple):
     completed: int
     ego_active: bool
     predictive: Optional[np.ndarray] = None
+    cusum: Optional[CusumInfo] = None
 
     @property
     def map_skill(self) -> int:
@@ -287,6 +299,8 @@ class GateInfo(NamedTuple):
         }
         out.update({f"stable_map_{k}": v for k, v in self.stable_map._asdict().items()})
         out.update({f"changepoint_{k}": v for k, v in self.changepoint._asdict().items()})
+        if self.cusum is not None:
+            out.update({f"cusum_{k}": v for k, v in self.cusum._asdict().items()})
         return out
 
 
@@ -585,7 +599,8 @@ def init(config: GateConfig, counts: Optional[np.ndarray] = None) -> GateState:
         consts=hazard_constants(pi0, config.hazard),
     )
     return GateState(belief, stable_map_init(),
-                     changepoint_init(config.num_skills, config.params.cp_horizon))
+                     changepoint_init(config.num_skills, config.params.cp_horizon),
+                     cusum_init(config.num_skills) if config.cusum is not None else None)
 
 
 def notify_replanned(state: GateState) -> GateState:
@@ -607,7 +622,7 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
     """
     ll, score, top, weight, completed, feas = ev
     ego_active = bool(ego_active)
-    bs, sm_prev, cps = state
+    bs, sm_prev, cps, cus = state
     belief, pi0, counts, restart, buf, pos, wsum, log_evidence, t, consts = bs
     if consts is None:
         consts = hazard_constants(pi0, config.hazard)
@@ -636,12 +651,18 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
         if config.windowed:
             hs = hazard_step(cps.belief, pi0, feas, restart, config.hazard, ll, consts)
         cp_state, cp = changepoint_update(config.changepoint, cps, t, hs, pi0, feas, ll)
+    if config.cusum is not None:
+        cus, cu = cusum_update(config.cusum, cus, sm.map_skill, ll, feas, completed)
+    else:
+        cu = None
     mode = config.mode
-    interrupt = bool(gate_interrupt(mode, sm.interrupt, cp.fired, ego_active))
+    interrupt = bool(gate_interrupt(mode, sm.interrupt, cp.fired, ego_active, cu is not None and cu.fired))
     if mode == "stable_map":
         reason = sm.suppressed_reason
     elif mode == "changepoint":
         reason = cp.suppressed_reason if not cp.fired else (None if ego_active else REASON_EGO_IDLE)
+    elif mode == "cusum":
+        reason = cu.suppressed_reason if not cu.fired else (None if ego_active else REASON_EGO_IDLE)
     else:
         reason = None if interrupt else sm.suppressed_reason
         if interrupt:  # one replanning signal: both cooldowns start
@@ -676,9 +697,10 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
                            log_evidence + log_z, t + 1, next_consts)),
         sm_state,
         cp_state,
+        cus,
     ))
     info = _new(GateInfo, (t, prior, post, sm, cp, interrupt, reason, log_z, weight, completed,
-                           ego_active, predictive))
+                           ego_active, predictive, cu))
     return new_state, info
 
 

@@ -522,18 +522,97 @@ def changepoint_notify_replanned(state: ChangePointState, t: int, when=True) -> 
     return state._replace(t_last_fire=where(when, t, state.t_last_fire))
 
 
-def gate_interrupt(mode: str, sm_interrupt, cp_fired, ego_active=True):
+# --------------------------------------------------------------------------- CUSUM gate
+
+
+class CusumConfig(NamedTuple):
+    """Bound parameter of the CUSUM gate: the alarm threshold ``h`` > 0 (``inf``: statistic only)."""
+
+    h: float
+
+
+class CusumState(NamedTuple):
+    """State of the CUSUM gate.
+
+    Fields
+    ------
+    sums : float[K]
+        ``S(k)``: Page's one-sided CUSUM of skill ``k``'s log-likelihood ratio against the
+        reference skill since the last restart (0 for the reference itself).
+    reference : int
+        The skill ``sums`` were accumulated against (the pre-update MAP; -1 before the first step).
+    num_fires : int
+        Alarms this episode.
+    """
+
+    sums: np.ndarray
+    reference: int = -1
+    num_fires: int = 0
+
+
+class CusumInfo(NamedTuple):
+    """Diagnostics of one CUSUM step: ``statistic`` = ``max_k S(k)`` before an alarm's restart,
+    ``reference`` (the MAP skill it compared against), ``fired`` (``statistic >= h``) and
+    ``suppressed_reason`` (``None`` when fired, else ``"below_threshold"``; ``"excluded_step"``
+    for a step with weight 0)."""
+
+    statistic: float
+    reference: int
+    fired: bool
+    suppressed_reason: Optional[str]
+
+
+def cusum_init(num_skills: int) -> CusumState:
+    return CusumState(np.zeros(num_skills))
+
+
+def cusum_update(config: CusumConfig, state: CusumState, reference: int, ll: Optional[np.ndarray],
+                 feasible: Optional[np.ndarray], completed: int = -1) -> tuple[CusumState, CusumInfo]:
+    """One step of the CUSUM gate on the step's tempered log-likelihood ``ll`` (float[K];
+    ``None``: excluded step) with the pre-update MAP ``reference``.
+
+    ``S_t(k) = max(0, S_{t-1}(k) + ll_t(k) - ll_t(ref_t))`` for feasible ``k != ref_t``
+    (an infeasible skill, or one under which the observation is impossible, restarts at 0);
+    the statistic is ``max_k S_t(k)`` and the gate fires when it reaches ``h``. Every ``S``
+    restarts at 0 when the reference changes (the belief has absorbed the change), after an
+    alarm and after a visible completion (a new segment). Pure: ``state`` is not touched.
+    """
+    sums = state.sums
+    ref = int(reference)
+    if ref != state.reference:
+        sums = np.zeros_like(sums)
+    if ll is not None:
+        with np.errstate(invalid="ignore"):  # -inf - -inf: a skill the observation rules out too
+            llr = ll - ll[ref]
+        keep = llr == llr
+        if feasible is not None:
+            keep &= feasible
+        keep[ref] = False
+        sums = np.maximum(0.0, sums + np.where(keep, llr, -np.inf))
+    stat = float(sums.max())
+    fired = stat >= config.h
+    if fired or completed >= 0:
+        sums = np.zeros_like(sums)
+    reason = None if fired else (REASON_EXCLUDED if ll is None else REASON_BELOW_THRESHOLD)
+    return CusumState(sums, ref, state.num_fires + int(fired)), CusumInfo(stat, ref, bool(fired), reason)
+
+
+def gate_interrupt(mode: str, sm_interrupt, cp_fired, ego_active=True, cusum_fired=False):
     """Whether the gate chosen by ``mode`` interrupts (scalars or ``[C]`` arrays):
     ``"stable_map"``: the stable-MAP interrupt; ``"changepoint"``: a change-point firing
     while the ego is active; ``"either"``: one or the other (then both cooldowns restart,
-    see :func:`beliefgate.beliefs.core.advance`)."""
+    see :func:`beliefgate.beliefs.core.advance`); ``"cusum"``: a CUSUM alarm while the ego
+    is active."""
     if mode == "stable_map":
         return sm_interrupt
     if mode == "changepoint":
         return cp_fired & ego_active
     if mode == "either":
         return sm_interrupt | (cp_fired & ego_active)
-    raise InvalidParameterError(f"unknown gate mode {mode!r}; use 'stable_map', 'changepoint' or 'either'")
+    if mode == "cusum":
+        return cusum_fired & ego_active
+    raise InvalidParameterError(
+        f"unknown gate mode {mode!r}; use 'stable_map', 'changepoint', 'either' or 'cusum'")
 
 
 __all__ = [
@@ -565,4 +644,9 @@ __all__ = [
     "changepoint_decide",
     "gate_interrupt",
     "changepoint_notify_replanned",
+    "CusumConfig",
+    "CusumState",
+    "CusumInfo",
+    "cusum_init",
+    "cusum_update",
 ]

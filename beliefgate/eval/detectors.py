@@ -174,41 +174,36 @@ def naive_alarms(b: BeliefTrace, tau: float) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------- CUSUM
 def cusum_statistic(ev: EvidenceTrace, reference: np.ndarray, h: Optional[float] = None):
-    """Page's CUSUM of every other feasible skill against the reference skill.
+    """Page's CUSUM of every other feasible skill against the reference skill: the CUSUM
+    gate's own rule (:func:`beliefgate.beliefs.gates.cusum_update`) replayed over a recorded trace.
 
     ``S_t(k) = max(0, S_{t-1}(k) + w_t (loglik_t(k) - loglik_t(ref_t)))`` for feasible
     ``k != ref_t``; the statistic is ``max_k S_t(k)``. All ``S`` restart at 0 when the
     reference changes (the belief has absorbed the change), after a visible completion
     (a new segment), and -- with ``h`` -- after an alarm (``max_k S_t(k) >= h``).
+    With ``reference`` = the gate's pre-update MAP these are the alarms of a
+    ``GateParams(gate="cusum", cusum_h=h)`` gate with the ego always active.
     Returns ``(statistic float[T], alarms bool[T])``.
     """
+    from beliefgate.beliefs.gates import CusumConfig, cusum_init, cusum_update
+
     reference = np.asarray(reference, dtype=int)
     T, K = ev.loglik.shape
     if reference.shape != (T,):
         raise DetectorInputError(f"reference must have shape ({T},), got {reference.shape}")
     if h is not None and not h > 0:
         raise DetectorInputError(f"CUSUM threshold h must be > 0, got {h}")
-    S = np.zeros(K)
+    config = CusumConfig(np.inf if h is None else float(h))
+    state = cusum_init(K)
     stat = np.zeros(T)
     alarms = np.zeros(T, dtype=bool)
-    prev_ref = -1
+    refs, weights, completed = reference.tolist(), ev.weight.tolist(), ev.completed.tolist()
     for t in range(T):
-        r = int(reference[t])
-        if r != prev_ref:
-            S[:] = 0.0
-            prev_ref = r
-        w = ev.weight[t]
-        if w > 0:
-            llr = w * (ev.loglik[t] - ev.loglik[t, r])
-            llr = np.where(ev.feasible[t], llr, -np.inf)
-            llr[r] = -np.inf
-            S = np.maximum(0.0, S + llr)
-        stat[t] = float(S.max())
-        if h is not None and stat[t] >= h:
-            alarms[t] = True
-            S[:] = 0.0
-        if ev.completed[t] >= 0:
-            S[:] = 0.0
+        w = weights[t]
+        ll = w * ev.loglik[t] if w > 0 else None
+        state, info = cusum_update(config, state, refs[t], ll, ev.feasible[t], completed[t])
+        stat[t] = info.statistic
+        alarms[t] = info.fired and h is not None
     return stat, alarms
 
 

@@ -387,6 +387,10 @@ def evaluate_traces(traces: Sequence[EpisodeTrace], params, window: int = 10, n_
         elif name == "change-point gate":
             scores = [score_alarms(b.changepoint, tr.hidden, window) for tr, b in zip(traces, beliefs)]
             operating = summarise(scores, params.cp_threshold, n_boot, name=f"{name}/operating", subsets=subsets)
+        elif name == "CUSUM (LLR)":  # the CUSUM gate (GateParams.gate = "cusum") at the given cusum_h
+            scores = [score_alarms(cusum_alarms(tr.evidence, b.map_skill, params.cusum_h), tr.hidden, window)
+                      for tr, b in zip(traces, beliefs)]
+            operating = summarise(scores, params.cusum_h, n_boot, name=f"{name}/operating", subsets=subsets)
         settings = {"stable-MAP gate": {k: getattr(params, k) for k in ("confidence_floor", "n_stable", "cooldown",
                                                                          "likelihood_scale", "reference")},
                     "change-point gate": {"cp_release/cp_threshold": params.cp_release / params.cp_threshold,

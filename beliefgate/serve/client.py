@@ -36,7 +36,7 @@ from beliefgate.beliefs import errors as _errors
 from beliefgate.beliefs import kappa as _kappa
 from beliefgate.beliefs.evidence import StepEvidence
 from beliefgate.beliefs.gate import Decision, GateInfo, GateParams
-from beliefgate.beliefs.gates import ChangePointInfo, StableMapInfo
+from beliefgate.beliefs.gates import ChangePointInfo, CusumInfo, StableMapInfo
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 
@@ -174,6 +174,10 @@ def _log(x) -> float:
     return -math.inf if x is None else float(x)
 
 
+def _inf(x) -> float:
+    return math.inf if x is None else float(x)
+
+
 def decision_from_payload(p: dict) -> Decision:
     """The :class:`Decision` a step response encodes (``null`` -> NaN or -inf as documented)."""
     i = p["info"]
@@ -195,6 +199,8 @@ def decision_from_payload(p: dict) -> Decision:
         completed=int(i["completed"]),
         ego_active=bool(i["ego_active"]),
         predictive=_array(p["predictive"]),
+        cusum=None if i.get("cusum") is None else CusumInfo(_inf(i["cusum"]["statistic"]), int(i["cusum"]["reference"]),
+                                                            bool(i["cusum"]["fired"]), i["cusum"]["suppressed_reason"]),
     )
     return Decision(post, int(p["map_skill"]), str(p["map_name"]), float(p["confidence"]),
                     bool(p["contradiction"]), bool(p["interrupt"]), bool(p["changepoint"]),

@@ -322,6 +322,16 @@ class ChangePointInfoOut(BaseModel):
     suppressed_reason: Optional[str]
 
 
+class CusumInfoOut(BaseModel):
+    """The CUSUM gate's verdict on one step (``CusumInfo``; sessions with ``gate="cusum"``)."""
+
+    statistic: Optional[float] = Field(description="max_k S(k): the largest CUSUM of a log-likelihood ratio against "
+                                                   "the MAP; null = +inf (the observation is impossible under the MAP)")
+    reference: int = Field(description="the pre-update MAP skill the sums compare against")
+    fired: bool
+    suppressed_reason: Optional[str]
+
+
 class GateInfoOut(BaseModel):
     """Diagnostics of one step (``GateInfo``)."""
 
@@ -336,6 +346,7 @@ class GateInfoOut(BaseModel):
     weight: float
     completed: int = Field(description="completed skill index, -1 none")
     ego_active: bool
+    cusum: Optional[CusumInfoOut] = Field(None, description="the CUSUM gate's verdict; null unless gate is 'cusum'")
 
 
 class DecisionOut(BaseModel):
@@ -493,6 +504,12 @@ def decision_payload(d: Decision) -> dict:
             "weight": float(info.weight),
             "completed": int(info.completed),
             "ego_active": bool(info.ego_active),
+            "cusum": None if info.cusum is None else {
+                "statistic": _num(info.cusum.statistic),
+                "reference": int(info.cusum.reference),
+                "fired": bool(info.cusum.fired),
+                "suppressed_reason": info.cusum.suppressed_reason,
+            },
         },
     }
 
@@ -624,6 +641,7 @@ __all__ = [
     "GateInfoOut",
     "StableMapInfoOut",
     "ChangePointInfoOut",
+    "CusumInfoOut",
     "SessionOut",
     "ServiceKappaParams",
     "CreateKappaRequest",
