@@ -88,3 +88,34 @@ def test_compose_by_layout_takes_each_arms_episodes_on_its_layouts(tmp_path):
     proc = run_example("results16/compose_by_layout.py", str(out), "overforge:-rollouts", "bayes-belief:no_belief",
                        "nowhere", "overforge:-rollouts")
     assert proc.returncode != 0 and "nowhere" in proc.stderr
+
+
+def test_compare_gates_pairs_two_gate_settings_on_the_same_cells(tmp_path):
+    """docs/examples/results17/compare_gates.py: a grid played with the default gate and its twin
+    with GateParams(gate="cusum") are paired cell by cell; the CUSUM arm's line carries the paired
+    differences against bayes-belief:full."""
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+    from beliefgate.eval.runner import load_results
+
+    body = ("agents: ['bayes-belief:full']\nlayouts: [coordination_ring]\npartners: [bp-g1-dish-hi-eager-hi]\n"
+            "seeds: {start: 1000, count: 2}\nseats: [0]\nhorizon: 80\n")
+    runs = {}
+    for name, extra in (("base", ""), ("cusum", "gate: {gate: cusum, cusum_h: 2.0}\n")):
+        grid = tmp_path / f"{name}.yaml"
+        grid.write_text(f"name: {name}\n" + body + extra)
+        runs[name] = tmp_path / name
+        res = CliRunner().invoke(app, ["eval", "run", str(grid), "--out", str(runs[name]), "--workers", "1"])
+        assert res.exit_code == 0, res.output
+    proc = run_example("results17/compare_gates.py", str(runs["base"]), str(runs["cusum"]))
+    assert proc.returncode == 0, proc.stderr
+    assert "matched episodes per arm 2" in proc.stdout
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("bayes-belief:full+cusum"))
+    base = load_results(runs["base"])
+    cusum = load_results(runs["cusum"])
+    diff = sum(c["reward"] for c in cusum) / 2 - sum(b["reward"] for b in base) / 2
+    assert f"reward={sum(c['reward'] for c in cusum) / 2:.3f} ({diff:+.3f} [" in line, line
+    (tmp_path / "empty").mkdir()
+    proc = run_example("results17/compare_gates.py", str(runs["base"]), str(tmp_path / "empty"))
+    assert proc.returncode != 0 and "empty" in proc.stderr and "Traceback" not in proc.stderr

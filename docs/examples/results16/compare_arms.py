@@ -34,8 +34,9 @@ def main(dirs: str, base: str) -> None:
     compare(load(dirs), base)
 
 
-def compare(rows: list, base: str) -> None:
-    """Print every arm of ``rows`` on the cells all arms share, paired against ``base``."""
+def matched(rows: list, base: str) -> tuple:
+    """``(arms, base_rows)``: every arm's episodes on the cells all arms share (``{agent: rows}``),
+    and the base arm's among them (a missing base arm exits with a one-line error)."""
     by = collections.defaultdict(list)
     for r in rows:
         by[r["agent"]].append(r)
@@ -43,9 +44,14 @@ def compare(rows: list, base: str) -> None:
         sys.exit(f"no episodes of the base arm {base!r}; the arms here: {', '.join(sorted(by))}")
     common = set.intersection(*[set(map(cell, v)) for v in by.values()])
     print("matched episodes per arm", len(common))
-    base_rows = [r for r in by[base] if cell(r) in common]
-    for agent, v in sorted(by.items()):
-        v = [r for r in v if cell(r) in common]
+    arms = {agent: [r for r in v if cell(r) in common] for agent, v in sorted(by.items())}
+    return arms, arms[base]
+
+
+def compare(rows: list, base: str) -> None:
+    """Print every arm of ``rows`` on the cells all arms share, paired against ``base``."""
+    arms, base_rows = matched(rows, base)
+    for agent, v in arms.items():
         per_layout = collections.defaultdict(list)
         for r in v:
             per_layout[r["layout"]].append(r["reward"])
