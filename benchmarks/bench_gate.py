@@ -82,12 +82,14 @@ def gate_variants(tables, actions, lls):
         NUM_SKILLS, GateParams(model="windowed", window=5, track_changepoint=True))
     hazard_ll = Gate.from_logprobs(NUM_SKILLS, GateParams())
     evidence = Gate.from_logprobs(NUM_SKILLS, GateParams())
+    cusum = Gate.from_logprobs(NUM_SKILLS, GateParams(gate="cusum"))
     masks = [np.eye(NUM_ACTIONS, dtype=bool)[a] for a in actions]
     evs = [StepEvidence(t, m) for t, m in zip(tables, masks)]
     return {
         "Gate.step (hazard)": lambda j: hazard.step(tables[j], actions[j]),
         "Gate.step (windowed, W=5)": lambda j: windowed.step(tables[j], actions[j]),
         "Gate.step (windowed, W=5, change point)": lambda j: windowed_cp.step(tables[j], actions[j]),
+        "Gate.step (hazard, CUSUM gate)": lambda j: cusum.step(tables[j], actions[j]),
         "Gate.step_loglik (hazard)": lambda j: hazard_ll.step_loglik(lls[j]),
         "Gate.step_evidence (hazard)": lambda j: evidence.step_evidence(evs[j]),
     }
