@@ -238,6 +238,8 @@ def switches(
     from beliefgate.errors import InputError, LookupFailure
     from beliefgate.eval import switches as sw
 
+    if tune and (plot is not None or md is not None):
+        _fail("--plot and --md draw a benchmark run, not a --tune search; run them without --tune")
     for flag, path in (("--out", out), ("--plot", plot), ("--md", md), ("--params-out", params_out)):
         check_output_path(flag, path)
     check_output_path("--cache", cache, folder=True)

@@ -451,11 +451,18 @@ def test_cusum_update_accumulates_restarts_and_fires():
     assert st.sums[1] > 0
     st2, info = G.cusum_update(cfg, st, 2, ll, None)  # the reference changed: restart, then this step
     assert info.reference == 2 and st2.sums[1] == pytest.approx(math.log(3)) and st2.sums[0] == 0
-    st3, info = G.cusum_update(cfg, st, 0, ll, None, completed=1)  # completion: restart after the step
-    assert info.statistic == pytest.approx(2 * math.log(3)) and info.fired and not st3.sums.any()
+    st3, info = G.cusum_update(G.CusumConfig(10.0), st, 0, ll, None, completed=1)  # completion: restart
+    assert info.statistic == pytest.approx(2 * math.log(3)) and not info.fired and not st3.sums.any()
     # the observation is impossible under the reference: infinite evidence, fires at once
     _, info = G.cusum_update(cfg, G.cusum_init(3), 0, np.array([-np.inf, -1.0, -np.inf]), None)
     assert info.fired and info.statistic == math.inf
+    # ... with an infeasible skill beside it: no NaN; the statistic-only mode (h = inf) never fires
+    st, info = G.cusum_update(G.CusumConfig(math.inf), G.cusum_init(3), 0, np.array([-np.inf, -1.0, -2.0]),
+                              np.array([True, True, False]))
+    assert info.statistic == math.inf and not info.fired and st.num_fires == 0
+    assert not np.isnan(st.sums).any() and st.sums[2] == 0.0
+    st, info = G.cusum_update(G.CusumConfig(math.inf), st, 0, np.array([-1.0, -0.5, -2.0]), None)
+    assert info.statistic == math.inf and not info.fired
 
 
 def test_cusum_gate_drives_the_interrupt_and_matches_its_replay():
@@ -495,6 +502,15 @@ def test_cusum_gate_drives_the_interrupt_and_matches_its_replay():
     plain = Gate.from_logprobs(K, GateParams())
     plain.step_evidence(steps[0])
     assert plain.state.cusum is None and plain.step_evidence(steps[1]).info.cusum is None
+    # a state of the other kind is refused by restore(), the gate unchanged
+    from beliefgate.beliefs.errors import ShapeMismatchError
+
+    before = gate.state
+    with pytest.raises(ShapeMismatchError, match="gate='cusum'"):
+        gate.restore(plain.state)
+    with pytest.raises(ShapeMismatchError, match="gate='stable_map'"):
+        plain.restore(before)
+    assert gate.state is before
 
 
 def test_cusum_params_are_checked():

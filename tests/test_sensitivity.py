@@ -103,6 +103,11 @@ def test_bad_ranges_are_rejected_clearly(text, mode, error, words):
         parse_range(text, mode)
 
 
+def test_a_cusum_base_is_refused_up_front():
+    with pytest.raises(IrrelevantParameterError, match="gate='cusum'"):
+        parse_ranges(["hazard=0.01:0.1"], "global", GateParams(gate="cusum"))
+
+
 def test_joint_and_duplicate_range_errors():
     with pytest.raises(RangeSpecError, match="given twice"):
         parse_ranges(["tau_obs=0.1:0.5", "tau_obs=0.2:0.3"], "global")

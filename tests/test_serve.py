@@ -263,6 +263,9 @@ def test_http_decisions_equal_in_process_gate(server, params):
                 interrupts += want.interrupt
             state = remote.state()
             SessionOut.model_validate(state)
+            assert (state["cusum"] is None) == (params.gate != "cusum")
+            if state["cusum"] is not None:
+                assert state["cusum"]["num_fires"] == local.state.cusum.num_fires
             assert state["state_digest"] == state_digest(local.state)
             assert state["t"] == local.t
             np.testing.assert_array_equal(state["memory"], local.memory)

@@ -249,6 +249,10 @@ def test_cli_end_to_end_two_seeds(tmp_path):
     bad = subprocess.run([str(BIN), "switches", "--seeds", "1", "--partner", "no-such-partner"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "no-such-partner" in bad.stderr
+    bad = subprocess.run([str(BIN), "switches", "--tune", "--seeds", "1", "--md", str(tmp_path / "t.md")],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--tune" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (tmp_path / "t.md").exists()
 
 
 @pytest.mark.slow
@@ -295,6 +299,22 @@ def test_switch_evidence_measures_both_halves_of_a_switch():
     assert ev.established.tolist() == [False] and ev.identifiable.tolist() == [False]
     sep = sw.separability([_episode(steps, truth, hidden)])
     assert sep["share_identifiable"] == 0.0 and sep["share_pre_one_step"] == 1.0
+    assert sep["share_identifiable_of_established"] is None
+    # a benchmark with no established switch still writes its Markdown ("-" for what it cannot say)
+    bench = sw.evaluate_traces([_episode(steps, truth, hidden)], GateParams(), n_boot=50)
+    text = sw.summary_markdown(bench)
+    assert "(old skill ran ≥ 3 steps; - of those identifiable)" in text
+
+    # an excluded step (weight 0) before the switch carries no evidence, even with a -inf loglik
+    steps = list(steps)
+    a = int(np.flatnonzero(steps[59].action_mask)[0])
+    lp = np.array(steps[59].logprobs, dtype=float)
+    lp[1, :] = np.log(0.25)
+    lp[1, a] = -np.inf
+    lp[1, (a + 1) % A] = np.log(0.75)
+    steps[59] = StepEvidence(lp, steps[59].action_mask, 0.0, None, None)
+    ev = sw.switch_evidence(_episode(steps, truth, hidden))
+    assert ev.pre_llr.tolist() == [0.0]
 
 
 def test_detection_by_subset_counts_only_the_subset():

@@ -70,7 +70,7 @@ class GateParams(CheckedModel):
     ``"changepoint"``, ``"either"`` (stable-MAP or change-point) or ``"cusum"``.
     ``track_changepoint``: compute the change-point statistics even when they do
     not drive the interrupt. ``None`` (default) = always, except for the windowed
-    model with the stable-MAP gate, where they would cost a second (hazard) filter
+    model with the stable-MAP or CUSUM gate, where they would cost a second (hazard) filter
     per step; untracked statistics are reported as NaN.
     """
 

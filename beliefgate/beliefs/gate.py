@@ -129,8 +129,10 @@ class Gate:
 
     def restore(self, state: GateState) -> None:
         """Put back a state this gate returned earlier (from :attr:`state`)."""
-        if not isinstance(state, GateState) or state.belief.counts.shape != (self._config.num_skills,):
-            raise ShapeMismatchError(f"restore() takes a GateState of this gate ({self._config.num_skills} skills)")
+        if (not isinstance(state, GateState) or state.belief.counts.shape != (self._config.num_skills,)
+                or (state.cusum is None) != (self._config.cusum is None)):
+            raise ShapeMismatchError(f"restore() takes a GateState of this gate ({self._config.num_skills} skills, "
+                                     f"gate={self._config.mode!r})")
         self._state = state
 
     @property

@@ -572,8 +572,10 @@ def cusum_update(config: CusumConfig, state: CusumState, reference: int, ll: Opt
     ``None``: excluded step) with the pre-update MAP ``reference``.
 
     ``S_t(k) = max(0, S_{t-1}(k) + ll_t(k) - ll_t(ref_t))`` for feasible ``k != ref_t``
-    (an infeasible skill, or one under which the observation is impossible, restarts at 0);
-    the statistic is ``max_k S_t(k)`` and the gate fires when it reaches ``h``. Every ``S``
+    (an infeasible skill, or one under which the observation is impossible, restarts at 0; when
+    the observation is impossible under the reference itself, the other skills' ratios are
+    ``+inf`` and the gate fires at once); the statistic is ``max_k S_t(k)`` and the gate fires
+    when it reaches ``h`` (``h = inf``: never, the statistic only). Every ``S``
     restarts at 0 when the reference changes (the belief has absorbed the change), after an
     alarm and after a visible completion (a new segment). Pure: ``state`` is not touched.
     """
@@ -588,9 +590,9 @@ def cusum_update(config: CusumConfig, state: CusumState, reference: int, ll: Opt
         if feasible is not None:
             keep &= feasible
         keep[ref] = False
-        sums = np.maximum(0.0, sums + np.where(keep, llr, -np.inf))
+        sums = np.where(keep, np.maximum(0.0, sums + np.where(keep, llr, 0.0)), 0.0)
     stat = float(sums.max())
-    fired = stat >= config.h
+    fired = math.isfinite(config.h) and stat >= config.h
     if fired or completed >= 0:
         sums = np.zeros_like(sums)
     reason = None if fired else (REASON_EXCLUDED if ll is None else REASON_BELOW_THRESHOLD)

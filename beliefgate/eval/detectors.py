@@ -182,7 +182,9 @@ def cusum_statistic(ev: EvidenceTrace, reference: np.ndarray, h: Optional[float]
     reference changes (the belief has absorbed the change), after a visible completion
     (a new segment), and -- with ``h`` -- after an alarm (``max_k S_t(k) >= h``).
     With ``reference`` = the gate's pre-update MAP these are the alarms of a
-    ``GateParams(gate="cusum", cusum_h=h)`` gate with the ego always active.
+    ``GateParams(gate="cusum", cusum_h=h)`` gate with the ego always active. (Before the gate
+    existed, a step whose observation was impossible under the reference left NaN sums that
+    swallowed later alarms; the shared rule treats such a step as infinite evidence.)
     Returns ``(statistic float[T], alarms bool[T])``.
     """
     from beliefgate.beliefs.gates import CusumConfig, cusum_init, cusum_update

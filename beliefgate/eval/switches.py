@@ -635,12 +635,14 @@ def switch_evidence(trace: EpisodeTrace, window: int = 10) -> SwitchEvidence:
         while r > 0 and truth[r - 1] == o and ev.completed[r - 1] < 0:
             r -= 1
         pre_steps.append(s - r)
-        pre_llr.append(float(np.sum(ev.weight[r:s] * (ev.loglik[r:s, o] - ev.loglik[r:s, n]))))
+        used = ev.weight[r:s] > 0  # an excluded step (weight 0) carries no evidence, whatever its loglik
+        pre_llr.append(float(np.sum(ev.weight[r:s][used] * (ev.loglik[r:s, o][used] - ev.loglik[r:s, n][used]))))
         total, first = 0.0, -1
         for t in range(s, min(s + window, len(truth))):
             if truth[t] != n:
                 break
-            total += ev.weight[t] * (ev.loglik[t, n] - ev.loglik[t, o])
+            if ev.weight[t] > 0:
+                total += ev.weight[t] * (ev.loglik[t, n] - ev.loglik[t, o])
             if first < 0 and total > 0:
                 first = t - s
         post_llr.append(total)
@@ -833,15 +835,20 @@ def summary_markdown(bench: SwitchBenchmark, max_fa: float = 1.0) -> str:
     lines += ["| " + " | ".join(c.replace("<=", "≤") for c in r) + " |" for r in rows]
     sep = bench.diagnostics.get("separability") or {}
     if sep.get("share_identifiable") is not None:
+        def f(x, fmt: str) -> str:
+            return "-" if x is None else fmt.format(x)
+
         floor = sep["true_skill_contradiction_per_100_steps"]
-        lines += ["", f"Evidence (true skills known): {sep['share_identifiable']:.1%} of the switches identifiable "
-                      f"(oracle LLR > log 10 before and after), {sep['share_established']:.1%} established (old skill "
-                      f"ran ≥ {ESTABLISHED_STEPS} steps; {sep['share_identifiable_of_established']:.1%} of those "
-                      f"identifiable); the old skill ran one step before {sep['share_pre_one_step']:.1%}; after the "
-                      f"switch {sep['share_llr_gt_log10']:.1%} reach LLR > log 10 (median "
-                      f"{sep['oracle_llr_median']:.2f}); one action contradicts the true skill (tau 0.05/0.1/0.2) "
-                      + "/".join(f"{floor[k]:.2f}" for k in sorted(floor, key=float)) + " times per 100 steps; "
-                      f"pre-update MAP accuracy {bench.diagnostics.get('pre_update_map_accuracy', float('nan')):.3f}."]
+        lines += ["", f"Evidence (true skills known): {f(sep['share_identifiable'], '{:.1%}')} of the switches "
+                      f"identifiable (oracle LLR > log 10 before and after), {f(sep['share_established'], '{:.1%}')} "
+                      f"established (old skill ran ≥ {ESTABLISHED_STEPS} steps; "
+                      f"{f(sep['share_identifiable_of_established'], '{:.1%}')} of those identifiable); the old skill "
+                      f"ran one step before {f(sep['share_pre_one_step'], '{:.1%}')}; after the switch "
+                      f"{f(sep['share_llr_gt_log10'], '{:.1%}')} reach LLR > log 10 (median "
+                      f"{f(sep['oracle_llr_median'], '{:.2f}')}); one action contradicts the true skill "
+                      "(tau 0.05/0.1/0.2) " + "/".join(f(floor[k], "{:.2f}") for k in sorted(floor, key=float))
+                  + f" times per 100 steps; pre-update MAP accuracy "
+                    f"{f(bench.diagnostics.get('pre_update_map_accuracy'), '{:.3f}')}."]
     return "\n".join(lines) + "\n"
 
 

@@ -379,6 +379,12 @@ class ChangePointStateOut(BaseModel):
     num_fires: int
 
 
+class CusumStateOut(BaseModel):
+    reference: int = Field(description="the skill the sums compare against; -1 before the first step")
+    statistic: Optional[float] = Field(description="max_k S(k) now; null = +inf")
+    num_fires: int
+
+
 class SessionOut(BaseModel):
     """A session and the current state of its gate."""
 
@@ -397,6 +403,7 @@ class SessionOut(BaseModel):
     log_evidence: float = Field(description="sum of log p(a_t | a_<t) this episode")
     stable_map: StableMapStateOut
     changepoint: ChangePointStateOut
+    cusum: Optional[CusumStateOut] = Field(None, description="the CUSUM gate's counters; null unless gate is 'cusum'")
     state_digest: str = Field(description="sha256 of the gate's full state: equal digests, equal states")
     created_at: float = Field(description="unix time of creation")
     idle_s: float = Field(description="seconds since the last successful request")
@@ -617,6 +624,11 @@ def gate_state_payload(gate: Gate) -> dict:
             "armed": bool(cp.armed),
             "t_last_fire": _never(cp.t_last_fire),
             "num_fires": int(cp.num_fires),
+        },
+        "cusum": None if st.cusum is None else {
+            "reference": int(st.cusum.reference),
+            "statistic": _num(float(np.max(st.cusum.sums))),
+            "num_fires": int(st.cusum.num_fires),
         },
         "state_digest": state_digest(st),
     }

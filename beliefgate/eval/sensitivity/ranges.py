@@ -315,6 +315,9 @@ def parse_ranges(texts: Sequence[str], mode: Literal["oat", "global"],
     """Parse several ranges; also rejects duplicates and jointly invalid ranges
     (``cp_release`` above ``cp_threshold`` somewhere in the sampled box)."""
     base = base or GateParams()
+    if base.gate == "cusum":
+        raise IrrelevantParameterError("the sensitivity analyses sweep the stable-MAP and change-point gates; "
+                                       "the base uses gate='cusum' (sweep its cusum_h with `beliefgate switches`)")
     if not texts:
         raise RangeSpecError("give at least one parameter range (--param NAME=LOW:HIGH" +
                              (":N)" if mode == "oat" else ")"))

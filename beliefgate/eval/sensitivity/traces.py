@@ -146,7 +146,7 @@ class BeliefTrace:
 def belief_params(base: GateParams, key: Optional[tuple] = None) -> GateParams:
     """Parameters of the belief pass for one belief key (``None``: the base's)."""
     changes = {} if key is None else dict(zip(BELIEF_PARAMS, key))
-    needs_cp = base.gate != "stable_map"
+    needs_cp = base.gate in ("changepoint", "either")
     return base.replace(**changes, likelihood_scale=1.0, track_changepoint=needs_cp)
 
 

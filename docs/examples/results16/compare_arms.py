@@ -43,6 +43,8 @@ def matched(rows: list, base: str) -> tuple:
     if base not in by:
         sys.exit(f"no episodes of the base arm {base!r}; the arms here: {', '.join(sorted(by))}")
     common = set.intersection(*[set(map(cell, v)) for v in by.values()])
+    if not common:
+        sys.exit(f"error: the arms {', '.join(sorted(by))} share no (layout, partner, seat, seed) cell")
     print("matched episodes per arm", len(common))
     arms = {agent: [r for r in v if cell(r) in common] for agent, v in sorted(by.items())}
     return arms, arms[base]
