@@ -295,12 +295,10 @@ def switches(
             verdict = "fewer" if g.fa_per_100 < naive else "NOT fewer"
             console.print(f"{name}: {g.fa_per_100:.2f} false alarms/100 steps at delay {g.mean_delay:.2f}; "
                           f"the naive rule needs {naive:.2f} for the same delay: {verdict}")
-    sep = bench.diagnostics.get("separability") or {}
-    if sep.get("share_identifiable") is not None:
-        console.print(f"the evidence itself: {sep['share_identifiable']:.0%} of the hidden switches are identifiable "
-                      f"(oracle log-likelihood ratio > log 10 both before and after the switch), "
-                      f"{sep['share_established']:.0%} established (the old skill ran >= {sw.ESTABLISHED_STEPS} "
-                      f"steps); the subset columns are the detection rates on those switches alone")
+    evidence = sw.evidence_text(bench)
+    if evidence is not None:
+        console.print(evidence + " The 'established' and 'identifiable' columns are the detection rates on "
+                      "those switches alone.")
     if bench.switches < 200:
         console.print(f"note: only {bench.switches} hidden switches; use more seeds for tight intervals (>= 200)")
     console.print("Delay counts a missed switch as the full window; a hidden switch is a change of the partner's "

@@ -205,7 +205,7 @@ def cusum_statistic(ev: EvidenceTrace, reference: np.ndarray, h: Optional[float]
         ll = w * ev.loglik[t] if w > 0 else None
         state, info = cusum_update(config, state, refs[t], ll, ev.feasible[t], completed[t])
         stat[t] = info.statistic
-        alarms[t] = info.fired and h is not None
+        alarms[t] = info.fired  # never with h = None (the config's h is inf)
     return stat, alarms
 
 

@@ -833,23 +833,33 @@ def summary_markdown(bench: SwitchBenchmark, max_fa: float = 1.0) -> str:
              f"{len(cfg.get('partners', []))} partners, commit {cfg.get('commit') or '?'}.", "",
              "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(c.replace("<=", "≤") for c in r) + " |" for r in rows]
-    sep = bench.diagnostics.get("separability") or {}
-    if sep.get("share_identifiable") is not None:
-        def f(x, fmt: str) -> str:
-            return "-" if x is None else fmt.format(x)
-
-        floor = sep["true_skill_contradiction_per_100_steps"]
-        lines += ["", f"Evidence (true skills known): {f(sep['share_identifiable'], '{:.1%}')} of the switches "
-                      f"identifiable (oracle LLR > log 10 before and after), {f(sep['share_established'], '{:.1%}')} "
-                      f"established (old skill ran ≥ {ESTABLISHED_STEPS} steps; "
-                      f"{f(sep['share_identifiable_of_established'], '{:.1%}')} of those identifiable); the old skill "
-                      f"ran one step before {f(sep['share_pre_one_step'], '{:.1%}')}; after the switch "
-                      f"{f(sep['share_llr_gt_log10'], '{:.1%}')} reach LLR > log 10 (median "
-                      f"{f(sep['oracle_llr_median'], '{:.2f}')}); one action contradicts the true skill "
-                      "(tau 0.05/0.1/0.2) " + "/".join(f(floor[k], "{:.2f}") for k in sorted(floor, key=float))
-                  + f" times per 100 steps; pre-update MAP accuracy "
-                    f"{f(bench.diagnostics.get('pre_update_map_accuracy'), '{:.3f}')}."]
+    text = evidence_text(bench)
+    if text is not None:
+        lines += ["", text]
     return "\n".join(lines) + "\n"
+
+
+def evidence_text(bench: SwitchBenchmark) -> Optional[str]:
+    """One sentence on what the evidence itself allows (:func:`separability`, true skills known) and
+    the belief's accuracy, ``"-"`` for what it cannot say; ``None`` without the diagnostics."""
+    sep = bench.diagnostics.get("separability") or {}
+    if sep.get("share_identifiable") is None:
+        return None
+
+    def f(x, fmt: str) -> str:
+        return "-" if x is None else fmt.format(x)
+
+    floor = sep["true_skill_contradiction_per_100_steps"]
+    return (f"Evidence (true skills known): {f(sep['share_identifiable'], '{:.1%}')} of the switches "
+            f"identifiable (oracle LLR > log 10 before and after), {f(sep['share_established'], '{:.1%}')} "
+            f"established (old skill ran ≥ {ESTABLISHED_STEPS} steps; "
+            f"{f(sep['share_identifiable_of_established'], '{:.1%}')} of those identifiable); the old skill "
+            f"ran one step before {f(sep['share_pre_one_step'], '{:.1%}')}; after the switch "
+            f"{f(sep['share_llr_gt_log10'], '{:.1%}')} reach LLR > log 10 (median "
+            f"{f(sep['oracle_llr_median'], '{:.2f}')}); one action contradicts the true skill "
+            "(tau 0.05/0.1/0.2) " + "/".join(f(floor[k], "{:.2f}") for k in sorted(floor, key=float))
+            + f" times per 100 steps; pre-update MAP accuracy "
+              f"{f(bench.diagnostics.get('pre_update_map_accuracy'), '{:.3f}')}.")
 
 
 def naive_false_alarms_at(bench: SwitchBenchmark, delay: float) -> Optional[float]:
