@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import time
 
 import numpy as np
 import pytest
@@ -236,6 +237,74 @@ def test_tilted_moments_random_tilts():
         var = z[2] / z[0] - (z[1] / z[0]) ** 2
         worst = max(worst, abs(got_mean - mean) / math.sqrt(var), abs(got_var / var - 1))
     assert worst < 1e-7, worst
+
+
+def test_tilted_grid_is_bounded_and_accurate_for_sharp_likelihoods(monkeypatch):
+    """A sharp one-sided likelihood (small tau) against a wide cavity on the losing side puts the
+    mode at the kink: the Laplace sd is tiny against the range. The piece cap keeps the grid
+    bounded (tau = 1e-6 with sigma0 = 1e6 asked for 1.7e8 nodes without it) and changes the
+    moments by less than 1e-9 against the uncapped grid (the validated rule of the tests above),
+    on cases where the cap binds."""
+    rng = np.random.default_rng(1001)
+    worst, binding = 0.0, 0
+    for i in range(40):
+        tau, v_c = 10 ** rng.uniform(-4, -2), 10 ** rng.uniform(1, 4)
+        mu_c = -abs(rng.normal(0, 1)) * math.sqrt(v_c)
+        n1, n0 = float(rng.integers(1, 6)), 0.0
+        if i % 2:
+            n1, n0, mu_c = n0, n1, -mu_c
+        capped = K._tilted_grid(mu_c, v_c, n1, n0, tau)[0]
+        got = K._tilted_moments(mu_c, v_c, n1, n0, tau)
+        with monkeypatch.context() as m:
+            m.setattr(K, "MAX_PIECES", 10 ** 7)
+            full = K._tilted_grid(mu_c, v_c, n1, n0, tau)[0]
+            mean, var = K._tilted_moments(mu_c, v_c, n1, n0, tau)
+        binding += len(full) > len(capped)
+        worst = max(worst, abs(got[0] - mean) / math.sqrt(var), abs(got[1] / var - 1))
+    assert binding >= 10, binding
+    assert worst < 1e-9, worst
+    nodes = K._tilted_grid(-1e6, 1e12, 1.0, 0.0, 1e-6)[0]  # the request that took all memory
+    assert len(nodes) <= (K.MAX_PIECES + 2 * len(K._GEO) + 2) * K.GRID_NODES
+
+
+@pytest.mark.parametrize("params, steps", [
+    # a point-mass difference: both rollouts pin their branches, the judgment has no cavity
+    ({"sigma_r": 1e-6, "sigma0": 1e6}, [("r", "a", 1, 1e9), ("r", "b", 1, -1e9), ("j", "b", "a", 1)]),
+    ({"mu0": -1e6, "sigma0": 1e6, "tau": 1e-6, "sigma_r": 1e6},
+     [("r", "a", 10000, 0.0), ("r", "b", 10000, 1e9), ("r", "a", 10000, 0.5), ("j", "c", "a", 0), ("j", "a", "b", 1)]),
+])
+def test_evidence_too_extreme_for_float64_is_refused_quickly(params, steps):
+    """In-range parameters and scores whose posterior float64 cannot hold: a specific error
+    naming the field, the object unchanged, and bounded work (these took 68 s and all memory)."""
+    k = Kappa(["a", "b", "c"], KappaParams(**params))
+    t0 = time.perf_counter()
+    with pytest.raises(K.ExtremeEvidenceError) as caught:
+        for step in steps:
+            before = (k.state, k.info, k.log)
+            if step[0] == "r":
+                k.rollout(step[1], depth=step[2], score=step[3])
+            else:
+                k.judge(step[1], step[2], step[3])
+    assert (k.state, k.info, k.log) == before
+    assert caught.value.field in ("evidence", "y")
+    assert "too extreme for float64" in str(caught.value)
+    assert time.perf_counter() - t0 < 5.0
+
+
+def test_numeric_breakdown_becomes_extreme_evidence_error(monkeypatch):
+    """Any float64 breakdown inside an update (here a covariance that is not positive
+    definite) is refused as ExtremeEvidenceError, never a bare LinAlgError."""
+    k = Kappa(["a", "b", "c"], KappaParams())
+    k.judge("a", "b", 1)
+    before = (k.state, k.info)
+
+    def broken(*args, **kwargs):
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+
+    monkeypatch.setattr(K.np.linalg, "cholesky", broken)
+    with pytest.raises(K.ExtremeEvidenceError, match="LinAlgError"):
+        k.judge("b", "c", 0)
+    assert (k.state, k.info) == before
 
 
 def test_rank_one_gaussian_equals_rebuild():

@@ -61,6 +61,7 @@ from beliefgate.models.kappa import (  # errors and checks live with the model: 
     DepthError,
     DuplicateBranchError,
     EvidenceTypeError,
+    ExtremeEvidenceError,
     JudgmentValueError,
     KappaInputError,
     KappaParamError,
@@ -292,6 +293,12 @@ _GH64_W = _GH64_W / _GH64_W.sum()
 #: up to 7 + 7 judgments: moments within 4e-9 relative of scipy.integrate.quad at 1e-13)
 GRID_NODES = 10
 GRID_GAUSS_WIDTH = 4.0
+#: most evenly spaced pieces of the tilted-density grid. A sharp likelihood (small tau) next to
+#: a wide cavity makes the Laplace sd tiny against the range; the geometric cuts already
+#: resolve the steep side near 0, so the flat side needs only range / MAX_PIECES (<= 0.3
+#: cavity sds, the range being <= ~19 of them). Bounds the work of one update (without it,
+#: tau = 1e-6 with sigma0 = 1e6 asked for 1.7e8 nodes)
+MAX_PIECES = 64
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(GRID_NODES)
 _GEO = 2.0 ** np.arange(64)
 _ZERO = np.zeros(1)
@@ -358,6 +365,10 @@ def _tilted_grid(mu_c: float, v_c: float, n_ij: float, n_ji: float, tau: float, 
     ``(nodes, weights)``. The scalar steps (Newton, range search) are plain float
     arithmetic; only the grid itself is one vectorised evaluation.
     """
+    if not (math.isfinite(mu_c) and math.isfinite(v_c) and v_c > 0.0):
+        raise ExtremeEvidenceError(
+            f"the evidence is too extreme for float64: a judged difference has cavity mean {mu_c!r} and "
+            f"variance {v_c!r}", "evidence")
     n = n_ij + n_ji
     f = mu_c
     sd_c = math.sqrt(v_c)
@@ -372,6 +383,9 @@ def _tilted_grid(mu_c: float, v_c: float, n_ij: float, n_ji: float, tau: float, 
         if abs(step) < 1e-12 * (1.0 + abs(f)):
             break
     floor = _tilted_log_scalar(f, mu_c, v_c, n_ij, n_ji, tau) - 46.0
+    if not (math.isfinite(f) and math.isfinite(floor) and math.isfinite(hess) and hess < 0.0):
+        raise ExtremeEvidenceError("the evidence is too extreme for float64: the judged difference's "
+                                   "posterior has no finite mode", "evidence")
     s_t = 1.0 / math.sqrt(-hess)  # Laplace sd; log-concave: the range is at least ~9.6 s_t wide
     ends = []
     for sign in (-1.0, 1.0):
@@ -380,12 +394,15 @@ def _tilted_grid(mu_c: float, v_c: float, n_ij: float, n_ji: float, tau: float, 
             reach *= 2.0
         ends.append(f + sign * reach)
     lo, hi = ends
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ExtremeEvidenceError("the evidence is too extreme for float64: the judged difference's "
+                                   "posterior has no finite range", "evidence")
     # pieces: no wider than GRID_GAUSS_WIDTH Laplace sds of the tilted density (its Gaussian
     # scale) and graded geometrically away from 0, where the likelihood's poles (f = +-i pi tau)
     # sit: [tau 2^k, tau 2^(k+1)] keeps every piece well inside its analyticity ellipse
     span = max(abs(lo), abs(hi))
     geo = _GEO[: max(0, min(len(_GEO), math.ceil(math.log2(span / tau)) + 1 if span > tau else 0))] * tau
-    cuts = np.concatenate([np.linspace(lo, hi, max(2, math.ceil((hi - lo) / (GRID_GAUSS_WIDTH * s_t))) + 1),
+    cuts = np.concatenate([np.linspace(lo, hi, min(MAX_PIECES, max(2, math.ceil((hi - lo) / (GRID_GAUSS_WIDTH * s_t)))) + 1),
                            _ZERO, geo, -geo, np.asarray(breaks, dtype=np.float64)])
     points = np.unique(cuts[(cuts >= lo) & (cuts <= hi)])
     a, b = points[:-1], points[1:]
@@ -450,6 +467,11 @@ def _site_update(params: KappaParams, state: KappaState, k: int) -> tuple[float,
     mu = m[i] - m[j]
     v = cov[i, i] + cov[j, j] - 2.0 * cov[i, j]
     p_old, nu_old = float(state.site_p[k]), float(state.site_nu[k])
+    if not (math.isfinite(mu) and math.isfinite(v) and v > 0.0 and 1.0 / v > p_old):
+        raise ExtremeEvidenceError(
+            f"the evidence is too extreme for float64: U_{state.names[i]} - U_{state.names[j]} has "
+            f"posterior variance {float(v):.3g} against its site precision {p_old:.3g} (no positive "
+            f"cavity left)", "evidence")
     prec_c = 1.0 / v - p_old
     v_c = 1.0 / prec_c
     mu_c = v_c * (mu / v - nu_old)
@@ -546,7 +568,7 @@ def kappa_info(params: KappaParams, state: KappaState) -> KappaInfo:
             points = min(MAX_POINTS, 8 * params.num_points)
             probs, ess = _probs_qmc(params, state, points)
     if not (np.all(np.isfinite(probs)) and np.all(np.isfinite(mean)) and np.all(np.isfinite(sd))):
-        raise KappaInputError("the evidence is too extreme for float64: the posterior is not finite", "evidence")
+        raise ExtremeEvidenceError("the evidence is too extreme for float64: the posterior is not finite", "evidence")
     # the control variate can leave a value a rounding error below 0; the clip is explicit
     # and the vector is renormalised, so the probabilities sum to one
     probs = np.clip(probs, 0.0, None)
@@ -638,7 +660,7 @@ def _add_judgment(params: KappaParams, state: KappaState, ev: Judgment) -> Kappa
     trial = state._replace(pairs=pairs, wins=wins, design=design, site_p=site_p, site_nu=site_nu)
     p, nu = _site_update(params, trial, k)
     if not (math.isfinite(p) and math.isfinite(nu)):
-        raise KappaInputError("the judgments are too extreme for float64 (non-finite site)", "y")
+        raise ExtremeEvidenceError("the judgments are too extreme for float64 (non-finite site)", "y")
     mean, cov, lam = _rank_one(trial, (i, j), (1.0, -1.0), p - site_p[k], nu - site_nu[k])
     site_p[k], site_nu[k] = p, nu
     return trial._replace(pairs=_frozen(pairs), wins=_frozen(wins), site_p=_frozen(site_p),
@@ -697,6 +719,18 @@ def kappa_update(params: KappaParams, state: KappaState, evidence: Evidence) -> 
     input ``state`` is untouched (it is immutable anyway) and nothing is returned.
     """
     _check_params(params)
+    try:
+        return _update(params, state, evidence)
+    except KappaInputError:
+        raise
+    except (ArithmeticError, np.linalg.LinAlgError, ValueError) as exc:
+        # float64 broke down on evidence too extreme for it (a math domain error, a
+        # covariance no longer positive definite): refused like any bad input, state unchanged
+        raise ExtremeEvidenceError(f"the evidence is too extreme for float64 ({type(exc).__name__}: {exc})",
+                                   "evidence") from exc
+
+
+def _update(params: KappaParams, state: KappaState, evidence: Evidence) -> tuple[KappaState, KappaInfo]:
     if isinstance(evidence, Judgment):
         new = _add_judgment(params, state, evidence)
     elif isinstance(evidence, Rollout):
@@ -731,7 +765,7 @@ def _ep_sweep(params: KappaParams, state: KappaState) -> KappaState:
         st = state._replace(site_p=site_p, site_nu=site_nu)
         p, nu = _site_update(params, st, k)
         if not (math.isfinite(p) and math.isfinite(nu)):
-            raise KappaInputError("the judgments are too extreme for float64 (non-finite site)", "y")
+            raise ExtremeEvidenceError("the judgments are too extreme for float64 (non-finite site)", "y")
         i, j = int(state.pairs[k, 0]), int(state.pairs[k, 1])
         mean, cov, lam = _rank_one(st, (i, j), (1.0, -1.0), p - site_p[k], nu - site_nu[k])
         site_p = site_p.copy()

@@ -67,6 +67,12 @@ class JudgmentValueError(KappaInputError):
     """A judgment outcome ``y`` is not 0 or 1."""
 
 
+class ExtremeEvidenceError(KappaInputError):
+    """The evidence (with these parameters) is too extreme for float64: a posterior variance
+    collapsed to zero, a site or probability came out non-finite, or the covariance lost
+    positive definiteness. The state is unchanged; the request is refused, not approximated."""
+
+
 class NonFiniteScoreError(KappaInputError):
     """A rollout score is NaN, infinite or not a number."""
 
