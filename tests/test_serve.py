@@ -330,18 +330,18 @@ BAD_STEPS = [
     ("bool-number", "/step", json.dumps(_step(GOOD)).replace("-0.5", "true"), 422, "validation_error"),
     ("all-null-row", "/step", json.dumps(_step([GOOD[0], [None] * 4, GOOD[2]])), 422, "NonFiniteLoglikError"),
     ("action-out-of-range", "/step", json.dumps(_step(GOOD, 4)), 422, "ActionIndexError"),
-    ("action-negative", "/step", json.dumps(_step(GOOD, -1)), 422, "validation_error"),
+    ("action-negative", "/step", json.dumps(_step(GOOD, -1)), 422, "ActionIndexError"),  # the gate's own check
     ("action-float", "/step", json.dumps(_step(GOOD, 1.0)), 422, "validation_error"),
     ("action-missing", "/step", json.dumps({"action_logprobs": GOOD}), 422, "validation_error"),
     ("unknown-skill-name", "/step", json.dumps(_step(GOOD, completed="wash")), 422, "UnknownSkillError"),
     ("unknown-skill-index", "/step", json.dumps(_step(GOOD, completed=3)), 422, "UnknownSkillError"),
     ("no-feasible-skill", "/step", json.dumps(_step(GOOD, feasible=[False] * 3)), 422, "NoFeasibleSkillError"),
     ("feasible-length", "/step", json.dumps(_step(GOOD, feasible=[True])), 422, "ShapeMismatchError"),
-    ("weight-negative", "/step", json.dumps(_step(GOOD, weight=-1.0)), 422, "validation_error"),
+    ("weight-negative", "/step", json.dumps(_step(GOOD, weight=-1.0)), 422, "InvalidWeightError"),
     ("extra-field", "/step", json.dumps(_step(GOOD, temperature=1.0)), 422, "validation_error"),
     ("invalid-json", "/step", "{", 422, "validation_error"),
     ("json-array", "/step", "[]", 422, "validation_error"),
-    ("not-utf8", "/step", b'{"action": "\xff"}', 400, "http_error"),
+    ("not-utf8", "/step", b'{"action": "\xff"}', 400, "bad_request"),
     ("loglik-length", "/step_loglik", json.dumps({"loglik": [0.0, -1.0]}), 422, "ShapeMismatchError"),
     ("impossible-observation", "/step_loglik",
      json.dumps({"loglik": [None, -1.0, -2.0], "feasible": [True, False, False]}), 422, "ImpossibleObservationError"),
@@ -414,12 +414,12 @@ def test_other_bad_requests(server, busy_session):
 CREATE_BAD = [
     ({"num_skills": 3, "layout": "cramped_room"}, "validation_error"),
     ({}, "validation_error"),
-    ({"num_skills": 0}, "validation_error"),
+    ({"num_skills": 0}, "ShapeMismatchError"),  # the gate's own check, as in process
     ({"num_skills": 65}, "validation_error"),
     ({"num_skills": 2, "skill_names": ["a", "b", "c"]}, "validation_error"),
     ({"skill_names": ["a", "a"]}, "ShapeMismatchError"),
     ({"num_skills": 2, "prior_counts": [1.0]}, "ShapeMismatchError"),
-    ({"num_skills": 2, "prior_counts": [-1.0, 0.0]}, "validation_error"),
+    ({"num_skills": 2, "prior_counts": [-1.0, 0.0]}, "InvalidParameterError"),
     ({"num_skills": 2, "params": {"hazard": 2.0}}, "validation_error"),
     ({"num_skills": 2, "params": {"cp_release": 0.9, "cp_threshold": 0.5}}, "validation_error"),
     ({"num_skills": 2, "params": {"window": 100000, "model": "windowed"}}, "validation_error"),
@@ -845,7 +845,7 @@ KAPPA_BAD = [
     ("round-duplicate", "/evidence", {"rollouts": [{"branch": "a", "depth": 1, "score": 1.0},
                                                    {"branch": "a", "depth": 1, "score": 2.0}], "round": True},
      "DuplicateBranchError", "rollouts"),
-    ("empty-batch", "/evidence", {}, "EvidenceTypeError", "evidence"),
+    ("empty-batch", "/evidence", {}, "EvidenceTypeError", "body"),  # the body as a whole
     ("extra-field", "/judge", {"left": "a", "right": "b", "y": 1, "weight": 2}, "validation_error", "weight"),
 ]
 

@@ -28,11 +28,12 @@ in front of the app checks the bearer token and the body size before a request's
 body is parsed. Under ``beliefgate serve`` the HTTP protocol itself answers whole, valid
 step requests with the same code (:mod:`beliefgate.serve.protocol`).
 
-Status codes: 401 missing/wrong token; 408 body not received within the body timeout; 404 unknown session or route; 409 operation
-for another kind of session; 413 body over the limit; 422 malformed request or input
-the gate rejects (the ``error`` field names the exception, e.g. ``ShapeMismatchError``);
-429 session limit; 503 snapshot write failed (the change was rolled back). Every
-error leaves the session as it was.
+Status codes: 400 body not UTF-8; 401 missing/wrong token; 408 body not received within the body timeout;
+404 unknown session or route; 409 operation for another kind of session; 413 body over the limit;
+422 malformed request, a body sent to a route that takes none, or input the gate rejects
+(the ``error`` field names the exception, e.g. ``ShapeMismatchError``; ``errors[0].loc``
+names the field); 429 session limit; 503 snapshot write failed (the change was rolled
+back). Every error leaves the session as it was, its idle clock included.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import numpy as np
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -60,10 +61,16 @@ from pydantic_core import to_json
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import beliefgate
-from beliefgate.beliefs.errors import BeliefInputError, InvalidParameterError
+from beliefgate.beliefs.errors import (
+    BeliefInputError,
+    InvalidParameterError,
+    InvalidWeightError,
+    NoFeasibleSkillError,
+    UnknownSkillError,
+)
 from beliefgate.beliefs.evidence import StepEvidence
 from beliefgate.beliefs.gate import Decision, Gate, GateParams
-from beliefgate.beliefs.kappa import Judgment, Kappa, KappaInputError, Rollout, RolloutRound
+from beliefgate.beliefs.kappa import EvidenceTypeError, Judgment, Kappa, KappaInputError, Rollout, RolloutRound
 from beliefgate.serve.schemas import (
     SESSION_ID_PATTERN,
     CreateKappaRequest,
@@ -147,13 +154,15 @@ class ServeSettings:
 
 
 class ApiError(BeliefgateError):
-    """An error with its HTTP status and ``error`` kind."""
+    """An error with its HTTP status and ``error`` kind; ``field``: the body field a 422 is
+    about (``None``: the one :func:`_gate_field` finds, as for the gate's own errors)."""
 
-    def __init__(self, status_code: int, kind: str, detail: str):
+    def __init__(self, status_code: int, kind: str, detail: str, field: Optional[str] = None):
         super().__init__(detail)
         self.status_code = status_code
         self.kind = kind
         self.detail = detail
+        self.field = field
 
 
 # --------------------------------------------------------------------------- responses
@@ -177,11 +186,19 @@ def _error(status_code: int, kind: str, detail: str, errors: Optional[list] = No
     return _json(body, status_code, headers)
 
 
+def _field_error(kind: str, message: str, field: Optional[str]) -> Response:
+    """A 422 about one body field (``None``: the body as a whole): ``errors[0].loc`` names it,
+    as pydantic's own errors do, and so does the ``detail``."""
+    loc = ["body"] if field is None else ["body", field]
+    return _error(422, kind, f"{field or 'body'}: {message}", [{"loc": loc, "msg": message, "type": kind}])
+
+
 _ERRORS = {
-    400: {"model": ErrorOut, "description": "unreadable request (body not UTF-8 JSON, bad Content-Length)"},
+    400: {"model": ErrorOut, "description": "unreadable request (body not UTF-8 JSON)"},
     408: {"model": ErrorOut, "description": "the request body did not arrive within the body timeout"},
     401: {"model": ErrorOut, "description": "missing or wrong bearer token"},
     404: {"model": ErrorOut, "description": "unknown session"},
+    409: {"model": ErrorOut, "description": "operation for another kind of session"},
     413: {"model": ErrorOut, "description": "request body over the limit"},
     422: {"model": ErrorOut, "description": "malformed request, or input the gate or kappa rejects "
                                            "(`errors[0].loc` names the field)"},
@@ -194,8 +211,8 @@ def _responses(*codes: int) -> dict:
     return {c: _ERRORS[c] for c in sorted({400, 401, 408, 413, 422, *codes})}
 
 
-_STEP_RESPONSES = {**_responses(404, 503),
-                   409: {"model": ErrorOut, "description": "operation for another kind of session"}}
+#: a route on an existing session: unknown (404), of the other family (409), a change to persist (503)
+_SESSION_RESPONSES = _responses(404, 409, 503)
 
 
 # --------------------------------------------------------------------------- ASGI guard
@@ -260,13 +277,18 @@ class _Guard:
                                      headers={"Connection": "close"}))
             return
         body = b"".join(chunks)
-        if scope["method"] == "POST" and _json_content(headers.get(b"content-type")):
-            match = _FAST_PATH.match(path)
-            if match is not None:
-                response = await _fast(scope, match.group(1), match.group(2), body)
-                if response is not None:
-                    await _send(send, response)
-                    return
+        if body and _json_content(headers.get(b"content-type")):
+            if scope["method"] == "POST":
+                match = _FAST_PATH.match(path)
+                if match is not None:
+                    response = await _fast(scope, match.group(1), match.group(2), body)
+                    if response is not None:
+                        await _send(send, response)
+                        return
+            problem = _encoding_problem(body)
+            if problem is not None:
+                await _send(send, _error(400, "bad_request", problem))
+                return
         replayed = False
 
         async def replay():
@@ -287,6 +309,20 @@ def bearer_ok(token: bytes, header: Optional[bytes]) -> bool:
     if scheme.lower() != b"bearer":
         return False
     return hmac.compare_digest(value.strip(), token)
+
+
+def _encoding_problem(body: bytes) -> Optional[str]:
+    """Why a JSON body is not UTF-8 (``None`` when it is). Python's JSON parser, and so
+    FastAPI's, would read UTF-16 and UTF-32 too (by the pattern of zero bytes); JSON
+    exchanged between systems must be UTF-8 (RFC 8259), and so must every body here."""
+    encoding = json.detect_encoding(body)
+    if encoding not in ("utf-8", "utf-8-sig"):
+        return f"the request body is {encoding.upper()}-encoded; JSON bodies must be UTF-8"
+    try:
+        body.decode(encoding)
+    except UnicodeDecodeError as exc:
+        return f"the request body is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+    return None
 
 
 def _too_large(limit: int) -> Response:
@@ -311,6 +347,14 @@ def _require(session: Session, kappa: bool) -> Session:
     if (session.kind == "kappa") != kappa:
         where = "/v1/kappa/{id}" if session.kind == "kappa" else "/v1/sessions/{id}"
         raise WrongSessionKindError(f"session {session.id} is a {session.kind} session; use {where}")
+    return session
+
+
+def _read(store: SessionStore, session_id: str, kappa: bool) -> Session:
+    """The session a GET reads: looked up and kind-checked (404/409) *before* its idle clock
+    restarts, so that a rejected request leaves the session as it was."""
+    session = _require(store.get(session_id), kappa)
+    store.touch(session)
     return session
 
 
@@ -495,6 +539,16 @@ def _overcooked_gate(layout: str, params: GateParams, partner: int):
     return name, gate, OvercookedObserver(name, params, partner=partner)
 
 
+async def _no_body(request: Request) -> None:
+    """A route that takes no body refuses one (422) rather than ignore it and act."""
+    if await request.body():
+        raise RequestValidationError([{"loc": ("body",), "msg": "this route takes no request body",
+                                       "type": "no_body_expected"}])
+
+
+#: the dependency of every route documented without a body
+NO_BODY = Depends(_no_body)
+
 SessionId = Annotated[str, PathParam(pattern=SESSION_ID_PATTERN, max_length=64,
                                      description="id returned by POST /v1/sessions")]
 
@@ -509,7 +563,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
     public = APIRouter(prefix=API_PREFIX)
     api = APIRouter(prefix=API_PREFIX)
 
-    @public.get("/healthz", response_model=HealthOut, tags=["service"])
+    @public.get("/healthz", response_model=HealthOut, tags=["service"], dependencies=[NO_BODY])
     async def healthz(request: Request) -> Response:
         """Liveness: the service answers, and how many sessions it holds (no auth)."""
         settings: ServeSettings = request.app.state.settings
@@ -534,7 +588,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
             try:
                 layout, gate, observer = await asyncio.to_thread(_overcooked_gate, body.layout, params, partner)
             except UnknownLayoutError as exc:
-                raise ApiError(422, "UnknownLayoutError", str(exc)) from None
+                raise ApiError(422, "UnknownLayoutError", str(exc), "layout") from None
             session = store.add(gate, "overcooked", layout, partner, observer=observer)
         else:
             gate = Gate.from_logprobs(body.resolved_num_skills(), params, body.skill_names, body.prior_counts)
@@ -544,57 +598,61 @@ def _routes() -> tuple[APIRouter, APIRouter]:
                      headers={"Location": f"{API_PREFIX}/sessions/{session.id}"})
 
     @api.get("/sessions/{session_id}", response_model=SessionOut, tags=["sessions"],
-             responses=_responses(404))
+             responses=_responses(404, 409), dependencies=[NO_BODY])
     async def get_session(session_id: SessionId, request: Request) -> Response:
         """The session and its gate's current state (`state_digest` changes iff the state does)."""
         store = _store(request)
-        session = store.get(session_id)
-        store.touch(session)
-        return _json(_session_payload(store, session))
+        return _json(_session_payload(store, _read(store, session_id, kappa=False)))
 
     @api.delete("/sessions/{session_id}", status_code=204, tags=["sessions"],
-                responses=_responses(404, 503))
+                responses=_SESSION_RESPONSES, dependencies=[NO_BODY])
     async def delete_session(session_id: SessionId, request: Request) -> Response:
         """Delete the session."""
         return await _delete(request, session_id, kappa=False)
 
     @api.post("/sessions/{session_id}/step", response_model=DecisionOut, tags=["gate"],
-              responses=_STEP_RESPONSES)
+              responses=_SESSION_RESPONSES)
     async def step(session_id: SessionId, body: StepRequest, request: Request) -> Response:
         """`Gate.step`: condition on the action taken, given every action's log-probability per skill."""
         return await _step(_store(request), session_id, body)
 
     @api.post("/sessions/{session_id}/step_loglik", response_model=DecisionOut, tags=["gate"],
-              responses=_STEP_RESPONSES)
+              responses=_SESSION_RESPONSES)
     async def step_loglik(session_id: SessionId, body: StepLoglikRequest, request: Request) -> Response:
         """`Gate.step_loglik`: condition on the observed action's log-likelihood under each skill."""
         return await _step_loglik(_store(request), session_id, body)
 
     @api.post("/sessions/{session_id}/step_evidence", response_model=DecisionOut, tags=["gate"],
-              responses=_STEP_RESPONSES)
+              responses=_SESSION_RESPONSES)
     async def step_evidence(session_id: SessionId, body: StepEvidenceRequest, request: Request) -> Response:
         """`Gate.step_evidence`: several actions may be consistent with what was observed."""
         return await _step_evidence(_store(request), session_id, body)
 
     @api.post("/sessions/{session_id}/observe", response_model=DecisionOut, tags=["gate"],
-              responses=_STEP_RESPONSES)
+              responses=_SESSION_RESPONSES)
     async def observe(session_id: SessionId, body: ObserveRequest, request: Request) -> Response:
         """`Gate.observe`: two consecutive Overcooked states (sessions created with a `layout`)."""
         from beliefgate.envs.overcooked.dynamics import ImpossibleTransitionError
+        from beliefgate.envs.overcooked.observer import as_state
         from beliefgate.envs.overcooked.state import StateFormatError
 
         def apply(session: Session):
+            observer = session.observer
+            field = "state"
             try:
-                evidence = session.observer.evidence(body.state, body.next_state)
+                as_state(body.state, observer.layout)  # each state on its own first: the error names it
+                field = "next_state"
+                as_state(body.next_state, observer.layout)
+                evidence = observer.evidence(body.state, body.next_state)  # the pair: next_state's error
             except (StateFormatError, ImpossibleTransitionError) as exc:
-                raise ApiError(422, type(exc).__name__, str(exc)) from None
+                raise ApiError(422, type(exc).__name__, str(exc), field) from None
             return session.gate.step_evidence(evidence, ego_active=body.ego_active)
 
         decision = await _mutate(_store(request), session_id, apply)
         return _json(decision_payload(decision))
 
     @api.post("/sessions/{session_id}/notify_replanned", response_model=SessionOut, tags=["gate"],
-              responses=_responses(404, 503))
+              responses=_SESSION_RESPONSES, dependencies=[NO_BODY])
     async def notify_replanned(session_id: SessionId, request: Request) -> Response:
         """`Gate.notify_replanned`: the ego replanned for its own reasons; cooldowns start now."""
         store = _store(request)
@@ -602,7 +660,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
         return _json(_session_payload(store, session))
 
     @api.post("/sessions/{session_id}/reset", response_model=SessionOut, tags=["gate"],
-              responses=_responses(404, 503))
+              responses=_SESSION_RESPONSES)
     async def reset(session_id: SessionId, request: Request, body: Optional[ResetRequest] = None) -> Response:
         """`Gate.reset`: a new episode (`keep_memory` keeps the completion counts)."""
         store = _store(request)
@@ -623,20 +681,20 @@ def _routes() -> tuple[APIRouter, APIRouter]:
         await _created(store, session)
         return _json(_kappa_payload(store, session), 201, headers={"Location": f"{API_PREFIX}/kappa/{session.id}"})
 
-    @api.get("/kappa/{session_id}", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
+    @api.get("/kappa/{session_id}", response_model=KappaOut, tags=["kappa"], responses=_responses(404, 409),
+             dependencies=[NO_BODY])
     async def get_kappa(session_id: SessionId, request: Request) -> Response:
         """The read-out: argmax probability of every branch, kappa, best, nucleus, commit, rounds."""
         store = _store(request)
-        session = _require(store.get(session_id), kappa=True)
-        store.touch(session)
-        return _json(_kappa_payload(store, session))
+        return _json(_kappa_payload(store, _read(store, session_id, kappa=True)))
 
-    @api.delete("/kappa/{session_id}", status_code=204, tags=["kappa"], responses=_STEP_RESPONSES)
+    @api.delete("/kappa/{session_id}", status_code=204, tags=["kappa"], responses=_SESSION_RESPONSES,
+                dependencies=[NO_BODY])
     async def delete_kappa(session_id: SessionId, request: Request) -> Response:
         """Delete the kappa session."""
         return await _delete(request, session_id, kappa=True)
 
-    @api.post("/kappa/{session_id}/judge", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
+    @api.post("/kappa/{session_id}/judge", response_model=KappaOut, tags=["kappa"], responses=_SESSION_RESPONSES)
     async def kappa_judge(session_id: SessionId, body: JudgeRequest, request: Request) -> Response:
         """`Kappa.judge`: `y = 1` when `left` was judged better than `right`."""
         store = _store(request)
@@ -644,7 +702,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
                                 lambda s: s.apply_kappa([Judgment(body.left, body.right, body.y)]), kappa=True)
         return _json(_kappa_payload(store, session))
 
-    @api.post("/kappa/{session_id}/rollout", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
+    @api.post("/kappa/{session_id}/rollout", response_model=KappaOut, tags=["kappa"], responses=_SESSION_RESPONSES)
     async def kappa_rollout(session_id: SessionId, body: RolloutRequest, request: Request) -> Response:
         """`Kappa.rollout`: a branch's score imagined `depth` steps ahead (not a round)."""
         store = _store(request)
@@ -652,9 +710,12 @@ def _routes() -> tuple[APIRouter, APIRouter]:
                                 lambda s: s.apply_kappa([Rollout(body.branch, body.depth, body.score)]), kappa=True)
         return _json(_kappa_payload(store, session))
 
-    @api.post("/kappa/{session_id}/evidence", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
+    @api.post("/kappa/{session_id}/evidence", response_model=KappaOut, tags=["kappa"], responses=_SESSION_RESPONSES)
     async def kappa_evidence(session_id: SessionId, body: KappaEvidenceRequest, request: Request) -> Response:
         """Judgments then rollouts, in order, all or nothing; `round: true` makes the rollouts one round."""
+        if not body.judgments and not body.rollouts:
+            raise EvidenceTypeError('no evidence: give "judgments" ([{"left", "right", "y"}, ...]) and/or '
+                                    '"rollouts" ([{"branch", "depth", "score"}, ...])', None)
         evidence: list = [Judgment(j.left, j.right, j.y) for j in body.judgments]
         rollouts = tuple(Rollout(r.branch, r.depth, r.score) for r in body.rollouts)
         if body.round:
@@ -665,7 +726,8 @@ def _routes() -> tuple[APIRouter, APIRouter]:
         session = await _mutate(store, session_id, lambda s: s.apply_kappa(evidence), kappa=True)
         return _json(_kappa_payload(store, session))
 
-    @api.post("/kappa/{session_id}/reset", response_model=KappaOut, tags=["kappa"], responses=_STEP_RESPONSES)
+    @api.post("/kappa/{session_id}/reset", response_model=KappaOut, tags=["kappa"], responses=_SESSION_RESPONSES,
+              dependencies=[NO_BODY])
     async def kappa_reset(session_id: SessionId, request: Request) -> Response:
         """`Kappa.reset`: forget the evidence (same branches and params)."""
         store = _store(request)
@@ -676,6 +738,38 @@ def _routes() -> tuple[APIRouter, APIRouter]:
 
 
 # --------------------------------------------------------------------------- error handlers
+
+#: the body fields each gate route hands the gate (by the last segment of its path), as the
+#: gate's messages name them; the first is what an error naming none of them is about
+_GATE_FIELDS = {
+    "sessions": ("prior_counts", "skill_names", "num_skills", "partner", "layout"),
+    "step": ("action_logprobs", "action", "completed", "feasible", "weight"),
+    "step_loglik": ("loglik", "completed", "feasible", "weight"),
+    "step_evidence": ("action_logprobs", "action_mask", "completed", "feasible", "weight"),
+    "observe": ("next_state",),
+}
+#: gate errors that are always about one field (where the route has it)
+_FIELD_OF_ERROR = ((UnknownSkillError, "completed"), (NoFeasibleSkillError, "feasible"),
+                   (InvalidWeightError, "weight"))
+
+
+def _gate_field(path: str, exc: Exception) -> Optional[str]:
+    """The body field a gate error on the route at ``path`` is about (``None``: no gate route).
+
+    The gate's exceptions carry no field, but their messages name the argument they are
+    about (``action index 4 outside [0, 4)``, ``feasible must have shape (3,)``): the field
+    is the one its class is always about, else the route's field the message names first,
+    else the route's first field (the evidence itself).
+    """
+    fields = _GATE_FIELDS.get(path.rsplit("/", 1)[-1])
+    if fields is None:
+        return None
+    for cls, field in _FIELD_OF_ERROR:
+        if isinstance(exc, cls) and field in fields:
+            return field
+    message = str(exc)
+    named = [(m.start(), name) for name in fields if (m := re.search(rf"\b{name}\b", message)) is not None]
+    return min(named)[1] if named else fields[0]
 
 
 def _clean_errors(errors) -> list:
@@ -698,13 +792,13 @@ def _install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(BeliefInputError)
     async def _belief(request: Request, exc: BeliefInputError) -> Response:
-        return _error(422, type(exc).__name__, str(exc))
+        return _field_error(type(exc).__name__, str(exc), _gate_field(request.scope["path"], exc))
 
     @app.exception_handler(KappaInputError)
     async def _kappa(request: Request, exc: KappaInputError) -> Response:
-        field = exc.field or "body"
-        errors = [{"loc": ["body", field], "msg": str(exc), "type": type(exc).__name__}]
-        return _error(422, type(exc).__name__, f"{field}: {exc}", errors)
+        # "evidence": the evidence as a whole (the argument of update_many), no one field of a body
+        field = None if exc.field == "evidence" else exc.field
+        return _field_error(type(exc).__name__, str(exc), field)
 
     @app.exception_handler(SessionError)
     async def _session(request: Request, exc: SessionError) -> Response:
@@ -716,7 +810,9 @@ def _install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def _api(request: Request, exc: ApiError) -> Response:
-        return _error(exc.status_code, exc.kind, exc.detail)
+        if exc.status_code != 422:
+            return _error(exc.status_code, exc.kind, exc.detail)
+        return _field_error(exc.kind, exc.detail, exc.field or _gate_field(request.scope["path"], exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:

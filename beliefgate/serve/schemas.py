@@ -3,6 +3,11 @@
 Every request model forbids unknown fields and rejects NaN and infinities
 (``allow_inf_nan=False``): JSON has no encoding for them, and Python's JSON
 parser would otherwise accept the non-standard tokens ``NaN``/``Infinity``.
+Every value is checked against its JSON type, nested ones (``params``, the
+Overcooked states) included: no ``"7"``, ``7.0`` or ``true`` for an integer, no
+``"0.1"`` or ``true`` for a number (a JSON integer is a number: ``"hazard": 1``).
+The service's copies of ``GateParams``, ``KappaParams`` and ``SymbolicState`` are
+strict; the Python classes themselves keep their own (lax) validation.
 
 Encoding of ``log 0``
     A log-probability of zero probability (``-inf`` in the Python API) is sent and
@@ -12,9 +17,13 @@ Encoding of ``log 0``
     (``1e999``) are rejected with 422.
 
 Bounds
-    Finite log-probabilities lie in ``[-1e9, 1e9]`` and weights in ``[0, 1000]`` (422
-    otherwise), so that the tempered log-likelihood ``weight * loglik`` stays far from
-    overflow.
+    Finite entries of ``action_logprobs`` lie in ``[-MAX_ABS_LOGPROB, 0]``, those of
+    ``loglik`` in ``[-MAX_ABS_LOGPROB, MAX_ABS_LOGPROB]`` (``MAX_ABS_LOGPROB = 1e4``, the
+    gate's own limit in :mod:`beliefgate.beliefs.core`), weights in ``[0, MAX_WEIGHT]`` and
+    ``action`` in ``[0, A)``, so that the tempered log-likelihood ``weight * loglik`` stays
+    far from overflow. The documents state these bounds, but the gate checks them (422 with
+    its own error, ``NonFiniteLoglikError``, ``InvalidWeightError``, ``ActionIndexError``),
+    exactly as in process: the schema only bounds the sizes (``MAX_SKILLS``, ``MAX_ACTIONS``).
 
 Non-finite numbers in responses
     ``null`` again: ``log_l = null`` means ``-inf`` (``l_t = 0``);
@@ -31,11 +40,17 @@ from __future__ import annotations
 import hashlib
 import math
 import struct
-from typing import Annotated, Any, Literal, Optional, Union
+from copy import copy
+from typing import Annotated, Any, Literal, Optional, Tuple, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PlainValidator, Strict, StrictBool, StrictFloat, StrictInt,
+                      StrictStr, WithJsonSchema, model_validator)
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 
+from beliefgate.beliefs.config import MAX_PRIOR_COUNT
+from beliefgate.beliefs.core import MAX_ABS_LOGPROB, MAX_WEIGHT
 from beliefgate.beliefs.gate import Decision, Gate, GateParams
 from beliefgate.beliefs.kappa import Kappa, KappaParamFields, KappaParams
 
@@ -58,18 +73,25 @@ MAX_NAME_LENGTH = 64
 MAX_HORIZON = 512
 #: highest player index of an Overcooked partner
 MAX_PLAYER_INDEX = 15
-#: largest magnitude of a finite log-probability (a probability of e^-1e9 is zero in practice)
-LOGPROB_BOUND = 1e9
-#: largest tempering weight
-MAX_WEIGHT = 1e3
 #: session ids: URL-safe base64, 22 characters from 16 random bytes
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
 _REQUEST = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+#: the nested models of a request: every field strict (JSON's own types, see the module docstring)
+_STRICT = ConfigDict(strict=True)
 
-#: a log-probability; ``None`` (JSON ``null``) is log 0 = -inf. Finite values are bounded so
-#: that tempering (``weight * loglik``) cannot overflow inside the gate.
-LogProb = Optional[Annotated[StrictFloat, Field(ge=-LOGPROB_BOUND, le=LOGPROB_BOUND)]]
+
+def _bounds(low: float, high: Optional[float] = None) -> dict:
+    """JSON-schema bounds the gate enforces (its own error class, as in process), stated in the
+    documents only: a schema bound would answer ``validation_error`` before the gate sees the value."""
+    return {"json_schema_extra": {"minimum": low} if high is None else {"minimum": low, "maximum": high}}
+
+
+#: an entry of ``action_logprobs``: a log-probability, ``None`` (JSON ``null``) is log 0 = -inf;
+#: finite ones within ``[-MAX_ABS_LOGPROB, 0]`` (the gate's check: tempering cannot overflow)
+LogProb = Optional[Annotated[StrictFloat, Field(**_bounds(-MAX_ABS_LOGPROB, 0.0))]]
+#: an entry of ``loglik``: ``None`` is -inf; finite ones within ``±MAX_ABS_LOGPROB`` (the gate's check)
+LogLik = Optional[Annotated[StrictFloat, Field(**_bounds(-MAX_ABS_LOGPROB, MAX_ABS_LOGPROB))]]
 #: a skill named by index or by name
 SkillRef = Union[StrictInt, Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME_LENGTH)]]
 SkillName = Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME_LENGTH)]
@@ -87,7 +109,9 @@ def _to_array(values: list) -> np.ndarray:
 
 class ServiceGateParams(GateParams):
     """:class:`~beliefgate.beliefs.gate.GateParams` with the service's size limits
-    (``window`` and ``cp_horizon`` at most ``MAX_HORIZON``)."""
+    (``window`` and ``cp_horizon`` at most ``MAX_HORIZON``), every field strict."""
+
+    model_config = _STRICT
 
     window: Optional[int] = Field(5, ge=1, le=MAX_HORIZON)
     cp_horizon: int = Field(6, ge=1, le=MAX_HORIZON)
@@ -103,12 +127,12 @@ class CreateSessionRequest(BaseModel):
 
     model_config = _REQUEST
 
-    num_skills: Optional[StrictInt] = Field(None, ge=1, le=MAX_SKILLS,
-                                            description="number of skills K (generic gate)")
+    num_skills: Optional[Annotated[StrictInt, Field(le=MAX_SKILLS, **_bounds(1))]] = Field(
+        None, description="number of skills K >= 1 (generic gate)")
     skill_names: Optional[list[SkillName]] = Field(
         None, min_length=1, max_length=MAX_SKILLS,
         description="K distinct skill names (default skill_0 ... skill_{K-1}); implies num_skills")
-    prior_counts: Optional[list[Annotated[StrictFloat, Field(ge=0.0)]]] = Field(
+    prior_counts: Optional[list[Annotated[StrictFloat, Field(**_bounds(0.0, MAX_PRIOR_COUNT))]]] = Field(
         None, max_length=MAX_SKILLS, description="completions remembered from earlier episodes, float[K] >= 0")
     layout: Optional[Annotated[StrictStr, Field(min_length=1, max_length=64)]] = Field(
         None, description="Overcooked layout name (Overcooked gate; feed it with /observe)")
@@ -145,9 +169,10 @@ class _StepCommon(BaseModel):
     completed: Optional[SkillRef] = Field(
         None, description="skill (name or index; -1 = none) the action visibly completed")
     feasible: Optional[list[StrictBool]] = Field(
-        None, min_length=1, max_length=MAX_SKILLS, description="bool[K]: skills whose preconditions hold (null: all)")
-    weight: Annotated[StrictFloat, Field(ge=0.0, le=MAX_WEIGHT)] = Field(
-        1.0, description="tempering weight w >= 0 of the step's log-likelihood (0 excludes the step)")
+        None, max_length=MAX_SKILLS, description="bool[K]: skills whose preconditions hold (null: all)")
+    weight: StrictFloat = Field(
+        1.0, **_bounds(0.0, MAX_WEIGHT),
+        description="tempering weight w >= 0 of the step's log-likelihood (0 excludes the step)")
     ego_active: StrictBool = Field(True, description="whether the ego runs a skill an interrupt could stop")
 
     def common_kwargs(self) -> dict:
@@ -155,6 +180,8 @@ class _StepCommon(BaseModel):
 
 
 def _rectangular(table: list, name: str) -> None:
+    if not table:
+        return  # the gate refuses an empty table (ShapeMismatchError)
     width = len(table[0])
     for i, row in enumerate(table):
         if len(row) != width:
@@ -164,10 +191,11 @@ def _rectangular(table: list, name: str) -> None:
 class StepRequest(_StepCommon):
     """``Gate.step``: the action log-probability table and the action taken."""
 
-    action_logprobs: list[Annotated[list[LogProb], Field(min_length=1, max_length=MAX_ACTIONS)]] = Field(
-        ..., min_length=1, max_length=MAX_SKILLS,
+    action_logprobs: list[Annotated[list[LogProb], Field(max_length=MAX_ACTIONS)]] = Field(
+        ..., max_length=MAX_SKILLS,
         description="float[K][A]: log pi(a | s_t, k); null = log 0 (-inf)")
-    action: StrictInt = Field(..., ge=0, lt=MAX_ACTIONS, description="index of the action the partner took")
+    action: StrictInt = Field(..., **_bounds(0, MAX_ACTIONS - 1),
+                              description="index of the action the partner took, in [0, A)")
 
     @model_validator(mode="after")
     def _shape(self) -> "StepRequest":
@@ -181,11 +209,11 @@ class StepRequest(_StepCommon):
 class StepEvidenceRequest(_StepCommon):
     """``Gate.step_evidence``: several actions may be consistent with the observation."""
 
-    action_logprobs: list[Annotated[list[LogProb], Field(min_length=1, max_length=MAX_ACTIONS)]] = Field(
-        ..., min_length=1, max_length=MAX_SKILLS,
+    action_logprobs: list[Annotated[list[LogProb], Field(max_length=MAX_ACTIONS)]] = Field(
+        ..., max_length=MAX_SKILLS,
         description="float[K][A]: log pi(a | s_t, k); null = log 0 (-inf)")
     action_mask: list[StrictBool] = Field(
-        ..., min_length=1, max_length=MAX_ACTIONS, description="bool[A]: actions consistent with what was seen")
+        ..., max_length=MAX_ACTIONS, description="bool[A]: actions consistent with what was seen")
 
     @model_validator(mode="after")
     def _shape(self) -> "StepEvidenceRequest":
@@ -199,8 +227,8 @@ class StepEvidenceRequest(_StepCommon):
 class StepLoglikRequest(_StepCommon):
     """``Gate.step_loglik``: only the observed action's log-likelihood per skill."""
 
-    loglik: list[LogProb] = Field(..., min_length=1, max_length=MAX_SKILLS,
-                                  description="float[K]: log pi(a_t | s_t, k); null = log 0 (-inf)")
+    loglik: list[LogLik] = Field(..., max_length=MAX_SKILLS,
+                                 description="float[K]: log pi(a_t | s_t, k); null = log 0 (-inf)")
 
     def vector(self) -> np.ndarray:
         return _to_array(self.loglik)
@@ -224,12 +252,47 @@ class ResetRequest(BaseModel):
     keep_memory: StrictBool = False
 
 
+def _inherited(model: type[BaseModel], name: str) -> FieldInfo:
+    """A copy of ``model``'s field ``name`` (default, constraints, description) to redeclare
+    it under another annotation."""
+    return copy(model.model_fields[name])
+
+
+#: a JSON array where the model has a tuple: strict tuples would want Python tuples (FastAPI
+#: validates the parsed JSON in Python mode); the items stay strict
+_ARRAY = Strict(False)
+
+
 def _symbolic_state_model():
-    """``SymbolicState`` with finite scores (imported here: it pulls in the layouts)."""
-    from beliefgate.envs.overcooked.state import SymbolicState
+    """``SymbolicState`` as the service reads it: finite scores, every field strict (imported
+    here: it pulls in the layouts). Its nested records are strict copies too."""
+    from beliefgate.envs.overcooked.state import CounterObject, PlayerView, PotView, SymbolicState
+
+    Position = Annotated[Tuple[int, int], _ARRAY]
+
+    class PlayerViewIn(PlayerView):
+        model_config = ConfigDict(strict=True, title="PlayerView")
+
+        position: Position
+        orientation: Position
+
+    class PotViewIn(PotView):
+        model_config = ConfigDict(strict=True, title="PotView")
+
+        position: Position
+
+    class CounterObjectIn(CounterObject):
+        model_config = ConfigDict(strict=True, title="CounterObject")
+
+        position: Position
 
     class SymbolicStateIn(SymbolicState):
-        model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, title="SymbolicState")
+        model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True,
+                                  title="SymbolicState")
+
+        players: Annotated[Tuple[PlayerViewIn, ...], _ARRAY] = _inherited(SymbolicState, "players")
+        pots: Annotated[Tuple[PotViewIn, ...], _ARRAY] = _inherited(SymbolicState, "pots")
+        counters: Annotated[Tuple[CounterObjectIn, ...], _ARRAY] = _inherited(SymbolicState, "counters")
 
     return SymbolicStateIn
 
@@ -242,9 +305,10 @@ ObserveRequest.model_rebuild()
 
 
 class ServiceKappaParams(KappaParamFields):
-    """:class:`~beliefgate.beliefs.kappa.KappaParams` with the service's limit on ``num_points``."""
+    """:class:`~beliefgate.beliefs.kappa.KappaParams` with the service's limit on ``num_points``,
+    every field strict."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, title="KappaParams")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=True, title="KappaParams")
 
     num_points: int = Field(KappaParamFields.model_fields["num_points"].default, ge=64, le=MAX_KAPPA_POINTS,
                             multiple_of=2,
@@ -264,6 +328,23 @@ class CreateKappaRequest(BaseModel):
     params: ServiceKappaParams = Field(default_factory=ServiceKappaParams)
 
 
+#: the bound as the messages write it
+_SCORE_RANGE = f"[-{SCORE_BOUND:.0e}, {SCORE_BOUND:.0e}]".replace("e+0", "e")
+
+
+def _score(value: Any) -> Union[int, float]:
+    """A rollout score: a JSON number (an integer stays one) within ``±SCORE_BOUND``; NaN and
+    the infinities fail the bound. One error, at the field itself."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and -SCORE_BOUND <= value <= SCORE_BOUND:
+        return value
+    raise PydanticCustomError("finite_score", "the score must be a finite number in {bounds}", {"bounds": _SCORE_RANGE})
+
+
+#: a rollout score (see :func:`_score`)
+Score = Annotated[Union[int, float], PlainValidator(_score),
+                  WithJsonSchema({"type": "number", "minimum": -SCORE_BOUND, "maximum": SCORE_BOUND})]
+
+
 class JudgeRequest(BaseModel):
     """``Kappa.judge``: ``y = 1`` when ``left`` was judged better than ``right`` (0: the reverse)."""
 
@@ -281,9 +362,7 @@ class RolloutRequest(BaseModel):
 
     branch: SkillRef = Field(..., description="branch name or index")
     depth: StrictInt = Field(..., ge=-1, le=MAX_DEPTH, description="steps imagined ahead, >= 1")
-    score: Union[Annotated[StrictInt, Field(ge=-SCORE_BOUND, le=SCORE_BOUND)],
-                 Annotated[StrictFloat, Field(ge=-SCORE_BOUND, le=SCORE_BOUND)]] = Field(
-        ..., description="progress score (finite)")
+    score: Score = Field(..., description=f"progress score, a finite number in {_SCORE_RANGE}")
 
 
 class KappaEvidenceRequest(BaseModel):
@@ -638,8 +717,7 @@ __all__ = [
     "MAX_SKILLS",
     "MAX_ACTIONS",
     "MAX_HORIZON",
-    "LOGPROB_BOUND",
-    "MAX_WEIGHT",
+    "SCORE_BOUND",
     "SESSION_ID_PATTERN",
     "ServiceGateParams",
     "CreateSessionRequest",
