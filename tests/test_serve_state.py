@@ -344,3 +344,61 @@ def test_client_drops_idle_connections_before_the_server_does():
         pool = client._http._transport._pool
         assert pool._keepalive_expiry == KEEPALIVE_EXPIRY_S
     assert KEEPALIVE_EXPIRY_S <= 0.5 * SERVER_KEEP_ALIVE_S
+
+
+class _Marker:
+    """A pickle that would create a file when loaded (what a crafted snapshot does)."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.path}",))
+
+
+@pytest.mark.parametrize("where", ["outer", "session"])
+def test_a_crafted_snapshot_is_refused_before_anything_it_names_runs(tmp_path, where):
+    """The snapshot reader resolves only NumPy's rebuilders and the core's own classes: a
+    pickle naming ``os.system`` fails with SnapshotError and the command never runs."""
+    from beliefgate.serve.sessions import SNAPSHOT_FORMAT, SnapshotError
+
+    marker, snap = tmp_path / "ran", tmp_path / "s.pkl"
+    if where == "outer":
+        snap.write_bytes(pickle.dumps(_Marker(marker)))
+    else:
+        payload = {"format": SNAPSHOT_FORMAT, "version": 2, "written_at": 0.0,
+                   "sessions": [(0.0, pickle.dumps(_Marker(marker)))]}
+        snap.write_bytes(pickle.dumps(payload))
+    store = SessionStore(ttl_s=None, snapshot_path=snap)
+    with pytest.raises(SnapshotError, match="os.system|posix.system"):
+        store.restore()
+    assert not marker.exists()
+    store.release_lock()
+
+
+def test_version_1_snapshot_of_pickled_objects_still_restores(tmp_path):
+    """Version 1 held whole pickled Gate/Kappa objects; the restricted reader still rebuilds
+    them (their classes live in the core packages)."""
+    import time as _time
+
+    from beliefgate.serve.sessions import SNAPSHOT_FORMAT
+
+    gate = Gate(2, GateParams(), ["onion", "dish"])
+    gate.step(TABLE, 1)
+    kappa = Kappa(["a", "b", "c"], KappaParams())
+    kappa.judge("a", "b", 1)
+    kappa.rollout("c", depth=2, score=0.4)
+    common = {"layout": None, "partner": None, "prior_counts": None, "created_at": _time.time(), "version": 3,
+              "idle_s": 0.0}
+    sessions = [dict(common, id="g" * 16, kind="gate", gate=pickle.dumps(gate)),
+                dict(common, id="k" * 16, kind="kappa", gate=pickle.dumps(kappa))]
+    snap = tmp_path / "s.pkl"
+    snap.write_bytes(pickle.dumps({"format": SNAPSHOT_FORMAT, "version": 1, "written_at": _time.time(),
+                                   "sessions": sessions}))
+    store = SessionStore(ttl_s=None, snapshot_path=snap)
+    assert store.restore() == 2
+    assert state_digest(store.get("g" * 16).gate.state) == state_digest(gate.state)
+    assert store.get("k" * 16).gate.to_record() == kappa.to_record()
+    store.release_lock()

@@ -27,8 +27,9 @@ Snapshots (optional, ``snapshot_path``)
     nothing that was acknowledged. If the write fails the mutation is rolled back and
     the request fails with 503. The file holds plain data built from the committed
     states (params JSON, names, prior counts, domain, state, kappa evidence), each
-    session packed once per committed version (incremental). It is a pickle: created
-    with mode 0600, it must be trusted.
+    session packed once per committed version (incremental). It is a pickle, created
+    with mode 0600 and read by a restricted unpickler (only NumPy arrays and beliefgate's own
+    classes; nothing a file names is called otherwise).
 
     One server per snapshot file: :meth:`SessionStore.open` takes an exclusive
     ``flock`` on the sidecar ``.<name>.lock`` (a second server refuses with
@@ -40,10 +41,12 @@ from __future__ import annotations
 from beliefgate.errors import BeliefgateError, RuntimeFailure
 
 import asyncio
+import io
 import logging
 import os
 import pickle
 import secrets
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,6 +197,42 @@ class Session:
                    "state": state, "log": log}
             self._packed = (version, pickle.dumps(rec, protocol=pickle.HIGHEST_PROTOCOL))
         return self._packed[1]
+
+
+#: the only non-beliefgate globals a snapshot may name: NumPy's array and scalar rebuilders
+#: and the copyreg helpers that rebuild plain objects (pydantic parameters in version 1)
+_SNAPSHOT_GLOBALS = frozenset({
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+    ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.dtypes", "Float64DType"), ("numpy.dtypes", "Int64DType"),
+    ("numpy.dtypes", "BoolDType"), ("copyreg", "_reconstructor"), ("builtins", "object"), ("builtins", "set"),
+    ("builtins", "frozenset"), ("builtins", "complex"),
+})
+
+
+#: the packages whose classes a snapshot may hold: the domain-free core only (nothing there
+#: starts a process or touches files when constructed)
+_SNAPSHOT_PACKAGES = ("beliefgate.beliefs.", "beliefgate.models.")
+
+
+class _SnapshotUnpickler(pickle.Unpickler):
+    """Unpickles a snapshot without running anything it names: a global resolves only if it
+    is one of :data:`_SNAPSHOT_GLOBALS` or a *class* defined in the core packages (:data:`_SNAPSHOT_PACKAGES`) (no
+    dotted names, no functions), so a foreign or crafted pickle fails before any call."""
+
+    def find_class(self, module: str, name: str):
+        if (module, name) in _SNAPSHOT_GLOBALS:
+            return super().find_class(module, name)
+        if module.startswith(_SNAPSHOT_PACKAGES) and name.isidentifier():
+            obj = getattr(sys.modules.get(module), name, None)
+            if isinstance(obj, type) and obj.__module__ == module:
+                return obj
+        raise pickle.UnpicklingError(f"global '{module}.{name}' is not allowed in a snapshot")
+
+
+def _unpickle(data: bytes):
+    return _SnapshotUnpickler(io.BytesIO(data)).load()
 
 
 def _record(e) -> dict:
@@ -506,7 +545,7 @@ class SessionStore:
         if not self.persistent or not self.snapshot_path.exists():
             return 0
         try:
-            payload = pickle.loads(self.snapshot_path.read_bytes())
+            payload = _unpickle(self.snapshot_path.read_bytes())
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError,
                 TypeError, IndexError) as exc:
             raise SnapshotError(f"cannot read snapshot {self.snapshot_path}: {exc}") from exc
@@ -522,10 +561,10 @@ class SessionStore:
             try:
                 if payload["version"] == 1:  # a whole pickled Gate/Kappa per session
                     rec = item
-                    gate = pickle.loads(rec["gate"])
+                    gate = _unpickle(rec["gate"])
                 else:
                     idle_s, data = item
-                    rec = pickle.loads(data)
+                    rec = _unpickle(data)
                     rec["idle_s"] = idle_s
                     gate = _rebuild(rec)
             except (BeliefgateError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError,
