@@ -17,7 +17,9 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 import typer
 from rich.table import Table
 
-from beliefgate.console import BoundaryGroup, check_output_path, console, err_console, fail as _fail  # noqa: F401  (check_output_path re-exported)
+from beliefgate.console import (BoundaryGroup, check_output_path, console, err_console, fail as _fail,  # noqa: F401
+                                load_input, progress_bar)  # (check_output_path, err_console re-exported)
+from beliefgate.limits import MAX_HORIZON, MAX_RESAMPLES, MAX_SEED_COUNT
 
 app = typer.Typer(
     help="beliefgate: partner-skill beliefs and belief-driven control signals for cooperative agents.",
@@ -90,7 +92,7 @@ def episode(
     ego: str = typer.Option("balanced", help="ego agent name"),
     partner: str = typer.Option("balanced", help="partner name (see `beliefgate partners`) or partner file path"),
     seed: int = typer.Option(0, min=0, help="episode seed (>= 0)"),
-    horizon: int = typer.Option(400, min=1, help="episode length in steps"),
+    horizon: int = typer.Option(400, min=1, max=MAX_HORIZON, help="episode length in steps"),
     seat: int = typer.Option(0, min=0, max=1, help="player slot of the ego (0 or 1)"),
     log: Optional[Path] = typer.Option(None, help="write the trajectory log (JSONL) here (its folder must exist)"),
     llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server for LLM agents "
@@ -113,6 +115,7 @@ def episode(
         check_partners([ego, partner], horizon)
     except PartnerSpecError as exc:
         _fail(str(exc))
+    check_output_path("--llm-cache", llm_cache, folder=True)
 
     llm = None
     base_url = llm_base_url or os.environ.get("BELIEFGATE_LLM_BASE_URL")
@@ -165,15 +168,13 @@ def _check_episode_inputs(ego: str, partner: str, log: Optional[Path], llm=None)
 @app.command()
 def demo(
     seed: int = typer.Option(0, min=0, help="first seed"),
-    seeds: int = typer.Option(3, min=1, help="seeds per agent and partner in the agent comparison"),
-    horizon: int = typer.Option(400, min=1, help="episode length"),
+    seeds: int = typer.Option(3, min=1, max=MAX_SEED_COUNT, help="seeds per agent and partner in the agent comparison"),
+    horizon: int = typer.Option(400, min=1, max=MAX_HORIZON, help="episode length"),
     partner: str = typer.Option("switch-sourcer-to-plater", help="partner for the per-layout gate tour"),
     out: Optional[Path] = typer.Option(None, help="directory for the tour's trajectory logs (default: a temp dir)"),
 ) -> None:
     """Offline tour: belief-driven agents vs baselines with switching partners, then the gate on every layout."""
     import tempfile
-
-    from rich.progress import Progress
 
     from beliefgate.eval.demo import (COMPARISON_CAPTION, compare_agents, comparison_table, comparison_verdict,
                                       run_demo)
@@ -184,7 +185,7 @@ def demo(
     _check_episode_inputs("balanced", partner, None)
     check_output_path("--out", out, folder=True)
     out_dir = out or Path(tempfile.mkdtemp(prefix="beliefgate-demo-"))
-    with Progress(console=err_console, transient=True) as bar:
+    with progress_bar() as bar:
         task = bar.add_task("demo", total=None)
 
         def progress(i, n, label):
@@ -211,15 +212,15 @@ def demo(
 
 @app.command()
 def switches(
-    seeds: int = typer.Option(4, min=1, help="seeds per layout and partner (first-seed .. first-seed + N - 1)"),
+    seeds: int = typer.Option(4, min=1, max=MAX_SEED_COUNT, help="seeds per layout and partner (first-seed .. first-seed + N - 1)"),
     first_seed: int = typer.Option(0, "--first-seed", min=0, help="first seed (choose settings on seeds >= 1000)"),
     layouts_: Optional[List[str]] = typer.Option(None, "--layout", help="layouts (repeatable; default: four open layouts)"),
     partners_: Optional[List[str]] = typer.Option(None, "--partner", help="partner names or files (repeatable; "
                                                   "default: the 12 shipped behaviour-preferring switchers)"),
-    horizon: int = typer.Option(400, min=10, help="episode length"),
-    window: int = typer.Option(10, min=1, help="steps after a switch within which an alarm counts as a detection"),
+    horizon: int = typer.Option(400, min=10, max=MAX_HORIZON, help="episode length"),
+    window: int = typer.Option(10, min=1, max=MAX_HORIZON, help="steps after a switch within which an alarm counts as a detection"),
     params_file: Optional[Path] = typer.Option(None, "--params", help="GateParams JSON (default: the defaults)"),
-    n_boot: int = typer.Option(2000, min=100, help="bootstrap resamples per interval"),
+    n_boot: int = typer.Option(2000, min=100, max=MAX_RESAMPLES, help="bootstrap resamples per interval"),
     out: Optional[Path] = typer.Option(None, help="write the full JSON result (config included) here"),
     plot: Optional[Path] = typer.Option(None, help="write the false-alarm/delay trade-off PNG here"),
     md: Optional[Path] = typer.Option(None, help="write the summary table as Markdown here (for docs)"),
@@ -232,24 +233,21 @@ def switches(
     as_json: bool = typer.Option(False, "--json", help="print the JSON result"),
 ) -> None:
     """Detection rate, delay and false alarms of the gates, CUSUM, BOCPD and the naive rule on hidden partner switches."""
-    from rich.progress import Progress
-
     from beliefgate.beliefs.gate import GateParams
     from beliefgate.errors import InputError, LookupFailure
     from beliefgate.eval import switches as sw
 
     if tune and (plot is not None or md is not None):
         _fail("--plot and --md draw a benchmark run, not a --tune search; run them without --tune")
+    if params_out is not None and not tune:
+        _fail("--params-out only applies with --tune (it writes the setting a --tune search recommends)")
     for flag, path in (("--out", out), ("--plot", plot), ("--md", md), ("--params-out", params_out)):
         check_output_path(flag, path)
     check_output_path("--cache", cache, folder=True)
-    try:
-        params = GateParams.load(params_file) if params_file else GateParams()
-    except (OSError, UnicodeDecodeError) as exc:
-        _fail(f"--params {params_file}: cannot read it: {getattr(exc, 'strerror', None) or exc}")
+    params = load_input("--params", params_file, GateParams.load) if params_file else GateParams()
     seed_list = range(first_seed, first_seed + seeds)
     try:
-        with Progress(console=err_console, transient=True) as bar:
+        with progress_bar() as bar:
             task = bar.add_task("episodes", total=None)
 
             def progress(i, n, label):

@@ -19,7 +19,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, NoReturn, Optional, Sequence
+from typing import Any, Callable, NoReturn, Optional, Sequence, TypeVar
 
 import typer
 from rich.console import Console
@@ -49,6 +49,8 @@ def _piped_width() -> Optional[int]:
     return max(140, int(columns)) if columns.isdigit() else 140
 
 
+T = TypeVar("T")
+
 #: tables and results (stdout)
 console = Console(width=_piped_width())
 #: progress, notes and errors (stderr), so that ``--json`` output stays clean
@@ -76,19 +78,45 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def check_output_path(flag: str, path: Optional[Path], folder: bool = False) -> None:
-    """Refuse an output path that cannot be written, before any work: a file path that is a
-    directory (or a folder path that is a file), or one whose parent folder does not exist
-    (beliefgate creates no directory trees from a typo)."""
+    """Refuse an output path that cannot be written, before any work: one line naming ``flag``
+    and ``path``, exit 2. The one check of every command's output files and folders (see
+    :func:`beliefgate.fileio.output_path_problem`): a file path that is a directory, a folder
+    path that is a file, a file's parent folder that does not exist (no directory tree is
+    created from a typo in a file name; output *folders* are created with their parents), or
+    a folder in which nothing can be created (``/proc``, a read-only mount)."""
+    from beliefgate.fileio import output_path_problem
+
     if path is None:
         return
-    if folder:
-        if path.exists() and not path.is_dir():
-            fail(f"{flag} {path} exists and is not a directory")
-    elif path.is_dir():
-        fail(f"{flag} {path} is a directory; give a file path such as {path / ('out' + (path.suffix or '.json'))}")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not path.exists() and not parent.is_dir():
-        fail(f"{flag} {path}: the folder {parent} does not exist (create it first)")
+    problem = output_path_problem(path, folder=folder)
+    if problem is not None:
+        fail(f"{flag} {path}: {problem}")
+
+
+def load_input(flag: str, path: Path, loader: Callable[[Path], T]) -> T:
+    """``loader(path)`` for an input file named by ``flag``; a bad file (missing, not text, invalid:
+    any :class:`~beliefgate.errors.InputError`) is one line naming ``flag`` and ``path``, exit 2."""
+    from beliefgate.errors import InputError
+
+    try:
+        return loader(path)
+    except InputError as exc:
+        message = str(exc)
+        if message.startswith(str(path)):  # "PATH: not UTF-8 text (...)"
+            fail(f"{flag} {message}")
+        fail(f"{flag}: {message}" if str(path) in message else f"{flag} {path}: {message}")
+
+
+def progress_bar(*columns: Any, disable: bool = False):
+    """A transient rich progress bar on stderr (``columns``: rich's default when none).
+
+    It is drawn only on an interactive terminal: elsewhere (a pipe, a file, a test) rich draws
+    nothing but ends with an empty line, which would make an error that follows two lines.
+    """
+    from rich.progress import Progress
+
+    return Progress(*columns, console=err_console, transient=True,
+                    disable=disable or not err_console.is_interactive)
 
 
 def validation_message(exc: Any) -> str:
@@ -167,7 +195,7 @@ class BoundaryGroup(TyperGroup):
             ctx = getattr(exc, "ctx", None)
             if ctx is not None and isinstance(exc, tclick.exceptions.UsageError):
                 hint = f" (see `{ctx.command_path} --help`)"
-            _print_error(exc.format_message() + hint)
+            _print_error(exc.format_message() + _given_value(exc) + hint)
             code = exc.exit_code
         except typer.Abort:
             _print_error("aborted")
@@ -181,11 +209,26 @@ class BoundaryGroup(TyperGroup):
         sys.exit(code)
 
 
+def _given_value(exc: BaseException) -> str:
+    """``, got VALUE`` for a bad option value that typer checked with pydantic (whose message,
+    ``Input should be greater than or equal to 1``, does not say what was given); else ``""``."""
+    from pydantic import ValidationError
+
+    cause = exc.__cause__
+    if not isinstance(cause, ValidationError) or not cause.errors():
+        return ""
+    first = cause.errors()[0]
+    if "input" not in first:
+        return ""
+    value = first["input"]
+    return f", got {value if isinstance(value, str) else repr(value)}"
+
+
 def _is_beliefgate(exc: BaseException) -> bool:
     from beliefgate.errors import BeliefgateError
 
     return isinstance(exc, BeliefgateError)
 
 
-__all__ = ["console", "err_console", "fail", "one_line", "classify", "validation_message", "BoundaryGroup",
-           "INTERNAL_ERROR"]
+__all__ = ["console", "err_console", "fail", "one_line", "check_output_path", "load_input", "progress_bar",
+           "classify", "validation_message", "BoundaryGroup", "INTERNAL_ERROR"]

@@ -5,6 +5,86 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Callable, Optional
+
+#: builds the exception a reader raises (an error class of the caller's module, taking the message)
+ErrorFactory = Callable[[str], Exception]
+
+
+def _label(path: Path, what: str) -> str:
+    return f"{what} {path}" if what else str(path)
+
+
+def require_file(path: str | Path, error: Optional[ErrorFactory] = None, what: str = "") -> Path:
+    """``path`` if it names an existing regular file, else ``error(message)`` naming it
+    (``what`` describes it: ``"partner file"``): missing, a directory, or not a regular file.
+    ``error`` defaults to :class:`~beliefgate.errors.InputError`."""
+    from beliefgate.errors import InputError
+
+    path = Path(path)
+    error = error or InputError
+    if path.is_dir():
+        raise error(f"{_label(path, what)} is a directory, not a file")
+    if not path.exists():
+        raise error(f"cannot read {_label(path, what)}: no such file")
+    if not path.is_file():
+        raise error(f"{_label(path, what)} is not a regular file")
+    return path
+
+
+def read_text(path: str | Path, error: Optional[ErrorFactory] = None, what: str = "") -> str:
+    """The UTF-8 text of the file ``path``, or ``error(message)`` naming it: missing, a
+    directory, unreadable, or not UTF-8 text (``PATH: not UTF-8 text (invalid start byte at byte 1)``).
+    The one reader of the text files a user names (partner, grid, policy-tree, parameter files)."""
+    from beliefgate.errors import InputError
+
+    path = require_file(path, error, what)
+    error = error or InputError
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{_label(path, what)}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise error(f"cannot read {_label(path, what)}: {exc.strerror or exc}") from None
+
+
+def output_path_problem(path: str | Path, folder: bool = False) -> Optional[str]:
+    """Why ``path`` cannot be written (``None`` when it can), checked before any work.
+
+    A file path (``folder=False``) must not be a directory, and its parent folder must exist
+    (no directory tree is created from a typo in a file name). A folder path must not be a
+    file; a missing folder is created by the command, parents included (``--out runs/small``
+    on a fresh checkout), so its nearest existing ancestor is what must be a folder. The
+    folder a file would be created in is tried for real with a temporary file, removed at
+    once, since permission bits say nothing to root and nothing about ``/proc`` or a
+    read-only mount. Nothing is left behind.
+    """
+    path = Path(path)
+    if folder:
+        if path.exists() and not path.is_dir():
+            return "exists and is not a directory"
+    elif path.is_dir():
+        return f"is a directory; give a file path such as {path / ('out' + (path.suffix or '.json'))}"
+    parent = path.parent if str(path.parent) else Path(".")
+    if folder:
+        probe_in = path
+        while not probe_in.exists() and probe_in != probe_in.parent:
+            probe_in = probe_in.parent if str(probe_in.parent) else Path(".")
+    else:
+        probe_in = parent
+    if not probe_in.exists():
+        return f"the folder {probe_in} does not exist (create it first)"
+    if not probe_in.is_dir():
+        return f"{probe_in} is not a folder"
+    try:
+        fd, tmp = tempfile.mkstemp(dir=probe_in, prefix=".beliefgate-write-check.")
+    except OSError as exc:
+        return f"cannot create files in {probe_in} ({exc.strerror or exc})"
+    os.close(fd)
+    os.unlink(tmp)
+    if not folder and path.exists() and not os.access(path, os.W_OK):
+        return "exists and is not writable"
+    return None
 
 
 def atomic_write(path: str | Path, data: bytes, mode: int = 0o644, make_parents: bool = True) -> None:
@@ -97,3 +177,6 @@ class FileLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+__all__ = ["atomic_write", "FileLock", "LockHeldError", "require_file", "read_text", "output_path_problem"]

@@ -34,6 +34,8 @@ VALID = {
     ("switches", "--out", "file"),      # an existing file is overwritten at the end
     ("switches", "--plot", "file"),
     ("switches", "--params-out", "file"),
+    ("demo", "--out", "missing"),       # output folders are created with their parents (fileio.output_path_problem)
+    ("switches", "--cache", "missing"),
 }
 
 #: values of required options so that the option under test is what the command sees

@@ -21,6 +21,8 @@ def _run(args, cwd, timeout=60):
     ["play", "--log", "{tmp}/a-file/", "--port", "0"],
     ["report", "{tmp}/log.jsonl", "-o", "{tmp}/missing/dir/x.html"],
     ["report", "{tmp}/log.jsonl", "-o", "{tmp}"],
+    pytest.param(["play", "--log", "/proc/playx", "--port", "0"],  # a folder nothing can be created in
+                 marks=pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")),
 ])
 def test_viewer_output_paths_are_refused_before_any_work(tmp_path, args):
     (tmp_path / "a-file").write_text("not a folder\n")

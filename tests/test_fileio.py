@@ -71,3 +71,45 @@ def test_atomic_write_leaves_old_or_new_and_no_temporary(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["f.bin"]
     with pytest.raises(OSError):
         atomic_write(tmp_path / "missing" / "g.bin", b"x", make_parents=False)
+
+
+# ----------------------------------------------------------------------------- reading and output checks
+def test_read_text_names_the_file_and_the_problem(tmp_path):
+    from beliefgate.errors import InputError
+    from beliefgate.fileio import read_text
+
+    class MyError(InputError):
+        pass
+
+    (tmp_path / "ok.txt").write_text("héllo\n", encoding="utf-8")
+    (tmp_path / "bin.json").write_bytes(b"\x89PNG\r\n\x1a\n\xff")
+    (tmp_path / "adir").mkdir()
+    assert read_text(tmp_path / "ok.txt") == "héllo\n"
+    for name, words in (("bin.json", "bin.json: not UTF-8 text"), ("adir", "adir is a directory"),
+                        ("missing.json", "missing.json: no such file")):
+        with pytest.raises(MyError) as info:
+            read_text(tmp_path / name, MyError, "thing file")
+        assert words in str(info.value) and "thing file" in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(InputError):  # the default error class
+        read_text(tmp_path / "bin.json")
+
+
+def test_output_path_problem_tries_the_folder_and_leaves_nothing(tmp_path):
+    from beliefgate.fileio import output_path_problem
+
+    (tmp_path / "afile").write_text("x")
+    assert output_path_problem(tmp_path / "new.json") is None
+    assert output_path_problem(tmp_path / "newdir", folder=True) is None
+    assert output_path_problem(tmp_path, folder=True) is None
+    assert "is a directory" in output_path_problem(tmp_path)
+    assert "not a directory" in output_path_problem(tmp_path / "afile", folder=True)
+    assert "does not exist" in output_path_problem(tmp_path / "missing" / "x.json")
+    # an output folder is created with its parents (`--out runs/small` on a fresh checkout);
+    # only its nearest existing ancestor is checked, and nothing is created by the check
+    assert output_path_problem(tmp_path / "missing" / "sub", folder=True) is None
+    assert "not a folder" in output_path_problem(tmp_path / "afile" / "sub" / "deeper", folder=True)
+    assert "not a folder" in output_path_problem(tmp_path / "afile" / "x.json")
+    if os.path.isdir("/proc"):  # permission bits say nothing there (nor to root): the check tries it
+        assert "cannot create files in /proc" in output_path_problem("/proc/x.json")
+        assert "cannot create files in /proc" in output_path_problem("/proc/x", folder=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # the probes left nothing behind

@@ -124,7 +124,11 @@ class GateParams(CheckedModel):
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "GateParams":
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        """The parameters of a JSON file; a file that is missing, not UTF-8 text or not valid
+        raises :class:`GateParamError` (the reading errors name the file)."""
+        from beliefgate.fileio import read_text
+
+        return cls.from_json(read_text(path, GateParamError))
 
     @classmethod
     def from_fit(cls, path: Union[str, Path], point: str = "median", **overrides) -> "GateParams":

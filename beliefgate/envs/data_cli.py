@@ -14,7 +14,8 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from beliefgate.console import console, err_console, fail as _fail
+from beliefgate.console import check_output_path, console, err_console, fail as _fail, load_input, progress_bar
+from beliefgate.limits import MAX_HORIZON, MAX_SEED_COUNT
 
 
 data_app = typer.Typer(help="Real-partner data: the 2019 human-human Overcooked games and the BC human proxy.",
@@ -23,9 +24,7 @@ data_app = typer.Typer(help="Real-partner data: the 2019 human-human Overcooked 
 
 def _progress_bar(label: str):
     """A rich progress bar on stderr and the ``progress(i, n, text)`` callback that drives it."""
-    from rich.progress import Progress
-
-    bar = Progress(console=err_console, transient=True)
+    bar = progress_bar()
     task = bar.add_task(label, total=None)
 
     def progress(i: int, n: int, text: str) -> None:
@@ -101,7 +100,7 @@ def fetch_human_cmd(
 def train_bc_cmd(
     layouts: Optional[List[str]] = typer.Option(None, "--layout",
                                                 help="layouts to train (repeatable; default: all five)"),
-    seed: int = typer.Option(0, help="training seed (initialisation and held-out game choice)"),
+    seed: int = typer.Option(0, min=0, help="training seed (initialisation and held-out game choice)"),
     force: bool = typer.Option(False, "--force", help="retrain even if a model of this version is cached"),
     as_json: bool = typer.Option(False, "--json", help="print the training records as JSON"),
 ) -> None:
@@ -164,14 +163,12 @@ def eval_human_cmd(
 
     if tune and params_file is not None:
         _fail("--tune and --params are exclusive")
+    check_output_path("--plots", plots, folder=True)
     params = None
     if params_file is not None:
         from beliefgate.beliefs.gate import GateParams
 
-        try:
-            gp = GateParams.load(params_file)
-        except (OSError, ValueError) as exc:
-            _fail(f"cannot read --params {params_file}: {exc}")
+        gp = load_input("--params", params_file, GateParams.load)
         params = {**HUMAN_PARAMS, "beta": gp.beta, "epsilon": gp.epsilon, "hazard": gp.hazard}
     bar, progress = _progress_bar("human evaluation")
     try:
@@ -213,10 +210,10 @@ def eval_human_cmd(
 # ----------------------------------------------------------------------------- eval bc
 def eval_bc_cmd(
     layouts: Optional[List[str]] = typer.Option(None, "--layout", help="layouts (repeatable; default: all five)"),
-    episodes: int = typer.Option(5, min=1, help="episodes with the scripted partner per layout"),
-    horizon: int = typer.Option(400, min=1, help="episode length"),
+    episodes: int = typer.Option(5, min=1, max=MAX_SEED_COUNT, help="episodes with the scripted partner per layout"),
+    horizon: int = typer.Option(400, min=1, max=MAX_HORIZON, help="episode length"),
     partner: str = typer.Option("balanced", help="scripted partner to pair the BC proxy with"),
-    seed: int = typer.Option(0, help="first episode seed"),
+    seed: int = typer.Option(0, min=0, help="first episode seed"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
     """Held-out test action accuracy of `bc:<layout>` and its reward with a scripted partner."""

@@ -18,7 +18,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from beliefgate.console import console, err_console, fail as _fail
+from beliefgate.console import check_output_path, console, err_console, fail as _fail, progress_bar
+from beliefgate.limits import MAX_RESAMPLES
 
 
 def _fmt(value: float, digits: int = 2) -> str:
@@ -58,9 +59,10 @@ def _write_report(out_dir: Path, path: Path, baseline: Optional[str], n_boot: in
         text = rep.markdown()
     except (RunError, ReportError) as exc:
         _fail(str(exc))
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    if path is not None:  # checked by check_output_path before any work
+        from beliefgate.fileio import atomic_write
+
+        atomic_write(path, text.encode("utf-8"), make_parents=False)
     return text, rep
 
 
@@ -84,7 +86,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                                    "(they are moved into DIR/superseded-<digest>-<time>/, not deleted)"),
     ) -> None:
         """Play a grid of agents x layouts x partners x seeds x seats; write logs and a results table."""
-        from rich.progress import Progress
+        check_output_path("--out", out, folder=True)  # outputs first: nothing runs for a bad path
+        check_output_path("--report", report)
 
         from beliefgate.eval.grid import GridError, load_grid, resolve_grid
         from beliefgate.eval.runner import RunError, check_run_dir, run_grid
@@ -95,12 +98,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             resolved = resolve_grid(spec)
         except GridError as exc:
             _fail(str(exc))
-        except UnicodeDecodeError as exc:  # load_grid reads UTF-8 text (grid.py should raise GridError for it)
-            _fail(f"cannot read grid file {grid}: not UTF-8 text ({exc.reason} at byte {exc.start})")
         if not resolved.episodes:
             _fail(f"{grid}: the grid has no playable episode ({'; '.join(resolved.skipped) or 'empty'})")
-        if out.exists() and not out.is_dir():
-            _fail(f"--out {out} exists and is not a directory")
         if baseline is not None and baseline not in resolved.conditions:
             _fail(f"--baseline {baseline!r} is not an agent of the grid; choose from {', '.join(resolved.conditions)}")
         if not force:
@@ -112,7 +111,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         executor = start_executor(workers, scheduler, resolved.skipped)
         columns = progress_columns()
         try:
-            with executor, Progress(*columns, console=err_console, transient=True) as bar:
+            with executor, progress_bar(*columns) as bar:
                 task = bar.add_task("episodes", total=None)
                 err_console.print(f"{len(resolved.episodes)} episodes on {executor.description} -> {out}")
 
@@ -156,8 +155,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                                                help="condition the others are compared with (default: the grid's "
                                                     "first agent)"),
         out: Optional[Path] = typer.Option(None, "--out", help="write the markdown here instead of printing it"),
-        n_boot: int = typer.Option(10_000, "--bootstrap", min=100, help="bootstrap resamples"),
-        seed: int = typer.Option(0, "--seed", help="seed of the bootstrap resampling"),
+        n_boot: int = typer.Option(10_000, "--bootstrap", min=100, max=MAX_RESAMPLES, help="bootstrap resamples"),
+        seed: int = typer.Option(0, "--seed", min=0, help="seed of the bootstrap resampling"),
         unit: str = typer.Option("seed", "--unit", help="bootstrap unit: 'seed' (matched seeds) or 'episode'"),
         as_json: bool = typer.Option(False, "--json", help="print every paired difference as JSON"),
         html: bool = typer.Option(False, "--html", help="also write one self-contained HTML report per "
@@ -168,6 +167,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             _fail(f"{run_dir} is not a directory (give the --out of `beliefgate eval run`)")
         if unit not in ("seed", "episode"):
             _fail(f"--unit must be 'seed' or 'episode', got {unit!r}")
+        check_output_path("--out", out)
+        if html:
+            check_output_path("--html", run_dir / "reports", folder=True)
         text, rep = _write_report(run_dir, out, baseline, n_boot, seed, unit)
         if as_json:
             print(json.dumps({"baseline": rep.baseline, "conditions": rep.conditions, "bootstrap": n_boot,

@@ -43,6 +43,7 @@ existed.
 
 from __future__ import annotations
 from beliefgate.errors import InputError
+from beliefgate.limits import MAX_HORIZON, MAX_SEED_COUNT
 
 import hashlib
 import json
@@ -68,7 +69,7 @@ class SeedRange(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     start: int = Field(0, ge=0)
-    count: int = Field(ge=1, le=100_000)
+    count: int = Field(ge=1, le=MAX_SEED_COUNT)
 
 
 class PartnerEntry(BaseModel):
@@ -114,7 +115,7 @@ class GridSpec(BaseModel):
     partners: List[Union[str, PartnerEntry]] = Field(min_length=1)
     seeds: Union[List[int], SeedRange]
     seats: List[int] = Field(min_length=1)
-    horizon: int = Field(ge=1, le=100_000)
+    horizon: int = Field(ge=1, le=MAX_HORIZON)
     llm: Optional[LLMConfig] = None
     gate: Optional[Dict[str, Any]] = None
 
@@ -268,12 +269,9 @@ def load_grid(path: str | Path) -> GridSpec:
     import yaml
 
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise GridError(f"cannot read grid file {path}: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise GridError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    from beliefgate.fileio import read_text
+
+    text = read_text(path, GridError, "grid file")
     try:
         data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:

@@ -30,6 +30,7 @@ from beliefgate.errors import InputError
 
 import csv
 import hashlib
+import io
 import json
 import math
 import os
@@ -323,26 +324,30 @@ def load_results(out: str | Path) -> List[Dict[str, Any]]:
     parquet, csv_path = out / "results.parquet", out / "results.csv"
     if parquet.exists():
         try:
+            import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError:
             pq = None
         if pq is not None:
             try:
                 return pq.read_table(parquet).to_pylist()
-            except OSError as exc:
-                raise RunError(f"{parquet}: not a readable Parquet file: {exc}") from None
+            except (OSError, pa.ArrowException) as exc:  # ArrowInvalid: empty or corrupt (a ValueError)
+                raise RunError(f"{parquet}: not a readable Parquet file ({exc}); delete it to fall back on "
+                               f"{csv_path.name}, or rerun `beliefgate eval run` into {out}") from None
     if not csv_path.exists():
         raise RunError(f"{out} has no results table (results.parquet / results.csv); run `beliefgate eval run` first")
     ints = {"seed", "seat", "horizon", "metrics_version"}
     floats = {"wall_s", *METRICS}
     rows = []
-    with open(csv_path, newline="", encoding="utf-8") as fh:
-        for n, raw in enumerate(csv.DictReader(fh), start=2):
-            try:
-                rows.append({k: (int(v) if k in ints else (float(v) if v != "" else float("nan")) if k in floats
-                                 else v) for k, v in raw.items()})
-            except (TypeError, ValueError) as exc:
-                raise RunError(f"{csv_path}:{n}: malformed row: {exc}") from None
+    from beliefgate.fileio import read_text
+
+    text = read_text(csv_path, RunError, "results table")
+    for n, raw in enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2):
+        try:
+            rows.append({k: (int(v) if k in ints else (float(v) if v != "" else float("nan")) if k in floats
+                             else v) for k, v in raw.items()})
+        except (TypeError, ValueError) as exc:
+            raise RunError(f"{csv_path}:{n}: malformed row: {exc}") from None
     return rows
 
 

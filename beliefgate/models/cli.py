@@ -14,7 +14,8 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from beliefgate.console import console, err_console, fail as _fail
+from beliefgate.console import check_output_path, console, err_console, fail as _fail, progress_bar
+from beliefgate.limits import MAX_CHAINS, MAX_DRAWS, MAX_SVI_STEPS
 
 
 class ModelChoice(str, Enum):
@@ -112,10 +113,10 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", "-o", help="write the fit here (ArviZ NetCDF, e.g. fit.nc)"),
         partner_side: Optional[int] = typer.Option(None, min=0, help="player whose actions are modelled "
                                                    "(default: the seat that is not the ego's)"),
-        chains: int = typer.Option(4, min=1, help="MCMC chains (SVI: draws are reported as chains x draws)"),
-        draws: int = typer.Option(1000, min=1, help="posterior draws per chain"),
-        warmup: int = typer.Option(1000, min=0, help="NUTS warm-up iterations per chain"),
-        seed: int = typer.Option(0, help="random seed"),
+        chains: int = typer.Option(4, min=1, max=MAX_CHAINS, help="MCMC chains (SVI: draws are reported as chains x draws)"),
+        draws: int = typer.Option(1000, min=1, max=MAX_DRAWS, help="posterior draws per chain"),
+        warmup: int = typer.Option(1000, min=0, max=MAX_DRAWS, help="NUTS warm-up iterations per chain"),
+        seed: int = typer.Option(0, min=0, help="random seed"),
         window: Optional[int] = typer.Option(None, min=1, help="windowed model: observed steps kept "
                                              "(default: whole segment)"),
         per_skill_beta: bool = typer.Option(False, "--per-skill-beta", help="one rationality beta per skill"),
@@ -127,7 +128,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                                                  "(one virtual CPU device per chain) when JAX has not started "
                                                  "yet, else sequential"),
         target_accept: float = typer.Option(0.8, min=0.01, max=0.99, help="NUTS target acceptance"),
-        svi_steps: int = typer.Option(2000, min=1, help="SVI optimisation steps"),
+        svi_steps: int = typer.Option(2000, min=1, max=MAX_SVI_STEPS, help="SVI optimisation steps"),
         learning_rate: float = typer.Option(0.02, min=1e-6, help="SVI Adam learning rate"),
         guide: GuideChoice = typer.Option(GuideChoice.normal, help="SVI guide: normal (AutoNormal, "
                                           "independent) or mvn (AutoMultivariateNormal, correlated)"),
@@ -139,6 +140,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     ) -> None:
         """Fit beta, epsilon, h (skills summed out by the forward algorithm) to the partner's actions,
         or, with --model kappa, mu0, sigma0, tau, sigma_r to logged OverForge decisions."""
+        check_output_path("--out", out)  # before the logs are read and the fit runs
         _quiet_arviz()
         import numpyro  # before JAX creates its backend: one (virtual) CPU device per chain, so
 
@@ -170,14 +172,10 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                                learning_rate=learning_rate, guide=guide.value)
         except FitConfigError as exc:
             _fail(str(exc))
-        if out.exists() and out.is_dir():
-            _fail(f"--out {out} is a directory; give a file name such as fit.nc")
-        from rich.progress import Progress
-
         from beliefgate.models.data import FitDataError, load_logs
 
         try:
-            with Progress(console=err_console, transient=True, disable=not progress) as bar:
+            with progress_bar(disable=not progress) as bar:
                 task = bar.add_task("reading logs", total=len(logs))
 
                 def tick(i, n, label):
@@ -202,14 +200,15 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help='print {"parameters", "divergences", "warnings"}'),
         plots: Optional[Path] = typer.Option(None, "--plots", help="write trace, rank, predictive-check and "
                                              "calibration plots (PNG) and diagnosis.json here"),
-        ppc_draws: int = typer.Option(100, min=1, help="posterior draws used by the predictive check"),
-        seed: int = typer.Option(0, help="seed of the predictive replications"),
+        ppc_draws: int = typer.Option(100, min=1, max=MAX_DRAWS, help="posterior draws used by the predictive check"),
+        seed: int = typer.Option(0, min=0, help="seed of the predictive replications"),
         ppc: bool = typer.Option(True, "--ppc/--no-ppc", help="run the posterior predictive check"),
         calibrate: bool = typer.Option(True, "--calibration/--no-calibration",
                                        help="score the filtered posterior against logged skills"),
         strict: bool = typer.Option(False, "--strict", help="exit with status 1 when there is any warning"),
     ) -> None:
         """Convergence summary and warnings, posterior predictive check, calibration of the filter."""
+        check_output_path("--plots", plots, folder=True)
         _quiet_arviz()
         from beliefgate.models.data import FitDataError
         from beliefgate.models.diagnose import diagnose, write_plots
@@ -281,8 +280,6 @@ def _fit_kappa(logs, out, method, chains, draws, warmup, seed, fixed, chain_meth
                                 learning_rate=learning_rate, guide=guide)
     except ValidationError as exc:
         _fail("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors()))
-    if out.exists() and out.is_dir():
-        _fail(f"--out {out} is a directory; give a file name such as kappa_fit.nc")
     try:
         decisions = read_decisions(logs)
     except KappaDataError as exc:

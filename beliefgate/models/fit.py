@@ -51,6 +51,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from beliefgate.models.data import FitData
 from beliefgate.models.fitio import FitFile
+from beliefgate.limits import MAX_CHAINS, MAX_DRAWS, MAX_SVI_STEPS
 from beliefgate.validation import CheckedModel, ParamError
 
 from beliefgate.models.components import MIN_HAZARD  # re-exported
@@ -100,14 +101,14 @@ class FitConfig(CheckedModel):
     fit_weight: bool = False
     fixed: Dict[str, float] = Field(default_factory=dict)
     method: Literal["nuts", "svi"] = "nuts"
-    chains: int = Field(4, ge=1)
-    draws: int = Field(1000, ge=1)
-    warmup: int = Field(1000, ge=0)
-    seed: int = 0
+    chains: int = Field(4, ge=1, le=MAX_CHAINS)
+    draws: int = Field(1000, ge=1, le=MAX_DRAWS)
+    warmup: int = Field(1000, ge=0, le=MAX_DRAWS)
+    seed: int = Field(0, ge=0)
     chain_method: Literal["parallel", "sequential", "vectorized"] = "sequential"
     target_accept: float = Field(0.8, gt=0.0, lt=1.0)
     max_tree_depth: int = Field(10, ge=1, le=15)
-    svi_steps: int = Field(2000, ge=1)
+    svi_steps: int = Field(2000, ge=1, le=MAX_SVI_STEPS)
     learning_rate: float = Field(0.02, gt=0.0)
     guide: Literal["normal", "mvn"] = "normal"
 

@@ -54,9 +54,9 @@ def read_netcdf(path: Union[str, Path], error: Type[Exception]):
     """An ``InferenceData`` read eagerly (the file is closed after); ``error`` with the reason."""
     import arviz as az
 
-    path = Path(path)
-    if not path.is_file():
-        raise error(f"{path}: no such file")
+    from beliefgate.fileio import require_file
+
+    path = require_file(path, error, "fit file")
     try:
         with az.rc_context({"data.load": "eager"}):
             return az.from_netcdf(str(path))

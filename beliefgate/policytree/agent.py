@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -214,10 +213,26 @@ def load_tree_code(source: str) -> str:
         from beliefgate.policytree.seeds import seed_code
 
         return seed_code(source[len("seed:"):])
-    path = Path(source)
-    if not path.is_file():
-        raise TreeSpecError(f"policy tree file {source!r} does not exist")
-    return path.read_text()
+    from beliefgate.fileio import read_text
+
+    return read_text(source, TreeSpecError, "policy tree file")
+
+
+def check_tree_source(source: str) -> str:
+    """The code of ``source`` (a tree file or ``seed:LAYOUT``), checked as the sandbox checks it
+    when an agent loads it (syntax, allowed statements and names, the entry function), without
+    playing: a :class:`TreeSpecError` naming the file for code the sandbox would refuse."""
+    from beliefgate.policytree.sandbox import SandboxViolation
+
+    code = load_tree_code(source)
+    if not code.strip():
+        raise TreeSpecError(f"policy tree file {source}: empty (a tree needs a function {ENTRY})")
+    try:
+        with Sandbox(code, ENTRY):
+            pass
+    except SandboxViolation as exc:
+        raise TreeSpecError(f"policy tree file {source}: {exc}") from None
+    return code
 
 
 def make_policy_tree_agent(spec: str, llm=None, gate_params=None, **limits) -> PolicyTreeAgent:

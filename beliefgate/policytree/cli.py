@@ -13,7 +13,8 @@ from typing import List, Optional
 
 import typer
 
-from beliefgate.console import console, err_console, fail
+from beliefgate.console import check_output_path, console, err_console, fail, progress_bar
+from beliefgate.limits import MAX_HORIZON, MAX_SEED_COUNT
 
 app = typer.Typer(help="Co-pi-tree: distil the planner into an executable, sandboxed policy tree.",
                   no_args_is_help=True)
@@ -48,9 +49,9 @@ def learn(
     llm_max_tokens: int = typer.Option(1024, min=16, help="longest answer per LLM request"),
     llm_cache: Optional[Path] = typer.Option(None, help="on-disk LLM response cache directory"),
     iterations: int = typer.Option(10, min=1, help="refinement iterations"),
-    seed: int = typer.Option(0, help="first rollout seed (rollouts use seed .. seed+N-1)"),
-    rollouts: int = typer.Option(5, min=1, help="episodes per candidate tree"),
-    horizon: int = typer.Option(400, min=1, help="episode length"),
+    seed: int = typer.Option(0, min=0, help="first rollout seed (rollouts use seed .. seed+N-1)"),
+    rollouts: int = typer.Option(5, min=1, max=MAX_SEED_COUNT, help="episodes per candidate tree"),
+    horizon: int = typer.Option(400, min=1, max=MAX_HORIZON, help="episode length"),
     seat: int = typer.Option(0, min=0, max=1, help="seat of the tree's cook"),
     repairs: int = typer.Option(2, min=0, max=5, help="repair prompts per iteration"),
     start: str = typer.Option("llm", help="'llm' (the model writes the first tree) or 'seed' (start from the seed tree)"),
@@ -58,6 +59,8 @@ def learn(
     as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
 ) -> None:
     """Run (or resume) the planner -> coder -> rollouts -> summarizer loop; writes OUT/best.py."""
+    check_output_path("--out", out, folder=True)
+    check_output_path("--llm-cache", llm_cache, folder=True)
     from beliefgate.errors import BeliefgateError
     from beliefgate.policytree.learn import learn as run_learn
 
@@ -95,18 +98,18 @@ def run(
     tree: str = typer.Argument(..., help="tree file (e.g. runs/pt/best.py) or seed:LAYOUT"),
     layout: List[str] = typer.Option(..., help="layout(s) to play on (repeat for a transfer table)"),
     partner: List[str] = typer.Option(..., help="partner(s)"),
-    seeds: int = typer.Option(20, min=1, help="episodes per setting (seeds SEED .. SEED+N-1)"),
-    seed: int = typer.Option(0, help="first seed"),
+    seeds: int = typer.Option(20, min=1, max=MAX_SEED_COUNT, help="episodes per setting (seeds SEED .. SEED+N-1)"),
+    seed: int = typer.Option(0, min=0, help="first seed"),
     seat: str = typer.Option("0", help="seat of the tree: 0, 1 or both"),
-    horizon: int = typer.Option(400, min=1, help="episode length"),
+    horizon: int = typer.Option(400, min=1, max=MAX_HORIZON, help="episode length"),
     bayes: bool = typer.Option(False, help="teammate_last_inferred_skill from the belief gate's MAP"),
     as_json: bool = typer.Option(False, "--json", help="print JSON rows"),
 ) -> None:
     """Play a tree with zero LLM calls; mean reward with 95% bootstrap CIs per setting."""
-    from rich.progress import Progress
     from rich.table import Table
 
     from beliefgate.errors import BeliefgateError
+    from beliefgate.policytree.agent import check_tree_source, parse_spec
     from beliefgate.policytree.evaluate import evaluate_tree, summarize
 
     seats = {"0": (0,), "1": (1,), "both": (0, 1)}.get(seat)
@@ -114,7 +117,8 @@ def run(
         fail(f"--seat must be 0, 1 or both, got {seat!r}")
     spec = tree + (":bayes" if bayes else "")
     try:
-        with Progress(console=err_console, transient=True) as bar:
+        check_tree_source(parse_spec(spec)[0])  # a bad file fails here, naming it, before any episode
+        with progress_bar() as bar:
             task = bar.add_task("episodes", total=None)
             rows = evaluate_tree(spec, layout, partner, range(seed, seed + seeds), seats, horizon,
                                  progress=lambda i, n, label: bar.update(task, total=n, completed=i,
@@ -144,11 +148,11 @@ def run(
 def show(tree: str = typer.Argument(..., help="tree file or seed:LAYOUT")) -> None:
     """Print a tree as text (its two-part description)."""
     from beliefgate.errors import BeliefgateError
-    from beliefgate.policytree.agent import load_tree_code
+    from beliefgate.policytree.agent import check_tree_source
     from beliefgate.policytree.seeds import tree_text
 
-    try:
-        text = tree_text(load_tree_code(tree))
+    try:  # validated as `policytree run` validates it: a file the sandbox refuses is an error here too
+        text = tree_text(check_tree_source(tree))
     except BeliefgateError as exc:
         fail(str(exc))
     print(text or "(this tree file has no textual description)")

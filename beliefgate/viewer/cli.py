@@ -13,6 +13,7 @@ from typing import Optional
 import typer
 
 from beliefgate.console import check_output_path, console, err_console, fail as _fail
+from beliefgate.limits import MAX_HORIZON, MAX_TICK_HZ, MIN_TICK_HZ
 from beliefgate.errors import BeliefgateError, InputError, LookupFailure
 
 
@@ -49,8 +50,10 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         agent: str = typer.Option("bayes-belief", help="the agent you play with (any --ego name)"),
         port: int = typer.Option(8770, min=0, max=65535, help="TCP port on 127.0.0.1 (0: any free port)"),
         seed: int = typer.Option(0, min=0, help="agent seed (every session of this server uses it)"),
-        tick_hz: float = typer.Option(6.0, "--tick-hz", help="game steps per second once you press a key"),
-        horizon: int = typer.Option(400, min=1, help="episode length in steps"),
+        tick_hz: float = typer.Option(6.0, "--tick-hz", metavar=f"[{MIN_TICK_HZ:g}<=x<={MAX_TICK_HZ:g}]",
+                                      help=f"game steps per second once you press a key ({MIN_TICK_HZ:g} to "
+                                           f"{MAX_TICK_HZ:g}; checked with the other play settings)"),
+        horizon: int = typer.Option(400, min=1, max=MAX_HORIZON, help="episode length in steps"),
         human_seat: int = typer.Option(1, "--human-seat", min=0, max=1, help="your player slot (0 or 1)"),
         log: str = typer.Option("play-logs/", help="log file, or a directory (one file per session); "
                                  "an existing file is never overwritten (NAME-2.jsonl, ...)"),

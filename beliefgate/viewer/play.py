@@ -47,6 +47,7 @@ from typing import Annotated, Any, Deque, Dict, List, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from beliefgate.errors import BeliefgateError, InputError, RuntimeFailure
+from beliefgate.limits import MAX_TICK_HZ, MIN_TICK_HZ
 
 log = logging.getLogger("beliefgate.play")
 
@@ -111,8 +112,8 @@ class PlaySettings:
             raise PlaySettingsError("log path must not be empty")
         object.__setattr__(self, "log_is_dir", text.endswith(("/", "\\")) or Path(text).is_dir())
         object.__setattr__(self, "log", Path(text))
-        if not (0.5 <= self.tick_hz <= 60.0):
-            raise PlaySettingsError(f"tick rate must be in [0.5, 60] Hz, got {self.tick_hz}")
+        if not (MIN_TICK_HZ <= self.tick_hz <= MAX_TICK_HZ):
+            raise PlaySettingsError(f"tick rate must be in [{MIN_TICK_HZ:g}, {MAX_TICK_HZ:g}] Hz, got {self.tick_hz}")
         if self.horizon < 1:
             raise PlaySettingsError(f"horizon must be >= 1, got {self.horizon}")
         if self.human_seat not in (0, 1):

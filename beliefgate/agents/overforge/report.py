@@ -10,7 +10,9 @@
 ``run`` plays the grid through :func:`beliefgate.eval.runner.run_grid` (resumable; episodes in
 seed-major order so that an interrupted run leaves complete matched sets), in a spawned process
 pool whose workers add the ``overforge`` row to the agent table until the table carries it.
-The options cut the grid to what the machine allows; the subset is recorded in the run's
+The options cut the grid to what the machine allows (``--seeds``, ``--layouts``, ``--partners`` and
+``--seats`` select part of the grid's design and refuse values outside it; ``--agents`` names the
+arms to play on that design, e.g. a variant of an agent); the subset is recorded in the run's
 ``grid.json``. ``report`` reads the results tables and the episode logs (the PCM decision records)
 and writes a table shaped like OverForge's Tables 5/6 (D, FI, MB, Sigma-minus, IA, kappa-bar,
 commit rate, c/s per arm and layout), pooled paired-bootstrap reward differences of ``overforge``
@@ -30,6 +32,7 @@ import numpy as np
 import typer
 
 from beliefgate.console import BoundaryGroup, check_output_path, fail
+from beliefgate.limits import MAX_SEED_COUNT
 
 app = typer.Typer(add_completion=False, cls=BoundaryGroup, no_args_is_help=True,
                   help="OverForge grid and report (docs/results_overforge.md).")
@@ -57,28 +60,56 @@ def _split(value: Optional[str]):
     return names
 
 
+def _subset(flag: str, value: Optional[str], available: List[str]) -> Optional[List[str]]:
+    """The names of ``value`` (comma-separated), all of which must be among the grid's ``available``."""
+    wanted = _split(value)
+    if wanted is None:
+        return None
+    if not wanted:
+        fail(f"{flag} {value!r}: no names given")
+    outside = [w for w in wanted if w not in available]
+    if outside:
+        fail(f"{flag} {', '.join(outside)}: not in the grid (it has {', '.join(available)}); "
+             f"{flag} only selects part of the grid")
+    return wanted
+
+
 @app.command()
-def run(grid: Path, out: Path = typer.Option(..., "--out"), workers: int = typer.Option(2, "--workers"),
-        seeds: Optional[int] = typer.Option(None, "--seeds", help="first N seeds of the grid only"),
-        agents: Optional[str] = typer.Option(None, "--agents"), partners: Optional[str] = typer.Option(None, "--partners"),
-        layouts: Optional[str] = typer.Option(None, "--layouts"), seats: Optional[str] = typer.Option(None, "--seats")):
+def run(grid: Path, out: Path = typer.Option(..., "--out", help="run directory (created; rerun to resume)"),
+        workers: int = typer.Option(2, "--workers", min=1, help="worker processes"),
+        seeds: Optional[int] = typer.Option(None, "--seeds", min=1, max=MAX_SEED_COUNT,
+                                            help="first N seeds of the grid only"),
+        agents: Optional[str] = typer.Option(None, "--agents", help="comma-separated agents to play on the "
+                                             "grid's design instead of its own (any agent name, e.g. a variant "
+                                             "overforge:uncommitted=rule)"),
+        partners: Optional[str] = typer.Option(None, "--partners", help="comma-separated partners of the grid only"),
+        layouts: Optional[str] = typer.Option(None, "--layouts", help="comma-separated layouts of the grid only"),
+        seats: Optional[str] = typer.Option(None, "--seats", help="comma-separated seats of the grid only")):
     """Play (part of) the grid into OUT."""
     from beliefgate.eval.executors import make_executor
     from beliefgate.eval.grid import SeedRange, load_grid, resolve_grid
     from beliefgate.eval.runner import run_grid
 
+    check_output_path("--out", out, folder=True)
     spec = load_grid(grid)
     update: Dict[str, object] = {}
     if seeds is not None:
         s = spec.seeds
+        available = s.count if isinstance(s, SeedRange) else len(s)
+        if seeds > available:
+            fail(f"--seeds {seeds}: the grid has only {available} seed(s)")
         update["seeds"] = SeedRange(start=s.start, count=seeds) if isinstance(s, SeedRange) else list(s)[:seeds]
-    for key, value in (("agents", agents), ("layouts", layouts)):
-        if value is not None:
-            update[key] = _split(value)
-    if partners is not None:
-        update["partners"] = _split(partners)
-    if seats is not None:
-        update["seats"] = [int(v) for v in _split(seats)]
+    if agents is not None:  # the arms compared: any agent (names are checked by resolve_grid)
+        update["agents"] = _split(agents)
+    chosen = _subset("--layouts", layouts, list(spec.layouts))
+    if chosen is not None:
+        update["layouts"] = chosen
+    chosen = _subset("--partners", partners, [e.name for e in spec.partner_entries])
+    if chosen is not None:  # the grid's entries, with their options (group, optional)
+        update["partners"] = [p for p, e in zip(spec.partners, spec.partner_entries) if e.name in chosen]
+    chosen = _subset("--seats", seats, [str(x) for x in spec.seats])
+    if chosen is not None:
+        update["seats"] = [int(v) for v in chosen]
     if update:
         spec = spec.model_validate({**spec.model_dump(), **{k: (v.model_dump() if hasattr(v, "model_dump") else v)
                                                             for k, v in update.items()},
@@ -188,18 +219,20 @@ def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforg
     from beliefgate.eval.report import paired_bootstrap
 
     for d in dirs:
-        if not d.is_dir():
+        if not d.exists():
             fail(f"run directory {d} does not exist (play a grid into it with `run`)")
+        if not d.is_dir():
+            fail(f"{d} is not a run directory but a file (give the --out of `run`)")
     if notes is not None and not notes.is_file():
         fail(f"--notes {notes}: no such file")
-    check_output_path("--md", md)
-    check_output_path("--img", img, folder=True)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", prefix):
         fail(f"--prefix {prefix!r}: letters, digits, '_', '.' and '-' only (it names files in --img)")
+    check_output_path("--md", md)
+    check_output_path("--img", img, folder=True)
     rows, records, replaced = _load(dirs)
     if not rows:
         fail(f"no finished episodes in {', '.join(str(d) for d in dirs)}")
-    img.mkdir(exist_ok=True)
+    img.mkdir(parents=True, exist_ok=True)
     arms = sorted({r["agent"] for r in rows}, key=lambda a: (not a.startswith("overforge"), a))
     layouts = sorted({r["layout"] for r in rows})
     command = ("beliefgate overforge report " + " ".join(str(d) for d in dirs)

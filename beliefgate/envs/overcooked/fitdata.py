@@ -29,6 +29,7 @@ from beliefgate.envs.overcooked.observer import AMBIGUOUS_WEIGHT, OvercookedObse
 from beliefgate.envs.overcooked.state import StateFormatError
 from beliefgate.envs.overcooked.tables import ACTION_NAMES, STAY
 from beliefgate.envs.trajlog import LogFormatError, TruncatedLogError, read_log
+from beliefgate.fileio import require_file
 from beliefgate.models.data import FitData, FitDataError, PathLike, Progress, pad_trajectories
 
 
@@ -115,8 +116,7 @@ def load_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None, *,
     per_traj: list[_Steps] = []
     layouts, sides, names = [], [], None
     for i, path in enumerate(paths):
-        if not path.is_file():
-            raise FitDataError(f"{path}: no such file")
+        require_file(path, FitDataError, "trajectory log")
         try:
             traj = read_log(path, allow_incomplete=allow_incomplete)
         except TruncatedLogError as exc:

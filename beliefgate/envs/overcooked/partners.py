@@ -60,6 +60,7 @@ from beliefgate.envs.overcooked.executor import Executor, SkillStatus, fidget
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, Pos, layout_info
 from beliefgate.envs.overcooked.state import POT_CAPACITY, SymbolicState
 from beliefgate.errors import InputError, LookupFailure
+from beliefgate.limits import MAX_HORIZON
 
 PARTNER_FORMAT = "beliefgate.partner/1"
 #: file suffixes that make a partner name a path
@@ -178,7 +179,7 @@ class PartnerSpec(BaseModel):
     styles: Dict[str, PartnerStyle] = Field(min_length=1, description="named styles")
     start: Optional[str] = Field(None, description="the starting style (default: the first one)")
     switches: List[SwitchSpec] = Field(default_factory=list, description="style changes, in time order")
-    horizon: int = Field(400, ge=2, le=100_000, description="episode length the switch windows are written for")
+    horizon: int = Field(400, ge=2, le=MAX_HORIZON, description="episode length the switch windows are written for")
     noise: float = Field(0.0, ge=0.0, le=1.0, description="probability of replacing an action by a random move")
     layouts: Optional[List[str]] = Field(None, min_length=1, description="layouts it plays (default: all)")
 
@@ -333,10 +334,9 @@ def load_partner(path: str | Path) -> PartnerSpec:
     path = Path(path)
     if path.suffix.lower() not in PARTNER_SUFFIXES:
         raise PartnerSpecError(f"partner file {path}: the name must end in {', '.join(PARTNER_SUFFIXES)}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PartnerSpecError(f"cannot read partner file {path}: {exc.strerror or exc}") from None
+    from beliefgate.fileio import read_text
+
+    text = read_text(path, PartnerSpecError, "partner file")
     is_json = path.suffix.lower() == ".json"
     try:
         data = json.loads(text) if is_json else yaml.safe_load(text)

@@ -17,7 +17,8 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from beliefgate.console import console, err_console, fail as _fail
+from beliefgate.console import check_output_path, console, err_console, fail as _fail, load_input, progress_bar
+from beliefgate.limits import MAX_GLOBAL_N, MAX_HORIZON, MAX_OAT_VALUES, MAX_RESAMPLES
 from beliefgate.eval.ui import print_json, progress_columns, start_executor
 
 
@@ -49,18 +50,11 @@ def _load_base(path: Optional[Path]):
 
     if path is None:
         return GateParams()
-    try:
-        return GateParams.load(path)
-    except OSError as exc:
-        _fail(f"cannot read --base {path}: {exc}")
-    except ValueError as exc:
-        _fail(f"--base {path} is not a valid GateParams JSON: {exc}")
+    return load_input("--base", path, GateParams.load)
 
 
 def _prepare(logs: List[str], params: List[str], base_path: Optional[Path], partner: Optional[int], mode: str):
     """Validate ranges and logs, then read the logs (progress on stderr)."""
-    from rich.progress import Progress
-
     from beliefgate.envs.trajlog import LogFormatError
     from beliefgate.eval.sensitivity import SensitivityError, load_episodes, parse_ranges, resolve_log_paths
 
@@ -72,7 +66,7 @@ def _prepare(logs: List[str], params: List[str], base_path: Optional[Path], part
     except SensitivityError as exc:
         _fail(str(exc))
     try:
-        with Progress(console=err_console, transient=True) as bar:
+        with progress_bar() as bar:
             task = bar.add_task("reading logs", total=len(files))
 
             def progress(i, n, label):
@@ -85,11 +79,11 @@ def _prepare(logs: List[str], params: List[str], base_path: Optional[Path], part
 
 
 def _run_with_bar(label: str, fn):
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total} belief passes"), TimeElapsedColumn(),
-                  TimeRemainingColumn(), console=err_console, transient=True) as bar:
+    with progress_bar(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                      TextColumn("{task.completed}/{task.total} belief passes"), TimeElapsedColumn(),
+                      TimeRemainingColumn()) as bar:
         task = bar.add_task(label, total=None)
 
         def progress(i, n, text):
@@ -122,8 +116,6 @@ def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Opti
                  partner: Optional[int], include_default: bool, out: Optional[Path], workers: Optional[int],
                  scheduler: Optional[str], n_boot: int, seed: int, as_json: bool, plots: Optional[Path]) -> None:
     """``oat --closed-loop GRID.yaml``: validate everything, then play the sweep through the harness."""
-    from rich.progress import Progress
-
     from beliefgate.eval.grid import GridError
     from beliefgate.eval.runner import RunError
     from beliefgate.eval.sensitivity import (SensitivityError, plan_closed_loop, plot_closed_loop,
@@ -138,8 +130,7 @@ def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Opti
         _fail("--partner does not apply with --closed-loop (the partner is the grid's)")
     if out is None:
         _fail("--closed-loop needs --out DIR (one resumable run directory per configuration)")
-    if out.exists() and not out.is_dir():
-        _fail(f"--out {out} exists and is not a directory")
+    check_output_path("--out", out, folder=True)
     try:
         plan = plan_closed_loop(grid, texts, include_default)
     except (GridError, SensitivityError) as exc:
@@ -147,7 +138,7 @@ def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Opti
     executor = start_executor(workers, scheduler, plan.resolved.skipped)
     columns = progress_columns()
     try:
-        with executor, Progress(*columns, console=err_console, transient=True) as bar:
+        with executor, progress_bar(*columns) as bar:
             task = bar.add_task("episodes", total=plan.total_episodes)
             err_console.print(f"{len(plan.configs)} configurations × {plan.episodes_per_config} episodes on "
                               f"{executor.description} -> {out}")
@@ -227,7 +218,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         base_path: Optional[Path] = typer.Option(None, "--base", help="GateParams JSON for the fixed fields "
                                                                       "(default: the defaults)"),
         partner: Optional[int] = typer.Option(None, help="player index of the partner (default: the non-ego seat)"),
-        detect_window: int = typer.Option(10, min=1, help="steps after a hidden switch in which an "
+        detect_window: int = typer.Option(10, min=1, max=MAX_HORIZON, help="steps after a hidden switch in which an "
                                                           "interrupt counts as its detection"),
         include_default: bool = typer.Option(True, "--include-default/--no-include-default",
                                              help="add the default value to each grid when missing"),
@@ -244,9 +235,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDR|local",
                                                 help="--closed-loop: Dask 'local' (LocalCluster on 127.0.0.1) or "
                                                      "a scheduler address"),
-        n_boot: int = typer.Option(2000, "--bootstrap", min=10,
+        n_boot: int = typer.Option(2000, "--bootstrap", min=10, max=MAX_RESAMPLES,
                                    help="--closed-loop: bootstrap resamples of the per-value CIs"),
-        seed: int = typer.Option(0, "--seed", help="--closed-loop: seed of the bootstrap resampling"),
+        seed: int = typer.Option(0, "--seed", min=0, help="--closed-loop: seed of the bootstrap resampling"),
         as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
         plots: Optional[Path] = typer.Option(None, "--plots", metavar="DIR", help="write one line plot per "
                                                                                   "parameter here"),
@@ -270,6 +261,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         """
         from beliefgate.eval.sensitivity import SensitivityError, plot_oat, run_oat, table7_directions
 
+        check_output_path("--plots", plots, folder=True)
         if closed_loop is not None:
             _closed_loop(closed_loop, logs or [], param, base_path, partner, include_default, out, workers,
                          scheduler, n_boot, seed, as_json, plots)
@@ -329,20 +321,21 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         params: List[str] = typer.Option(
             [], "--params", "--param", "-p",
             help="NAME=LOW:HIGH[:log|:lin] (repeatable, or several after one --params)"),
-        n: int = typer.Option(1024, "--n", min=2, help="Sobol: base sample size N (N (D+2) configurations; a "
-                                                       "power of 2); Morris: trajectories (N (D+1) configurations)"),
-        seed: int = typer.Option(0, help="seed of the sample and of the bootstrap CIs"),
+        n: int = typer.Option(1024, "--n", min=2, max=MAX_GLOBAL_N,
+                               help="Sobol: base sample size N, a power of 2 (N (D+2) configurations); "
+                                    "Morris: trajectories (N (D+1) configurations)"),
+        seed: int = typer.Option(0, min=0, help="seed of the sample and of the bootstrap CIs"),
         base_path: Optional[Path] = typer.Option(None, "--base", help="GateParams JSON for the fixed fields"),
         partner: Optional[int] = typer.Option(None, help="player index of the partner (default: the non-ego seat)"),
-        detect_window: int = typer.Option(10, min=1, help="detection window after a hidden switch (steps)"),
+        detect_window: int = typer.Option(10, min=1, max=MAX_HORIZON, help="detection window after a hidden switch (steps)"),
         second_order: bool = typer.Option(False, "--second-order", help="Sobol: also second-order indices "
                                                                         "(N (2D+2) configurations)"),
-        levels: int = typer.Option(4, "--levels", min=2, help="Morris: grid levels (even)"),
+        levels: int = typer.Option(4, "--levels", min=2, max=MAX_OAT_VALUES, help="Morris: grid levels (even)"),
         belief_levels: int = typer.Option(
-            8, "--belief-levels", min=0,
+            8, "--belief-levels", min=0, max=MAX_OAT_VALUES,
             help="Sobol: equally likely levels for continuous belief-side parameters (hazard, alpha, beta, "
                  "epsilon), each costing a belief pass per log; 0 = continuous"),
-        resamples: int = typer.Option(100, min=10, help="bootstrap resamples for the CIs"),
+        resamples: int = typer.Option(100, min=10, max=MAX_RESAMPLES, help="bootstrap resamples for the CIs"),
         conf_level: float = typer.Option(0.95, min=0.5, max=0.999, help="confidence level of the CIs"),
         as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
         plots: Optional[Path] = typer.Option(None, "--plots", metavar="DIR",
@@ -364,6 +357,10 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             _fail(f"--method must be 'sobol' or 'morris', got {method!r}")
         if method == "morris" and levels % 2:
             _fail(f"--levels must be even, got {levels}")
+        if method == "sobol" and n & (n - 1):
+            _fail(f"--n must be a power of 2 for Sobol sampling (Saltelli's scheme), got {n}; "
+                  f"e.g. {1 << (n.bit_length() - 1)} or {1 << n.bit_length()}")
+        check_output_path("--plots", plots, folder=True)
         base, ranges, episodes = _prepare(logs, params, base_path, partner, "global")
         d = len(ranges)
         rows = n * ((2 * d + 2) if second_order else (d + 2)) if method == "sobol" else n * (d + 1)

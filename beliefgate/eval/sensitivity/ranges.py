@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from beliefgate.beliefs.config import GateParamError, GateParams
 from beliefgate.eval.sensitivity.errors import IrrelevantParameterError, RangeSpecError, UnknownParameterError
+from beliefgate.limits import MAX_OAT_VALUES
 from beliefgate.validation import first_problem
 
 # --------------------------------------------------------------------------- parameters
@@ -119,8 +120,9 @@ class ParamRange:
             raise RangeSpecError(f"{self.name}: a log scale needs LOW > 0, got {_fmt(self.low)}")
         if self.scale == "log" and self.integer and self.low < 1:
             raise RangeSpecError(f"{self.name}: an integer log scale needs LOW >= 1")
-        if self.num is not None and (isinstance(self.num, bool) or int(self.num) != self.num or self.num < 2):
-            raise RangeSpecError(f"{self.name}: N must be an integer >= 2, got {self.num!r}")
+        if self.num is not None and (isinstance(self.num, bool) or int(self.num) != self.num
+                                     or not 2 <= self.num <= MAX_OAT_VALUES):
+            raise RangeSpecError(f"{self.name}: N must be an integer >= 2 and <= {MAX_OAT_VALUES}, got {self.num!r}")
         if self.levels is not None and self.levels < 2:
             raise RangeSpecError(f"{self.name}: levels must be >= 2, got {self.levels}")
 
@@ -241,16 +243,16 @@ def parse_range(text: str, mode: Literal["oat", "global"], base: Optional[GatePa
         if mode != "oat":
             raise RangeSpecError(f"{name}: explicit values are for one-at-a-time sweeps; use NAME=LOW:HIGH")
         values = sorted({_number(v, "value", name) for v in parts[0].split(",") if v.strip()})
-        if len(values) < 2:
-            raise RangeSpecError(f"{name}: give at least two distinct values")
+        if not 2 <= len(values) <= MAX_OAT_VALUES:
+            raise RangeSpecError(f"{name}: give 2 to {MAX_OAT_VALUES} distinct values, got {len(values)}")
         low, high = values[0], values[-1]
     elif mode == "oat":
         if len(parts) != 3:
             raise RangeSpecError(f"{name}: expected {name}=LOW:HIGH:N (or {name}=v1,v2,...), got {spec!r}")
         low, high = _number(parts[0], "LOW", name), _number(parts[1], "HIGH", name)
         n = _number(parts[2], "N", name)
-        if not n.is_integer() or n < 2:
-            raise RangeSpecError(f"{name}: N must be an integer >= 2, got {parts[2]!r}")
+        if not n.is_integer() or not 2 <= n <= MAX_OAT_VALUES:
+            raise RangeSpecError(f"{name}: N must be an integer >= 2 and <= {MAX_OAT_VALUES}, got {parts[2]!r}")
         num = int(n)
     else:
         if len(parts) != 2:
