@@ -271,3 +271,14 @@ def test_original_partners_keep_their_names_and_choices():
         agent.reset("cramped_room", 1, seed)
         rng_draws.append(agent.switch_at)
         assert int(np.random.default_rng(seed).integers(100, 251)) == agent.switch_at
+
+
+def test_an_agent_spec_ending_in_json_is_not_a_partner_file():
+    """`policytree run tree.json` plays `policy-tree:tree.json`: the .json ending of an agent
+    spec with a scheme must not route it to the partner-file loader."""
+    from beliefgate.envs.overcooked.partners import PARTNERS, is_partner_path
+
+    assert is_partner_path("partners/mine.json") and is_partner_path("mine.yaml")
+    assert not is_partner_path("policy-tree:runs/pt/best.json")
+    assert not is_partner_path("policy-tree:tree.yaml:bayes")
+    assert "policy-tree:runs/pt/best.json" not in PARTNERS

@@ -44,6 +44,7 @@ naming the field, before any episode: :class:`UnknownPartnerFieldError`,
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -346,8 +347,14 @@ def load_partner(path: str | Path) -> PartnerSpec:
 
 
 def is_partner_path(name: str) -> bool:
-    """Does ``name`` refer to a partner file (rather than a registered name)?"""
-    return isinstance(name, str) and name.lower().endswith(PARTNER_SUFFIXES)
+    """Does ``name`` refer to a partner file (rather than a registered name)? A name with an
+    agent scheme (``policy-tree:tree.json``, ``bc:...``) is an agent spec, never a file."""
+    return (isinstance(name, str) and name.lower().endswith(PARTNER_SUFFIXES)
+            and _AGENT_SCHEME.match(name) is None)
+
+
+#: ``scheme:`` at the start of an agent spec (a partner file's own path never has one)
+_AGENT_SCHEME = re.compile(r"[a-z][a-z0-9_-]*:")
 
 
 def _style(onion: float, dish: float, **flags) -> PartnerStyle:
