@@ -259,7 +259,7 @@ def test_fast_step_path_answers_exactly_as_fastapi():
 
 
 def test_remote_kappa_errors_name_the_field():
-    from beliefgate.beliefs.kappa import DepthError, UnknownBranchError
+    from beliefgate.beliefs.kappa import DepthError, ExtremeEvidenceError, UnknownBranchError
 
     with ThreadServer() as srv, Client(srv.url) as client:
         k = client.kappa(["left", "right"])
@@ -269,6 +269,18 @@ def test_remote_kappa_errors_name_the_field():
         with pytest.raises(DepthError) as info:
             k.rollout("left", 0, 1.0)
         assert info.value.field == "depth"
+        # evidence float64 cannot hold: "evidence" remotely as in process, the session unchanged
+        params = KappaParams(sigma_r=1e-6, sigma0=1e6)
+        local, remote = Kappa(["a", "b", "c"], params), client.kappa(["a", "b", "c"], params)
+        for kap in (local, remote):
+            kap.rollout("a", 1, 1e9)
+            kap.rollout("b", 1, -1e9)
+        before = remote.info
+        for kap in (local, remote):
+            with pytest.raises(ExtremeEvidenceError) as info:
+                kap.judge("b", "a", 1)
+            assert info.value.field == "evidence"
+        assert remote.info == before
 
 
 def test_half_sent_body_gets_408_after_the_body_timeout():

@@ -121,7 +121,8 @@ def _raise_for(response: httpx.Response) -> None:
     if isinstance(exc, _kappa.KappaInputError):  # the field the server named, as in process
         errors = body.get("errors")
         loc = errors[0].get("loc") if isinstance(errors, list) and errors and isinstance(errors[0], dict) else None
-        exc.field = str(loc[-1]) if isinstance(loc, list) and loc and loc[-1] != "body" else None
+        # loc ["body"]: the evidence as a whole, which kappa itself calls "evidence"
+        exc.field = str(loc[-1]) if isinstance(loc, list) and loc and loc[-1] != "body" else "evidence"
     raise exc
 
 

@@ -352,7 +352,8 @@ class JudgeRequest(BaseModel):
 
     left: SkillRef = Field(..., description="branch name or index")
     right: SkillRef = Field(..., description="branch name or index")
-    y: StrictInt = Field(..., ge=-1, le=2, description="1: left better, 0: right better")
+    y: StrictInt = Field(..., **_bounds(0, 1), description="1: left better, 0: right better (kappa checks it: "
+                                                            "JudgmentValueError, as in process)")
 
 
 class RolloutRequest(BaseModel):
@@ -361,7 +362,8 @@ class RolloutRequest(BaseModel):
     model_config = _REQUEST
 
     branch: SkillRef = Field(..., description="branch name or index")
-    depth: StrictInt = Field(..., ge=-1, le=MAX_DEPTH, description="steps imagined ahead, >= 1")
+    depth: StrictInt = Field(..., le=MAX_DEPTH, json_schema_extra={"minimum": 1},
+                             description="steps imagined ahead, >= 1 (kappa checks it: DepthError, as in process)")
     score: Score = Field(..., description=f"progress score, a finite number in {_SCORE_RANGE}")
 
 
