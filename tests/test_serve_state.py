@@ -414,3 +414,22 @@ def test_version_1_snapshot_of_pickled_objects_still_restores(tmp_path):
     assert state_digest(store.get("g" * 16).gate.state) == state_digest(gate.state)
     assert store.get("k" * 16).gate.to_record() == kappa.to_record()
     store.release_lock()
+
+
+def test_the_server_imports_what_the_first_kappa_request_needs_at_start():
+    """The first kappa update with judgments needs SciPy's qmc module (0.5 s cold, seconds
+    under load): the app's start imports it, not the first request. A fresh interpreter, so
+    that an import by an earlier test cannot make this pass."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from fastapi.testclient import TestClient\n"
+            "from beliefgate.serve.app import create_app\n"
+            "app = create_app()\n"
+            "before = 'scipy.stats.qmc' in sys.modules\n"
+            "with TestClient(app):\n"
+            "    print(before, 'scipy.stats.qmc' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "True"]

@@ -342,6 +342,13 @@ def _points(k: int, num_points: int, seed: int) -> np.ndarray:
     return out
 
 
+def warm_up() -> None:
+    """Import what the first update with judgments needs (SciPy's quasi-random module, about
+    0.5 s cold on an idle 2-core machine, seconds under load) now, so that a service's first
+    request does not pay it."""
+    from scipy.stats import qmc  # noqa: F401
+
+
 def _tilted_log(f, mu_c: float, v_c: float, n_ij: float, n_ji: float, tau: float):
     return -0.5 * (f - mu_c) ** 2 / v_c + _pair_loglik(f, n_ij, n_ji, tau)
 

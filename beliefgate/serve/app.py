@@ -848,6 +848,9 @@ def create_app(settings: Optional[ServeSettings] = None, **overrides) -> FastAPI
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        from beliefgate.beliefs.kappa import warm_up
+
+        warm_up()  # the first kappa request would otherwise import SciPy's qmc module (seconds)
         tasks = []
         interval = settings.sweep_interval()
         if interval is not None:
