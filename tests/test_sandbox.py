@@ -235,7 +235,7 @@ def test_the_worker_runs_with_its_limits_and_without_our_environment():
         assert box.limits.get("nproc") in (True, False)
         pid = box.pid
         env = Path(f"/proc/{pid}/environ").read_bytes()
-        assert env == b""  # started with an empty environment
+        assert env == b"PYTHONHASHSEED=0\0"  # nothing of ours, only the fixed hash seed
         limits = Path(f"/proc/{pid}/limits").read_text()
         row = next(line for line in limits.splitlines() if line.startswith("Max address space"))
         assert str(128 * 1024 * 1024) in row
@@ -256,3 +256,66 @@ def test_bad_arguments_and_closed_sandbox():
     box.close()
     with pytest.raises(InputError):
         box.call(STATE)
+
+
+def test_failed_calls_count_against_the_episode_budget():
+    """A tree whose every call fails (here: over its CPU per call) is charged each failure's
+    wall time, so the episode budget ends it; before, failures were free and a tree killed
+    at the wall-clock deadline every step stretched an episode to hours."""
+    with Sandbox(_entry("while True:\n    pass"), cpu_ms=50, episode_cpu_ms=1000) as box:
+        rules = []
+        for _ in range(40):
+            with pytest.raises(SandboxTimeout) as info:
+                box.call(STATE)
+            rules.append(info.value.rule)
+            if info.value.rule == "cpu-per-episode":
+                break
+        assert rules[-1] == "cpu-per-episode" and len(rules) <= 21, rules
+        assert box.episode_used_ms > 1000
+        box.new_episode()
+        with pytest.raises(SandboxTimeout) as info:
+            box.call(STATE)
+        assert info.value.rule == "cpu-per-call"  # a new budget: the tree runs (and fails) again
+
+
+def test_a_new_episode_runs_the_module_again_in_fresh_globals():
+    """Module-level state does not leak from one episode to the next (results would depend on
+    the order of seeds and layouts)."""
+    code = ("CALLS = []\n"
+            "def PredictTeammateThenPlan(state):\n"
+            "    CALLS.append(1)\n"
+            "    if len(CALLS) > 1:\n"
+            "        return 'pickup_onion', 'pickup_dish'\n"
+            "    return 'pickup_onion', 'pickup_onion'\n")
+    with Sandbox(code) as box:
+        assert box.call(STATE) == ("pickup_onion", "pickup_onion")
+        assert box.call(STATE) == ("pickup_onion", "pickup_dish")
+        pid = box.pid
+        box.new_episode()
+        assert box.pid == pid  # the same worker, its module run again
+        assert box.call(STATE) == ("pickup_onion", "pickup_onion")
+
+
+def test_iterating_a_set_of_strings_is_the_same_in_every_worker():
+    """Workers run with a fixed hash seed: the first element of a set literal is the same in
+    every sandbox and every run (it depended on a random per-process seed)."""
+    code = _entry("for s in {'pickup_onion', 'pickup_dish', 'put_onion_in_pot', 'fill_dish_with_soup'}:\n"
+                  "    return 'pickup_onion', s")
+    answers = set()
+    for _ in range(6):
+        with Sandbox(code) as box:
+            answers.add(box.call(STATE))
+    assert len(answers) == 1, answers
+
+
+def test_oversized_code_is_refused_before_a_worker_reads_it(tmp_path):
+    from beliefgate.policytree._worker import MAX_CODE_CHARS
+    from beliefgate.policytree.agent import TreeSpecError, load_tree_code
+
+    with pytest.raises(SandboxViolation) as info:
+        Sandbox(GOOD + "#" * MAX_CODE_CHARS)
+    assert info.value.rule == "code-size"
+    big = tmp_path / "big.py"
+    big.write_text(GOOD + "#" * (4 * MAX_CODE_CHARS))
+    with pytest.raises(TreeSpecError, match="more than a tree may have"):
+        load_tree_code(str(big))

@@ -1,14 +1,17 @@
 """The sandbox worker: the only process where generated policy-tree code ever runs.
 
-Started by :class:`beliefgate.policytree.sandbox.Sandbox` as ``python -I <this file>``
-with an empty environment. It imports only the standard library and RestrictedPython
+Started by :class:`beliefgate.policytree.sandbox.Sandbox` as ``python -s -P <this file>``
+with an environment holding only ``PYTHONHASHSEED=0`` (so that iterating a set of strings
+gives the same order in every worker and every run). It imports only the standard library and RestrictedPython
 (never beliefgate), so nothing of the parent's state is reachable from here.
 
 Protocol: one JSON object per line on stdin/stdout. The first line (from the trusted
 parent) carries the code and the limits; the worker then applies its resource limits,
 checks and compiles the code, runs the module body and answers ``{"ok": true}`` or a
 refusal (after a first ``{"ok": true, "stage": "started"}`` once the limits are in place, so that
-the parent can tell a slow start from slow code). Every later line is ``{"state": {...}}``; the answer is
+the parent can tell a slow start from slow code). ``{"reset": true}`` (a new episode) runs the
+module body again in fresh globals and answers ``{"ok": true, "stage": "reset"}``. Every other
+line is ``{"state": {...}}``; the answer is
 ``{"ok": true, "result": [a, b], "cpu_ms": ..., "total_cpu_s": ..., "printed": "..."}``
 or ``{"ok": false, "kind": "violation" | "timeout", "rule": ..., "message": ...}``.
 End of input ends the worker.
@@ -347,7 +350,17 @@ def main() -> int:
         PRINTS.clear()
         started = time.process_time()
         try:
-            state = json.loads(line)["state"]
+            message = json.loads(line)
+            if message.get("reset"):
+                # a new episode: the module body again, in fresh globals (no state carried over)
+                env = make_globals()
+                run_limited(lambda: exec(compiled.code, env), max(cpu_s * 4, 0.2))
+                fn = env.get(entry)
+                if not callable(fn):
+                    raise Refusal("violation", "entry-missing", f"{entry!r} is not a function after running the module")
+                send(out, {"ok": True, "stage": "reset"})
+                continue
+            state = message["state"]
             result = run_limited(lambda: fn(state), cpu_s)
             used = time.process_time() - started
             if used > cpu_s:  # a long C-level operation the alarm could not interrupt

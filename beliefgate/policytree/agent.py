@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -214,7 +215,12 @@ def load_tree_code(source: str) -> str:
 
         return seed_code(source[len("seed:"):])
     from beliefgate.fileio import read_text
+    from beliefgate.policytree._worker import MAX_CODE_CHARS
 
+    path = Path(source)
+    if path.is_file() and path.stat().st_size > 4 * MAX_CODE_CHARS:  # UTF-8: at most 4 bytes a character
+        raise TreeSpecError(f"policy tree file {source}: {path.stat().st_size} bytes, more than a tree may have "
+                            f"({MAX_CODE_CHARS} characters)")
     return read_text(source, TreeSpecError, "policy tree file")
 
 

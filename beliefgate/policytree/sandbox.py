@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from beliefgate.errors import BeliefgateError, InputError, RuntimeFailure
+from beliefgate.policytree._worker import MAX_CODE_CHARS
 
 WORKER = Path(__file__).with_name("_worker.py")
 
@@ -124,6 +125,8 @@ class Sandbox:
         for what, skills in (("self_skills", self_skills), ("partner_skills", partner_skills)):
             if not skills or any(not isinstance(s, str) or not s for s in skills):
                 raise InputError(f"{what} must be a non-empty list of skill names, got {list(skills)!r}")
+        if len(code) > MAX_CODE_CHARS:  # checked here too: the worker would first read it all
+            raise SandboxViolation("code-size", f"code has {len(code)} characters (limit {MAX_CODE_CHARS})")
         self.code = code
         self.entry = entry
         self.cpu_ms = float(cpu_ms)
@@ -168,8 +171,21 @@ class Sandbox:
         self._kill()
 
     def new_episode(self) -> None:
-        """Start a new per-episode CPU budget."""
+        """Start a new episode: a fresh per-episode CPU budget, and the module body run again in
+        fresh globals, so that nothing the tree stored in one episode reaches the next (episodes
+        are independent of the order they run in). A worker that fails the reset is dropped;
+        the next call starts a new one."""
         self.episode_used_ms = 0.0
+        if self._proc is None or self._closed:
+            return
+        load_wall_s = max(2.0, 10.0 * max(4.0 * self.cpu_ms, 200.0) / 1000.0)
+        try:
+            reply = self._exchange({"reset": True}, load_wall_s)
+        except SandboxError:
+            self._kill()
+            return
+        if not (reply.get("ok") and reply.get("stage") == "reset"):
+            self._kill()
 
     def _kill(self) -> None:
         if self._finalizer is not None:
@@ -181,9 +197,11 @@ class Sandbox:
     def _start(self) -> None:
         lifetime_cpu_s = int(max(10.0, 4.0 * self.episode_cpu_ms / 1000.0 + 5.0))
         try:
-            proc = subprocess.Popen([sys.executable, "-I", str(WORKER)], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={}, close_fds=True,
-                                    cwd="/")
+            # -s -P and a clean environment isolate the worker as -I would; -I would also ignore
+            # PYTHONHASHSEED, and a fixed hash seed makes set iteration order reproducible
+            proc = subprocess.Popen([sys.executable, "-s", "-P", str(WORKER)], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    env={"PYTHONHASHSEED": "0"}, close_fds=True, cwd="/")
         except OSError as exc:
             raise SandboxUnavailable("worker-start", f"cannot start the sandbox worker: {exc}") from exc
         self._proc = proc
@@ -219,14 +237,17 @@ class Sandbox:
         if self._proc is None:
             self.restarts += 1
             self._start()
+        started = time.perf_counter()
         try:
             reply = self._exchange({"state": dict(state)}, self.wall_s)
         except SandboxError:
             self._kill()
+            self._charge_failure(started)
             raise
         self.calls += 1
         if not reply.get("ok"):
             self._kill()
+            self._charge_failure(started)
             raise self._error(reply)
         result = reply.get("result")
         try:
@@ -243,6 +264,13 @@ class Sandbox:
             raise SandboxTimeout("cpu-per-episode", f"the tree used {self.episode_used_ms:.1f} ms of CPU this "
                                                     f"episode (limit {self.episode_cpu_ms:g} ms)")
         return partner, own
+
+    def _charge_failure(self, started: float) -> None:
+        """A failed call (timeout, kill, violation) is charged its wall time, at least ``cpu_ms``,
+        to the episode's budget: the worker's own CPU count died with it, and without a charge a
+        tree whose calls keep failing (a C-level loop killed at the wall-clock deadline every
+        step) would never exhaust the budget."""
+        self.episode_used_ms += max(self.cpu_ms, 1000.0 * (time.perf_counter() - started))
 
     def _validate(self, result: Any) -> Tuple[str, str]:
         if not isinstance(result, list) or len(result) != 2 or not all(isinstance(r, str) for r in result):
