@@ -18,7 +18,8 @@ End of input ends the worker.
 
 Checks (in addition to RestrictedPython's own transformer):
 
-* top level: only function definitions, constant assignments, docstrings, ``pass``;
+* top level: only function definitions, assignments (evaluated in the sandbox when the module
+  body runs), docstrings, ``pass``;
 * no ``import``, ``class``, ``global``/``nonlocal``, ``try``, ``with``, ``yield``,
   ``async``/``await``, ``del``, decorators;
 * no name or argument starting with ``_``; no use of ``getattr``-like or escape
@@ -143,7 +144,7 @@ def check_source(code: str, entry: str) -> None:
         is_doc = isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
         if not (is_doc or isinstance(stmt, TOP_LEVEL)):
             raise Refusal("violation", "top-level-statement",
-                          f"line {stmt.lineno}: only function definitions and constants may appear at the top level, "
+                          f"line {stmt.lineno}: only function definitions and assignments may appear at the top level, "
                           f"not '{type(stmt).__name__}'")
     if not any(isinstance(s, ast.FunctionDef) and s.name == entry for s in tree.body):
         raise Refusal("violation", "entry-missing", f"no top-level function named {entry!r}")
