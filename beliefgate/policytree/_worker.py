@@ -317,6 +317,17 @@ def refusal_payload(exc: Refusal) -> dict:
     return {"ok": False, "kind": exc.kind, "rule": exc.rule, "message": exc.message[:1000]}
 
 
+def run_module(code, entry: str, cpu_s: float):
+    """Run the compiled module body in fresh globals (``max(4 cpu_s, 0.2)`` s of CPU) and
+    return its entry function; at load and again at every new episode."""
+    env = make_globals()
+    run_limited(lambda: exec(code, env), max(cpu_s * 4, 0.2))
+    fn = env.get(entry)
+    if not callable(fn):
+        raise Refusal("violation", "entry-missing", f"{entry!r} is not a function after running the module")
+    return fn
+
+
 def main() -> int:
     out = sys.stdout
     inp = sys.stdin
@@ -338,11 +349,7 @@ def main() -> int:
         compiled = compile_restricted_exec(init["code"], filename="<policy-tree>")
         if compiled.errors or compiled.code is None:
             raise Refusal("violation", "restricted-python", "; ".join(compiled.errors)[:1000] or "did not compile")
-        env = make_globals()
-        run_limited(lambda: exec(compiled.code, env), max(cpu_s * 4, 0.2))
-        fn = env.get(entry)
-        if not callable(fn):
-            raise Refusal("violation", "entry-missing", f"{entry!r} is not a function after running the module")
+        fn = run_module(compiled.code, entry, cpu_s)
     except Refusal as exc:
         send(out, refusal_payload(exc))
         return 0
@@ -352,13 +359,8 @@ def main() -> int:
         started = time.process_time()
         try:
             message = json.loads(line)
-            if message.get("reset"):
-                # a new episode: the module body again, in fresh globals (no state carried over)
-                env = make_globals()
-                run_limited(lambda: exec(compiled.code, env), max(cpu_s * 4, 0.2))
-                fn = env.get(entry)
-                if not callable(fn):
-                    raise Refusal("violation", "entry-missing", f"{entry!r} is not a function after running the module")
+            if message.get("reset"):  # a new episode: no state carried over
+                fn = run_module(compiled.code, entry, cpu_s)
                 send(out, {"ok": True, "stage": "reset"})
                 continue
             state = message["state"]

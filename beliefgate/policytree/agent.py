@@ -217,9 +217,9 @@ def load_tree_code(source: str) -> str:
     from beliefgate.fileio import read_text
     from beliefgate.policytree._worker import MAX_CODE_CHARS
 
-    path = Path(source)
-    if path.is_file() and path.stat().st_size > 4 * MAX_CODE_CHARS:  # UTF-8: at most 4 bytes a character
-        raise TreeSpecError(f"policy tree file {source}: {path.stat().st_size} bytes, more than a tree may have "
+    size = Path(source).stat().st_size if Path(source).is_file() else 0
+    if size > 4 * MAX_CODE_CHARS:  # UTF-8: at most 4 bytes a character
+        raise TreeSpecError(f"policy tree file {source}: {size} bytes, more than a tree may have "
                             f"({MAX_CODE_CHARS} characters)")
     return read_text(source, TreeSpecError, "policy tree file")
 

@@ -178,14 +178,18 @@ class Sandbox:
         self.episode_used_ms = 0.0
         if self._proc is None or self._closed:
             return
-        load_wall_s = max(2.0, 10.0 * max(4.0 * self.cpu_ms, 200.0) / 1000.0)
         try:
-            reply = self._exchange({"reset": True}, load_wall_s)
+            reply = self._exchange({"reset": True}, self._load_wall_s)
         except SandboxError:
             self._kill()
             return
         if not (reply.get("ok") and reply.get("stage") == "reset"):
             self._kill()
+
+    @property
+    def _load_wall_s(self) -> float:
+        """Wall-clock deadline of a module-body run (load, episode reset): 10x its CPU limit."""
+        return max(2.0, 10.0 * max(4.0 * self.cpu_ms, 200.0) / 1000.0)
 
     def _kill(self) -> None:
         if self._finalizer is not None:
@@ -209,14 +213,13 @@ class Sandbox:
         init = {"code": self.code, "entry": self.entry, "cpu_ms": self.cpu_ms, "memory_mb": self.memory_mb,
                 "lifetime_cpu_s": lifetime_cpu_s, "self_skills": list(self.self_skills),
                 "partner_skills": list(self.partner_skills)}
-        load_wall_s = max(2.0, 10.0 * max(4.0 * self.cpu_ms, 200.0) / 1000.0)
         try:
             started = self._exchange(init, self.startup_timeout_s, starting=True)
             if started.get("stage") != "started":
                 raise SandboxUnavailable("worker-start", "the worker did not report its start")
             limits = started.get("limits")
             self.limits = {str(k): bool(v) for k, v in limits.items()} if isinstance(limits, dict) else {}
-            reply = self._reply(load_wall_s)
+            reply = self._reply(self._load_wall_s)
         except SandboxError:
             self._kill()
             raise
