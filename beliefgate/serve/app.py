@@ -640,10 +640,10 @@ def _routes() -> tuple[APIRouter, APIRouter]:
             observer = session.observer
             field = "state"
             try:
-                as_state(body.state, observer.layout)  # each state on its own first: the error names it
+                state = as_state(body.state, observer.layout)  # each state on its own first: the error names it
                 field = "next_state"
-                as_state(body.next_state, observer.layout)
-                evidence = observer.evidence(body.state, body.next_state)  # the pair: next_state's error
+                next_state = as_state(body.next_state, observer.layout)
+                evidence = observer.evidence(state, next_state)  # the pair, parsed once: next_state's error
             except (StateFormatError, ImpossibleTransitionError) as exc:
                 raise ApiError(422, type(exc).__name__, str(exc), field) from None
             return session.gate.step_evidence(evidence, ego_active=body.ego_active)
