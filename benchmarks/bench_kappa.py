@@ -3,7 +3,8 @@
 * latency of one ``kappa_update`` at 8 branches (p50/p99 over random evidence streams of
   up to 20 judgments and 10 rollouts), by path, against the baseline a caller would
   otherwise run: a plain Monte-Carlo estimate of the same argmax probabilities; and the
-  p50 at 512 and 2048 points of the quasi-random rule (the speed/accuracy trade-off);
+  p50 at 512 and 2048 points of the quasi-random rule (the speed/accuracy trade-off), and
+  where the time goes (conditioning on the evidence vs the argmax rule, timed apart);
 * accuracy of the argmax probabilities against an independent slow Monte-Carlo reference
   (``monte_carlo_argmax``, 400k draws) on random evidence sets;
 * ``--fit``: the NumPyro fit of 500 simulated decisions, 4 chains x 1000 draws: max r_hat and
@@ -71,6 +72,31 @@ def latency(params: KappaParams, k: int, streams: int, seed: int) -> dict:
            for name, v in times.items()}
     out["baseline_mc20k"] = {"p50_us": float(np.median(baseline) * 1e6), "n": len(baseline)}
     return out
+
+
+def parts(params: KappaParams, k: int, streams: int, seed: int) -> dict:
+    """Where one update's time goes, on the same streams as :func:`latency`: conditioning on the
+    evidence (the EP site refresh and rank-one update of a judgment; the exact Gaussian update
+    of a rollout) and the argmax rule (``kappa_info``) on the conditioned state, timed apart."""
+    from beliefgate.beliefs import kappa as K
+
+    rng = np.random.default_rng(seed)
+    times = {"condition_judgment": [], "condition_rollout": [], "argmax_rule": []}
+    for _ in range(streams):
+        state = kappa_init(params, [f"b{i}" for i in range(k)])
+        for ev in evidence_stream(rng, k, 20, 10):
+            t0 = time.perf_counter()
+            if isinstance(ev, Judgment):
+                new = K._add_judgment(params, state, ev)
+            else:
+                new = K._apply_rollouts(state, [K._rollout_terms(state, ev, params)])
+            t1 = time.perf_counter()
+            kappa_info(params, new)
+            t2 = time.perf_counter()
+            times["condition_judgment" if isinstance(ev, Judgment) else "condition_rollout"].append(t1 - t0)
+            times["argmax_rule"].append(t2 - t1)
+            state, _ = kappa_update(params, state, ev)
+    return {name: {"p50_us": float(np.median(v) * 1e6), "n": len(v)} for name, v in times.items()}
 
 
 def accuracy(params: KappaParams, sets: int, seed: int, ref_draws: int) -> dict:
@@ -216,6 +242,7 @@ def main(argv=None) -> dict:
               # the speed/accuracy trade-off of the quasi-random rule (same streams, same process)
               "latency_by_points": {n: latency(params.replace(num_points=n), 8, streams, args.seed)["all"]
                                     for n in (512, 2048) if n != params.num_points},
+              "parts": parts(params, 8, streams, args.seed),
               "accuracy": accuracy(params, 5 if args.quick else 100, args.seed + 1, 50_000 if args.quick else 400_000)}
     if args.points:
         result["points"] = points_study(10 if args.quick else 40, 1000, 100_000 if args.quick else 1_000_000)
@@ -234,6 +261,9 @@ def main(argv=None) -> dict:
     by = result["latency_by_points"]
     by[params.num_points] = lat["all"]
     print("p50 by num_points: " + ", ".join(f"{n}: {v['p50_us']:.0f} us" for n, v in sorted(by.items())))
+    pt = result["parts"]
+    print(f"parts (p50): conditioning a judgment {pt['condition_judgment']['p50_us']:.0f} us, a rollout "
+          f"{pt['condition_rollout']['p50_us']:.0f} us; the argmax rule {pt['argmax_rule']['p50_us']:.0f} us")
     acc = result["accuracy"]
     print(f"argmax probabilities vs {acc['reference']}: max |error| {acc['max_abs_error']:.4f}, mean of per-set max "
           f"{acc['mean_max_abs_error']:.4f} over {acc['sets']} sets; by path {json.dumps(acc['by_method'])}")

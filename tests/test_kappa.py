@@ -698,3 +698,23 @@ def test_bad_evidence_records_are_rejected_with_the_field():
     with pytest.raises(K.UnknownBranchError):
         Kappa.from_log(["a", "b"], None, [{"left": "a", "right": "zz", "y": 1}])
     assert k.log == ()
+
+
+def test_bench_kappa_quick_reports_latency_parts_and_accuracy(tmp_path):
+    """`make bench`'s kappa script runs (quick) and writes every section with its configuration;
+    no timing is asserted, only that each section measured something."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_kappa.py"
+    out = tmp_path / "bench.json"
+    subprocess.run([sys.executable, str(script), "--quick", "--json", str(out)], capture_output=True, text=True,
+                   timeout=600, check=True)
+    result = json.loads(out.read_text())
+    assert result["config"]["branches"] == 8 and result["config"]["params"]["num_points"] == 2048
+    assert result["latency"]["all"]["n"] == result["parts"]["argmax_rule"]["n"] > 0
+    assert result["parts"]["condition_judgment"]["n"] + result["parts"]["condition_rollout"]["n"] == \
+        result["parts"]["argmax_rule"]["n"]
+    assert all(v["p50_us"] > 0 for v in result["parts"].values())
+    assert 0.0 <= result["accuracy"]["max_abs_error"] < 0.1 and result["accuracy"]["sets"] == 5
