@@ -382,3 +382,55 @@ def test_overforge_grid_through_dask_equals_inline(tmp_path):
 
     da, db = decisions(inline, tmp_path / "inline"), decisions(remote, tmp_path / "dask")
     assert da == db and all(da.values())
+
+
+def test_overforge_run_resumes_a_subset_and_never_moves_results_silently(tmp_path):
+    """`overforge run` resumes the same (subset) command; another subset or the whole grid into the
+    same directory is refused with one line and the finished results stay; --force moves them aside
+    and says so."""
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("name: tiny\nagents: [overforge, 'bayes-belief:full']\nlayouts: [cramped_room]\n"
+                    "partners: [plater]\nseeds: {start: 1000, count: 2}\nseats: [0]\nhorizon: 20\n")
+    out = tmp_path / "run"
+    runner = CliRunner()
+    args = ["overforge", "run", str(grid), "--out", str(out), "--workers", "1"]
+    res = runner.invoke(app, args + ["--seeds", "1"])
+    assert res.exit_code == 0 and "2 played, 0 already done" in res.output, res.output
+    res = runner.invoke(app, args + ["--seeds", "1"])
+    assert res.exit_code == 0 and "0 played, 2 already done" in res.output, res.output
+    before = (out / "results.csv").read_text()
+    for other in ([], ["--agents", "overforge"]):
+        res = runner.invoke(app, args + other)
+        assert res.exit_code == 2 and "holds the results of another grid" in res.output, res.output
+        assert len(res.output.strip().splitlines()) == 1
+        assert (out / "results.csv").read_text() == before and not list(out.glob("superseded-*"))
+    res = runner.invoke(app, args + ["--force"])
+    assert res.exit_code == 0 and "4 played" in res.output and "note:" in res.output, res.output
+    assert len(list(out.glob("superseded-*"))) == 1
+
+
+def test_overforge_report_pairs_against_the_arm_given(tmp_path):
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("name: tiny\nagents: [overforge, 'bayes-belief:full']\nlayouts: [cramped_room]\n"
+                    "partners: [plater, balanced]\nseeds: {start: 1000, count: 1}\nseats: [0]\nhorizon: 20\n")
+    out, md = tmp_path / "run", tmp_path / "r.md"
+    runner = CliRunner()
+    assert runner.invoke(app, ["overforge", "run", str(grid), "--out", str(out), "--workers", "1"]).exit_code == 0
+    res = runner.invoke(app, ["overforge", "report", str(out), "--md", str(md), "--img", str(tmp_path / "img"),
+                              "--arm", "bayes-belief:full"])
+    assert res.exit_code == 0, res.output
+    text = md.read_text()
+    assert "## Pooled reward: `bayes-belief:full` minus each arm" in text and "--arm bayes-belief:full" in text
+    assert "| overforge | 2 |" in text
+    res = runner.invoke(app, ["overforge", "report", str(out), "--md", str(tmp_path / "n.md"), "--img",
+                              str(tmp_path / "img"), "--arm", "overforge:nope"])
+    assert res.exit_code == 2 and "--arm 'overforge:nope'" in res.output and "bayes-belief:full" in res.output
+    assert not (tmp_path / "n.md").exists()

@@ -84,11 +84,19 @@ def run(grid: Path, out: Path = typer.Option(..., "--out", help="run directory (
                                              "overforge:uncommitted=rule)"),
         partners: Optional[str] = typer.Option(None, "--partners", help="comma-separated partners of the grid only"),
         layouts: Optional[str] = typer.Option(None, "--layouts", help="comma-separated layouts of the grid only"),
-        seats: Optional[str] = typer.Option(None, "--seats", help="comma-separated seats of the grid only")):
-    """Play (part of) the grid into OUT."""
+        seats: Optional[str] = typer.Option(None, "--seats", help="comma-separated seats of the grid only"),
+        force: bool = typer.Option(False, "--force", help="run into a directory that holds another grid's (or "
+                                   "another subset's) results: they are moved into OUT/superseded-<digest>-<time>/, "
+                                   "not deleted")):
+    """Play (part of) the grid into OUT.
+
+    A subset (--seeds, --agents, --partners, --layouts, --seats) is a grid of its own: rerunning the
+    same command resumes it; a different subset or the whole grid goes to another --out (the report
+    reads several directories), or replaces the results there with --force.
+    """
     from beliefgate.eval.executors import make_executor
     from beliefgate.eval.grid import SeedRange, load_grid, resolve_grid
-    from beliefgate.eval.runner import run_grid
+    from beliefgate.eval.runner import RunError, check_run_dir, run_grid
 
     check_output_path("--out", out, folder=True)
     spec = load_grid(grid)
@@ -116,9 +124,20 @@ def run(grid: Path, out: Path = typer.Option(..., "--out", help="run directory (
                                     "name": spec.name + "-subset"})
     resolved = resolve_grid(spec)
     resolved.episodes.sort(key=lambda e: (e.seed, e.seat, e.layout, e.partner, e.agent))
-    with make_executor(workers) as ex:
-        summary = run_grid(resolved, out, executor=ex,
-                           progress=lambda d, t, label: typer.echo(f"[{d}/{t}] {label}"))
+    if not force:
+        try:  # before any worker starts: finished results of another grid are never moved silently
+            check_run_dir(out, resolved)
+        except RunError as exc:
+            fail(f"{exc}" + (" (a subset of the grid is a grid of its own: the same options resume it)"
+                             if update else ""))
+    try:
+        with make_executor(workers) as ex:
+            summary = run_grid(resolved, out, executor=ex,
+                               progress=lambda d, t, label: typer.echo(f"[{d}/{t}] {label}"),
+                               report=lambda line: typer.echo(f"note: {line}"),
+                               other_grid="aside" if force else "refuse")
+    except RunError as exc:
+        fail(str(exc))
     typer.echo(f"{summary.ran} played, {summary.skipped_done} already done, {len(summary.failed)} failed, "
                f"{summary.wall_s:.0f} s")
 
@@ -209,7 +228,9 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str, pr
 
 @app.command()
 def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforge.md"), "--md"),
-           img: Path = typer.Option(Path("docs/img"), "--img"), base: str = typer.Option("overforge", "--arm"),
+           img: Path = typer.Option(Path("docs/img"), "--img"),
+           base: str = typer.Option("overforge", "--arm", help="the arm every other arm is paired against "
+                                    "(an agent of the runs)"),
            prefix: str = typer.Option("overforge", "--prefix",
                                       help="figure names: PREFIX_kappa.png, PREFIX_depth.png, PREFIX_gap.png"),
            notes: Optional[Path] = typer.Option(None, "--notes",
@@ -234,9 +255,12 @@ def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforg
         fail(f"no finished episodes in {', '.join(str(d) for d in dirs)}")
     img.mkdir(parents=True, exist_ok=True)
     arms = sorted({r["agent"] for r in rows}, key=lambda a: (not a.startswith("overforge"), a))
+    if base not in arms:
+        fail(f"--arm {base!r} is not an agent of these runs; choose from {', '.join(arms)}")
     layouts = sorted({r["layout"] for r in rows})
     command = ("beliefgate overforge report " + " ".join(str(d) for d in dirs)
-               + f" --md {md} --img {img}" + (f" --prefix {prefix}" if prefix != "overforge" else "")
+               + f" --md {md} --img {img}" + (f" --arm {base}" if base != "overforge" else "")
+               + (f" --prefix {prefix}" if prefix != "overforge" else "")
                + (f" --notes {notes}" if notes is not None else ""))
     lines = ["# OverForge PCM: results", "",
              f"Made by `{command}` from the run directories listed below, on the current code.", ""]
@@ -250,7 +274,7 @@ def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforg
     lines += [f"Episodes per arm: " + ", ".join(f"{a} {n_ep[a]}" for a in arms) + f"; seeds {seeds}; "
               f"partners {sorted({r['partner'] for r in rows})}; seats {sorted({r['seat'] for r in rows})}; "
               f"horizon {sorted({r['horizon'] for r in rows})}.", ""]
-    lines += ["## Pooled reward: `overforge` minus each arm (paired over layout, partner, seat, seed)", "",
+    lines += [f"## Pooled reward: `{base}` minus each arm (paired over layout, partner, seat, seed)", "",
               "Paired bootstrap 95% intervals (`beliefgate.eval.report.paired_bootstrap`, 10,000 resamples), "
               "resampling matched episodes (unit = episode) and, where there are enough seeds, seeds.", "",
               "| arm | pairs | Δ reward (episodes) | 95% CI | Δ reward (seeds) | 95% CI (seeds) |", "|---|---|---|---|---|---|"]
@@ -265,7 +289,7 @@ def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforg
                      f"[{ds.lo:+.1f}, {ds.hi:+.1f}] ({ds.units} seeds) |")
     partners = sorted({r["partner"] for r in rows})
     if len(partners) > 1:
-        lines += ["", "## By partner: `overforge` minus each arm (paired over layout, seat, seed)", "",
+        lines += ["", f"## By partner: `{base}` minus each arm (paired over layout, seat, seed)", "",
                   "Paired bootstrap 95% intervals over matched episodes of that partner; a blank cell: no "
                   "matched episode.", "",
                   "| arm | " + " | ".join(partners) + " |", "|---|" + "---|" * len(partners)]

@@ -1,9 +1,9 @@
 """Closed-loop comparison of two gate settings played as two runs of the same cells.
 
-    python docs/examples/results17/compare_gates.py runs/cusum_t_base runs/cusum_t_cusum [LABEL]
+    python docs/examples/results17/compare_gates.py runs/cusum_t_base runs/cusum_t_cusum [LABEL [BASE]]
 
 The second run's agents are relabelled ``<agent>+LABEL`` (default ``cusum``), then every arm is
-paired against ``bayes-belief:full`` of the first run on the (layout, partner, seat, seed) cells
+paired against the arm ``BASE`` (default ``bayes-belief:full``) of the first run on the (layout, partner, seat, seed) cells
 all arms played: reward, replans and effective replans per episode, the per-step gap rate against
 the SPEC table and the rollout-oracle gap rate, each with a paired bootstrap interval over episodes
 (``beliefgate.eval.report.paired_bootstrap``).
@@ -27,14 +27,14 @@ def mean(values) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
-def main(base_dir: str, other_dir: str, label: str = "cusum") -> None:
+def main(base_dir: str, other_dir: str, label: str = "cusum", base: str = BASE) -> None:
     rows = load(base_dir) + [dict(r, agent=f"{r['agent']}+{label}") for r in load(other_dir)]
-    arms, base_rows = matched(rows, BASE)
+    arms, base_rows = matched(rows, base)
     for agent, v in arms.items():
         parts = []
         for m in METRICS:
             text = f"{m}={mean(r.get(m) for r in v):.3f}"
-            if agent != BASE:
+            if agent != base:
                 d = paired_bootstrap(v, base_rows, m, unit="episode")
                 text += f" ({d.mean:+.3f} [{d.lo:+.3f}, {d.hi:+.3f}])"
             parts.append(text)
@@ -44,4 +44,4 @@ def main(base_dir: str, other_dir: str, label: str = "cusum") -> None:
 if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__)
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])
