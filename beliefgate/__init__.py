@@ -14,9 +14,13 @@ _LAZY = {
     "Decision": "beliefgate.beliefs.gate",
     "Kappa": "beliefgate.beliefs.kappa",
     "KappaParams": "beliefgate.beliefs.kappa",
+    "Judgment": "beliefgate.beliefs.kappa",
+    "Rollout": "beliefgate.beliefs.kappa",
+    "RolloutRound": "beliefgate.beliefs.kappa",
 }
 
-__all__ = ["Gate", "GateParams", "Decision", "Kappa", "KappaParams", "__version__"]
+__all__ = ["Gate", "GateParams", "Decision", "Kappa", "KappaParams", "Judgment", "Rollout", "RolloutRound",
+           "__version__"]
 
 
 def __getattr__(name: str):

@@ -106,11 +106,15 @@ def episode(
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
 ) -> None:
     """Play one episode on the real Overcooked dynamics and summarise it."""
-    from beliefgate.envs.overcooked.layouts import UnknownLayoutError
+    from beliefgate.envs.overcooked.layouts import UnknownLayoutError, resolve_layout
     from beliefgate.envs.overcooked.partners import PartnerSpecError, UnknownPartnerError, check_partners
     from beliefgate.eval.episode import run_episode
     from beliefgate.planners.errors import PlannerConfigError
 
+    try:
+        resolve_layout(layout)
+    except UnknownLayoutError as exc:
+        _fail(f"--layout: {exc}")
     try:  # partner files are read and checked before anything runs
         check_partners([ego, partner], horizon)
     except PartnerSpecError as exc:

@@ -57,8 +57,8 @@ def first_problem(exc: ValidationError, owner: str = "params") -> Problem:
     field = ".".join(str(p) for p in first.get("loc", ())) or None
     reason = str(first.get("msg", "invalid")).removeprefix("Value error, ")
     message = f"{field or owner}: {reason}"
-    if field is not None and "input" in first:
-        message += f", got {first['input']!r}"
+    if field is not None and "input" in first:  # pydantic's reason may itself say "got ...": then the value alone
+        message += f" ({first['input']!r})" if ", got " in reason else f", got {first['input']!r}"
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
     return Problem(field, reason, message)

@@ -100,12 +100,15 @@ def parts(params: KappaParams, k: int, streams: int, seed: int) -> dict:
 
 
 def accuracy(params: KappaParams, sets: int, seed: int, ref_draws: int) -> dict:
+    """Error of the argmax probabilities on random evidence sets simulated from the model at
+    ``params`` (its mu0, sigma0, tau, sigma_r)."""
     rng = np.random.default_rng(seed)
     errs, by_method = [], {}
+    values = (params.mu0, params.sigma0, params.tau, params.sigma_r)
     for i in range(sets):
         k = int(rng.integers(2, 9))
         state = kappa_init(params, [f"b{j}" for j in range(k)])
-        for ev in evidence_stream(rng, k, int(rng.integers(0, 21)), int(rng.integers(0, 11))):
+        for ev in evidence_stream(rng, k, int(rng.integers(0, 21)), int(rng.integers(0, 11)), values):
             state, _ = kappa_update(params, state, ev)
         info = kappa_info(params, state)
         ref, se = monte_carlo_argmax(params, state, ref_draws, seed=i)
@@ -137,6 +140,32 @@ def _build(params: KappaParams, k: int, stream):
     for ev in stream:
         state, _ = kappa_update(params, state, ev)
     return state
+
+
+def tau_study(sets: int, seed: int, ref_draws: int, taus=(0.5, 0.2, 0.1)) -> dict:
+    """Error of the default rule by the judgment temperature: for each tau, ``sets`` random
+    evidence sets (3-8 branches, 1-20 judgments, 0-10 rollouts) simulated from the model at that
+    tau, against :func:`_reference` with ``ref_draws`` draws (its standard error reported)."""
+    out = {}
+    for tau in taus:
+        params = KappaParams(tau=tau)
+        rng = np.random.default_rng(seed)
+        errs, ses, ess, enlarged = [], [], [], 0
+        for i in range(sets):
+            k = int(rng.integers(3, 9))
+            state = kappa_init(params, [f"b{j}" for j in range(k)])
+            for ev in evidence_stream(rng, k, int(rng.integers(1, 21)), int(rng.integers(0, 11)),
+                                      (params.mu0, params.sigma0, tau, params.sigma_r)):
+                state, info = kappa_update(params, state, ev)
+            ref, se = _reference(params, state, ref_draws, seed + i)
+            errs.append(float(np.max(np.abs(info.argmax_probs - ref))))
+            ses.append(float(np.max(se)))
+            ess.append(info.ess)
+            enlarged += info.points > params.num_points
+        out[str(tau)] = {"sets": sets, "mean_max_abs_error": float(np.mean(errs)), "max_abs_error": max(errs),
+                         "sets_above_0.005": int(sum(e > 0.005 for e in errs)), "reference_se_max": max(ses),
+                         "ess_median": float(np.median(ess)), "rule_enlarged": int(enlarged)}
+    return {"by_tau": out, "reference": f"EP to convergence + {ref_draws} importance draws", "seed": seed}
 
 
 def points_study(sets: int, seed: int, ref_draws: int, points=(512, 1024, 2048, 4096)) -> dict:
@@ -225,6 +254,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--quick", action="store_true", help="smoke-test sizes")
     ap.add_argument("--fit", action="store_true", help="also run the 500-decision NUTS fit (minutes)")
     ap.add_argument("--points", action="store_true", help="also the error-by-num_points study (minutes)")
+    ap.add_argument("--tau-study", action="store_true",
+                    help="also the error by judgment temperature tau (0.5, 0.2, 0.1), seeds 2000+ (minutes)")
     ap.add_argument("--nuts-se", action="store_true", help="also the NUTS standard-error check (minutes)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
@@ -248,6 +279,9 @@ def main(argv=None) -> dict:
         result["points"] = points_study(10 if args.quick else 40, 1000, 100_000 if args.quick else 1_000_000)
         print("error by num_points vs " + result["points"]["reference"] + ": "
               + json.dumps(result["points"]["by_points"]))
+    if args.tau_study:
+        result["tau_study"] = tau_study(5 if args.quick else 30, 2000, 200_000 if args.quick else 4_000_000)
+        print("error by tau vs " + result["tau_study"]["reference"] + ": " + json.dumps(result["tau_study"]["by_tau"]))
     if args.nuts_se:
         result["nuts_se"] = nuts_se_check(5 if args.quick else 50, 11, 100_000 if args.quick else 1_000_000)
         print("NUTS standard-error check: " + json.dumps(result["nuts_se"]))

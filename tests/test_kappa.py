@@ -690,8 +690,14 @@ def test_log_records_rebuild_the_same_kappa():
 def test_bad_evidence_records_are_rejected_with_the_field():
     from beliefgate.beliefs.kappa import evidence_from_record
 
-    with pytest.raises(K.EvidenceTypeError, match="lacks a field"):
+    with pytest.raises(K.EvidenceTypeError, match="judgment record .*: lacks right"):
         evidence_from_record({"left": "a", "y": 1})
+    with pytest.raises(K.EvidenceTypeError, match="judgment record .*: lacks y"):  # not "branch"
+        evidence_from_record({"left": "a", "right": "b"})
+    with pytest.raises(K.EvidenceTypeError, match=r"a round record is \{\"round\""):
+        evidence_from_record({"round": 5})
+    with pytest.raises(K.EvidenceTypeError, match="rollout record .*: unknown extra"):
+        evidence_from_record({"branch": "a", "depth": 1, "score": 0.1, "extra": 1})
     with pytest.raises(K.EvidenceTypeError, match="is an object"):
         evidence_from_record(["a", "b", 1])
     k = Kappa(["a", "b"])
@@ -718,3 +724,62 @@ def test_bench_kappa_quick_reports_latency_parts_and_accuracy(tmp_path):
         result["parts"]["argmax_rule"]["n"]
     assert all(v["p50_us"] > 0 for v in result["parts"].values())
     assert 0.0 <= result["accuracy"]["max_abs_error"] < 0.1 and result["accuracy"]["sets"] == 5
+
+
+def test_functional_core_refuses_what_is_not_a_state():
+    params = KappaParams()
+    for bad in ("x", None, (1, 2)):
+        with pytest.raises(K.KappaStateError, match="state must be a KappaState"):
+            kappa_update(params, bad, Judgment("a", "b", 1))
+        with pytest.raises(K.KappaStateError, match="state must be a KappaState"):
+            kappa_info(params, bad)
+
+
+def test_restore_refuses_a_state_its_log_did_not_reach():
+    k = Kappa(["a", "b", "c"])
+    k.judge("a", "b", 1)
+    mid = k.state
+    k.judge("a", "c", 1)
+    k.judge("b", "c", 1)
+    other = Kappa(["a", "b", "c"])
+    other.judge("b", "a", 1)
+    other.judge("b", "c", 1)
+    wider = Kappa(["a", "b", "c"], KappaParams(sigma0=5.0))
+    before = (k.state, k.log, k.kappa)
+    for foreign in (other.state, wider.state):
+        with pytest.raises(K.KappaStateError, match="not the one this object's evidence log reached"):
+            k.restore(foreign)
+        assert (k.state, k.log, k.kappa) == before
+    k.restore(mid)  # its own earlier state: accepted, the log cut back to it
+    assert k.state is mid and len(k.log) == 1 and k.state.t == 1
+    again = Kappa.from_log(["a", "b", "c"], None, list(before[1]), state=before[0])
+    assert again.kappa == before[2]
+
+
+def test_rollout_scores_are_bounded_everywhere():
+    from beliefgate.models.kappa import SCORE_BOUND, KappaDataError, parse_decision
+
+    k = Kappa(["a", "b"])
+    k.rollout("a", 1, SCORE_BOUND)
+    for bad in (1.0000001e9, -1e12, 1e39):
+        with pytest.raises(K.NonFiniteScoreError, match=r"must lie in \[-1e9, 1e9\]"):
+            k.rollout("b", 1, bad)
+        with pytest.raises(KappaDataError, match="must lie in"):
+            parse_decision({"branches": ["a", "b"], "rollouts": [{"branch": "a", "depth": 1, "score": bad}]})
+    assert k.info.t == 1
+
+
+def test_weights_float64_cannot_resolve_are_refused_not_answered():
+    """A judged difference so large against tau that the likelihood ratio's terms cancel below
+    float64's resolution: the step is refused (state unchanged); at a scale float64 resolves,
+    the answer is the exact linear-tail one, Phi(-sqrt 2)."""
+    k = Kappa(["a", "b", "c"])
+    k.rollout("b", 1, -1e9)
+    k.judge("b", "a", 1)
+    assert abs(k.argmax_probs["a"] - ndtr(-math.sqrt(2))) < 5e-4
+    sharp = Kappa(["a", "b", "c"], KappaParams(tau=1e-3))
+    sharp.rollout("b", 1, -1e9)
+    before = sharp.state
+    with pytest.raises(K.ExtremeEvidenceError, match="cancel below float64"):
+        sharp.judge("b", "a", 1)
+    assert sharp.state is before

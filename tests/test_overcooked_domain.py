@@ -330,3 +330,24 @@ def test_forced_coordination_episodes_keep_delivering(agent, seat):
 
     r = run_episode("forced_coordination", agent, "onion-sourcer", seed=1001, horizon=400, seat=seat)
     assert r.summary["deliveries"] >= 5
+
+
+@pytest.mark.parametrize("partner", [2, -1, "1", 1.0, True, None])
+def test_overcooked_gate_checks_the_partner_index_up_front(partner):
+    from beliefgate.envs.overcooked.gate import overcooked_gate
+    from beliefgate.models.errors import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match=r"partner index must be an integer in \[0, 2\) on cramped_room"):
+        overcooked_gate("cramped_room", partner=partner)
+    assert overcooked_gate("cramped_room", partner=np.int64(0))._observer.partner == 0
+
+
+def test_a_malformed_state_is_one_line():
+    from beliefgate.envs.overcooked.gate import overcooked_gate
+
+    gate = overcooked_gate("cramped_room")
+    with pytest.raises(StateFormatError) as info:
+        gate.observe({"a": 1}, {"b": 2})
+    message = str(info.value)
+    assert "\n" not in message and "pydantic.dev" not in message
+    assert message.startswith("malformed symbolic state: layout: Field required") and "more errors" in message

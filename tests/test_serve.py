@@ -599,9 +599,11 @@ def test_snapshot_restore_across_real_restarts(tmp_path, episode_states):
 
     from beliefgate.cli import app
 
-    snap.write_bytes(b"not a snapshot")
-    out = CliRunner().invoke(app, ["serve", "--port", str(free_port()), "--snapshot", str(snap)])
-    assert out.exit_code == 2 and "cannot read snapshot" in out.output
+    for junk in (b"not a snapshot", b"garbage\n", b""):
+        snap.write_bytes(junk)
+        out = CliRunner().invoke(app, ["serve", "--port", str(free_port()), "--snapshot", str(snap)])
+        assert out.exit_code == 2 and "is not a beliefgate-serve snapshot" in out.output, out.output
+        assert len(out.output.strip().splitlines()) == 1
 
 
 def test_failed_snapshot_write_rolls_back(tmp_path):

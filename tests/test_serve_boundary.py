@@ -338,13 +338,14 @@ def test_an_empty_kappa_evidence_request_describes_the_body(server):
 
 
 def _same_error(local_call, remote_call) -> type:
-    """Both calls raise; the remote error is an instance of the local one's class (and a ServeError)."""
+    """Both calls raise; the remote error is an instance of the local one's class (and an
+    InvalidRequest, as every 422 is)."""
     with pytest.raises(Exception) as local:
         local_call()
     cls = type(local.value)
-    with pytest.raises(cls) as remote:  # an InvalidRequest (a schema answer) fails here
+    with pytest.raises(cls) as remote:  # a plain InvalidRequest (a schema answer) fails here
         remote_call()
-    assert isinstance(remote.value, ServeError) and not isinstance(remote.value, InvalidRequest), remote.value
+    assert isinstance(remote.value, InvalidRequest) and type(remote.value) is not InvalidRequest, remote.value
     assert type(remote.value).__name__ == f"Remote{cls.__name__}", remote.value
     return cls
 
@@ -514,3 +515,42 @@ def test_in_process_kappa_and_remote_kappa_agree_on_an_empty_batch(server):
     with Client(server.url) as client:
         remote = client.kappa(["a", "b"])
         _same_error(lambda: local.update_many([]), lambda: remote.evidence())
+
+
+def test_client_takes_params_as_dicts_and_checks_them_before_sending(server):
+    from beliefgate.beliefs.config import GateParamError
+    from beliefgate.models.kappa import KappaParamError
+
+    with Client(server.url) as client:
+        gate = client.from_logprobs(num_skills=2, params={"hazard": 0.1})
+        assert gate.params == GateParams(hazard=0.1)
+        k = client.kappa(["a", "b"], {"theta": 0.8})
+        assert k.params == KappaParams(theta=0.8) and k.rounds == 0
+        sessions = client.healthz()["sessions"]
+        with pytest.raises(GateParamError, match="hazard"):
+            client.from_logprobs(num_skills=2, params={"hazard": 2})
+        with pytest.raises(KappaParamError, match="theta"):
+            client.kappa(["a", "b"], {"theta": 0})
+        assert client.healthz()["sessions"] == sessions  # nothing was sent
+
+
+def test_client_raises_the_overcooked_classes(server):
+    from beliefgate.envs.overcooked.layouts import UnknownLayoutError
+    from beliefgate.envs.overcooked.state import StateFormatError
+    from beliefgate.models.errors import InvalidParameterError
+
+    with Client(server.url) as client:
+        with pytest.raises(UnknownLayoutError) as info:
+            client.for_overcooked("nope")
+        assert isinstance(info.value, InvalidRequest)
+        with pytest.raises(InvalidParameterError, match="partner index"):
+            client.for_overcooked("cramped_room", partner=2)
+        from beliefgate.envs.overcooked.adapter import OvercookedAdapter
+
+        state = OvercookedAdapter("cramped_room", horizon=5).reset()
+        gate = client.for_overcooked("cramped_room")
+        with pytest.raises(StateFormatError, match="not consecutive") as info:
+            gate.observe(state, state)
+        assert isinstance(info.value, InvalidRequest)
+        with pytest.raises(InvalidRequest, match="body.state.layout: Field required"):  # the schema's own
+            gate.observe({"a": 1}, {"b": 2})

@@ -57,6 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from beliefgate.models.kappa import (  # errors and checks live with the model: beliefs build on models
+    PARAM_RANGES,
     BranchNameError,
     DepthError,
     DuplicateBranchError,
@@ -88,11 +89,14 @@ class KappaParamFields(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    mu0: float = Field(0.0, ge=-1e6, le=1e6, description="prior mean of every branch utility")
-    sigma0: float = Field(1.0, ge=1e-6, le=1e6, description="prior sd of every branch utility")
-    tau: float = Field(0.5, ge=1e-6, le=1e6,
+    mu0: float = Field(0.0, ge=PARAM_RANGES["mu0"][0], le=PARAM_RANGES["mu0"][1],
+                       description="prior mean of every branch utility")
+    sigma0: float = Field(1.0, ge=PARAM_RANGES["sigma0"][0], le=PARAM_RANGES["sigma0"][1],
+                          description="prior sd of every branch utility")
+    tau: float = Field(0.5, ge=PARAM_RANGES["tau"][0], le=PARAM_RANGES["tau"][1],
                        description="judgment temperature: P(b over c) = sigmoid((U_b - U_c)/tau)")
-    sigma_r: float = Field(1.0, ge=1e-6, le=1e6, description="rollout noise sd at depth 1 (sd/sqrt(d) at depth d)")
+    sigma_r: float = Field(1.0, ge=PARAM_RANGES["sigma_r"][0], le=PARAM_RANGES["sigma_r"][1],
+                           description="rollout noise sd at depth 1 (sd/sqrt(d) at depth d)")
     theta: float = Field(0.6, gt=0.0, le=1.0, description="commit when kappa >= theta")
     nucleus_p: float = Field(0.9, gt=0.0, le=1.0, description="nucleus: smallest set with argmax mass >= p")
     max_rounds: int = Field(3, ge=1, le=64, description="rollout rounds at most (R)")
@@ -539,6 +543,15 @@ def _probs_qmc(params: KappaParams, state: KappaState, num_points: int):
     n_all = (state.wins[:, 0] + state.wins[:, 1]).astype(np.float64)
     lin = -state.wins[:, 1] - tau * state.site_nu
     quad = 0.5 * tau * tau * state.site_p
+    # the log-weights are sums of terms that cancel; float64 resolves them only while the terms
+    # stay below ~1e11 (relative error <= WEIGHT_TOLERANCE): beyond, refuse rather than answer noise
+    x_max = max(float(x.max()), -float(x.min()))
+    terms = x_max * (float(n_all.sum()) + float(np.abs(lin).sum())) + x_max * x_max * float(np.abs(quad).sum())
+    if not terms * 4.0 * np.finfo(np.float64).eps <= WEIGHT_TOLERANCE:
+        raise ExtremeEvidenceError(
+            f"the evidence is too extreme for float64: the judged differences reach {x_max * tau:.3g} "
+            f"(tau {tau:g}), where the likelihood ratio's terms ({terms:.3g}) cancel below float64's "
+            f"resolution", "evidence")
     log_w = _log_sigmoid(x) @ n_all + x @ lin + (x * x) @ quad
     w = np.exp(log_w - log_w.max())
     w /= w.sum()
@@ -555,8 +568,17 @@ def _nucleus(probs: np.ndarray, p: float) -> tuple:
     return tuple(int(i) for i in order[:size])
 
 
+def _check_state(state) -> KappaState:
+    if not isinstance(state, KappaState):
+        raise KappaStateError(f"state must be a KappaState (from kappa_init or kappa_update), got "
+                              f"{type(state).__name__}", "state")
+    return state
+
+
 def kappa_info(params: KappaParams, state: KappaState) -> KappaInfo:
     """The argmax probabilities, kappa, nucleus and decision of ``state`` (no update)."""
+    _check_params(params)
+    _check_state(state)
     k = len(state.names)
     ess = 1.0
     points = params.num_points
@@ -726,6 +748,7 @@ def kappa_update(params: KappaParams, state: KappaState, evidence: Evidence) -> 
     input ``state`` is untouched (it is immutable anyway) and nothing is returned.
     """
     _check_params(params)
+    _check_state(state)
     try:
         return _update(params, state, evidence)
     except KappaInputError:
@@ -745,8 +768,8 @@ def _update(params: KappaParams, state: KappaState, evidence: Evidence) -> tuple
     elif isinstance(evidence, RolloutRound):
         new = _round(params, state, evidence)
     else:
-        raise EvidenceTypeError(f"evidence must be a Judgment, Rollout or RolloutRound, got "
-                                f"{type(evidence).__name__}", "evidence")
+        raise EvidenceTypeError(f"evidence must be a Judgment, Rollout or RolloutRound (`from beliefgate import "
+                                f"Judgment, Rollout`), got {type(evidence).__name__}", "evidence")
     new = new._replace(t=state.t + 1)
     info = kappa_info(params, new)
     sweeps = 0
@@ -757,6 +780,9 @@ def _update(params: KappaParams, state: KappaState, evidence: Evidence) -> tuple
     return new._replace(nucleus=info.nucleus), info
 
 
+#: largest relative error of an importance log-weight the argmax rule accepts (float64
+#: rounding of its terms); beyond it the step raises ExtremeEvidenceError
+WEIGHT_TOLERANCE = 1e-4
 #: below this effective sample fraction of the importance weights, ``kappa_update`` runs
 #: EP sweeps over every pair (at most :data:`MAX_SWEEPS` per update) and recomputes
 REFINE_ESS = 0.5
@@ -838,13 +864,20 @@ class Kappa:
     def restore(self, state: KappaState) -> None:
         """Put back a state this object returned earlier (from :attr:`state`): the evidence
         log is cut back to it and the read-outs recomputed. Raises
-        :class:`~beliefgate.models.kappa.KappaStateError` for a state of other branches or
-        one ahead of this object's log."""
+        :class:`~beliefgate.models.kappa.KappaStateError` for a state of other branches, one
+        ahead of this object's log, or one its log did not reach (checked by replaying the log
+        up to the state's step: the state and the log a fit reads always agree)."""
         if not isinstance(state, KappaState) or state.names != self._state.names:
             raise KappaStateError(f"restore() takes a KappaState of these branches {list(self._state.names)}")
         if state.t > len(self._log):
             raise KappaStateError(f"restore(): the state is at step {state.t}, "
                                   f"this object has logged only {len(self._log)} steps")
+        replayed = kappa_init(self._params, self._state.names)
+        for rec in self._log[:state.t]:
+            replayed, _ = kappa_update(self._params, replayed, evidence_from_record(rec))
+        if not _same_state(replayed, state):
+            raise KappaStateError(f"restore(): the state at step {state.t} is not the one this object's "
+                                  f"evidence log reached (another decision's state, or other parameters)")
         self._state = state
         self._info = kappa_info(self._params, state)
         self._log = self._log[:state.t]
@@ -942,6 +975,20 @@ class Kappa:
         self._info = kappa_info(self._params, self._state)
 
 
+def _same_state(a: KappaState, b: KappaState) -> bool:
+    """Field by field, arrays exactly (the updates are deterministic)."""
+    if type(b) is not KappaState:
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.shape == y.shape
+                    and np.array_equal(x, y)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
 def evidence_record(names: Sequence[str], ev: Evidence) -> dict:
     """One piece of evidence as the plain record of the decisions format (``docs/kappa.md``):
     ``{"left", "right", "y"}``, ``{"branch", "depth", "score"}`` or ``{"round": [rollouts]}``,
@@ -965,14 +1012,25 @@ def evidence_from_record(rec: Mapping) -> Evidence:
     validated when the evidence is applied, not here)."""
     if not isinstance(rec, Mapping):
         raise EvidenceTypeError(f"an evidence record is an object, got {type(rec).__name__}", "evidence")
-    try:
-        if "round" in rec:
-            return RolloutRound(tuple(Rollout(r["branch"], r["depth"], r["score"]) for r in rec["round"]))
-        if "y" in rec:
-            return Judgment(rec["left"], rec["right"], rec["y"])
-        return Rollout(rec["branch"], rec["depth"], rec["score"])
-    except (KeyError, TypeError) as exc:
-        raise EvidenceTypeError(f"evidence record {dict(rec)!r} lacks a field: {exc}", "evidence") from None
+    def fields(r: Mapping, names: tuple, what: str) -> list:
+        if not isinstance(r, Mapping):
+            raise EvidenceTypeError(f"a {what} record is an object {{{', '.join(names)}}}, got {r!r}", "evidence")
+        missing = [n for n in names if n not in r]
+        extra = sorted(set(r) - set(names))
+        if missing or extra:
+            raise EvidenceTypeError(f"{what} record {dict(r)!r}: " + "; ".join(
+                ([f"lacks {', '.join(missing)}"] if missing else []) + ([f"unknown {', '.join(extra)}"] if extra else [])),
+                "evidence")
+        return [r[n] for n in names]
+
+    if "round" in rec:
+        rollouts = rec["round"]
+        if set(rec) != {"round"} or not isinstance(rollouts, (list, tuple)):
+            raise EvidenceTypeError(f"a round record is {{\"round\": [rollout records]}}, got {dict(rec)!r}", "evidence")
+        return RolloutRound(tuple(Rollout(*fields(r, ("branch", "depth", "score"), "rollout")) for r in rollouts))
+    if {"left", "right", "y"} & set(rec):
+        return Judgment(*fields(rec, ("left", "right", "y"), "judgment"))
+    return Rollout(*fields(rec, ("branch", "depth", "score"), "rollout"))
 
 
 __all__ = [

@@ -132,6 +132,18 @@ class GridSpec(BaseModel):
             raise ValueError(f"seats must be 0 or 1 (the ego's player slot), got {bad}")
         return _unique(v, "seats")
 
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds_shape(cls, v):
+        if isinstance(v, dict):  # a range: its own errors, not the union's
+            try:
+                return SeedRange.model_validate(v)
+            except ValidationError as exc:
+                raise ValueError(f"seeds {{start, count}}: {first_problem(exc, 'seeds').message}") from None
+        if not isinstance(v, (list, tuple, SeedRange)):
+            raise ValueError(f"seeds must be a list of integers or {{start: S, count: N}}, got {v!r}")
+        return v
+
     @field_validator("seeds")
     @classmethod
     def _seeds(cls, v):

@@ -74,7 +74,13 @@ class ExtremeEvidenceError(KappaInputError):
 
 
 class NonFiniteScoreError(KappaInputError):
-    """A rollout score is NaN, infinite or not a number."""
+    """A rollout score is NaN, infinite, not a number, or outside ``[-SCORE_BOUND, SCORE_BOUND]``."""
+
+
+#: largest magnitude of a rollout score, everywhere a score enters (the API, the service, the
+#: decisions a fit reads). Utilities far beyond it only lose float64 (and float32) precision:
+#: the importance weights of the argmax rule cancel terms of size score^2 / tau^2.
+SCORE_BOUND = 1e9
 
 
 class DepthError(KappaInputError):
@@ -176,6 +182,8 @@ def _score(score) -> float:
     value = float(score)
     if not math.isfinite(value):
         raise NonFiniteScoreError(f"rollout score must be finite, got {value!r}", "score")
+    if abs(value) > SCORE_BOUND:
+        raise NonFiniteScoreError(f"rollout score must lie in [-1e9, 1e9], got {value!r}", "score")
     return value
 
 
@@ -192,6 +200,9 @@ PRIORS = {
     "sigma_r": ("LogNormal", (0.0, 0.75)),
 }
 POSITIVE = ("sigma0", "tau", "sigma_r")
+#: the range of each model parameter, inclusive: the online KappaParams and a fit's --fix share it
+#: (scales far outside would only overflow float64), so every fit written can be read back
+PARAM_RANGES = {"mu0": (-1e6, 1e6), "sigma0": (1e-6, 1e6), "tau": (1e-6, 1e6), "sigma_r": (1e-6, 1e6)}
 
 
 class KappaDataError(InputError):
@@ -562,8 +573,9 @@ class KappaFitConfig(BaseModel):
         for name, value in fixed.items():
             if not math.isfinite(value):
                 raise ValueError(f"fixed {name} must be finite, got {value}")
-            if name in POSITIVE and value <= 0:
-                raise ValueError(f"fixed {name} must be > 0, got {value}")
+            lo, hi = PARAM_RANGES[name]
+            if not lo <= value <= hi:
+                raise ValueError(f"fixed {name} must lie in [{lo:g}, {hi:g}] (the range of KappaParams), got {value}")
         return fixed
 
     def parameter_names(self) -> list:

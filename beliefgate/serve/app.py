@@ -63,7 +63,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import beliefgate
 from beliefgate.beliefs.errors import (
     BeliefInputError,
-    InvalidParameterError,
     InvalidWeightError,
     NoFeasibleSkillError,
     UnknownSkillError,
@@ -528,14 +527,11 @@ async def _fast(scope, session_id: str, op: str, body: bytes) -> Optional[Respon
 def _overcooked_gate(layout: str, params: GateParams, partner: int):
     """Build an Overcooked gate and its observer (runs in a worker thread)."""
     from beliefgate.envs.overcooked.gate import overcooked_gate
-    from beliefgate.envs.overcooked.layouts import layout_info, resolve_layout
+    from beliefgate.envs.overcooked.layouts import resolve_layout
     from beliefgate.envs.overcooked.observer import OvercookedObserver
 
     name = resolve_layout(layout)
-    players = len(layout_info(name).start_positions)
-    if partner >= players:
-        raise InvalidParameterError(f"partner index must lie in [0, {players}) on {name}, got {partner}")
-    gate = overcooked_gate(name, params, partner=partner)
+    gate = overcooked_gate(name, params, partner=partner)  # checks the partner index (InvalidParameterError)
     return name, gate, OvercookedObserver(name, params, partner=partner)
 
 

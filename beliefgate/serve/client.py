@@ -14,10 +14,11 @@ for a remote one::
         if d.interrupt:
             ...
 
-Errors: input the gate rejects raises the same exception class as in process
-(``ShapeMismatchError``, ``UnknownSkillError``, ... -- a subclass that is also a
-:class:`ServeError`); schema violations raise :class:`InvalidRequest` (a
-``ValueError``); the other statuses raise :class:`Unauthorized`,
+Errors: input the gate, kappa or the Overcooked observer rejects raises the same exception
+class as in process (``ShapeMismatchError``, ``UnknownSkillError``, ``UnknownLayoutError``,
+``StateFormatError``, ... -- a subclass that is also an :class:`InvalidRequest`); schema
+violations raise :class:`InvalidRequest` itself (a ``ValueError``): ``except InvalidRequest``
+catches every 422. The other statuses raise :class:`Unauthorized`,
 :class:`SessionNotFound`, :class:`WrongSessionKind`, :class:`PayloadTooLarge`,
 :class:`SessionLimitReached` or :class:`ServiceUnavailable`.
 """
@@ -27,7 +28,7 @@ from beliefgate.errors import BeliefgateError
 
 import json
 import math
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Union
 
 import httpx
 import numpy as np
@@ -90,16 +91,34 @@ _BY_STATUS = {401: Unauthorized, 404: SessionNotFound, 409: WrongSessionKind, 41
 _REMOTE: Dict[str, type] = {}
 
 
+def _overcooked_error(kind: str) -> Optional[type]:
+    """The Overcooked input errors a gate session can answer (a layout, a state, a transition)."""
+    if kind == "UnknownLayoutError":
+        from beliefgate.envs.overcooked.layouts import UnknownLayoutError
+        return UnknownLayoutError
+    if kind == "StateFormatError":
+        from beliefgate.envs.overcooked.state import StateFormatError
+        return StateFormatError
+    if kind == "ImpossibleTransitionError":
+        from beliefgate.envs.overcooked.dynamics import ImpossibleTransitionError
+        return ImpossibleTransitionError
+    return None
+
+
 def _gate_error_class(kind: str) -> Optional[type]:
-    """``RemoteShapeMismatchError(ServeError, ShapeMismatchError)`` for a gate exception name."""
+    """``RemoteShapeMismatchError(ServeError, ShapeMismatchError)`` for the name of an input error
+    the service raised in process (gate, kappa, Overcooked layout/state), so that ``except`` of
+    the in-process class catches the remote one too."""
     if kind in _REMOTE:
         return _REMOTE[kind]
     local = getattr(_errors, kind, None)
     if not (isinstance(local, type) and issubclass(local, _errors.BeliefInputError)):
         local = getattr(_kappa, kind, None)
         if not (isinstance(local, type) and issubclass(local, _kappa.KappaInputError)):
-            return None
-    cls = type(f"Remote{kind}", (ServeError, local), {"__str__": ServeError.__str__,
+            local = _overcooked_error(kind)
+            if local is None:
+                return None
+    cls = type(f"Remote{kind}", (InvalidRequest, local), {"__str__": ServeError.__str__,
                                                       "__module__": __name__})
     _REMOTE[kind] = cls
     return cls
@@ -151,6 +170,14 @@ def _plain(x):
     if isinstance(x, np.generic):
         return x.item()
     return x
+
+
+def _params_json(params, cls) -> dict:
+    """``GateParams``/``KappaParams`` or a mapping of their fields -> JSON; a mapping is validated
+    here, so a bad field raises the in-process error naming it before any request."""
+    if not isinstance(params, cls):
+        params = cls.model_validate(params)
+    return params.model_dump(mode="json")
 
 
 def _state_json(state) -> Any:
@@ -261,7 +288,7 @@ class Client:
     def healthz(self) -> dict:
         return self.request("GET", "/healthz")
 
-    def from_logprobs(self, num_skills: Optional[int] = None, params: Optional[GateParams] = None,
+    def from_logprobs(self, num_skills: Optional[int] = None, params: Optional[Union[GateParams, dict]] = None,
                       skill_names: Optional[Sequence[str]] = None, prior_counts=None) -> "RemoteGate":
         """A remote :meth:`Gate.from_logprobs <beliefgate.beliefs.gate.Gate.from_logprobs>`."""
         body: Dict[str, Any] = {}
@@ -272,21 +299,23 @@ class Client:
         if prior_counts is not None:
             body["prior_counts"] = _plain(np.asarray(prior_counts, dtype=np.float64))
         if params is not None:
-            body["params"] = params.model_dump(mode="json")
+            body["params"] = _params_json(params, GateParams)
         return RemoteGate(self, self.request("POST", "/sessions", body))
 
-    def for_overcooked(self, layout: str, params: Optional[GateParams] = None, partner: int = 1) -> "RemoteGate":
+    def for_overcooked(self, layout: str, params: Optional[Union[GateParams, dict]] = None,
+                       partner: int = 1) -> "RemoteGate":
         """A remote :meth:`Gate.for_overcooked <beliefgate.beliefs.gate.Gate.for_overcooked>`."""
         body: Dict[str, Any] = {"layout": layout, "partner": _plain(partner)}
         if params is not None:
-            body["params"] = params.model_dump(mode="json")
+            body["params"] = _params_json(params, GateParams)
         return RemoteGate(self, self.request("POST", "/sessions", body))
 
-    def kappa(self, branches: Sequence[str], params: Optional["_kappa.KappaParams"] = None) -> "RemoteKappa":
+    def kappa(self, branches: Sequence[str], params: Optional[Union["_kappa.KappaParams", dict]] = None
+              ) -> "RemoteKappa":
         """A remote :class:`~beliefgate.beliefs.kappa.Kappa` for one decision."""
         body: Dict[str, Any] = {"branches": [str(b) for b in branches]}
         if params is not None:
-            body["params"] = params.model_dump(mode="json")
+            body["params"] = _params_json(params, _kappa.KappaParams)
         return RemoteKappa(self, self.request("POST", "/kappa", body))
 
     def attach_kappa(self, session_id: str) -> "RemoteKappa":
@@ -447,6 +476,11 @@ class RemoteKappa:
     @property
     def commit(self) -> bool:
         return bool(self.info["commit"])
+
+    @property
+    def rounds(self) -> int:
+        """Rollout rounds used (as :attr:`Kappa.rounds <beliefgate.beliefs.kappa.Kappa.rounds>`)."""
+        return int(self.info["rounds"])
 
 
 def _score_json(score):

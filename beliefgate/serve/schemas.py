@@ -53,6 +53,7 @@ from beliefgate.beliefs.config import MAX_PRIOR_COUNT
 from beliefgate.beliefs.core import MAX_ABS_LOGPROB, MAX_WEIGHT
 from beliefgate.beliefs.gate import Decision, Gate, GateParams
 from beliefgate.beliefs.kappa import Kappa, KappaParamFields, KappaParams
+from beliefgate.models.kappa import SCORE_BOUND  # the one bound: API, service and fits
 
 #: most skills a session may have
 MAX_SKILLS = 64
@@ -63,8 +64,6 @@ MAX_EVIDENCE = 256
 #: largest rollout depth and points of kappa's quasi-random rule a session may use
 MAX_DEPTH = 10_000
 MAX_KAPPA_POINTS = 4096
-#: largest magnitude of a rollout score
-SCORE_BOUND = 1e9
 #: most primitive actions in one log-probability table
 MAX_ACTIONS = 256
 #: longest skill name

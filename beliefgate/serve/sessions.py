@@ -546,9 +546,13 @@ class SessionStore:
             return 0
         try:
             payload = _unpickle(self.snapshot_path.read_bytes())
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError,
-                TypeError, IndexError) as exc:
+        except OSError as exc:
             raise SnapshotError(f"cannot read snapshot {self.snapshot_path}: {exc}") from exc
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError,
+                TypeError, IndexError) as exc:
+            what = "empty" if isinstance(exc, EOFError) else f"{type(exc).__name__}: {exc}"
+            raise SnapshotError(f"{self.snapshot_path} is not a beliefgate-serve snapshot (unreadable: {what})") \
+                from exc
         if not isinstance(payload, dict) or payload.get("format") != SNAPSHOT_FORMAT:
             raise SnapshotError(f"{self.snapshot_path} is not a beliefgate-serve snapshot")
         if payload.get("version") not in READ_VERSIONS:

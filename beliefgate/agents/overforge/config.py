@@ -147,10 +147,12 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
                         raise OverForgeOptionError(f"overforge option {token!r}: {field} must be 0 or 1")
                     value = raw == "1"
                 else:
+                    real = field in ("theta", "nucleus", "mix", "tau", "sigma_r")
                     try:
-                        value = float(raw) if field in ("theta", "nucleus", "mix", "tau", "sigma_r") else int(raw)
+                        value = float(raw) if real else int(raw)
                     except ValueError:
-                        raise OverForgeOptionError(f"overforge option {token!r}: {raw!r} is not a number") from None
+                        raise OverForgeOptionError(f"overforge option {token!r}: {raw!r} is not "
+                                                   f"{'a number' if real else 'an integer'}") from None
             else:
                 raise OverForgeOptionError(f"unknown overforge option {token!r}")
         else:

@@ -67,6 +67,9 @@ def _subset(flag: str, value: Optional[str], available: List[str]) -> Optional[L
         return None
     if not wanted:
         fail(f"{flag} {value!r}: no names given")
+    repeated = sorted({w for w in wanted if wanted.count(w) > 1})
+    if repeated:
+        fail(f"{flag} {value!r}: {', '.join(repeated)} given more than once")
     outside = [w for w in wanted if w not in available]
     if outside:
         fail(f"{flag} {', '.join(outside)}: not in the grid (it has {', '.join(available)}); "
@@ -109,6 +112,11 @@ def run(grid: Path, out: Path = typer.Option(..., "--out", help="run directory (
         update["seeds"] = SeedRange(start=s.start, count=seeds) if isinstance(s, SeedRange) else list(s)[:seeds]
     if agents is not None:  # the arms compared: any agent (names are checked by resolve_grid)
         update["agents"] = _split(agents)
+        if not update["agents"]:
+            fail(f"--agents {agents!r}: no names given")
+        repeated = sorted({a for a in update["agents"] if update["agents"].count(a) > 1})
+        if repeated:
+            fail(f"--agents {agents!r}: {', '.join(repeated)} given more than once")
     chosen = _subset("--layouts", layouts, list(spec.layouts))
     if chosen is not None:
         update["layouts"] = chosen

@@ -16,6 +16,7 @@ taken) is thereby dropped by the transition, like a completion.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Dict, Optional, Union
 
 import numpy as np
@@ -23,10 +24,11 @@ import numpy as np
 from beliefgate.beliefs.evidence import StepEvidence
 from beliefgate.envs.overcooked.controller import OvercookedController
 from beliefgate.envs.overcooked.dynamics import completed_skills, detect_events, infer_actions
-from beliefgate.envs.overcooked.layouts import resolve_layout
+from beliefgate.envs.overcooked.layouts import layout_info, resolve_layout
 from beliefgate.envs.overcooked.state import StateFormatError, SymbolicState
 from beliefgate.envs.overcooked.tables import NUM_ACTIONS, STAY
 from beliefgate.models.controllers.boltzmann import boltzmann_logprobs
+from beliefgate.models.errors import InvalidParameterError
 from beliefgate.skills.library import SkillLibrary
 
 StateLike = Union[SymbolicState, Dict[str, Any], str]
@@ -43,6 +45,16 @@ def as_state(value: StateLike, layout: str) -> SymbolicState:
     return state.validate_against_layout()
 
 
+def check_partner_index(layout: str, partner) -> int:
+    """``partner`` as a player index of ``layout`` (an int, not a bool, in ``[0, players)``), else
+    :class:`~beliefgate.models.errors.InvalidParameterError` naming it."""
+    players = len(layout_info(layout).start_positions)
+    if isinstance(partner, bool) or not isinstance(partner, numbers.Integral) or not 0 <= partner < players:
+        raise InvalidParameterError(f"partner index must be an integer in [0, {players}) on {layout}, "
+                                    f"got {partner!r}")
+    return int(partner)
+
+
 class OvercookedObserver:
     """Turns consecutive Overcooked states into evidence about one partner."""
 
@@ -50,11 +62,9 @@ class OvercookedObserver:
                  ambiguous_weight: float = AMBIGUOUS_WEIGHT, other_blocks: bool = False,
                  require_targets: bool = True):
         self.layout = resolve_layout(layout)
+        self.partner = check_partner_index(self.layout, partner)
         self.controller = OvercookedController.create(self.layout, library)
         self.library = self.controller.library
-        if partner < 0:
-            raise ValueError(f"partner index must be >= 0, got {partner}")
-        self.partner = partner
         self.beta = float(getattr(params, "beta", 2.0))
         self.epsilon = float(getattr(params, "epsilon", 0.1))
         self.ambiguous_weight = float(ambiguous_weight)

@@ -119,7 +119,9 @@ class SymbolicState(BaseModel):
                 return cls.model_validate(text)
             return cls.model_validate_json(text)
         except ValidationError as exc:
-            raise StateFormatError(f"malformed symbolic state: {exc}") from exc
+            from beliefgate.validation import first_problem  # one line: the first error, the rest counted
+
+            raise StateFormatError(f"malformed symbolic state: {first_problem(exc, 'state').message}") from None
 
     def validate_against_layout(self) -> "SymbolicState":
         """Check players stand on floor cells, pots are pots and counter objects lie on counters."""
