@@ -424,9 +424,9 @@ def test_overforge_report_pairs_against_the_arm_given(tmp_path):
     out, md = tmp_path / "run", tmp_path / "r.md"
     runner = CliRunner()
     assert runner.invoke(app, ["overforge", "run", str(grid), "--out", str(out), "--workers", "1"]).exit_code == 0
-    res = runner.invoke(app, ["overforge", "report", str(out), "--md", str(md), "--img", str(tmp_path / "img"),
-                              "--arm", "bayes-belief:full"])
+    res = runner.invoke(app, ["overforge", "report", str(out), "--md", str(md), "--arm", "bayes-belief:full"])
     assert res.exit_code == 0, res.output
+    assert len(list((tmp_path / "img").glob("overforge_*.png"))) == 3  # --img defaults to img/ beside --md
     text = md.read_text()
     assert "## Pooled reward: `bayes-belief:full` minus each arm" in text and "--arm bayes-belief:full" in text
     assert "| overforge | 2 |" in text

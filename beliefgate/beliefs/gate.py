@@ -30,7 +30,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from beliefgate.beliefs import core as _core
-from beliefgate.beliefs.config import GateParams
+from beliefgate.beliefs.config import GateParamError, GateParams
 from beliefgate.beliefs.core import (
     BeliefState,
     Decision,
@@ -280,6 +280,7 @@ __all__ = [
     "BeliefState",
     "GateInfo",
     "Decision",
+    "GateParamError",
     # errors re-exported for callers of the gate (defined in beliefgate.beliefs.errors)
     "BeliefInputError",
     "ActionIndexError",

@@ -235,8 +235,9 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str, pr
 
 
 @app.command()
-def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforge.md"), "--md"),
-           img: Path = typer.Option(Path("docs/img"), "--img"),
+def report(dirs: List[Path], md: Path = typer.Option(..., "--md", help="the Markdown report to write "
+                                                     "(docs/results_overforge.md regenerates the project's page)"),
+           img: Optional[Path] = typer.Option(None, "--img", help="folder of the PNGs (default: img/ beside --md)"),
            base: str = typer.Option("overforge", "--arm", help="the arm every other arm is paired against "
                                     "(an agent of the runs)"),
            prefix: str = typer.Option("overforge", "--prefix",
@@ -257,6 +258,7 @@ def report(dirs: List[Path], md: Path = typer.Option(Path("docs/results_overforg
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", prefix):
         fail(f"--prefix {prefix!r}: letters, digits, '_', '.' and '-' only (it names files in --img)")
     check_output_path("--md", md)
+    img = md.parent / "img" if img is None else img
     check_output_path("--img", img, folder=True)
     rows, records, replaced = _load(dirs)
     if not rows:
