@@ -783,3 +783,21 @@ def test_weights_float64_cannot_resolve_are_refused_not_answered():
     with pytest.raises(K.ExtremeEvidenceError, match="cancel below float64"):
         sharp.judge("b", "a", 1)
     assert sharp.state is before
+
+
+def test_kappa_itself_can_grow_with_tau():
+    """Why the tau checks for K >= 3 use judged chains only: on other evidence even kappa (the
+    largest argmax probability) can move away from 1/K as tau grows, for the exact posterior
+    too (a case a review found; importance sampling with 2e6 prior draws gave 0.537, 0.570,
+    0.622 at tau 0.1, 0.2, 0.5)."""
+    names = ["b0", "b1", "b2", "b3"]
+    pairs = [("b1", "b3", 0), ("b0", "b1", 0), ("b1", "b2", 0), ("b0", "b1", 0), ("b1", "b3", 0),
+             ("b1", "b0", 0), ("b1", "b0", 1), ("b0", "b1", 0), ("b1", "b3", 0)]
+    kappas = []
+    for tau in (0.1, 0.2, 0.5):
+        k = Kappa(names, KappaParams(tau=tau))
+        k.update_many([Judgment(a, b, y) for a, b, y in pairs])
+        ref, se = monte_carlo_argmax(k.params, k.state, 400_000, seed=7)
+        assert abs(k.kappa - ref.max()) < 0.01 + 4 * se.max()
+        kappas.append(k.kappa)
+    assert kappas[0] < kappas[1] < kappas[2] and kappas[2] - kappas[0] > 0.05, kappas  # 0.54, 0.57, 0.62
