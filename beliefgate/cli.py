@@ -7,6 +7,7 @@ plain function that returns data.
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import List, Optional
@@ -138,14 +139,22 @@ def episode(
         result = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=seat, log_path=log, llm=llm)
     except (UnknownLayoutError, UnknownPartnerError, PlannerConfigError) as exc:
         _fail(str(exc))
+    summary = dict(result.summary)
+    if ego.split(":", 1)[0] == "overforge":  # the PCM's own read-outs (kappa, commits, rollouts, latency)
+        from beliefgate.agents.overforge.metrics import pcm_metrics
+
+        summary["pcm"] = {k: (None if isinstance(v, float) and math.isnan(v) else v)
+                          for k, v in pcm_metrics(result.trajectory).items()}
     if as_json:
-        print(json.dumps(result.summary))
+        print(json.dumps(summary))
         return
     table = Table(title=f"episode {layout}: {ego} (seat {seat}) + {partner}, seed {seed}")
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key in ("deliveries", "reward", "steps", "replans", "llm_calls", "fallbacks", "wall_s"):
-        table.add_row(key, str(result.summary[key]))
+        table.add_row(key, str(summary[key]))
+    for key, value in summary.get("pcm", {}).items():
+        table.add_row(key, "-" if value is None else f"{value:.3g}")
     if log is not None:
         table.add_row("log", str(log))
     console.print(table)

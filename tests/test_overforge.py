@@ -434,3 +434,20 @@ def test_overforge_report_pairs_against_the_arm_given(tmp_path):
                               str(tmp_path / "img"), "--arm", "overforge:nope"])
     assert res.exit_code == 2 and "--arm 'overforge:nope'" in res.output and "bayes-belief:full" in res.output
     assert not (tmp_path / "n.md").exists()
+
+
+def test_episode_cli_reports_the_pcm_read_outs():
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+
+    res = CliRunner().invoke(app, ["episode", "--ego", "overforge", "--partner", "plater", "--layout",
+                                   "cramped_room", "--horizon", "30", "--seed", "1000", "--json"])
+    assert res.exit_code == 0, res.output
+    pcm = _json.loads(res.output)["pcm"]
+    assert pcm["decisions"] > 0 and 0.0 < pcm["kappa_mean"] <= 1.0 and 0.0 <= pcm["commit_rate"] <= 1.0
+    res = CliRunner().invoke(app, ["episode", "--ego", "bayes-belief", "--partner", "plater", "--layout",
+                                   "cramped_room", "--horizon", "10", "--json"])
+    assert res.exit_code == 0 and "pcm" not in _json.loads(res.output)
