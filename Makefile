@@ -53,10 +53,10 @@ demo: $(STAMP)
 test: $(STAMP) $(LLM_STAMP) $(BROWSER_STAMP)
 	BELIEFGATE_REQUIRE_LLM=1 $(BIN)/python -m pytest -q -m "not slow"
 
-test-slow: $(STAMP) $(LLM_STAMP) $(BROWSER_STAMP)
+test-slow: $(BENCH_STAMP) $(LLM_STAMP) $(BROWSER_STAMP)
 	BELIEFGATE_REQUIRE_LLM=1 $(BIN)/python -m pytest -q -m "slow"
 
-test-all: $(STAMP) $(LLM_STAMP) $(BROWSER_STAMP)
+test-all: $(BENCH_STAMP) $(LLM_STAMP) $(BROWSER_STAMP)
 	BELIEFGATE_REQUIRE_LLM=1 $(BIN)/python -m pytest -q
 
 bench: $(BENCH_STAMP)

@@ -229,7 +229,7 @@ def test_an_error_after_a_progress_bar_is_still_one_line(work, args):
     (["diagnose", "adir"], ("adir", "is a directory")),
     (["compare", "adir", "fake.png"], ("adir", "is a directory")),
     (["policytree", "show", "adir"], ("adir", "is a directory")),
-    (["overforge", "report", "fake.png"], ("fake.png", "not a run directory")),
+    (["overforge", "report", "fake.png", "--md", "r.md"], ("fake.png", "not a run directory")),
     (["policytree", "run", "syn.py", "--layout", "cramped_room", "--partner", "balanced", "--seeds", "1",
       "--horizon", "5"], ("syn.py", "syntax")),
     (["overforge", "run", "g.yaml", "--out", "ofy", "--seeds", "0"], ("--seeds", "0")),

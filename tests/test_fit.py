@@ -625,3 +625,26 @@ def test_belief_model_is_a_deprecated_alias_of_the_one_model(data):
             old, _ = log_density(belief_model, (inputs,), {"config": FitConfig()}, values)
         new, _ = log_density(fitted_model, (inputs,), {"config": FitConfig()}, values)
         assert float(old) == float(new)
+
+
+def test_svi_warnings_read_the_elbo_trend_not_the_noise():
+    """An SVI fit's convergence is its ELBO loss trace (r_hat/ESS of i.i.d. guide draws cannot
+    show it): a trace still falling over its last half warns, a settled noisy one does not, and
+    NUTS fits are not concerned."""
+    import arviz as az
+    import xarray as xr
+
+    from beliefgate.models.diagnose import svi_warnings
+
+    def idata(losses):
+        return az.InferenceData(sample_stats=xr.Dataset({"loss": (("svi_step",), np.asarray(losses))}))
+
+    rng = np.random.default_rng(1000)
+    steps = np.arange(400)
+    falling = 5000.0 * np.exp(-steps / 300.0) + 1000.0 + rng.normal(0, 50, 400)
+    settled = 1000.0 + rng.normal(0, 300, 400)
+    assert svi_warnings(idata(falling), "svi") and "still falls" in svi_warnings(idata(falling), "svi")[0]
+    assert svi_warnings(idata(settled), "svi") == []
+    assert svi_warnings(idata(falling), "nuts") == []
+    assert "too few" in svi_warnings(idata(settled[:12]), "svi")[0]
+    assert "without its ELBO" in svi_warnings(az.InferenceData(posterior=xr.Dataset({"a": (("chain", "draw"), np.zeros((1, 3)))})), "svi")[0]

@@ -256,6 +256,38 @@ def convergence_warnings(parameters: Dict[str, ParameterSummary], divergences: i
     return out
 
 
+#: an SVI fit whose ELBO loss still falls over the last half of its steps by more than this
+#: share of its level (and by more than twice the trend's standard error) has not converged
+SVI_LOSS_DRIFT = 1e-3
+
+
+def svi_warnings(idata, method: str) -> List[str]:
+    """An SVI fit's own check. Its draws are i.i.d. from the fitted guide, so r_hat and ESS say
+    nothing about convergence: the ELBO loss trace does. The loss is a noisy one-particle
+    estimate, so the check is a least-squares trend over the last half of the steps: a fall
+    larger than :data:`SVI_LOSS_DRIFT` of the loss and than twice its standard error warns."""
+    if method != "svi":
+        return []
+    if "sample_stats" not in idata.groups() or "loss" not in idata.sample_stats:
+        return ["SVI fit without its ELBO loss trace: convergence cannot be checked (r_hat and ESS of "
+                "guide draws do not show it)"]
+    losses = np.asarray(idata.sample_stats["loss"].values, dtype=np.float64).ravel()
+    half = losses[len(losses) // 2:]
+    if len(half) < 10:
+        return [f"SVI fit of {len(losses)} steps: too few to check the ELBO loss for convergence"]
+    x = np.arange(len(half), dtype=np.float64) - (len(half) - 1) / 2.0
+    slope = float(x @ (half - half.mean()) / (x @ x))
+    resid = half - half.mean() - slope * x
+    se = float(np.sqrt(resid @ resid / (len(half) - 2) / (x @ x)))
+    fall = -slope * len(half)
+    level = max(1.0, abs(float(half.mean())))
+    if fall > SVI_LOSS_DRIFT * level and fall > 2.0 * se * len(half):
+        return [f"SVI: the ELBO loss still falls over the last half of the {len(losses)} steps (by {fall:.4g}, "
+                f"{fall / level:.2%} of its level): not converged; raise --svi-steps (r_hat and ESS of guide "
+                "draws do not show this)"]
+    return []
+
+
 # --------------------------------------------------------------------------------------
 # Posterior draws
 # --------------------------------------------------------------------------------------
@@ -537,6 +569,7 @@ def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = T
     parameters = summarize(idata)
     divergences = count_divergences(idata)
     warnings = convergence_warnings(parameters, divergences, chains, draws, config.method)
+    warnings += svi_warnings(idata, config.method)
     # a float64 (--x64) fit is checked in float64 too
     import jax
 
@@ -602,6 +635,7 @@ def diagnose_kappa(idata, *, ppc_draws: int = 200, seed: int = 0, predictive: bo
     parameters = summarize_names(idata, [n for n in config.parameter_names() if n in post])
     divergences = count_divergences(idata)
     warnings = convergence_warnings(parameters, divergences, chains, draws, config.method)
+    warnings += svi_warnings(idata, config.method)
     checks = kappa_predictive_check(idata, num_draws=ppc_draws, seed=seed) if predictive else []
     for c in checks:
         if not c.passed:

@@ -494,11 +494,15 @@ class SessionStore:
         if not self.persistent:
             return 0
         self.acquire_lock()
-        removed = self.remove_stale_temporaries()
-        if removed:
-            log.warning("removed %d stale snapshot temporar%s next to %s", removed,
-                        "y" if removed == 1 else "ies", self.snapshot_path)
-        return self.restore()
+        try:
+            removed = self.remove_stale_temporaries()
+            if removed:
+                log.warning("removed %d stale snapshot temporar%s next to %s", removed,
+                            "y" if removed == 1 else "ies", self.snapshot_path)
+            return self.restore()
+        except BaseException:  # a server that does not start holds nothing (the file is left as it was)
+            self.release_lock()
+            raise
 
     def acquire_lock(self) -> None:
         """Exclusive, non-blocking lock on the sidecar lock file (:class:`~beliefgate.fileio.FileLock`),
