@@ -174,6 +174,8 @@ class BoundaryGroup(TyperGroup):
             return super().invoke(ctx)
         except _PASS_THROUGH:
             raise  # click's own exits and usage errors: handled (as one line) by main()
+        except BrokenPipeError:  # the reader went away (`... | head`): not an error of ours
+            _exit_broken_pipe()
         except Exception as exc:  # noqa: BLE001 -- the CLI's one error boundary: every error becomes one line + a status
             code, message = classify(exc)
             if _debug_requested(ctx):
@@ -187,6 +189,8 @@ class BoundaryGroup(TyperGroup):
         try:
             rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
                               **extra)
+        except BrokenPipeError:  # `beliefgate ... --help | head`
+            _exit_broken_pipe()
         except tclick.exceptions.NoArgsIsHelpError as exc:  # `beliefgate` / `beliefgate eval`: the help text
             exc.show()
             code = exc.exit_code
@@ -207,6 +211,21 @@ class BoundaryGroup(TyperGroup):
         if not standalone_mode:
             return code
         sys.exit(code)
+
+
+def _exit_broken_pipe() -> None:
+    """Stop quietly when stdout's reader has closed the pipe (``| head``), with the status a
+    process killed by SIGPIPE has (141); stdout goes to /dev/null so the exit flush cannot fail."""
+    import io
+    import os
+
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, io.UnsupportedOperation):  # no real stdout (a test runner's buffer)
+        fd = None
+    if fd is not None:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+    sys.exit(141)
 
 
 def _given_value(exc: BaseException) -> str:

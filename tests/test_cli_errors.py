@@ -280,3 +280,22 @@ def test_the_boundary_maps_error_kinds():
     assert classify(LookupFailure("unknown layout 'moon'")) == (2, "unknown layout 'moon'")
     assert classify(RuntimeFailure("server down"))[0] == 1
     assert classify(IsADirectoryError(21, "Is a directory", "/tmp"))[0] == 1
+
+
+def test_a_closed_pipe_is_not_an_error(tmp_path):
+    """`beliefgate ... | head`: when the reader goes away the command stops quietly with the
+    status of a process killed by SIGPIPE (141), not 'error: [Errno 32] Broken pipe'."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "pipe.py"
+    script.write_text(
+        "import beliefgate.eval.episode as episode\n"
+        "def flood(*a, **k):\n"
+        "    raise BrokenPipeError(32, 'Broken pipe')\n"
+        "episode.run_episode = flood\n"
+        "from beliefgate.cli import main\n"
+        "main()\n")
+    proc = subprocess.run([sys.executable, str(script), "episode", "--layout", "cramped_room", "--horizon", "3"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 141 and "Broken pipe" not in proc.stderr and "error" not in proc.stderr, proc.stderr

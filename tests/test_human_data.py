@@ -400,6 +400,12 @@ def test_cli_eval_human_json_and_errors(cache, tmp_path):
         assert set(data["overall"][method]) == {"accuracy", "log_loss", "brier", "ece", "n", "floored"}
         assert all(method in by for by in data["by_layout"].values())
     assert len(list((tmp_path / "png").glob("reliability_*.png"))) == 6
+    assert data["config"]["params_origin"].startswith("train-split grid")
+    params = tmp_path / "params.json"
+    params.write_text('{"hazard": 0.1}')
+    proc = _cli(cache, "eval", "human", "--split", "test", "--json", "--plots", str(tmp_path / "png2"),
+                "--params", str(params))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["config"]["params_origin"] == f"given (--params {params})"
     proc = _cli(cache, "eval", "human", "--split", "dev")
     assert proc.returncode == 2 and "unknown split 'dev'" in proc.stderr
     proc = _cli(tmp_path / "empty", "eval", "human", "--split", "test")

@@ -415,3 +415,29 @@ def test_old_cli_module_is_a_deprecated_alias():
     with pytest.warns(DeprecationWarning, match="beliefgate.eval.sensitivity.cli"):
         alias = importlib.import_module("beliefgate.eval.sensitivity_cli")
     assert alias.register is cli.register
+
+
+def test_sobol_confidence_intervals_are_the_same_for_every_seed_including_zero():
+    """SALib seeds its bootstrap only for a truthy seed: seed 0 used to give new CIs every run."""
+    r = [sens.ParamRange("x", 0, 1), sens.ParamRange("z", 0, 1)]
+
+    def f(v):
+        return {"y": v["x"] ** 2 + v["z"]}
+
+    for seed in (0, 3):
+        a = sens.run_global(r, f, "sobol", n=128, seed=seed).indices["y"]
+        b = sens.run_global(r, f, "sobol", n=128, seed=seed).indices["y"]
+        assert all(np.array_equal(a[k], b[k]) for k in ("S1", "S1_conf", "ST", "ST_conf"))
+
+
+def test_sobol_warns_about_small_n_and_impossible_estimates():
+    from beliefgate.eval.sensitivity.global_ import sobol_warnings
+
+    r = [sens.ParamRange("x", 0, 1), sens.ParamRange("z", 0, 1)]
+    res = sens.run_global(r, lambda v: {"y": v["x"] ** 2 + v["z"]}, "sobol", n=8, seed=0)
+    assert res.warnings and "--n 8 < 64" in res.warnings[0] and res.to_dict()["warnings"] == res.warnings
+    idx = {"y": {"S1": np.array([-1.6, 0.4]), "S1_conf": np.array([0.1, 0.05]),
+                 "ST": np.array([0.5, 0.1]), "ST_conf": np.array([0.1, 0.05])}}
+    w = sobol_warnings(idx, ["x", "z"], 1024)
+    assert len(w) == 2 and "S1 -1.600 outside [0, 1]" in w[0] and "ST 0.100 below S1 0.400" in w[1]
+    assert sobol_warnings(idx, ["x", "z"], 1024, constant=["y"]) == []

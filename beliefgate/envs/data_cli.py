@@ -173,9 +173,13 @@ def eval_human_cmd(
     bar, progress = _progress_bar("human evaluation")
     try:
         with bar:
+            origin = None
             if tune:
                 params, _ = select_params(cached_tracks("train", progress=progress), progress=progress)
-            result = evaluate_split(split, params, progress=progress, layouts=layouts)
+                origin = "tuned on the train split (--tune)"
+            elif params_file is not None:
+                origin = f"given (--params {params_file})"
+            result = evaluate_split(split, params, progress=progress, layouts=layouts, params_origin=origin)
             out = plots or (cache_dir() / "human_eval" / split)
             written = reliability_plots(result, out)
     except HumanDataDamagedError as exc:  # the cache, not the caller's input, is at fault

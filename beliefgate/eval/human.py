@@ -594,8 +594,12 @@ def reliability_plots(result: HumanEvalResult, out_dir: str | Path, bins: int = 
 
 
 def evaluate_split(split: str = "test", params: Optional[Dict[str, float]] = None, cache=None,
-                   progress: Optional[Progress] = None, layouts: Optional[Iterable[str]] = None) -> HumanEvalResult:
-    """Evaluate on a converted split (``beliefgate data fetch-human`` first); baselines counted on train."""
+                   progress: Optional[Progress] = None, layouts: Optional[Iterable[str]] = None,
+                   params_origin: Optional[str] = None) -> HumanEvalResult:
+    """Evaluate on a converted split (``beliefgate data fetch-human`` first); baselines counted on train.
+
+    ``params_origin`` says where ``params`` came from in the result's config (default: the
+    train-split grid of docs/human_data.md without ``params``, ``"given"`` with them)."""
     from beliefgate.envs.human_data import SPLITS, load_dataset
     from beliefgate.envs.overcooked.layouts import resolve_layout
 
@@ -609,8 +613,8 @@ def evaluate_split(split: str = "test", params: Optional[Dict[str, float]] = Non
         want = {resolve_layout(x) for x in layouts}
         tracks = [t for t in tracks if t.layout in want]
     cfg = {"source": ds.manifest["source"]["requirement"], "sdist_sha256": ds.manifest["source"]["sha256"],
-           "label_rule": ds.manifest["label_rule"], "params_origin": "train-split grid (docs/human_data.md)"
-           if params is None else "given"}
+           "label_rule": ds.manifest["label_rule"],
+           "params_origin": params_origin or ("train-split grid (docs/human_data.md)" if params is None else "given")}
     result = evaluate_tracks(tracks, train, params, split, cfg)
     result.config["eval_s"] = round(time.perf_counter() - started, 2)
     return result

@@ -69,6 +69,8 @@ def _parse_fixed(items: List[str]) -> dict:
         name, sep, value = item.partition("=")
         if not sep:
             _fail(f"--fix takes NAME=VALUE (e.g. hazard=0), got {item!r}")
+        if name.strip() in fixed:
+            _fail(f"--fix {item!r}: {name.strip()} is already fixed (at {fixed[name.strip()]:g}); give each once")
         try:
             fixed[name.strip()] = float(value)
         except ValueError:
@@ -88,8 +90,10 @@ def _print_summary(parameters) -> None:
     table = Table(title="Posterior summary (94% HDI)")
     for col in ("parameter", "mean", "sd", "hdi_low", "hdi_high", "ess_bulk", "ess_tail", "r_hat"):
         table.add_column(col, justify="left" if col == "parameter" else "right")
+    from rich.markup import escape  # "beta[pickup_onion]" is not a style tag
+
     for name, row in parameters.items():
-        table.add_row(name, _fmt(row.mean), _fmt(row.sd), _fmt(row.hdi_low), _fmt(row.hdi_high),
+        table.add_row(escape(name), _fmt(row.mean), _fmt(row.sd), _fmt(row.hdi_low), _fmt(row.hdi_high),
                       _fmt(row.ess_bulk, 0), _fmt(row.ess_tail, 0), _fmt(row.r_hat))
     console.print(table)
 

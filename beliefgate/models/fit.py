@@ -143,6 +143,9 @@ class FitConfig(CheckedModel):
         w = self.fixed.get("ambiguous_weight")
         if w is not None and not 0.0 <= w <= 1.0:
             raise ValueError(f"ambiguous_weight must lie in [0, 1], got {w}")
+        if not self.parameter_names():
+            raise ValueError(f"every parameter is fixed ({', '.join(sorted(self.fixed))}): nothing to fit; "
+                             "leave at least one free")
         return self
 
     def parameter_names(self) -> list[str]:

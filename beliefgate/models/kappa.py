@@ -280,6 +280,9 @@ def parse_decision(record: Any, where: str = "record") -> tuple[list, list, list
     if not isinstance(record, dict):
         raise KappaDataError(f"{where}: a decision must be a JSON object, got {type(record).__name__}")
     if "branches" not in record:
+        if record.get("kind") in ("header", "step", "final"):
+            raise KappaDataError(f"{where}: a trajectory log ({record['kind']!r} record), not a kappa decisions "
+                                 "file; fit the skill model on it with `beliefgate fit LOG` (without --model kappa)")
         raise KappaDataError(f"{where}: missing 'branches'")
     try:
         names = _check_names(record["branches"])
@@ -576,6 +579,8 @@ class KappaFitConfig(BaseModel):
             lo, hi = PARAM_RANGES[name]
             if not lo <= value <= hi:
                 raise ValueError(f"fixed {name} must lie in [{lo:g}, {hi:g}] (the range of KappaParams), got {value}")
+        if set(PARAM_NAMES) <= set(fixed):
+            raise ValueError(f"every kappa parameter is fixed ({', '.join(PARAM_NAMES)}): nothing to fit")
         return fixed
 
     def parameter_names(self) -> list:

@@ -397,7 +397,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         console.print(table)
         if result.constant:
             console.print(f"constant over the sample (no index): {', '.join(result.constant)} "
-                          "(these outputs depend only on belief-side parameters)")
+                          "(no sampled configuration changed them)")
+        for w in result.warnings:
+            err_console.print(f"[bold yellow]warning:[/] {w}")
         console.print(f"{result.context.get('belief_passes', 0)} belief passes; {result.elapsed_s:.1f} s.")
         for p in written:
             console.print(f"plot: {p}")

@@ -51,6 +51,7 @@ class GlobalResult:
     values: Optional[Dict[str, np.ndarray]] = field(default=None, repr=False)
     outputs: Optional[Dict[str, np.ndarray]] = field(default=None, repr=False)
     context: dict = field(default_factory=dict)
+    warnings: List[str] = field(default_factory=list)
 
     @property
     def names(self) -> List[str]:
@@ -73,6 +74,7 @@ class GlobalResult:
             "constant": self.constant,
             "summary": {o: {k: _json_float(v) for k, v in s.items()} for o, s in self.summary.items()},
             "elapsed_s": self.elapsed_s,
+            "warnings": list(self.warnings),
             **self.context,
         }
 
@@ -160,8 +162,12 @@ def run_global(ranges: Sequence[ParamRange], evaluate: Evaluator, method: str = 
         if method == "sobol":
             from SALib.analyze import sobol as sobol_analyze
 
+            # SALib seeds its bootstrap only for a truthy seed (seed 0 drew from the global RNG: the
+            # CIs changed run to run); a SeedSequence is truthy and default_rng(SeedSequence(s)) is
+            # default_rng(s), so every seed, 0 included, gives the same CIs on every run
             si = sobol_analyze.analyze(problem, y, calc_second_order=second_order, num_resamples=resamples,
-                                       conf_level=conf_level, print_to_console=False, seed=seed)
+                                       conf_level=conf_level, print_to_console=False,
+                                       seed=np.random.SeedSequence(seed))
             keys = ("S1", "S1_conf", "ST", "ST_conf") + (("S2", "S2_conf") if second_order else ())
         else:
             from SALib.analyze import morris as morris_analyze
@@ -172,9 +178,39 @@ def run_global(ranges: Sequence[ParamRange], evaluate: Evaluator, method: str = 
         indices[name] = {k: np.asarray(si[k], dtype=float) for k in keys}
     settings = {"second_order": second_order, "num_levels": num_levels if method == "morris" else None,
                 "resamples": resamples, "conf_level": conf_level}
+    warnings = sobol_warnings(indices, names, n, constant) if method == "sobol" else []
     return GlobalResult(method, list(ranges), n, seed, unit.shape[0], settings, indices, constant, summary,
                         time.perf_counter() - started, unit if keep_samples else None,
-                        values if keep_samples else None, outputs if keep_samples else None)
+                        values if keep_samples else None, outputs if keep_samples else None, warnings=warnings)
+
+
+#: below this base sample size Saltelli's estimators are mostly noise (a warning, not a refusal)
+SOBOL_MIN_N = 64
+
+
+def sobol_warnings(indices: Dict[str, Dict[str, np.ndarray]], names: Sequence[str], n: int,
+                   constant: Sequence[str] = ()) -> List[str]:
+    """What makes Sobol estimates unusable: too small an ``n``, and estimates outside what the
+    indices can be (``S1`` or ``ST`` outside [0, 1], ``ST < S1``) by more than their intervals."""
+    out = []
+    if n < SOBOL_MIN_N:
+        out.append(f"--n {n} < {SOBOL_MIN_N}: Sobol estimates at this size are mostly noise")
+    for output, idx in indices.items():
+        if output in constant:
+            continue
+        for j, name in enumerate(names):
+            s1, c1, st, ct = (float(idx[k][j]) for k in ("S1", "S1_conf", "ST", "ST_conf"))
+            slack1, slackt = (c if math.isfinite(c) else 0.0 for c in (c1, ct))
+            bad = []
+            if not -slack1 <= s1 <= 1.0 + slack1:
+                bad.append(f"S1 {s1:.3f} outside [0, 1]")
+            if not -slackt <= st <= 1.0 + slackt:
+                bad.append(f"ST {st:.3f} outside [0, 1]")
+            if st + slackt < s1 - slack1:
+                bad.append(f"ST {st:.3f} below S1 {s1:.3f}")
+            if bad:
+                out.append(f"{output} / {name}: {', '.join(bad)} beyond their intervals: raise --n")
+    return out
 
 
 class GateReplayEvaluator:
