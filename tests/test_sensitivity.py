@@ -306,6 +306,7 @@ def test_gate_sobol_and_plots(episodes, tmp_path):
     st = result.indices["interrupts_per_episode"]["ST"]
     assert int(np.argmax(st)) == 2
     assert set(result.constant) == {"map_accuracy", "mean_confidence"}
+    assert result.context["not_computed"] == {}  # these logs carry switches and true skills
     json.dumps(result.to_dict())
     paths = sens.plot_global(result, tmp_path)
     names = {p.name for p in paths}
@@ -441,3 +442,13 @@ def test_sobol_warns_about_small_n_and_impossible_estimates():
     w = sobol_warnings(idx, ["x", "z"], 1024)
     assert len(w) == 2 and "S1 -1.600 outside [0, 1]" in w[0] and "ST 0.100 below S1 0.400" in w[1]
     assert sobol_warnings(idx, ["x", "z"], 1024, constant=["y"]) == []
+
+
+def test_global_says_what_logs_without_switches_cannot_give(tmp_path):
+    log = tmp_path / "plain.jsonl"
+    run_episode("cramped_room", "balanced", "plater", seed=1000, horizon=80, seat=0, log_path=log)
+    result = sens.run_gate_global(load_episodes([log]), parse_ranges(["tau_obs=0.02:0.7"], "global"),
+                                  "morris", n=4, seed=0)
+    assert result.context["not_computed"] == {"detection_delay": "these logs hold no hidden switch",
+                                              "detection_rate": "these logs hold no hidden switch"}
+    assert "detection_rate" not in result.indices

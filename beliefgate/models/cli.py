@@ -230,6 +230,11 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 
         try:  # read once; the record says which model's fit it is
             idata = read_netcdf(fit_file, KappaFitError)
+            post = getattr(idata, "posterior", None)
+            total = int(post.sizes["chain"] * post.sizes["draw"]) if post is not None else 0
+            if ppc and 0 < total < ppc_draws:
+                err_console.print(f"note: --ppc-draws {ppc_draws} is more than the fit's {total} draws: the "
+                                  f"predictive check uses all {total}")
             if KAPPA_FIT_FILE.has(idata):
                 _diagnose_kappa(KAPPA_FIT_FILE.check(idata, fit_file), as_json, plots, ppc_draws, seed, ppc, strict)
                 return

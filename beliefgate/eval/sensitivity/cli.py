@@ -398,6 +398,11 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         if result.constant:
             console.print(f"constant over the sample (no index): {', '.join(result.constant)} "
                           "(no sampled configuration changed them)")
+        reasons: dict = {}
+        for output, why in result.context.get("not_computed", {}).items():
+            reasons.setdefault(why, []).append(output)
+        for why, outputs in reasons.items():
+            console.print(f"not computed: {', '.join(outputs)} ({why})")
         for w in result.warnings:
             err_console.print(f"[bold yellow]warning:[/] {w}")
         console.print(f"{result.context.get('belief_passes', 0)} belief passes; {result.elapsed_s:.1f} s.")
