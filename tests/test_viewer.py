@@ -510,3 +510,45 @@ def test_play_cli_rejects_bad_settings_before_serving(tmp_path):
         res = runner.invoke(app, ["play", "--log", f"{tmp_path}/", *args])
         assert res.exit_code == 2 and needle in res.output, res.output
     assert list(tmp_path.iterdir()) == []  # nothing was started or written
+
+
+def test_report_draws_overforge_kappa_and_commits(tmp_path):
+    """An OverForge ego logs kappa in its decision records (``info.pcm``): the report draws them."""
+    from beliefgate.agents.overforge.metrics import decision_records
+
+    log = tmp_path / "of.jsonl"
+    run_episode("cramped_room", "overforge", "plater", seed=1000, horizon=30, seat=0, log_path=log)
+    traj = read_log(log)
+    records = decision_records(traj)
+    data = report_data(traj)
+    assert records and data["present"]["kappa"] and data["present"]["commit"]
+    drawn = [k for k in data["kappa"] if k is not None]
+    assert drawn == [round(r["kappa"], 4) for r in records]
+    assert [c for _, c in data["commits"]] == [bool(r["committed"]) for r in records]
+    # plans after a finished skill are kept apart from the interrupts the summary counts as replans
+    assert sum(1 for r in data["replans"] if r[3]) == traj.final.summary["replans"]
+
+
+def test_play_end_game_updates_the_status_line(browser, play_server):
+    """After 'End game' the header says the game is over and the button is disabled (it kept
+    saying 'playing')."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    url, _ = play_server
+    first = browser.current_window_handle
+    browser.switch_to.new_window("tab")
+    try:
+        browser.get(url)
+        _wait(lambda: browser.execute_script("return window.beliefgatePlay.hello"), what="hello")
+        browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_LEFT)
+        _wait(lambda: browser.execute_script("return window.beliefgatePlay.states") >= 2, what="ticks")
+        browser.find_element(By.ID, "end").click()
+        _wait(lambda: browser.execute_script("return window.beliefgatePlay.done"), what="game over")
+        status = browser.find_element(By.ID, "status").text
+        assert status.endswith("game over") and "playing" not in status, status
+        assert not browser.find_element(By.ID, "end").is_enabled()
+        assert _severe(browser) == []
+    finally:
+        browser.close()
+        browser.switch_to.window(first)

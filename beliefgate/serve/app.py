@@ -869,6 +869,10 @@ def create_app(settings: Optional[ServeSettings] = None, **overrides) -> FastAPI
                      "JSON has no infinities: a log-probability of zero (-inf) is written `null`; "
                      "NaN and infinities are rejected (422). See docs/serve.md."),
         lifespan=lifespan,
+        # FastAPI's /docs and /redoc pages load their scripts from a CDN: offline they are blank
+        # pages, so they are not served; the schema is at /openapi.json (and docs/openapi.json)
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.store = store

@@ -96,7 +96,11 @@ def _finite(value: Any) -> Optional[float]:
 
 
 def _kappa_fields(info: Dict[str, Any]):
-    """(κ, commit) from the flat fields or a nested ``kappa`` object; None where absent."""
+    """(κ, commit) from the flat fields, a nested ``kappa`` object or an OverForge decision record
+    (``pcm``: present on the steps where the PCM decided); None where absent."""
+    pcm = info.get("pcm")
+    if "kappa" not in info and isinstance(pcm, dict):
+        info = pcm
     k = info.get("kappa")
     commit = _first(info, "commit", "committed")
     if isinstance(k, dict):

@@ -209,7 +209,8 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str, pr
     axes[0][0].set_ylabel("decisions")
     axes[0][0].legend(fontsize=7)
     fig.suptitle("(a) confidence κ per decision", fontsize=9)
-    paths.append(save(fig, img / f"{prefix}_kappa.png"))
+    fig.tight_layout()  # the title above the panels' titles, the axis labels inside the canvas
+    paths.append(save(fig, img / f"{prefix}_kappa.png", bbox_inches="tight"))
     fig, ax = plt.subplots(figsize=(5, 3))
     width = 0.8 / max(len(arms), 1)
     for i, arm in enumerate(arms):
@@ -219,9 +220,9 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str, pr
     ax.set_xticks(np.arange(4) + 0.4 - width / 2, ["0", "1", "2", "3"])
     ax.set_xlabel("rollout rounds used")
     ax.set_ylabel("share of decisions")
-    ax.legend(fontsize=6)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, not on them
     ax.set_title("(b) rollout depth used", fontsize=9)
-    paths.append(save(fig, img / f"{prefix}_depth.png"))
+    paths.append(save(fig, img / f"{prefix}_depth.png", bbox_inches="tight"))
     fig, ax = plt.subplots(figsize=(5, 3))
     for arm in arms:
         g = [r["gap"] for r in records[arm] if r.get("gap") is not None]
@@ -230,7 +231,7 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str, pr
     ax.set_ylabel("cumulative gap of the two best E[U]")
     ax.legend(fontsize=6)
     ax.set_title("(c) cumulative utility gap", fontsize=9)
-    paths.append(save(fig, img / f"{prefix}_gap.png"))
+    paths.append(save(fig, img / f"{prefix}_gap.png", bbox_inches="tight"))
     return paths
 
 

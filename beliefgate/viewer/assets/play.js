@@ -81,6 +81,8 @@
       status.textContent = "server: " + m.error + ": " + m.detail;
     } else if (m.type === "done") {
       P.done = true; P.summary = m.summary; P.log = m.log;
+      status.textContent = status.textContent.replace(/ \u00b7 (playing|press a key to start)$/, "") + " \u00b7 game over";
+      document.getElementById("end").disabled = true;
       doneBox.hidden = false;
       doneBox.innerHTML = "<b>Game over</b> (" + esc(m.summary.ended) + "): " + m.summary.deliveries + " soups, score " +
         m.summary.reward + " in " + m.summary.steps + " steps.<br>Log: <span class=\"mono\">" + esc(m.log) + "</span>";

@@ -157,8 +157,14 @@
     if (!pr.replanned) { absent(r, "replans not logged"); return; }
     D.replans.forEach(function (rp) {
       if (!visible(rp[0])) { return; }
+      if (!rp[3]) {  // a new plan because the running skill ended: not a replan (the header counts interrupts)
+        titled(el("line", { x1: xr(x(rp[0])), x2: xr(x(rp[0])), y1: r.y + r.h / 2 - 3, y2: r.y + r.h / 2 + 3,
+                            stroke: "#aaaaaa", "stroke-width": 1, "class": "plan-start" }, r.g),
+               "new plan t=" + rp[0] + " (" + (rp[1] || "?") + ")");
+        return;
+      }
       titled(el("circle", { cx: xr(x(rp[0])), cy: r.y + r.h / 2, r: 3.5, "class": rp[2] ? "replan effective" : "replan",
-                            fill: rp[2] ? "#111111" : "#ffffff", stroke: rp[3] ? "#d62728" : "#111111", "stroke-width": 1.2 }, r.g),
+                            fill: rp[2] ? "#111111" : "#ffffff", stroke: "#d62728", "stroke-width": 1.2 }, r.g),
              "replan t=" + rp[0] + " (" + (rp[1] || "?") + (rp[2] ? ", effective" : ", skill unchanged") + ")");
     });
   }
@@ -258,7 +264,8 @@
     D.names.forEach(function (n, k) { html.push('<span><i class="swatch" style="background:' + colour(k) + '"></i>' + escapeHtml(n) + "</span>"); });
     html.push('<span><i class="swatch" style="background:#d62728"></i>contradiction</span>');
     html.push('<span><i class="swatch" style="background:#ff7f0e"></i>gate fired</span>');
-    html.push("<span>\u25bc interrupt</span><span>\u25cf effective replan</span><span>\u25cb replan, skill unchanged</span>");
+    html.push("<span>\u25bc interrupt</span><span>\u25cf effective replan</span><span>\u25cb replan, skill unchanged</span>" +
+              "<span>| new plan after a finished skill (not a replan)</span>");
     html.push("<span>red ring: replan by interrupt</span>");
     if (D.fallbacks.length) {
       Object.keys(ROLE_COLOURS).forEach(function (role) {
