@@ -182,8 +182,10 @@ def read_log(path: str | Path, allow_incomplete: bool = False) -> Trajectory:
                 traj.final = FinalRow.model_validate(row)
             else:
                 raise LogFormatError(path, n, f"unknown row kind {kind!r}")
-        except ValidationError as exc:
-            raise LogFormatError(path, n, f"invalid {kind} row: {exc}") from None
+        except ValidationError as exc:  # one line: the first error, the rest counted
+            from beliefgate.validation import first_problem
+
+            raise LogFormatError(path, n, f"invalid {kind} row: {first_problem(exc, kind or 'row').message}") from None
     if cut_last:
         raise TruncatedLogError(path, len(lines), "last line is incomplete (no newline)")
     if traj.final is None and not allow_incomplete:
