@@ -216,6 +216,9 @@ def test_benchmark_on_recorded_episodes_gates_beat_naive(tmp_path):
     assert naive is not None and gate.fa_per_100 < naive
     sep = sw.separability(traces)
     assert sep["switches"] == bench.switches and sep["share_llr_le_0"] < 0.5
+    assert sw.summary_rows(bench)[0].endswith("95% bootstrap CIs")
+    one = sw.evaluate_traces(traces[:1], params, n_boot=200, beliefs=beliefs[:1])
+    assert one.episodes == 1 and sw.summary_rows(one)[0].endswith("one episode: no bootstrap CIs")
 
 
 def test_cli_end_to_end_two_seeds(tmp_path):

@@ -747,7 +747,8 @@ def plot_tradeoff(bench: SwitchBenchmark, path: str | Path, max_fa: float = 1.0,
     ax1.set_ylabel("false alarms per 100 steps")
     ax1.set_yscale("symlog", linthresh=0.1)
     ax1.set_ylim(bottom=0)
-    ax1.set_title("false alarms vs delay (open markers: the gates' given settings, 95% CI)")
+    ax1.set_title("false alarms vs delay (open markers: the gates' given settings"
+                  + (", 95% CI)" if bench.episodes > 1 else "; one episode: no CI)"))
     ax2.axvline(max_fa, color="red", ls=":", lw=1)
     ax2.axhline(min_detection, color="red", ls=":", lw=1)
     ax2.set_xscale("symlog", linthresh=0.1)
@@ -788,7 +789,8 @@ def summary_rows(bench: SwitchBenchmark, max_fa: float = 1.0) -> Tuple[str, List
     and :func:`summary_markdown` print)."""
     window = bench.config.get("window", "?")
     title = (f"{bench.switches} hidden switches in {bench.episodes} episodes ({bench.steps} steps); "
-             f"detection within {window} steps; 95% bootstrap CIs")
+             f"detection within {window} steps; "
+             + ("95% bootstrap CIs" if bench.episodes > 1 else "one episode: no bootstrap CIs"))
     sizes = next((p.by_subset for sw in bench.sweeps.values() for p in sw.points if p.by_subset), {})
     keys = [key for key in SUBSETS if key in sizes]
     columns = ["method", "setting", "detection", *[f"{key} ({sizes[key][0]})" for key in keys], "mean delay",
