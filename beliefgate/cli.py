@@ -198,7 +198,7 @@ def demo(
     _check_episode_inputs("balanced", partner, None)
     check_output_path("--out", out, folder=True)
     out_dir = out or Path(tempfile.mkdtemp(prefix="beliefgate-demo-"))
-    if not err_console.is_terminal:  # no progress bar off a terminal (make demo's log): say what is running
+    if not err_console.is_interactive:  # progress_bar draws nothing here (make demo's log): say what is running
         from beliefgate.eval.demo import AGENT_COMPARISON, SWITCHERS
 
         err_console.print(f"demo: {len(AGENT_COMPARISON) * len(SWITCHERS) * seeds} episodes of {horizon} steps on "

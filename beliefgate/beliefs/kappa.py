@@ -872,10 +872,11 @@ class Kappa:
         if state.t > len(self._log):
             raise KappaStateError(f"restore(): the state is at step {state.t}, "
                                   f"this object has logged only {len(self._log)} steps")
-        replayed = kappa_init(self._params, self._state.names)
-        for rec in self._log[:state.t]:
-            replayed, _ = kappa_update(self._params, replayed, evidence_from_record(rec))
-        if not _same_state(replayed, state):
+        # the current state is what the whole log reached (from_log's case): replay only for an earlier step
+        reached = self._state if state.t == self._state.t else kappa_init(self._params, self._state.names)
+        for rec in self._log[reached.t:state.t]:
+            reached, _ = kappa_update(self._params, reached, evidence_from_record(rec))
+        if not _same_state(reached, state):
             raise KappaStateError(f"restore(): the state at step {state.t} is not the one this object's "
                                   f"evidence log reached (another decision's state, or other parameters)")
         self._state = state

@@ -41,13 +41,13 @@ class ChainMethod(str, Enum):
     vectorized = "vectorized"
 
 
-
 def _no_warnings(method: str) -> str:
     """The all-clear line; for SVI it says what its r_hat and ESS do not show."""
     if method == "svi":
         return ("no warnings: the ELBO loss has settled, ESS >= 400, predictive check passed (SVI: r_hat and ESS "
                 "are of i.i.d. guide draws; the guide's fit to the posterior is not checked: compare --method nuts)")
     return "no warnings: r_hat <= 1.01, ESS >= 400, no divergences, predictive check passed"
+
 
 def _quiet_arviz() -> None:
     """Silence ArviZ's import notice, its one-chain log line and its Pareto-k warning.

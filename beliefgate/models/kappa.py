@@ -81,6 +81,8 @@ class NonFiniteScoreError(KappaInputError):
 #: decisions a fit reads). Utilities far beyond it only lose float64 (and float32) precision:
 #: the importance weights of the argmax rule cancel terms of size score^2 / tau^2.
 SCORE_BOUND = 1e9
+#: the bound as messages show it: "[-1e9, 1e9]"
+SCORE_RANGE = f"[-{SCORE_BOUND:.0e}, {SCORE_BOUND:.0e}]".replace("e+0", "e")
 
 
 class DepthError(KappaInputError):
@@ -183,7 +185,7 @@ def _score(score) -> float:
     if not math.isfinite(value):
         raise NonFiniteScoreError(f"rollout score must be finite, got {value!r}", "score")
     if abs(value) > SCORE_BOUND:
-        raise NonFiniteScoreError(f"rollout score must lie in [-1e9, 1e9], got {value!r}", "score")
+        raise NonFiniteScoreError(f"rollout score must lie in {SCORE_RANGE}, got {value!r}", "score")
     return value
 
 
@@ -199,7 +201,6 @@ PRIORS = {
     "tau": ("LogNormal", (math.log(0.5), 0.75)),
     "sigma_r": ("LogNormal", (0.0, 0.75)),
 }
-POSITIVE = ("sigma0", "tau", "sigma_r")
 #: the range of each model parameter, inclusive: the online KappaParams and a fit's --fix share it
 #: (scales far outside would only overflow float64), so every fit written can be read back
 PARAM_RANGES = {"mu0": (-1e6, 1e6), "sigma0": (1e-6, 1e6), "tau": (1e-6, 1e6), "sigma_r": (1e-6, 1e6)}

@@ -528,11 +528,10 @@ def _overcooked_gate(layout: str, params: GateParams, partner: int):
     """Build an Overcooked gate and its observer (runs in a worker thread)."""
     from beliefgate.envs.overcooked.gate import overcooked_gate
     from beliefgate.envs.overcooked.layouts import resolve_layout
-    from beliefgate.envs.overcooked.observer import OvercookedObserver
 
     name = resolve_layout(layout)
     gate = overcooked_gate(name, params, partner=partner)  # checks the partner index (InvalidParameterError)
-    return name, gate, OvercookedObserver(name, params, partner=partner)
+    return name, gate, gate.observer  # the gate's own observer (a second one rebuilt the controller's tables)
 
 
 async def _no_body(request: Request) -> None:

@@ -91,18 +91,16 @@ _BY_STATUS = {401: Unauthorized, 404: SessionNotFound, 409: WrongSessionKind, 41
 _REMOTE: Dict[str, type] = {}
 
 
+#: the Overcooked input errors a gate session can answer (a layout, a state, a transition)
+_OVERCOOKED_ERRORS = ("UnknownLayoutError", "StateFormatError", "ImpossibleTransitionError")
+
+
 def _overcooked_error(kind: str) -> Optional[type]:
-    """The Overcooked input errors a gate session can answer (a layout, a state, a transition)."""
-    if kind == "UnknownLayoutError":
-        from beliefgate.envs.overcooked.layouts import UnknownLayoutError
-        return UnknownLayoutError
-    if kind == "StateFormatError":
-        from beliefgate.envs.overcooked.state import StateFormatError
-        return StateFormatError
-    if kind == "ImpossibleTransitionError":
-        from beliefgate.envs.overcooked.dynamics import ImpossibleTransitionError
-        return ImpossibleTransitionError
-    return None
+    if kind not in _OVERCOOKED_ERRORS:
+        return None
+    from beliefgate.envs import overcooked  # the package exports them (lazily)
+
+    return getattr(overcooked, kind)
 
 
 def _gate_error_class(kind: str) -> Optional[type]:

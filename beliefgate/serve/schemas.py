@@ -53,7 +53,7 @@ from beliefgate.beliefs.config import MAX_PRIOR_COUNT
 from beliefgate.beliefs.core import MAX_ABS_LOGPROB, MAX_WEIGHT
 from beliefgate.beliefs.gate import Decision, Gate, GateParams
 from beliefgate.beliefs.kappa import Kappa, KappaParamFields, KappaParams
-from beliefgate.models.kappa import SCORE_BOUND  # the one bound: API, service and fits
+from beliefgate.models.kappa import SCORE_BOUND, SCORE_RANGE  # the one bound: API, service and fits
 
 #: most skills a session may have
 MAX_SKILLS = 64
@@ -328,7 +328,6 @@ class CreateKappaRequest(BaseModel):
 
 
 #: the bound as the messages write it
-_SCORE_RANGE = f"[-{SCORE_BOUND:.0e}, {SCORE_BOUND:.0e}]".replace("e+0", "e")
 
 
 def _score(value: Any) -> Union[int, float]:
@@ -336,7 +335,7 @@ def _score(value: Any) -> Union[int, float]:
     the infinities fail the bound. One error, at the field itself."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and -SCORE_BOUND <= value <= SCORE_BOUND:
         return value
-    raise PydanticCustomError("finite_score", "the score must be a finite number in {bounds}", {"bounds": _SCORE_RANGE})
+    raise PydanticCustomError("finite_score", "the score must be a finite number in {bounds}", {"bounds": SCORE_RANGE})
 
 
 #: a rollout score (see :func:`_score`)
@@ -363,7 +362,7 @@ class RolloutRequest(BaseModel):
     branch: SkillRef = Field(..., description="branch name or index")
     depth: StrictInt = Field(..., le=MAX_DEPTH, json_schema_extra={"minimum": 1},
                              description="steps imagined ahead, >= 1 (kappa checks it: DepthError, as in process)")
-    score: Score = Field(..., description=f"progress score, a finite number in {_SCORE_RANGE}")
+    score: Score = Field(..., description=f"progress score, a finite number in {SCORE_RANGE}")
 
 
 class KappaEvidenceRequest(BaseModel):

@@ -145,10 +145,8 @@ class Session:
         if self.kind != "overcooked":
             raise WrongSessionKindError(
                 f"session {self.id} is a generic gate; observe needs a session created with a layout")
-        if self._observer is None:
-            from beliefgate.envs.overcooked.observer import OvercookedObserver
-
-            self._observer = OvercookedObserver(self.layout, self.gate.params, partner=self.partner)
+        if self._observer is None:  # a restored session: the gate rebuilds its own from its domain options
+            self._observer = self.gate.observer
         return self._observer
 
     def apply_kappa(self, evidence: Optional[list]) -> "Session":

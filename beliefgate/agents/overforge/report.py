@@ -60,8 +60,9 @@ def _split(value: Optional[str]):
     return names
 
 
-def _subset(flag: str, value: Optional[str], available: List[str]) -> Optional[List[str]]:
-    """The names of ``value`` (comma-separated), all of which must be among the grid's ``available``."""
+def _subset(flag: str, value: Optional[str], available: Optional[List[str]]) -> Optional[List[str]]:
+    """The names of ``value`` (comma-separated), each once, all among the grid's ``available``
+    (``None``: any name)."""
     wanted = _split(value)
     if wanted is None:
         return None
@@ -70,7 +71,7 @@ def _subset(flag: str, value: Optional[str], available: List[str]) -> Optional[L
     repeated = sorted({w for w in wanted if wanted.count(w) > 1})
     if repeated:
         fail(f"{flag} {value!r}: {', '.join(repeated)} given more than once")
-    outside = [w for w in wanted if w not in available]
+    outside = [w for w in wanted if available is not None and w not in available]
     if outside:
         fail(f"{flag} {', '.join(outside)}: not in the grid (it has {', '.join(available)}); "
              f"{flag} only selects part of the grid")
@@ -110,13 +111,9 @@ def run(grid: Path, out: Path = typer.Option(..., "--out", help="run directory (
         if seeds > available:
             fail(f"--seeds {seeds}: the grid has only {available} seed(s)")
         update["seeds"] = SeedRange(start=s.start, count=seeds) if isinstance(s, SeedRange) else list(s)[:seeds]
-    if agents is not None:  # the arms compared: any agent (names are checked by resolve_grid)
-        update["agents"] = _split(agents)
-        if not update["agents"]:
-            fail(f"--agents {agents!r}: no names given")
-        repeated = sorted({a for a in update["agents"] if update["agents"].count(a) > 1})
-        if repeated:
-            fail(f"--agents {agents!r}: {', '.join(repeated)} given more than once")
+    chosen = _subset("--agents", agents, None)  # the arms compared: any agent (names checked by resolve_grid)
+    if chosen is not None:
+        update["agents"] = chosen
     chosen = _subset("--layouts", layouts, list(spec.layouts))
     if chosen is not None:
         update["layouts"] = chosen

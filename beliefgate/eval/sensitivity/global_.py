@@ -15,7 +15,8 @@ from beliefgate.beliefs.config import GateParams
 from beliefgate.eval.sensitivity.configs import ConfigTable
 from beliefgate.eval.sensitivity.errors import SensitivityError
 from beliefgate.eval.sensitivity.ranges import ParamRange, _json_float, prepare_global_ranges
-from beliefgate.eval.sensitivity.replay import OUTPUTS, TRUTH_OUTPUTS, _available, count_belief_passes, evaluate_configs
+from beliefgate.eval.sensitivity.replay import (OUTPUTS, _available, count_belief_passes, evaluate_configs,
+                                                unavailable_outputs)
 from beliefgate.eval.sensitivity.traces import LoggedEpisode
 
 # --------------------------------------------------------------------------- global
@@ -256,16 +257,8 @@ def run_gate_global(episodes: Sequence[LoggedEpisode], ranges: Sequence[ParamRan
                       "outputs": {k: OUTPUTS[k] for k in evaluator.outputs},
                       "belief_passes": (count_belief_passes(evaluator.last_configs, len(episodes))
                                         if evaluator.last_configs is not None else 0),
-                      "not_computed": _not_computed(episodes, evaluator.outputs)}
+                      "not_computed": unavailable_outputs(episodes)}
     return result
-
-
-def _not_computed(episodes: Sequence[LoggedEpisode], computed: Sequence[str]) -> Dict[str, str]:
-    """The outputs the logs cannot give, each with why (as the OAT table says it)."""
-    truth = any(ep.has_truth for ep in episodes)
-    return {k: ("the logs carry no true partner skills" if k in TRUTH_OUTPUTS and not truth
-                else "these logs hold no hidden switch") for k in OUTPUTS if k not in computed}
-
 
 
 __all__ = ["Evaluator", "GlobalResult", "global_sample", "run_global", "GateReplayEvaluator", "run_gate_global"]

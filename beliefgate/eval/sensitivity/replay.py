@@ -203,17 +203,23 @@ def count_belief_passes(configs: ConfigTable, episodes: int) -> int:
     return len(configs.belief_groups()) * episodes
 
 
-def _available(episodes: Sequence[LoggedEpisode]) -> List[str]:
+def unavailable_outputs(episodes: Sequence[LoggedEpisode]) -> Dict[str, str]:
+    """The outputs these logs cannot give, each with why: the truth outputs without logged true
+    skills, detection without a hidden switch."""
     truth = any(ep.has_truth for ep in episodes)
     switches = any(ep.has_truth and ep.hidden.any() for ep in episodes)
-    out = []
+    out = {}
     for k in OUTPUTS:
         if k in TRUTH_OUTPUTS and not truth:
-            continue
-        if k in ("detection_delay", "detection_rate") and not switches:
-            continue
-        out.append(k)
+            out[k] = "the logs carry no true partner skills"
+        elif k in ("detection_delay", "detection_rate") and not switches:
+            out[k] = "these logs hold no hidden switch"
     return out
+
+
+def _available(episodes: Sequence[LoggedEpisode]) -> List[str]:
+    missing = unavailable_outputs(episodes)
+    return [k for k in OUTPUTS if k not in missing]
 
 
 
