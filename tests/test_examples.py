@@ -33,6 +33,22 @@ def test_kappa_trace_example(tmp_path):
     assert kappas[0] < 0.6 < kappas[-1] and rows[-1][-1] == "True" and rows[0][-1] == "False"
 
 
+def test_native_rule_measurement_says_what_it_needs_or_agrees_with_the_numpy_rule():
+    """docs/examples/results15/native_rule.py (docs/kappa.md, "Native code does not change this"):
+    without Numba (not a dependency) one line says what to install; with it, the compiled rule
+    gives the NumPy rule's numbers to rounding."""
+    import importlib.util
+
+    proc = run_example("results15/native_rule.py", "--streams", "1")
+    if importlib.util.find_spec("numba") is None:
+        assert proc.returncode == 1 and proc.stderr.strip().splitlines() == [
+            "error: this measurement needs Numba (pip install numba); beliefgate itself does not"]
+    else:
+        assert proc.returncode == 0, proc.stderr
+        diffs = [float(line.rsplit(" ", 1)[1]) for line in proc.stdout.splitlines() if "points:" in line]
+        assert len(diffs) == 2 and max(diffs) < 1e-12
+
+
 def test_belief_counterfactual_leaves_the_episode_as_it_was():
     """docs/examples/results16/belief_counterfactual.py searches every decision a second time with the
     other imagined partner: the episode (reward, every decision record) is the plain overforge one."""
