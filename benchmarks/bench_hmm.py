@@ -145,7 +145,8 @@ def print_table(rows: list[dict], batch: int, steps: int) -> None:
                   "filter_batch(method='log'), the log-space reference; |d|: max abs difference "
                   "against ours.")
     if not have_dyn:
-        console.print("dynamax is not installed (pip install '.[bench]'): ratios omitted.")
+        console.print("dynamax is not installed (make bench, or pip install -e '.[bench]'): ratios omitted.",
+                      markup=False)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> list[dict]:

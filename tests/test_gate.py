@@ -761,3 +761,37 @@ def test_any_accepted_configuration_survives_random_steps(model, hazard, window,
         except ImpossibleObservationError:
             continue  # a refused observation leaves the gate as it was; the gate stays usable
         assert np.isfinite(d.posterior).all() and abs(d.posterior.sum() - 1.0) < 1e-9
+
+
+def test_gate_md_table_states_every_field_default_and_range_of_the_model():
+    """docs/gate.md's GateParams table: every field, its default and its full numeric range as
+    the pydantic model enforces them (upper limits included)."""
+    import re
+    import typing
+    from pathlib import Path
+
+    import annotated_types as at
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "gate.md").read_text(encoding="utf-8")
+    rows = {m.group(1): (m.group(2), m.group(3)) for m in
+            re.finditer(r"^\| `(\w+)` \| ([^|]+) \| ([^|]+) \|", text, re.M)}
+
+    def num(v) -> str:
+        return f"{v:g}" if not float(v).is_integer() or abs(v) < 1e5 else f"{v:.0e}".replace("e+0", "e")
+
+    for name, field in GateParams.model_fields.items():
+        assert name in rows, name
+        default, rng = (c.strip() for c in rows[name])
+        shown = f'"{field.default}"' if isinstance(field.default, str) else str(field.default)
+        assert default.strip("`") == shown, (name, default, shown)
+        bounds = {type(m): m for m in field.metadata}
+        if name == "cp_release":  # tied to cp_threshold by a validator
+            assert rng == "[0, `cp_threshold`]"
+            continue
+        if at.Le not in bounds:
+            continue
+        lo = bounds.get(at.Ge) or bounds.get(at.Gt)
+        low = lo.ge if isinstance(lo, at.Ge) else lo.gt
+        interval = f"{'[' if isinstance(lo, at.Ge) else '('}{num(low)}, {num(bounds[at.Le].le)}]"
+        is_int = int in (typing.get_args(field.annotation) or (field.annotation,))
+        assert rng.startswith(("int in " if is_int else "") + interval), (name, rng, interval)

@@ -242,10 +242,14 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             _fail(str(exc))
         try:
             FIT_FILE.check(idata, fit_file)
-            result = diagnose(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc, calibrate=calibrate)
+            with err_console.status("diagnosing (convergence summary"
+                                    + (", predictive check" if ppc else "")
+                                    + (", calibration" if calibrate else "") + ")"):
+                result = diagnose(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc, calibrate=calibrate)
         except (FitError, FitDataError) as exc:
             _fail(str(exc))
-        written = write_plots(idata, result, plots) if plots is not None else []
+        with err_console.status(f"writing plots to {plots}"):
+            written = write_plots(idata, result, plots) if plots is not None else []
         if as_json:
             print(json.dumps(result.to_json_dict()))
         else:
@@ -340,10 +344,12 @@ def _diagnose_kappa(idata, as_json, plots, ppc_draws, seed, ppc, strict) -> None
     from beliefgate.models.kappa import KappaFitError
 
     try:
-        result = diagnose_kappa(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc)
+        with err_console.status("diagnosing the kappa fit (summary" + (", predictive check" if ppc else "") + ")"):
+            result = diagnose_kappa(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc)
     except KappaFitError as exc:
         _fail(str(exc))
-    written = write_kappa_plots(idata, result, plots) if plots is not None else []
+    with err_console.status(f"writing plots to {plots}"):
+        written = write_kappa_plots(idata, result, plots) if plots is not None else []
     if as_json:
         print(json.dumps(result.to_json_dict()))
     else:
