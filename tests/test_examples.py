@@ -135,3 +135,38 @@ def test_compare_gates_pairs_two_gate_settings_on_the_same_cells(tmp_path):
     (tmp_path / "empty").mkdir()
     proc = run_example("results17/compare_gates.py", str(runs["base"]), str(tmp_path / "empty"))
     assert proc.returncode != 0 and "empty" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_select_gate_checks_replays_and_applies_its_rule(tmp_path):
+    """docs/examples/results17/select_gate.py (issue 17 item 3): `check` finds a replayed episode
+    equal to its recording even when the grid spells the same gate settings out (other episode
+    keys); `decide` pairs a candidate against the defaults cell by cell,
+    and keeps the defaults when no candidate's interval lies above 0."""
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+    from beliefgate.eval.runner import load_results
+
+    body = ("agents: ['bayes-belief:full']\nlayouts: [coordination_ring]\npartners: [bp-g1-dish-hi-eager-hi]\n"
+            "seeds: {start: 1000, count: 3}\nseats: [0]\nhorizon: 60\n")
+    runs = {}
+    for name, extra in (("base", ""), ("spelled", "gate: {beta: 2.0, epsilon: 0.1, tau_obs: 0.2}\n"),
+                        ("loose", "gate: {tau_obs: 0.9, confidence_floor: 0.0, n_stable: 0, cooldown: 0}\n")):
+        grid = tmp_path / f"{name}.yaml"
+        grid.write_text(f"name: {name}\n" + body + extra)
+        runs[name] = tmp_path / name
+        res = CliRunner().invoke(app, ["eval", "run", str(grid), "--out", str(runs[name]), "--workers", "1"])
+        assert res.exit_code == 0, res.output
+    proc = run_example("results17/select_gate.py", "check", str(runs["base"]), str(runs["spelled"]))
+    assert proc.returncode == 0 and "3 of 3 re-played episodes equal" in proc.stdout, proc.stdout + proc.stderr
+    proc = run_example("results17/select_gate.py", "decide", str(runs["base"]), f"same={runs['spelled']}",
+                       f"loose={runs['loose']}")
+    assert proc.returncode == 0, proc.stderr
+    same = next(x for x in proc.stdout.splitlines() if x.startswith("same"))
+    assert "pooled n=3: +0.00" in same
+    base = {r["seed"]: r["reward"] for r in load_results(runs["base"])}
+    loose = load_results(runs["loose"])
+    gain = sum(r["reward"] - base[r["seed"]] for r in loose) / 3
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("loose"))
+    assert f"pooled n=3: {gain:+.2f} [" in line, line
+    assert "decision: the defaults stay" in proc.stdout or gain > 0

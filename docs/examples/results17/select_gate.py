@@ -84,14 +84,19 @@ def _actions(path: Path) -> list:
 
 
 def check(recorded: str, replayed: str) -> None:
-    """Every episode of ``replayed`` against the same episode key in ``recorded``."""
-    old = {p.name: p for p in Path(recorded, "episodes").rglob("*.jsonl")}
+    """Every episode of ``replayed`` against the recorded one of the same agent, partner, seed and
+    seat (the episode key is left out: a grid that spells the same gate settings differently, e.g.
+    with the defaults written out, has other keys)."""
+    def cell(p: Path) -> str:
+        return f"{p.parent.name}/{p.name.rsplit('__', 1)[0]}"
+
+    old = {cell(p): p for p in Path(recorded, "episodes").rglob("*.jsonl")}
     new = sorted(Path(replayed, "episodes").rglob("*.jsonl"))
     same = 0
     for p in new:
-        if p.name not in old:
-            sys.exit(f"error: {p.name} has no recorded twin in {recorded}")
-        a, b = _actions(old[p.name]), _actions(p)
+        if cell(p) not in old:
+            sys.exit(f"error: {cell(p)} has no recorded twin in {recorded}")
+        a, b = _actions(old[cell(p)]), _actions(p)
         if a == b:
             same += 1
         else:
