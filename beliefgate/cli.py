@@ -19,7 +19,7 @@ import typer
 from rich.table import Table
 
 from beliefgate.console import (BoundaryGroup, check_output_path, console, err_console, fail as _fail,  # noqa: F401
-                                load_input, progress_bar)  # (check_output_path, err_console re-exported)
+                                check_unique, load_input, progress_bar)  # (check_output_path, err_console re-exported)
 from beliefgate.limits import MAX_HORIZON, MAX_RESAMPLES, MAX_SEED_COUNT
 
 app = typer.Typer(
@@ -255,6 +255,8 @@ def switches(
     from beliefgate.errors import InputError, LookupFailure
     from beliefgate.eval import switches as sw
 
+    check_unique("--layout", layouts_)
+    check_unique("--partner", partners_)
     if tune and (plot is not None or md is not None):
         _fail("--plot and --md draw a benchmark run, not a --tune search; run them without --tune")
     if params_out is not None and not tune:

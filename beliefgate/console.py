@@ -71,6 +71,30 @@ def _print_error(message: str, label: str = "error:") -> None:
     err_console.print(Text.assemble((label, "bold red"), " ", one_line(message)), soft_wrap=True, highlight=False)
 
 
+def say(label: str, message: str, style: str = "yellow", target: Optional[Console] = None) -> None:
+    """Print ``label message`` with only the label styled: ``message`` (paths, names, a tree's
+    text) is never read as rich markup, so ``[/red]`` in it prints as written."""
+    (target or err_console).print(Text.assemble((label, style), " " if label else "", str(message)),
+                                  soft_wrap=True, highlight=False)
+
+
+def report_line(line: str, target: Optional[Console] = None) -> None:
+    """A grid runner's report line: ``FAILED ...`` in bold red, anything else as a note."""
+    if line.startswith("FAILED"):
+        (target or err_console).print(Text(line, style="bold red"), soft_wrap=True, highlight=False)
+    else:
+        say("note:", line, "yellow", target)
+
+
+def check_unique(flag: str, values: Optional[Sequence[str]], shown: Optional[str] = None) -> None:
+    """Refuse a repeated value of a repeatable option (a layout given twice would pool the same
+    episodes twice and narrow every interval); ``shown``: how the user wrote the values."""
+    repeated = sorted({v for v in values or () if list(values).count(v) > 1})
+    if repeated:
+        where = f"{flag} {shown!r}" if shown is not None else flag
+        fail(f"{where}: {', '.join(repeated)} given more than once")
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print ``error: message`` (one line) on stderr and exit with ``code`` (2: bad user input)."""
     _print_error(message)

@@ -142,3 +142,54 @@ def test_a_tree_that_fails_at_run_time_falls_back_and_counts_it(tmp_path):
     failed = [i for i in infos if i["tree_error"]]
     assert failed and all(i["tree_error"] == "result" for i in failed)
     assert infos[-1]["tree_errors"] == infos[-1]["fallbacks"] == len(failed)
+
+
+def test_a_tree_refused_at_load_is_an_error_naming_its_file_whatever_the_rule(tmp_path):
+    """A module body over the time limit (a SandboxTimeout) is refused like a forbidden statement
+    (a SandboxViolation): by `policytree run`'s check and by the agent, each naming the tree."""
+    from beliefgate.policytree.agent import check_tree_source
+
+    slow = tmp_path / "slow.py"
+    slow.write_text("x = sum(range(10**12))\ndef PredictTeammateThenPlan(state):\n"
+                    "    return 'pickup_onion', 'pickup_onion'\n")
+    forbidden = tmp_path / "forbidden.py"
+    forbidden.write_text("import os\ndef PredictTeammateThenPlan(state):\n    return 'pickup_onion', 'pickup_onion'\n")
+    with pytest.raises(TreeSpecError, match=f"{slow}: \\[(wall-clock|cpu-per-call)\\]"):
+        check_tree_source(str(slow))
+    for path, rule in ((slow, "(wall-clock|cpu-per-call)"), (forbidden, "import")):
+        agent = make_policy_tree_agent(str(path))
+        with pytest.raises(TreeSpecError, match=f"policy-tree:{path}: \\[{rule}\\]"):
+            agent.reset("cramped_room", 0, 0)
+
+
+def _cli(*args, cwd):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "beliefgate.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_text_from_a_tree_is_printed_as_written_and_the_grid_goes_on(tmp_path):
+    """A failing tree whose error text looks like rich markup (``[/red]``, ``[import]``) neither crashes
+    `eval run` (the healthy episodes are played and kept) nor loses its rule tag on the console."""
+    (tmp_path / "markup.py").write_text("x = {}['[/red]']\ndef PredictTeammateThenPlan(state):\n"
+                                        "    return 'pickup_onion', 'pickup_onion'\n")
+    (tmp_path / "grid.yaml").write_text(
+        "name: mk\nagents: ['policy-tree:markup.py', 'policy-tree:seed:cramped_room']\nlayouts: [cramped_room]\n"
+        "partners: [balanced]\nseeds: {start: 0, count: 1}\nseats: [0]\nhorizon: 10\n")
+    proc = _cli("eval", "run", "grid.yaml", "--out", "out", "--workers", "1", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "internal error" not in proc.stderr and "MarkupError" not in proc.stderr
+    assert "FAILED policy-tree:markup.py" in proc.stderr and "[runtime-error] KeyError: '[/red]'" in proc.stderr
+    assert len(list((tmp_path / "out" / "episodes").rglob("*.jsonl"))) == 1  # the seed tree's episode
+
+
+def test_a_repeated_layout_or_partner_is_refused_not_pooled(tmp_path):
+    for flag, value in (("--layout", "cramped_room"), ("--partner", "balanced")):
+        args = ["policytree", "run", "seed:cramped_room", "--layout", "cramped_room", "--partner", "balanced",
+                flag, value, "--seeds", "1", "--horizon", "10"]
+        proc = _cli(*args, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stderr.strip() == f"error: {flag}: {value} given more than once"
+    proc = _cli("switches", "--layout", "cramped_room", "--layout", "cramped_room", "--seeds", "1", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.strip() == "error: --layout: cramped_room given more than once"

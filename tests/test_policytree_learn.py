@@ -151,3 +151,25 @@ def test_bad_configuration():
         LearnConfig("cramped_room", "balanced", rollouts=0)
     with pytest.raises(LearnConfigError):
         LearnConfig("cramped_room", "balanced", start="magic")
+
+
+@pytest.mark.parametrize("name,text,match", [
+    ("state.json", '{"completed": 1, "bogus": 2}', "does not write \\(bogus\\)"),
+    ("state.json", "[1, 2]", "JSON list, not an object"),
+    ("state.json", '{"completed": 1', "is not JSON"),
+    ("state.json", '{"counts": {"accepted": "many"}}', "bad counts.accepted"),
+    ("config.json", '{"layout": ', "is not JSON"),
+    ("llm_calls.jsonl", None, "line 4 is not JSON"),
+])
+def test_a_damaged_run_directory_is_one_error_naming_the_file_and_changes_nothing(tmp_path, name, text, match):
+    answers = dict(planner=[json.dumps(TREE)], coder=[json.dumps({"code": SEED_BODY})],
+                   summarizer=[json.dumps(REFLECTION)], repair=["x"])
+    learn("cramped_room", "balanced", Scripted(**answers), tmp_path, **_settings(iterations=1))
+    target = tmp_path / name
+    target.write_text(text if text is not None else target.read_text() + '{"role": "plan')  # a torn last line
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    again = Scripted(**answers)
+    with pytest.raises(LearnConfigError, match=f"{name} .*{match}"):
+        learn("cramped_room", "balanced", again, tmp_path, **_settings(iterations=2))
+    assert again.requests == []
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before

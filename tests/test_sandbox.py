@@ -116,6 +116,10 @@ LOAD_CORPUS = [
     ("def PredictTeammateThenPlan(state) return 1\n", "syntax"),
     ("x = " + "(" * 300 + "1" + ")" * 300 + "\n" + GOOD, "syntax"),
     ("def PredictTeammateThenPlan(state):\n    return '\0', 'b'\n", "syntax"),
+    # nesting that Python parses but RestrictedPython's transformer recurses through too deeply
+    ("def PredictTeammateThenPlan(state):\n" + "".join("    " * (i + 1) + "if True:\n" for i in range(90))
+     + "    " * 91 + "return 'pickup_onion', 'pickup_onion'\n", "syntax"),
+    (_entry("x = " + "- " * 300 + "1"), "syntax"),
     ("x = 1\n" * 12000 + GOOD, "code-size"),
     ("", "empty-code"),
 ]
@@ -151,6 +155,7 @@ CALL_CORPUS = [
     (_entry("x = 1 / 0"), SandboxViolation, "runtime-error"),
     (_entry("raise SystemExit(3)"), SandboxViolation, "runtime-error"),
     (_entry("x = state['no such key']"), SandboxViolation, "runtime-error"),
+    (_entry("x = {}[10 ** 5000]"), SandboxViolation, "runtime-error"),  # its message has no string
     (_entry("x = str.join('', ['a'])"), SandboxViolation, "attribute"),  # a method fetched from a type
     (_entry("x = range(3).count(1)"), SandboxViolation, "attribute"),  # not a plain-data type
     ("def PredictTeammateThenPlan(state):\n    return 1\n", SandboxViolation, "result"),
@@ -319,3 +324,66 @@ def test_oversized_code_is_refused_before_a_worker_reads_it(tmp_path):
     big.write_text(GOOD + "#" * (4 * MAX_CODE_CHARS))
     with pytest.raises(TreeSpecError, match="more than a tree may have"):
         load_tree_code(str(big))
+
+
+def test_a_tree_within_its_episode_budget_never_meets_the_lifetime_limit():
+    """The worker's RLIMIT_CPU is a backstop, not a budget across episodes: before an episode could
+    take the worker past half of it, new_episode replaces the worker (counted in ``restarts``) and
+    the tree keeps answering. (Accounting here; the real limit over many episodes is the slow test.)"""
+    with Sandbox(GOOD, cpu_ms=50, episode_cpu_ms=1000) as box:
+        assert box.call(STATE) == ("put_onion_in_pot", "pickup_dish")
+        first, restarts = box.pid, box.restarts
+        box.new_episode()
+        assert box.pid == first  # far from the limit: the same worker, its module run again
+        box.worker_used_ms = 500.0 * box.lifetime_cpu_s - box.episode_cpu_ms + 1.0
+        box.new_episode()
+        assert box.call(STATE) == ("put_onion_in_pot", "pickup_dish")
+        assert box.pid != first and box.restarts == restarts + 1 and box.worker_used_ms < 100.0
+
+
+@pytest.mark.slow
+def test_many_episodes_each_within_budget_run_past_the_worker_lifetime_limit():
+    code = _entry("x = 0\nfor i in range(20000):\n    x += i")  # a few ms a call
+    with Sandbox(code, cpu_ms=50, episode_cpu_ms=1000) as box:
+        total = 0.0
+        while total < 1.5 * 1000.0 * box.lifetime_cpu_s:
+            box.new_episode()
+            while box.episode_used_ms < 0.8 * box.episode_cpu_ms:
+                box.call(STATE)
+            total += box.episode_used_ms
+        assert box.restarts >= 1
+
+
+def test_a_worker_dies_with_a_parent_killed_by_sigkill(tmp_path):
+    """A parent killed with SIGKILL runs no finaliser: the kernel kills the worker (PR_SET_PDEATHSIG)
+    instead of leaving a tree in a C loop to burn CPU until its lifetime limit."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys\nfrom beliefgate.policytree import Sandbox\n"
+        "box = Sandbox('def PredictTeammateThenPlan(state):\\n    x = sum(range(10 ** 13))\\n"
+        "    return \"pickup_onion\", \"pickup_onion\"\\n', cpu_ms=50, wall_s=60)\n"
+        "print(box.pid, box.limits.get('pdeathsig'), flush=True)\nbox.call({})\n")
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    pid, applied = parent.stdout.readline().split()
+    time.sleep(0.5)  # the worker is in its C loop now
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(timeout=10)
+    if applied != "True":
+        pytest.skip("this platform has no PR_SET_PDEATHSIG")
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            break  # gone
+        if state == "Z":
+            break  # dead, waiting for init to reap it
+        time.sleep(0.05)
+    else:
+        os.kill(int(pid), 9)
+        pytest.fail("the worker outlived its SIGKILLed parent")

@@ -14,7 +14,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from beliefgate.console import check_output_path, console, err_console, fail as _fail, load_input, progress_bar
+from beliefgate.console import check_output_path, console, fail as _fail, load_input, progress_bar, say
 from beliefgate.limits import MAX_HORIZON, MAX_SEED_COUNT
 
 
@@ -64,7 +64,7 @@ def fetch_human_cmd(
 
     def note(line: str) -> None:
         notes.append(line)
-        bar.console.print(f"[yellow]note:[/] {line}", markup=True, highlight=False, soft_wrap=True)
+        say("note:", line, target=bar.console)
 
     try:
         with bar:

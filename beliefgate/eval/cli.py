@@ -18,7 +18,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from beliefgate.console import check_output_path, console, err_console, fail as _fail, progress_bar
+from beliefgate.console import check_output_path, console, err_console, fail as _fail, progress_bar, report_line, say
 from beliefgate.limits import MAX_RESAMPLES
 
 
@@ -119,14 +119,13 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                     bar.update(task, total=total, completed=done, description="episodes")
 
                 def note(line: str) -> None:
-                    bar.console.print(f"[yellow]note:[/] {line}" if not line.startswith("FAILED")
-                                      else f"[bold red]{line}[/]")
+                    report_line(line, bar.console)
 
                 summary = run_grid(resolved, out, executor, progress=progress, report=note, api_key=api_key,
                                    other_grid="aside" if force else "refuse")
         except KeyboardInterrupt:
-            err_console.print(f"[bold yellow]interrupted:[/] finished episodes are kept in {out}; "
-                              "rerun the same command to continue")
+            say("interrupted:", f"finished episodes are kept in {out}; rerun the same command to continue",
+                "bold yellow")
             raise typer.Exit(130)
         except RunError as exc:
             _fail(str(exc))

@@ -16,11 +16,11 @@ def progress_columns() -> Tuple:
 
 def start_executor(workers, scheduler, skipped=()):
     """Report the grid's skipped entries, then build the executor (exit 2 on a bad choice)."""
-    from beliefgate.console import err_console, fail
+    from beliefgate.console import fail, say
     from beliefgate.eval.executors import ExecutorError, make_executor
 
     for line in skipped:
-        err_console.print(f"[yellow]skip:[/] {line}")
+        say("skip:", line)
     try:
         return make_executor(workers, scheduler)
     except ExecutorError as exc:

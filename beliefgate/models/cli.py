@@ -14,7 +14,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from beliefgate.console import check_output_path, console, err_console, fail as _fail, progress_bar
+from beliefgate.console import check_output_path, console, err_console, fail as _fail, progress_bar, say
 from beliefgate.limits import MAX_CHAINS, MAX_DRAWS, MAX_SVI_STEPS
 
 
@@ -365,7 +365,7 @@ def _diagnose_kappa(idata, as_json, plots, ppc_draws, seed, ppc, strict) -> None
                               f"{c.ppp:.3f}")
             console.print(table)
         for w in result.warnings:
-            err_console.print(f"[bold yellow]warning:[/] {w}")
+            say("warning:", w, "bold yellow")
         if not result.warnings:
             console.print(_no_warnings(result.method))
         for path in written:
@@ -400,12 +400,11 @@ def _print_diagnosis(result, written) -> None:
         console.print(table)
         for name, row in (("fitted", cal.fitted), ("defaults", cal.defaults)):
             if row.floored:
-                err_console.print(f"[yellow]note:[/] {name}: {row.floored} of {row.n} steps gave the logged "
-                                  "skill probability < 1e-12 (e.g. a label the filter deems infeasible); "
-                                  "each adds 27.6 to the log-loss sum")
+                say("note:", f"{name}: {row.floored} of {row.n} steps gave the logged skill probability "
+                             "< 1e-12 (e.g. a label the filter deems infeasible); each adds 27.6 to the log-loss sum")
     if result.warnings:
         for w in result.warnings:
-            err_console.print(f"[bold yellow]warning:[/] {w}")
+            say("warning:", w, "bold yellow")
     else:
         console.print(_no_warnings(result.method))
     for path in written:

@@ -273,7 +273,16 @@ def run_limited(fn, cpu_s: float):
     except RecursionError:
         raise Refusal("violation", "recursion-limit", f"recursion deeper than {RECURSION_LIMIT} calls") from None
     except BaseException as exc:  # anything the tree raises (NameError, KeyError, SystemExit, ...)
-        raise Refusal("violation", "runtime-error", f"{type(exc).__name__}: {str(exc)[:300]}") from None
+        raise Refusal("violation", "runtime-error", f"{type(exc).__name__}: {describe(exc)}") from None
+
+
+def describe(exc: BaseException) -> str:
+    """The first 300 characters of ``str(exc)``, or what kept it from being written: the tree's
+    exception may carry a value that has no string (``{}[10**5000]``: an int too long to print)."""
+    try:
+        return str(exc)[:300]
+    except (ValueError, MemoryError, RecursionError) as inner:
+        return f"(its message could not be written: {type(inner).__name__})"
 
 
 def check_result(result, self_skills, partner_skills):
@@ -290,6 +299,23 @@ def check_result(result, self_skills, partner_skills):
                                                  f"{', '.join(allowed)}")
         out.append(value)
     return out
+
+
+def die_with_parent(parent: int) -> bool:
+    """Linux: ask the kernel to SIGKILL this worker when its parent dies (a parent killed with
+    SIGKILL runs no finaliser; without this a tree in a C loop would burn CPU until RLIMIT_CPU).
+    Returns whether it was set; checks the parent is still the one that started us."""
+    import ctypes
+    import os
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        ok = libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the parent's finaliser and RLIMIT_CPU remain
+        return False
+    if ok and os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(0)
+    return ok
 
 
 def apply_limits(memory_mb: int, lifetime_cpu_s: int) -> dict:
@@ -333,6 +359,9 @@ def main() -> int:
     inp = sys.stdin
     sys.stdout = sys.stderr = open("/dev/null", "w")  # nothing else may write on the protocol pipe
     signal.signal(signal.SIGPROF, _on_cpu_limit)
+    import os
+
+    pdeathsig = die_with_parent(os.getppid())
     line = inp.readline()
     if not line:
         return 0
@@ -341,12 +370,16 @@ def main() -> int:
     self_skills = tuple(init["self_skills"])
     partner_skills = tuple(init["partner_skills"])
     cpu_s = float(init["cpu_ms"]) / 1000.0
-    applied = apply_limits(int(init["memory_mb"]), int(init["lifetime_cpu_s"]))
+    applied = {**apply_limits(int(init["memory_mb"]), int(init["lifetime_cpu_s"])), "pdeathsig": pdeathsig}
     send(out, {"ok": True, "stage": "started", "limits": applied})
     fn = None
     try:
         check_source(init["code"], entry)
-        compiled = compile_restricted_exec(init["code"], filename="<policy-tree>")
+        try:  # RestrictedPython's transformer recurses per nesting level, under the low recursion limit
+            compiled = compile_restricted_exec(init["code"], filename="<policy-tree>")
+        except (RecursionError, MemoryError, SyntaxError, ValueError) as exc:
+            raise Refusal("violation", "syntax", f"{type(exc).__name__}: the code nests too deeply or does not "
+                                                 f"compile ({describe(exc)[:200]})") from None
         if compiled.errors or compiled.code is None:
             raise Refusal("violation", "restricted-python", "; ".join(compiled.errors)[:1000] or "did not compile")
         fn = run_module(compiled.code, entry, cpu_s)

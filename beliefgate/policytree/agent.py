@@ -116,8 +116,13 @@ class PolicyTreeAgent:
         split = any(seat_skills(layout, p) != SKILLS for p in (0, 1))
         self.place_cells = shared_counters(layout) if split else None
         self.place_skill = self.library.index("place_obj_on_counter")
-        self.box = shared_sandbox(self.code, player, self.self_skills, seat_skills(layout, self.partner),
-                                  **self.limits)
+        from beliefgate.policytree.sandbox import SandboxTimeout, SandboxViolation
+
+        try:
+            self.box = shared_sandbox(self.code, player, self.self_skills, seat_skills(layout, self.partner),
+                                      **self.limits)
+        except (SandboxViolation, SandboxTimeout) as exc:  # refused at load: the tree, not the episode
+            raise TreeSpecError(f"{self.name}: {exc}") from None
         self.box.new_episode()
         self.gate = None
         if self.bayes:
@@ -228,7 +233,7 @@ def check_tree_source(source: str) -> str:
     """The code of ``source`` (a tree file or ``seed:LAYOUT``), checked as the sandbox checks it
     when an agent loads it (syntax, allowed statements and names, the entry function), without
     playing: a :class:`TreeSpecError` naming the file for code the sandbox would refuse."""
-    from beliefgate.policytree.sandbox import SandboxViolation
+    from beliefgate.policytree.sandbox import SandboxTimeout, SandboxViolation
 
     code = load_tree_code(source)
     if not code.strip():
@@ -236,7 +241,7 @@ def check_tree_source(source: str) -> str:
     try:
         with Sandbox(code, ENTRY):
             pass
-    except SandboxViolation as exc:
+    except (SandboxViolation, SandboxTimeout) as exc:  # a module body over the time limits is refused too
         raise TreeSpecError(f"policy tree file {source}: {exc}") from None
     return code
 

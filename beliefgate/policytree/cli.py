@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import typer
 
-from beliefgate.console import check_output_path, console, err_console, fail, progress_bar
+from beliefgate.console import check_output_path, check_unique, console, err_console, fail, progress_bar
 from beliefgate.limits import MAX_HORIZON, MAX_SEED_COUNT
 
 app = typer.Typer(help="Co-pi-tree: distil the planner into an executable, sandboxed policy tree.",
@@ -112,6 +112,8 @@ def run(
     from beliefgate.policytree.agent import check_tree_source, parse_spec
     from beliefgate.policytree.evaluate import evaluate_tree, summarize
 
+    check_unique("--layout", layout)
+    check_unique("--partner", partner)
     seats = {"0": (0,), "1": (1,), "both": (0, 1)}.get(seat)
     if seats is None:
         fail(f"--seat must be 0, 1 or both, got {seat!r}")

@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -511,20 +511,22 @@ class Learner:
 
     # ---------------------------------------------------------------- persistence
     def _load_or_init(self) -> LoopState:
+        """Read and check everything a resumed run carries (config, state, the LLM call log) before
+        anything is written: a damaged run directory is one error naming the file, and no file changes."""
         config_path = self.dir / "config.json"
         mine = {**self.cfg.to_dict(), "learn_version": LEARN_VERSION}
         if config_path.exists():
-            saved = json.loads(config_path.read_text())
+            saved = _read_json_object(config_path)
             diff = [k for k in mine if k not in LearnConfig.RESUMABLE and saved.get(k) != mine[k]]
             if diff:
                 raise LearnConfigError(f"run dir {self.dir} was made with other settings ({', '.join(diff)}); "
                                        f"use a new --out")
-        _put(config_path, json.dumps({**mine, "beliefgate": beliefgate.__version__, "llm": self.llm_info},
-                                             indent=2))
         state_path = self.dir / "state.json"
-        if state_path.exists():
-            return LoopState(**json.loads(state_path.read_text()))
-        return LoopState()
+        state = _read_state(state_path) if state_path.exists() else LoopState()
+        _count_failed(self.llm.log_path)  # a torn or foreign line fails now, not after the iterations
+        _put(config_path, json.dumps({**mine, "beliefgate": beliefgate.__version__, "llm": self.llm_info},
+                                     indent=2))
+        return state
 
     def _save_state(self) -> None:
         _put(self.dir / "state.json", json.dumps(asdict(self.state), indent=2))
@@ -720,11 +722,55 @@ class Learner:
         return summary
 
 
+def _damaged(path: Path, what: str) -> LearnConfigError:
+    return LearnConfigError(f"run dir file {path} {what}; repair or remove it (or use a new --out)")
+
+
+def _read_json_object(path: Path) -> Dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise _damaged(path, "is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise _damaged(path, f"is not JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(data, dict):
+        raise _damaged(path, f"holds a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def _read_state(path: Path) -> LoopState:
+    """``state.json``: an object with :class:`LoopState`'s fields, each of its type."""
+    from pydantic import TypeAdapter, ValidationError
+
+    data = _read_json_object(path)
+    unknown = sorted(set(data) - {f.name for f in fields(LoopState)})
+    if unknown:
+        raise _damaged(path, f"has fields a learning run does not write ({', '.join(unknown)})")
+    try:
+        return TypeAdapter(LoopState).validate_python(data)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        where = ".".join(str(x) for x in e["loc"])
+        raise _damaged(path, f"has a bad {where}: {e['msg']}") from None
+
+
 def _count_failed(log_path: Path) -> int:
+    """LLM calls without an answer in the run's call log (every line must be a JSON object)."""
     if not log_path.exists():
         return 0
-    with log_path.open() as fh:
-        return sum(1 for line in fh if line.strip() and json.loads(line).get("error"))
+    failed = 0
+    with log_path.open(encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                raise _damaged(log_path, f"line {number} is not JSON (a write cut short?)") from None
+            if not isinstance(record, dict):
+                raise _damaged(log_path, f"line {number} is not a JSON object")
+            failed += bool(record.get("error"))
+    return failed
 
 
 def learn(layout: str, partner: str, client, out: str | Path, llm_info: Optional[Dict[str, Any]] = None,

@@ -6,7 +6,8 @@
     with Sandbox(code, entry="PredictTeammateThenPlan", cpu_ms=50, memory_mb=256) as box:
         partner_skill, own_skill = box.call(state_dict)
 
-The worker (``_worker.py``, started as ``python -I`` with an empty environment) compiles
+The worker (``_worker.py``, started as ``python -s -P`` with an environment of only
+``PYTHONHASHSEED=0``, which isolates it as ``-I`` would with reproducible set order) compiles
 the code with RestrictedPython after its own AST allow-list pass, under an address-space
 limit, a lifetime CPU limit and no right to create files or processes. See that module
 for the rules. This side adds:
@@ -142,6 +143,8 @@ class Sandbox:
         self.calls = 0
         self.restarts = 0
         self.episode_used_ms = 0.0
+        #: CPU the current worker's calls reported over its life (against its lifetime limit)
+        self.worker_used_ms = 0.0
         self.last_printed = ""
         self._proc: Optional[subprocess.Popen] = None
         self._finalizer: Optional[weakref.finalize] = None
@@ -178,6 +181,12 @@ class Sandbox:
         self.episode_used_ms = 0.0
         if self._proc is None or self._closed:
             return
+        if self.worker_used_ms + self.episode_cpu_ms > 500.0 * self.lifetime_cpu_s:
+            # the lifetime limit is a backstop against a runaway worker, not a budget across
+            # episodes: a tree within its per-episode budget every episode must not meet it.
+            # Before the next episode could cross half of it, the next call starts a fresh worker
+            self._kill()
+            return
         try:
             reply = self._exchange({"reset": True}, self._load_wall_s)
         except SandboxError:
@@ -198,8 +207,14 @@ class Sandbox:
         self._proc = None
         self._buffer = b""
 
+    @property
+    def lifetime_cpu_s(self) -> int:
+        """The worker's RLIMIT_CPU (s): a backstop; :meth:`new_episode` replaces a worker long before it."""
+        return int(max(10.0, 4.0 * self.episode_cpu_ms / 1000.0 + 5.0))
+
     def _start(self) -> None:
-        lifetime_cpu_s = int(max(10.0, 4.0 * self.episode_cpu_ms / 1000.0 + 5.0))
+        lifetime_cpu_s = self.lifetime_cpu_s
+        self.worker_used_ms = 0.0
         try:
             # -s -P and a clean environment isolate the worker as -I would; -I would also ignore
             # PYTHONHASHSEED, and a fixed hash seed makes set iteration order reproducible
@@ -259,6 +274,9 @@ class Sandbox:
             self._kill()
             raise SandboxViolation("protocol", f"the worker reported a CPU time of {reply.get('cpu_ms')!r}") from None
         self.episode_used_ms += max(used, 0.0)
+        total = reply.get("total_cpu_s")  # the worker's whole CPU time (its reading, loads included)
+        total_ms = 1000.0 * total if isinstance(total, (int, float)) and 0.0 <= total < 1e9 else 0.0
+        self.worker_used_ms = max(self.worker_used_ms + max(used, 0.0), total_ms)
         printed = reply.get("printed", "")
         self.last_printed = printed if isinstance(printed, str) else ""
         partner, own = self._validate(result)

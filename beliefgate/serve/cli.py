@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from beliefgate.console import err_console, fail as _fail
+from beliefgate.console import err_console, fail as _fail, say
 
 
 #: uvicorn's log levels (``uvicorn.config.LOG_LEVELS``; listed here so that --help stays fast)
@@ -99,8 +99,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                 _fail(str(exc))
             mode = token_file.stat().st_mode
             if mode & (stat.S_IRWXG | stat.S_IRWXO):
-                err_console.print(f"[yellow]warning:[/] token file {token_file} is readable by others "
-                                  f"(mode {stat.filemode(mode)}); consider chmod 600")
+                say("warning:", f"token file {token_file} is readable by others (mode {stat.filemode(mode)}); "
+                                "consider chmod 600")
         if token is None and not is_loopback(host):
             _fail(f"refusing to serve on non-loopback host {host!r} without a token; pass --token-file "
                   "(or bind 127.0.0.1)")

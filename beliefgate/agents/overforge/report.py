@@ -31,7 +31,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import typer
 
-from beliefgate.console import BoundaryGroup, check_output_path, fail
+from beliefgate.console import BoundaryGroup, check_output_path, check_unique, fail
 from beliefgate.limits import MAX_SEED_COUNT
 
 app = typer.Typer(add_completion=False, cls=BoundaryGroup, no_args_is_help=True,
@@ -68,9 +68,7 @@ def _subset(flag: str, value: Optional[str], available: Optional[List[str]]) -> 
         return None
     if not wanted:
         fail(f"{flag} {value!r}: no names given")
-    repeated = sorted({w for w in wanted if wanted.count(w) > 1})
-    if repeated:
-        fail(f"{flag} {value!r}: {', '.join(repeated)} given more than once")
+    check_unique(flag, wanted, value)
     outside = [w for w in wanted if available is not None and w not in available]
     if outside:
         fail(f"{flag} {', '.join(outside)}: not in the grid (it has {', '.join(available)}); "

@@ -17,7 +17,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from beliefgate.console import check_output_path, console, err_console, fail as _fail, load_input, progress_bar
+from beliefgate.console import check_output_path, console, err_console, fail as _fail, load_input, progress_bar, report_line, say
 from beliefgate.limits import MAX_GLOBAL_N, MAX_HORIZON, MAX_OAT_VALUES, MAX_RESAMPLES
 from beliefgate.eval.ui import print_json, progress_columns, start_executor
 
@@ -147,14 +147,13 @@ def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Opti
                 bar.update(task, total=total, completed=done, description=label)
 
             def note(line: str) -> None:
-                bar.console.print(f"[yellow]note:[/] {line}" if not line.startswith("FAILED")
-                                  else f"[bold red]{line}[/]")
+                report_line(line, bar.console)
 
             result = run_closed_loop_oat(plan, out, executor, progress=progress, report=note, n_boot=n_boot,
                                          seed=seed)
     except KeyboardInterrupt:
-        err_console.print(f"[bold yellow]interrupted:[/] finished episodes are kept in {out}; "
-                          "rerun the same command to continue")
+        say("interrupted:", f"finished episodes are kept in {out}; rerun the same command to continue",
+            "bold yellow")
         raise typer.Exit(130) from None
     except (RunError, SensitivityError) as exc:
         _fail(str(exc))
@@ -199,7 +198,7 @@ def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Opti
             console.print(f"plot: {p}")
     if result.failed:
         for line in result.failed:
-            err_console.print(f"[bold red]{line}[/]")
+            report_line(line)
         raise typer.Exit(1)
 
 
@@ -404,7 +403,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         for why, outputs in reasons.items():
             console.print(f"not computed: {', '.join(outputs)} ({why})")
         for w in result.warnings:
-            err_console.print(f"[bold yellow]warning:[/] {w}")
+            say("warning:", w, "bold yellow")
         console.print(f"{result.context.get('belief_passes', 0)} belief passes; {result.elapsed_s:.1f} s.")
         for p in written:
             console.print(f"plot: {p}")
