@@ -39,7 +39,14 @@ from beliefgate.envs.overcooked.dynamics import completed_skills, detect_events
 from beliefgate.envs.overcooked.flat_state import flat_state
 from beliefgate.envs.overcooked.state import SymbolicState
 from beliefgate.errors import InputError
+from beliefgate.planners.fallbacks import Fallback, FallbackLog
 from beliefgate.policytree.sandbox import Sandbox, SandboxError
+
+#: the fallback reason (``beliefgate.planners.errors.FALLBACK_REASONS``) under which a refused tree
+#: call is counted: over a time limit = deadline, over a CPU budget = budget, a worker that could
+#: not run = unavailable, any other refusal (bad result, error in the tree) = unusable_reply
+TREE_FALLBACK_REASONS = {"cpu-per-call": "deadline", "wall-clock": "deadline", "cpu-per-episode": "budget",
+                         "cpu-lifetime": "budget", "worker-died": "unavailable", "worker-start": "unavailable"}
 
 ENTRY = "PredictTeammateThenPlan"
 PREFIX = "policy-tree"
@@ -138,6 +145,7 @@ class PolicyTreeAgent:
         self.replans = 0
         self.tree_calls = 0
         self.tree_errors = 0
+        self.fallback_log = FallbackLog()
         self.not_executable = 0
         self.latencies_us = []
         self._info: Dict[str, object] = {}
@@ -164,6 +172,8 @@ class PolicyTreeAgent:
         except SandboxError as exc:
             error = exc.rule
             self.tree_errors += 1
+            self.fallback_log.record(Fallback("tree", TREE_FALLBACK_REASONS.get(exc.rule, "unusable_reply"),
+                                              str(exc)[:200]))
         self.latencies_us.append((time.perf_counter() - started) * 1e6)
         self.tree_calls += 1
         executable = None
@@ -188,6 +198,7 @@ class PolicyTreeAgent:
             "skill": self.active_skill, "replans": self.replans, "llm_calls": 0,
             "partner_map": prediction, "tree_skill": choice, "executable": executable,
             "tree_error": error, "tree_errors": self.tree_errors, "fallbacks": self.tree_errors,
+            "fallback_events": self.fallback_log.drain(),
             "not_executable": self.not_executable, "tree_us": round(self.latencies_us[-1], 1),
             "belief_map": self.belief_map,
         }
@@ -196,6 +207,11 @@ class PolicyTreeAgent:
 
     def info(self) -> Dict[str, object]:
         return dict(self._info) if self._info else {"skill": None, "replans": 0, "llm_calls": 0}
+
+    def fallback_summary(self) -> Dict[str, object]:
+        """This episode's refused tree calls as fallbacks (role ``tree``): the episode summary, the
+        results table's ``fallbacks`` and ``fallback_<reason>`` columns and the report count them."""
+        return self.fallback_log.summary()
 
     @property
     def active_skill(self) -> Optional[str]:
