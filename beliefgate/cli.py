@@ -19,7 +19,7 @@ import typer
 from rich.table import Table
 
 from beliefgate.console import (BoundaryGroup, check_output_path, console, err_console, fail as _fail,  # noqa: F401
-                                check_unique, load_input, progress_bar)  # (check_output_path, err_console re-exported)
+                                check_figure_path, check_unique, load_input, progress_bar, say)  # (check_output_path, err_console re-exported)
 from beliefgate.limits import MAX_HORIZON, MAX_RESAMPLES, MAX_SEED_COUNT
 
 app = typer.Typer(
@@ -255,14 +255,28 @@ def switches(
     from beliefgate.errors import InputError, LookupFailure
     from beliefgate.eval import switches as sw
 
-    check_unique("--layout", layouts_)
-    check_unique("--partner", partners_)
+    from beliefgate.envs.overcooked.layouts import layout_key
+    from beliefgate.envs.overcooked.partners import partner_key
+
+    check_unique("--layout", layouts_, key=layout_key)
+    check_unique("--partner", partners_, key=partner_key)
     if tune and (plot is not None or md is not None):
         _fail("--plot and --md draw a benchmark run, not a --tune search; run them without --tune")
     if params_out is not None and not tune:
         _fail("--params-out only applies with --tune (it writes the setting a --tune search recommends)")
-    for flag, path in (("--out", out), ("--plot", plot), ("--md", md), ("--params-out", params_out)):
+    if tune and (cache is not None or params_file is not None):
+        _fail("--cache and --params apply to a benchmark run, not to a --tune search (it plays its episodes "
+              "afresh and searches the settings itself); run them without --tune")
+    outputs = [(flag, path) for flag, path in (("--out", out), ("--plot", plot), ("--md", md),
+                                                ("--params-out", params_out)) if path is not None]
+    for flag, path in outputs:
         check_output_path(flag, path)
+    check_figure_path("--plot", plot)
+    named: dict = {}
+    for flag, path in outputs:
+        if path.resolve() in named:
+            _fail(f"{named[path.resolve()]} and {flag} name the same file {path}: the second would overwrite the first")
+        named[path.resolve()] = flag
     check_output_path("--cache", cache, folder=True)
     params = load_input("--params", params_file, GateParams.load) if params_file else GateParams()
     seed_list = range(first_seed, first_seed + seeds)
@@ -280,10 +294,14 @@ def switches(
                 bench = sw.run_benchmark(params, layouts_ or sw.DEFAULT_LAYOUTS, partners_, seed_list, horizon,
                                          window, n_boot=n_boot, progress=progress, cache_dir=cache)
                 result = bench.to_dict()
+                for entry in bench.diagnostics.get("cache_replaced", ()):
+                    say("note:", f"cache entry {entry} was played again and replaced")
     except (InputError, LookupFailure) as exc:
         _fail(str(exc))
     if out is not None:
-        out.write_text(json.dumps(result, indent=1) + "\n")
+        from beliefgate.fileio import atomic_write, json_safe
+
+        atomic_write(out, (json.dumps(json_safe(result), indent=1, allow_nan=False) + "\n").encode())
     if tune:
         if params_out is not None:
             try:
@@ -307,7 +325,9 @@ def switches(
     for name in ("stable-MAP gate", "change-point gate"):
         g = bench.sweeps[name].operating_point
         naive = sw.naive_false_alarms_at(bench, g.mean_delay)
-        if naive is None:
+        if bench.switches == 0:
+            console.print(f"{name}: {g.fa_per_100:.2f} false alarms/100 steps (no hidden switch to detect)")
+        elif naive is None:
             console.print(f"{name}: delay {g.mean_delay:.2f} lies outside the naive rule's sweep")
         else:
             verdict = "fewer" if g.fa_per_100 < naive else "NOT fewer"

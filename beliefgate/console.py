@@ -86,13 +86,32 @@ def report_line(line: str, target: Optional[Console] = None) -> None:
         say("note:", line, "yellow", target)
 
 
-def check_unique(flag: str, values: Optional[Sequence[str]], shown: Optional[str] = None) -> None:
+#: figure formats the ``--plot``-style options write (matplotlib's, by file suffix)
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
+
+
+def check_figure_path(flag: str, path: Optional[Path]) -> None:
+    """A figure file must end in a format matplotlib writes: checked before any work, so that a
+    long run does not end in an error (``.txt``) or write another file than the one named (``fig``
+    without a suffix becomes ``fig.png``)."""
+    if path is not None and Path(path).suffix.lower() not in FIGURE_SUFFIXES:
+        fail(f"{flag} {path}: a figure file needs one of the suffixes {', '.join(FIGURE_SUFFIXES)}")
+
+
+def check_unique(flag: str, values: Optional[Sequence[str]], shown: Optional[str] = None,
+                 key: Optional[Callable[[str], str]] = None) -> None:
     """Refuse a repeated value of a repeatable option (a layout given twice would pool the same
-    episodes twice and narrow every interval); ``shown``: how the user wrote the values."""
-    repeated = sorted({v for v in values or () if list(values).count(v) > 1})
+    episodes twice and narrow every interval); ``shown``: how the user wrote the values; ``key``:
+    what makes two spellings the same thing (a layout's alias, a file's resolved path)."""
+    groups: dict = {}
+    for v in values or ():
+        groups.setdefault(key(v) if key is not None else v, []).append(v)
+    repeated = [(k, vs) for k, vs in groups.items() if len(vs) > 1]
     if repeated:
         where = f"{flag} {shown!r}" if shown is not None else flag
-        fail(f"{where}: {', '.join(repeated)} given more than once")
+        text = ", ".join(k if len(set(vs)) == 1 else f"{k} (as {', '.join(dict.fromkeys(vs))})"
+                         for k, vs in sorted(repeated))
+        fail(f"{where}: {text} given more than once")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

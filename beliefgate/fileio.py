@@ -180,3 +180,83 @@ class FileLock:
 
 
 __all__ = ["atomic_write", "FileLock", "LockHeldError", "require_file", "read_text", "output_path_problem"]
+
+
+def finite_or_none(value):
+    """A value for strict JSON: a non-finite float (NaN, ±inf) is ``None``, a NumPy scalar its
+    Python value, anything else unchanged."""
+    import math
+
+    import numpy as np
+
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def json_safe(obj):
+    """``obj`` with every non-finite float replaced by ``None`` (dicts, lists and tuples walked),
+    so that ``json.dumps(..., allow_nan=False)`` writes valid JSON."""
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return finite_or_none(obj)
+
+
+class DataSyntaxError(ValueError):
+    """Text that is not valid JSON/YAML, or that repeats a key in one mapping (where the parsers
+    would silently keep the last value)."""
+
+
+def _pairs_without_duplicates(pairs):
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise DataSyntaxError(f"key {key!r} is given twice in one object")
+        out[key] = value
+    return out
+
+
+def parse_data(text: str, fmt: str):
+    """Parse ``text`` as ``"json"`` or ``"yaml"`` (safe loader), refusing a key repeated within
+    one mapping; any failure is a :class:`DataSyntaxError` with the parser's message."""
+    import json
+
+    if fmt == "json":
+        try:
+            return json.loads(text, object_pairs_hook=_pairs_without_duplicates)
+        except json.JSONDecodeError as exc:
+            raise DataSyntaxError(str(exc)) from None
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise DataSyntaxError(f"key {key!r} is given twice in one mapping (line {key_node.start_mark.line + 1})")
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as exc:
+        raise DataSyntaxError(str(exc)) from None
+
+
+def duplicate_json_key(text) -> Optional[str]:
+    """The first key ``text`` (JSON) repeats within one object, or ``None`` (also for text that is
+    not JSON: the caller's own parser reports that)."""
+    import json
+
+    try:
+        json.loads(text, object_pairs_hook=_pairs_without_duplicates)
+    except DataSyntaxError as exc:
+        return str(exc)
+    except (json.JSONDecodeError, TypeError, UnicodeDecodeError):
+        return None
+    return None

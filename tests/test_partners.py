@@ -282,3 +282,69 @@ def test_an_agent_spec_ending_in_json_is_not_a_partner_file():
     assert not is_partner_path("policy-tree:runs/pt/best.json")
     assert not is_partner_path("policy-tree:tree.yaml:bayes")
     assert "policy-tree:runs/pt/best.json" not in PARTNERS
+
+
+def test_an_edited_ego_file_is_another_episode(tmp_path):
+    """A partner file or a policy tree used as the ego (``agents:``) enters the episode key like a
+    partner file does: an edited file is played again, not read back from the old episode."""
+    from beliefgate.eval.grid import parse_grid, resolve_grid
+    from beliefgate.policytree.seeds import seed_code
+
+    ego = str(write(tmp_path, GOOD, "ego.yaml"))
+    tree = tmp_path / "tree.py"
+    tree.write_text(seed_code("cramped_room"))
+    grid = {"agents": [ego, f"policy-tree:{tree}", "balanced", "policy-tree:seed:cramped_room"],
+            "layouts": ["cramped_room"], "partners": ["balanced"], "seeds": [0], "seats": [0], "horizon": 120}
+    first = resolve_grid(parse_grid(grid)).episodes
+    assert [e.agent_digest is not None for e in first] == [True, True, False, False]
+    assert "agent_digest" not in first[2].identity() and "agent_digest" not in first[2].to_dict()
+    write(tmp_path, with_(noise=0.1), "ego.yaml")
+    tree.write_text(seed_code("cramped_room") + "\n# edited\n")
+    again = resolve_grid(parse_grid(grid)).episodes
+    assert [a.key != b.key for a, b in zip(first, again)] == [True, True, False, False]
+
+
+def test_a_user_file_under_a_folder_named_partner_data_is_still_checked_against_the_horizon(tmp_path):
+    from beliefgate.envs.overcooked.partners import PARTNERS, SwitchWindowError
+
+    (tmp_path / "partner_data").mkdir()
+    mine = write(tmp_path, GOOD, "partner_data/mine.yaml")
+    with pytest.raises(SwitchWindowError, match="horizon 70"):
+        PARTNERS[str(mine)].check_horizon(70)
+    PARTNERS["bp-g1-dish-hi-eager-hi"].check_horizon(70)  # shipped, used by name: written for 400 steps
+
+
+def test_a_partner_path_that_is_a_symlink_loop_is_one_error(tmp_path):
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to(loop)
+    proc = subprocess.run([str(BIN), "episode", "--layout", "cramped_room", "--partner", str(loop), "--horizon", "10"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip() == f"error: cannot read partner file {loop}: a symbolic link loop"
+
+
+@pytest.mark.parametrize("name,text", [
+    ("dup.yaml", "name: x\nname: y\nstyles: {a: {}}\n"),
+    ("dup2.yaml", "name: x\nstyles: {a: {}, a: {weights: {pickup_dish: 3}}}\n"),
+    ("dup.json", '{"name": "x", "styles": {"a": {}}, "name": "y"}'),
+])
+def test_a_key_given_twice_is_refused_not_silently_overwritten(tmp_path, name, text):
+    from beliefgate.envs.overcooked.partners import PartnerSpecError
+
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(PartnerSpecError, match="is given twice"):
+        load_partner(path)
+
+
+def test_grid_and_gate_params_refuse_a_repeated_key(tmp_path):
+    from beliefgate import GateParams
+    from beliefgate.beliefs.config import GateParamError
+    from beliefgate.eval.grid import GridError, load_grid
+
+    grid = tmp_path / "g.yaml"
+    grid.write_text("name: g\nagents: [balanced]\nlayouts: [cramped_room]\npartners: [balanced]\nseeds: [0]\n"
+                    "seats: [0]\nhorizon: 10\nhorizon: 20\n")
+    with pytest.raises(GridError, match="'horizon' is given twice"):
+        load_grid(grid)
+    with pytest.raises(GateParamError, match="'tau_obs' is given twice"):
+        GateParams.from_json('{"tau_obs": 0.1, "tau_obs": 0.3}')

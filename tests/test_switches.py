@@ -331,3 +331,83 @@ def test_detection_by_subset_counts_only_the_subset():
     assert p.detection_rate == pytest.approx(0.5)
     with pytest.raises(SwitchBenchmarkError, match="2 episodes"):
         summarise(scores, 1.0, n_boot=50, subsets={"x": masks[:1]})
+
+
+def _sw(*args, cwd=None, timeout=300):
+    return subprocess.run([str(BIN), "switches", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def test_cli_refuses_what_it_would_ignore_or_lose_before_any_episode(tmp_path):
+    """Checked before the first episode, one line, exit 2, nothing written: a figure suffix matplotlib
+    cannot write or no suffix at all, two outputs naming one file, --cache/--params with --tune (a
+    search ignores them), the same layout by its alias, the same partner file by two paths."""
+    (tmp_path / "p.json").write_text('{"tau_obs": 0.3}')
+    cases = [(["--plot", "fig.txt"], "--plot fig.txt: a figure file needs one of the suffixes"),
+             (["--plot", "fig"], "--plot fig: a figure file needs one of the suffixes"),
+             (["--out", "same.out", "--md", "same.out"], "--out and --md name the same file same.out"),
+             (["--tune", "--cache", "c"], "--cache and --params apply to a benchmark run"),
+             (["--tune", "--params", "p.json"], "--cache and --params apply to a benchmark run"),
+             (["--layout", "coordination_ring", "--layout", "random1"],
+              "--layout: coordination_ring (as coordination_ring, random1) given more than once")]
+    for args, message in cases:
+        proc = _sw("--seeds", "1", *args, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stderr.strip() == f"error: {message}" or message in proc.stderr, \
+            (args, proc.stderr)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, (args, proc.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json"]
+
+
+def test_tuning_without_a_hidden_switch_is_refused_and_writes_nothing(tmp_path):
+    out, params_out = tmp_path / "t.json", tmp_path / "tp.json"
+    proc = _sw("--tune", "--layout", "coordination_ring", "--partner", "balanced", "--seeds", "1", "--horizon", "60",
+               "--out", str(out), "--params-out", str(params_out))
+    assert proc.returncode == 2 and "no hidden switch in these 1 episodes" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists() and not params_out.exists()
+
+
+def test_a_benchmark_without_switches_writes_valid_json_and_says_so(tmp_path):
+    out = tmp_path / "b.json"
+    proc = _sw("--layout", "coordination_ring", "--partner", "balanced", "--seeds", "2", "--horizon", "60",
+               "--n-boot", "100", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON constant {c} in the output"))
+    assert "nan" not in proc.stdout and "(no hidden switch to detect)" in proc.stdout
+
+
+def test_a_cache_entry_that_is_damaged_or_another_episode_is_played_again(tmp_path):
+    from beliefgate.eval.switches import play_cached
+
+    cache = tmp_path / "cache"
+    first = play_cached("coordination_ring", "bp-g1-dish-hi-eager-hi", 0, 60, "balanced", cache)
+    other = play_cached("coordination_ring", "bp-g1-dish-hi-eager-hi", 1, 60, "balanced", cache)
+    entry0, entry1 = sorted(cache.glob("*.jsonl"), key=lambda p: p.name)
+    assert "seed0" in entry0.name and "seed1" in entry1.name
+    entry0.write_bytes(entry1.read_bytes())  # a copied file: seed 1's episode under seed 0's name
+    replaced: list = []
+    again = play_cached("coordination_ring", "bp-g1-dish-hi-eager-hi", 0, 60, "balanced", cache, replaced)
+    assert replaced == [f"{entry0.name} (it holds another episode)"] and again.header.seed == 0
+    assert [r.actions for r in again.steps] == [r.actions for r in first.steps] != [r.actions for r in other.steps]
+    entry0.write_text(entry0.read_text()[:500])  # cut short
+    replaced.clear()
+    again = play_cached("coordination_ring", "bp-g1-dish-hi-eager-hi", 0, 60, "balanced", cache, replaced)
+    assert len(replaced) == 1 and [r.actions for r in again.steps] == [r.actions for r in first.steps]
+    assert not list(cache.glob("*.partial")) and not list(cache.glob(".*.partial"))
+
+
+def test_file_partners_are_named_by_digest_in_the_result(tmp_path):
+    from beliefgate.envs.overcooked.partners import shipped_partners
+    from beliefgate.eval.switches import partner_files
+
+    source = Path(shipped_partners()["bp-g1-dish-hi-eager-hi"].source)
+    assert partner_files(["bp-g1-dish-hi-eager-hi"]) == {}  # named partners: the config is as before
+    mine = tmp_path / "mine.yaml"
+    import beliefgate.envs.overcooked as pkg
+
+    text = (Path(pkg.__file__).parent / source).read_text().replace("bp-g1-dish-hi-eager-hi", "mine")
+    mine.write_text(text)
+    first = partner_files([str(mine)])["partner_files"][str(mine)]
+    mine.write_text(text.replace("noise: 0.05", "noise: 0.1") if "noise: 0.05" in text else text + "noise: 0.2\n")
+    from beliefgate.envs.overcooked.partners import PARTNERS
+
+    assert PARTNERS[str(mine)]  # re-read (the registry keys files by path and modification time)
+    assert partner_files([str(mine)])["partner_files"][str(mine)] != first

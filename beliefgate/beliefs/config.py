@@ -114,6 +114,11 @@ class GateParams(CheckedModel):
 
     @classmethod
     def from_json(cls, text: Union[str, bytes]) -> "GateParams":
+        from beliefgate.fileio import duplicate_json_key
+
+        repeated = duplicate_json_key(text)
+        if repeated is not None:  # pydantic's parser would keep the last value silently
+            raise GateParamError(f"GateParams JSON: {repeated}")
         return cls.model_validate_json(text)
 
     def save(self, path: Union[str, Path]) -> Path:

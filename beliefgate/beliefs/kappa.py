@@ -125,11 +125,11 @@ class KappaParams(CheckedModel, KappaParamFields):
 
     @classmethod
     def from_json(cls, text: Union[str, bytes]) -> "KappaParams":
-        import json
+        from beliefgate.fileio import DataSyntaxError, parse_data
 
         try:
-            data = json.loads(text)
-        except ValueError as exc:
+            data = parse_data(text.decode() if isinstance(text, bytes) else text, "json")
+        except (DataSyntaxError, UnicodeDecodeError) as exc:
             raise KappaParamError(f"KappaParams JSON is not readable: {exc}") from None
         if not isinstance(data, dict):
             raise KappaParamError("KappaParams JSON must be an object")

@@ -160,12 +160,18 @@ class GridSpec(BaseModel):
     def _names(cls, v: List[str], info) -> List[str]:
         if any(not isinstance(n, str) or not n.strip() for n in v):
             raise ValueError(f"{info.field_name} must be non-empty names")
+        if info.field_name == "layouts":
+            from beliefgate.envs.overcooked.layouts import layout_key
+
+            return _unique([n.strip() for n in v], "layouts", key=layout_key)
         return _unique([n.strip() for n in v], info.field_name)
 
     @model_validator(mode="after")
     def _partner_names(self) -> "GridSpec":
+        from beliefgate.envs.overcooked.partners import partner_key
+
         names = [p if isinstance(p, str) else p.name for p in self.partners]
-        _unique(names, "partners")
+        _unique(names, "partners", key=partner_key)
         return self
 
     @property
@@ -207,12 +213,14 @@ class GridSpec(BaseModel):
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _unique(values: List, what: str) -> List:
-    seen, dups = set(), []
+def _unique(values: List, what: str, key=None) -> List:
+    """``values``, refused when two are the same (by ``key``: a layout alias, a file's resolved path)."""
+    seen, dups = {}, []
     for v in values:
-        if v in seen:
-            dups.append(v)
-        seen.add(v)
+        k = key(v) if key is not None else v
+        if k in seen:
+            dups.append(v if seen[k] == v else f"{v} (same as {seen[k]})")
+        seen.setdefault(k, v)
     if dups:
         raise ValueError(f"duplicate {what}: {sorted(set(map(str, dups)))}")
     return values
@@ -278,15 +286,14 @@ def parse_grid(data: Any, source: str = "grid") -> GridSpec:
 
 def load_grid(path: str | Path) -> GridSpec:
     """Read a grid file (``.yaml``/``.yml`` or ``.json``) and validate its structure."""
-    import yaml
 
     path = Path(path)
-    from beliefgate.fileio import read_text
+    from beliefgate.fileio import DataSyntaxError, parse_data, read_text
 
     text = read_text(path, GridError, "grid file")
     try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        data = parse_data(text, "json" if path.suffix.lower() == ".json" else "yaml")
+    except DataSyntaxError as exc:
         raise GridError(f"{path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {exc}") from None
     return parse_grid(data, str(path))
 
@@ -315,6 +322,8 @@ class EpisodeSpec:
     gate: Optional[Dict[str, Any]] = field(default=None, hash=False)
     #: sha256 prefix of the partner file's validated spec (file partners only), so an edited file is a new episode
     partner_digest: Optional[str] = None
+    #: the same for the ego when it is defined by a file (a partner file, a ``policy-tree:PATH`` tree)
+    agent_digest: Optional[str] = None
 
     def identity(self) -> Dict[str, Any]:
         """The fields that make two episodes the same episode (the group is a label, not identity).
@@ -327,6 +336,8 @@ class EpisodeSpec:
             out["gate"] = dict(self.gate)
         if self.partner_digest is not None:
             out["partner_digest"] = self.partner_digest
+        if self.agent_digest is not None:
+            out["agent_digest"] = self.agent_digest
         return out
 
     def gate_params(self):
@@ -364,8 +375,9 @@ class EpisodeSpec:
         data = asdict(self)
         if data["gate"] is None:  # metric rows of grids without gate overrides stay as they were
             del data["gate"]
-        if data["partner_digest"] is None:
-            del data["partner_digest"]
+        for optional in ("partner_digest", "agent_digest"):
+            if data[optional] is None:
+                del data[optional]
         return data
 
     @classmethod
@@ -402,7 +414,7 @@ def default_group(name: str) -> str:
     return "agents"
 
 
-def _partner_digest(name: str) -> Optional[str]:
+def partner_file_digest(name: str) -> Optional[str]:
     """A short hash of a partner file's validated content (``None`` for registered names)."""
     from beliefgate.envs.overcooked.partners import PARTNERS, is_partner_path
 
@@ -410,6 +422,20 @@ def _partner_digest(name: str) -> Optional[str]:
         return None
     text = json.dumps(PARTNERS[name].model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _agent_digest(name: str) -> Optional[str]:
+    """A short hash of what defines an ego given by a file: a partner file's validated spec, or a
+    policy tree's code (``policy-tree:PATH[:bayes]``); ``None`` for agents given by name."""
+    digest = partner_file_digest(name)
+    if digest is not None or not name.startswith("policy-tree:"):
+        return digest
+    from beliefgate.policytree.agent import load_tree_code, parse_spec
+
+    source = parse_spec(name[len("policy-tree:"):])[0]
+    if source.startswith("seed:"):
+        return None
+    return hashlib.sha256(load_tree_code(source).encode()).hexdigest()[:12]
 
 
 def _check_partner_file(name: str, role: str, horizon: int) -> None:
@@ -524,13 +550,14 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
     for agent in spec.agents:
         for layout in layouts:
             ego = expand(agent, layout)
+            ego_digest = _agent_digest(ego)
             with_llm = llm is not None and agent in llm_agents
             for entry in spec.partner_entries:
                 if not usable[(entry.name, layout)]:
                     continue
                 partner = expand(entry.name, layout)
                 group = entry.group or default_group(partner)
-                digest = _partner_digest(partner)
+                digest = partner_file_digest(partner)
                 for seed in spec.seed_list:
                     for seat in spec.seats:
                         episodes.append(EpisodeSpec(
@@ -539,7 +566,7 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
                             llm_model=llm.model if with_llm else None,
                             llm_base_url=llm.base_url if with_llm else None,
                             gate=dict(spec.gate) if spec.gate is not None else None,
-                            partner_digest=digest))
+                            partner_digest=digest, agent_digest=ego_digest))
     keys = {}
     for ep in episodes:
         if ep.stem in keys:

@@ -302,16 +302,23 @@ def check_names(partners: Sequence[str], ego: str) -> None:
         make_agent(name)
 
 
-def play_cached(layout: str, partner: str, seed: int, horizon: int, ego: str, cache_dir: Optional[Path] = None):
+def play_cached(layout: str, partner: str, seed: int, horizon: int, ego: str, cache_dir: Optional[Path] = None,
+                replaced: Optional[List[str]] = None):
     """The episode's trajectory: played now, or read from ``cache_dir`` where an earlier run logged it.
 
     The cache file name carries everything that determines the episode (layout, partner and
     a digest of its spec, seed, horizon, ego, package version), so changed partners never hit
-    an old entry; delete the folder after changing the dynamics or the agents' code.
+    an old entry; delete the folder after changing the dynamics or the agents' code. An entry
+    that cannot be read, is incomplete or whose header is another episode's (a copied file) is
+    played again and replaced; its name is appended to ``replaced``. Each run writes under its
+    own temporary name, so runs sharing a cache do not collide.
     """
+    import os
+
     import beliefgate
+    from beliefgate.console import one_line
     from beliefgate.envs.overcooked.partners import PARTNERS
-    from beliefgate.envs.trajlog import read_log
+    from beliefgate.envs.trajlog import LogFormatError, read_log
     from beliefgate.eval.episode import run_episode
     from beliefgate.eval.grid import slug
 
@@ -321,17 +328,43 @@ def play_cached(layout: str, partner: str, seed: int, horizon: int, ego: str, ca
     digest = hashlib.sha256(f"{spec}|{beliefgate.__version__}".encode()).hexdigest()[:10]
     path = Path(cache_dir) / f"{layout}__{slug(partner)}__seed{seed}__h{horizon}__{slug(ego)}__{digest}.jsonl"
     if path.exists():
-        return read_log(path)
+        try:
+            traj = read_log(path)
+        except (LogFormatError, OSError, UnicodeDecodeError) as exc:
+            traj, why = None, one_line(str(exc))
+        else:
+            h = traj.header
+            why = "it holds another episode"
+            if (h.layout, h.partner, h.seed, h.horizon, h.ego, h.seat) == (layout, partner, seed, horizon, ego, 0):
+                return traj
+        if replaced is not None:
+            replaced.append(f"{path.name} ({why})")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".partial")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
     traj = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=0, log_path=tmp).trajectory
     tmp.replace(path)
     return traj
 
 
+def playable(layouts: Sequence[str], partners: Sequence[str]) -> List[Tuple[str, str]]:
+    """(layout, partner) pairs to play, layouts resolved; a partner restricted to other layouts
+    (its spec's ``layouts``) is left out there."""
+    from beliefgate.envs.overcooked.layouts import resolve_layout
+    from beliefgate.envs.overcooked.partners import PARTNERS
+
+    out = []
+    for layout in layouts:
+        layout = resolve_layout(layout)
+        for p in partners:
+            spec = PARTNERS[p] if p in PARTNERS else None
+            if spec is None or not spec.layouts or layout in spec.layouts:
+                out.append((layout, p))
+    return out
+
+
 def record_all(layouts: Sequence[str], partners: Sequence[str], seeds: Iterable[int], horizon: int = 400,
-               ego: str = "balanced", params=None, progress=None, cache_dir: Optional[Path] = None
-               ) -> List[EpisodeTrace]:
+               ego: str = "balanced", params=None, progress=None, cache_dir: Optional[Path] = None,
+               replaced: Optional[List[str]] = None) -> List[EpisodeTrace]:
     """Record every (layout, partner, seed) episode; partners restricted to other layouts are left out."""
     from beliefgate.envs.overcooked.layouts import resolve_layout
     from beliefgate.envs.overcooked.partners import PARTNERS, check_partners
@@ -341,19 +374,13 @@ def record_all(layouts: Sequence[str], partners: Sequence[str], seeds: Iterable[
         raise SwitchBenchmarkError("give at least one layout, one partner and one seed")
     check_names(partners, ego)
     check_partners(list(partners), horizon)
-    jobs = []
-    for layout in layouts:
-        layout = resolve_layout(layout)
-        for p in partners:
-            spec = PARTNERS[p] if p in PARTNERS else None
-            if spec is not None and spec.layouts and layout not in spec.layouts:
-                continue
-            jobs.extend((layout, p, s) for s in seeds)
+    jobs = [(layout, p, s) for layout, p in playable(layouts, partners) for s in seeds]
     traces = []
     for i, (layout, partner, seed) in enumerate(jobs):
         if progress is not None:
             progress(i, len(jobs), f"{layout} / {partner} / seed {seed}")
-        traces.append(trace_of(play_cached(layout, partner, seed, horizon, ego, cache_dir), partner, seed, params))
+        traces.append(trace_of(play_cached(layout, partner, seed, horizon, ego, cache_dir, replaced), partner, seed,
+                               params))
     return traces
 
 
@@ -437,15 +464,30 @@ def run_benchmark(params=None, layouts: Sequence[str] = DEFAULT_LAYOUTS, partner
     params = params or GateParams()
     partners = tuple(partners) if partners else default_partners()
     seeds = list(seeds)
-    traces = record_all(layouts, partners, seeds, horizon, ego, params, progress, cache_dir)
+    replaced: List[str] = []
+    traces = record_all(layouts, partners, seeds, horizon, ego, params, progress, cache_dir, replaced)
     config = {"layouts": list(layouts), "partners": list(partners), "seeds": seeds, "horizon": horizon,
               "window": window, "ego": ego, "ego_seat": 0, "n_boot": n_boot, "methods": list(methods),
               "gate_params": params.model_dump(mode="json"), "commit": git_commit(),
               "sweeps": {"stable-MAP gate": list(GATE_TAUS), "change-point gate": list(CP_THRESHOLDS),
                          "naive threshold": list(NAIVE_TAUS), "CUSUM (LLR)": list(CUSUM_HS),
                          "BOCPD": list(BOCPD_THRESHOLDS)}}
+    config.update(partner_files(partners))
     config["digest"] = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]
-    return evaluate_traces(traces, params, window, n_boot, methods, config)
+    bench = evaluate_traces(traces, params, window, n_boot, methods, config)
+    if replaced:  # cache entries played again (unreadable, incomplete or another episode's)
+        bench.diagnostics["cache_replaced"] = replaced
+    return bench
+
+
+def partner_files(partners: Sequence[str]) -> Dict[str, Any]:
+    """``{"partner_files": {name: digest}}`` for the partners given as files (their validated spec's
+    hash, as grids key their episodes), so that a result says which version of a file made it;
+    empty without file partners (the configs of named partners are unchanged)."""
+    from beliefgate.eval.grid import partner_file_digest
+
+    files = {p: partner_file_digest(p) for p in partners if partner_file_digest(p) is not None}
+    return {"partner_files": files} if files else {}
 
 
 # ------------------------------------------------------------------------------------ tuning
@@ -495,7 +537,10 @@ def tune_gate(layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Seque
 
     check_names(partners, ego)
     check_partners(list(partners), horizon)
-    jobs = [(lay, p, sd) for lay in layouts for p in partners for sd in seeds]
+    jobs = [(lay, p, sd) for lay, p in playable(layouts, partners) for sd in seeds]
+    if not jobs or not seeds:
+        raise SwitchBenchmarkError("no episodes to tune on: every partner is restricted to other layouts, "
+                                   "or no seed was given")
     trajs = []
     for i, (lay, p, sd) in enumerate(jobs):
         if progress is not None:
@@ -516,6 +561,10 @@ def tune_gate(layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Seque
             ev_params = base.replace(beta=beta, epsilon=eps)
             traces_by_be[(beta, eps)] = [trace_of(t, p, sd, ev_params) for p, sd, t in trajs]
         traces = traces_by_be[(beta, eps)]
+        if j == 0 and not any(tr.num_switches for tr in traces):
+            raise SwitchBenchmarkError(f"no hidden switch in these {len(traces)} episodes: detection rates are "
+                                       "undefined and there is nothing to tune on (use switching partners, more "
+                                       "seeds or a longer horizon)")
         if sep is None:
             sep = separability(traces, window)
         params = base.replace(beta=beta, epsilon=eps, hazard=hazard, reference="skill", cp_horizon=L)
@@ -557,7 +606,8 @@ def tune_gate(layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Seque
 
     first = next(iter(traces_by_be.values()))
     result = {
-        "config": {"layouts": list(layouts), "partners": list(partners), "seeds": seeds, "horizon": horizon,
+        "config": {**partner_files(partners), "layouts": list(layouts), "partners": list(partners), "seeds": seeds,
+                   "horizon": horizon,
                    "window": window, "ego": ego, "max_fa": max_fa, "min_detection": min_detection,
                    "belief_grid": {k: [list(v) if isinstance(v, tuple) else v for v in vs]
                                    for k, vs in belief_grid.items()},
@@ -798,7 +848,7 @@ def summary_rows(bench: SwitchBenchmark, max_fa: float = 1.0) -> Tuple[str, List
     rows: List[List[str]] = []
 
     def row(name: str, label: str, p: PointStats) -> None:
-        subset = [f"{p.by_subset[key][2]:.1%}" if key in p.by_subset else "-" for key in keys]
+        subset = [_ci(p.by_subset[key][2], (None, None), "{:.1%}") if key in p.by_subset else "-" for key in keys]
         rows.append([name, label, _ci(p.detection_rate, p.detection_ci, "{:.1%}"), *subset,
                      _ci(p.mean_delay, p.delay_ci), _ci(p.fa_per_100, p.fa_ci)])
 

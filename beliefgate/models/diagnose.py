@@ -58,6 +58,7 @@ from beliefgate.calibration import scores as calibration_scores
 from beliefgate.figures import pyplot, save_figure
 from beliefgate.models.data import FitData
 from beliefgate.models.fit import FitConfig, FitError, fit_config, fit_record, point_values, prepare
+from beliefgate.fileio import finite_or_none as _finite_or_none
 
 RHAT_MAX = 1.01
 ESS_MIN = 400
@@ -183,12 +184,6 @@ def _summary_json(diag) -> dict:
     }
 
 
-def _finite_or_none(value):
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
 
 
 # --------------------------------------------------------------------------------------

@@ -112,8 +112,11 @@ def run(
     from beliefgate.policytree.agent import check_tree_source, parse_spec
     from beliefgate.policytree.evaluate import evaluate_tree, summarize
 
-    check_unique("--layout", layout)
-    check_unique("--partner", partner)
+    from beliefgate.envs.overcooked.layouts import layout_key
+    from beliefgate.envs.overcooked.partners import partner_key
+
+    check_unique("--layout", layout, key=layout_key)
+    check_unique("--partner", partner, key=partner_key)
     seats = {"0": (0,), "1": (1,), "both": (0, 1)}.get(seat)
     if seats is None:
         fail(f"--seat must be 0, 1 or both, got {seat!r}")

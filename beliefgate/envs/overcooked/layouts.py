@@ -73,6 +73,15 @@ def resolve_layout(name: str) -> str:
     raise UnknownLayoutError(f"unknown layout {name!r}; supported layouts: {', '.join(LAYOUTS)}")
 
 
+def layout_key(name: str) -> str:
+    """What makes two layout names the same layout (the 2019 study's alias and the classic name);
+    an unknown name is itself (it is refused where it is used)."""
+    try:
+        return resolve_layout(name)
+    except UnknownLayoutError:
+        return name
+
+
 @dataclass(frozen=True)
 class LayoutInfo:
     """Static geometry of one layout.

@@ -43,7 +43,6 @@ naming the field, before any episode: :class:`UnknownPartnerFieldError`,
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -185,6 +184,8 @@ class PartnerSpec(BaseModel):
     layouts: Optional[List[str]] = Field(None, min_length=1, description="layouts it plays (default: all)")
 
     _source: Optional[str] = PrivateAttr(None)
+    #: one of the package's own data files (used by name), not a file a user gave by path
+    _shipped: bool = PrivateAttr(False)
 
     @field_validator("format")
     @classmethod
@@ -262,7 +263,7 @@ class PartnerSpec(BaseModel):
         Python-defined originals and the shipped population, used by name) are written for
         400-step episodes and in shorter ones simply make the switches the episode reaches.
         """
-        if self._source is None or self._source.startswith(PARTNER_DATA + "/"):
+        if self._source is None or self._shipped:
             return
         for i, sw in enumerate(self.switches):
             if sw.window[1] >= horizon:
@@ -330,20 +331,30 @@ def parse_partner(data: Any, source: str = "partner") -> PartnerSpec:
 
 def load_partner(path: str | Path) -> PartnerSpec:
     """Read a partner file (``.yaml``/``.yml`` or ``.json``) and validate it."""
-    import yaml
 
     path = Path(path)
     if path.suffix.lower() not in PARTNER_SUFFIXES:
         raise PartnerSpecError(f"partner file {path}: the name must end in {', '.join(PARTNER_SUFFIXES)}")
-    from beliefgate.fileio import read_text
+    from beliefgate.fileio import DataSyntaxError, parse_data, read_text
 
     text = read_text(path, PartnerSpecError, "partner file")
     is_json = path.suffix.lower() == ".json"
     try:
-        data = json.loads(text) if is_json else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        data = parse_data(text, "json" if is_json else "yaml")
+    except DataSyntaxError as exc:
         raise PartnerSpecError(f"{path}: not valid {'JSON' if is_json else 'YAML'}: {exc}") from None
     return parse_partner(data, str(path))
+
+
+def partner_key(name: str) -> str:
+    """What makes two partner names the same partner: a file's resolved path (``./p.yaml`` and
+    ``../x/p.yaml`` or a symlink to it are one file), otherwise the name itself."""
+    if not is_partner_path(name):
+        return name
+    try:
+        return str(Path(name).resolve())
+    except (OSError, RuntimeError):  # unreadable or a link loop: reported when the file is read
+        return name
 
 
 def is_partner_path(name: str) -> bool:
@@ -404,6 +415,7 @@ def shipped_partners() -> Dict[str, PartnerSpec]:
         with resources.as_file(entry) as path:
             spec = load_partner(path)
         spec._source = f"{PARTNER_DATA}/{entry.name}"
+        spec._shipped = True
         if spec.name in out or spec.name in _BUILTIN:
             raise PartnerSpecError(f"{spec._source}: partner name {spec.name!r} is used twice")
         out[spec.name] = spec
@@ -440,6 +452,8 @@ class PartnerRegistry(Mapping):
                 key = (str(path.resolve()), path.stat().st_mtime)
             except OSError as exc:
                 raise PartnerSpecError(f"cannot read partner file {name}: {exc.strerror or exc}") from None
+            except RuntimeError:  # Python < 3.13 raises this for a symlink loop
+                raise PartnerSpecError(f"cannot read partner file {name}: a symbolic link loop") from None
             if key not in self._files:
                 self._files[key] = load_partner(path)
             return self._files[key]

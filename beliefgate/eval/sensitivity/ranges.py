@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from beliefgate.beliefs.config import GateParamError, GateParams
 from beliefgate.eval.sensitivity.errors import IrrelevantParameterError, RangeSpecError, UnknownParameterError
+from beliefgate.fileio import finite_or_none
 from beliefgate.limits import MAX_OAT_VALUES
 from beliefgate.validation import first_problem
 
@@ -361,8 +362,7 @@ def prepare_global_ranges(ranges: Sequence[ParamRange], method: str, belief_leve
 
 def _json_float(x: float):
     """A float for JSON: ``None`` for NaN and infinities."""
-    x = float(x)
-    return x if math.isfinite(x) else None
+    return finite_or_none(float(x))
 
 
 __all__ = ["Kind", "ParamSpec", "PARAMETERS", "DECISION_PARAMS", "BELIEF_PARAMS", "GATE_FIVE", "TABLE7_DIRECTIONS",
