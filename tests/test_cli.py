@@ -72,7 +72,10 @@ def test_demo_end_to_end(tmp_path):
     for column in ("effective/ep", "gap/step", "gap@dp", "gap@oracle"):  # the comparison, with its caption
         assert column in out
     assert "Mean [95% CI over seeds]" in out
-    assert "What it means: bayes-belief reward" in out and "too few seeds for an interval" in " ".join(out.split())
+    flat = " ".join(out.split())
+    # one seed: no interval; if the gate never fired, the conditions were one policy and it says that instead
+    assert "What it means: bayes-belief reward" in out
+    assert "too few seeds for an interval" in flat or "it never replanned here, so it played the same episodes" in flat
 
 
 def test_episode_with_an_llm_only_agent_takes_the_model_flags():

@@ -66,8 +66,9 @@ def test_seeded_runs_are_reproducible():
 
 
 def test_every_partner_is_a_valid_ego():
-    for name in PARTNERS:
-        assert run_episode("cramped_room", name, "balanced", seed=0, horizon=20, seat=1).summary["steps"] == 20
+    for name in PARTNERS:  # on a layout it plays (counter-passer: forced_coordination only)
+        layout = PARTNERS[name].layouts[0] if PARTNERS[name].layouts else "cramped_room"
+        assert run_episode(layout, name, "balanced", seed=0, horizon=20, seat=1).summary["steps"] == 20
     with pytest.raises(UnknownPartnerError, match="available"):
         run_episode("cramped_room", "chef-bot", "balanced")
 

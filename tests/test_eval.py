@@ -19,7 +19,7 @@ from beliefgate.eval import metrics as M
 from beliefgate.eval.grid import GridError, load_grid, parse_grid, resolve_grid
 from beliefgate.eval.replay import ReplayResult
 from beliefgate.eval.report import ReportError, Report, bootstrap_mean_ci, build_report, paired_bootstrap
-from beliefgate.eval.runner import load_results, run_grid
+from beliefgate.eval.runner import RunError, load_results, run_grid
 
 BIN = Path(sys.executable).parent / "beliefgate"
 N, S, E, W = 0, 1, 2, 3
@@ -485,3 +485,89 @@ def test_grid_builds_llm_only_agents_with_its_client():
         resolve_grid(parse_grid({**GRID, "agents": ["overforge:llm"]}))
     with pytest.raises(GridError, match="unknown agent 'wizard'"):
         resolve_grid(parse_grid({**GRID, "agents": ["wizard"], "llm": llm}))
+
+
+def test_report_refuses_a_table_that_is_not_its_run_directorys_and_notes_an_incomplete_run(tmp_path, reference_run):
+    """A results table copied from another grid, a cell twice, or the core columns missing: one line,
+    exit 2; a run with fewer episodes than its grid (or a condition without any) is reported with a
+    note saying so, in the report and on the console."""
+    import csv
+    import shutil
+
+    ref, _ = reference_run
+
+    def copy_with(rows_of):
+        run = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(ref, run)
+        (run / "results.parquet").unlink(missing_ok=True)
+        rows = list(csv.DictReader((ref / "results.csv").open()))
+        rows = rows_of(rows)
+        with (run / "results.csv").open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()))
+            w.writeheader()
+            w.writerows(rows)
+        return run
+
+    foreign = copy_with(lambda rows: [dict(r, grid_digest="0123456789ab") if i == 0 else r
+                                      for i, r in enumerate(rows)])
+    twice = copy_with(lambda rows: rows + rows[:1])
+    bare = copy_with(lambda rows: [{k: v for k, v in r.items() if k != "reward"} for r in rows])
+    for run, message in ((foreign, "holds rows of another grid (grid_digest 0123456789ab"),
+                         (twice, "holds 1 episode(s) more than once"),
+                         (bare, "lacks the columns reward")):
+        proc = _cli("eval", "report", str(run), check=False)
+        assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, \
+            proc.stderr
+    partial = copy_with(lambda rows: [r for r in rows if r["agent"] == "bayes-belief:full"][:1])
+    proc = _cli("eval", "report", str(partial), "--out", str(tmp_path / "partial.md"))
+    note = "incomplete run: 1 of 4 episodes; no episode yet of periodic-10"
+    assert note in proc.stderr and f"**{note[0].upper() + note[1:]}.**" in (tmp_path / "partial.md").read_text()
+    proc = _cli("eval", "report", str(ref))
+    assert "incomplete" not in proc.stdout + proc.stderr
+
+
+def test_run_directory_housekeeping(tmp_path):
+    """A killed run's temporary files beside the tables are removed (and said so); the Parquet table
+    is as readable as the CSV (0644); a directory where a table goes is refused before any episode."""
+    import stat
+
+    grid = parse_grid({**GRID, "agents": ["balanced"], "seeds": [0], "horizon": 10})
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / ".results.csv.abc123.tmp").write_text("half")
+    (out / "results.parquet.xyz.tmp").write_text("half")
+    (out / "mine.tmp").write_text("not ours")
+    summary = run_grid(grid, out)
+    assert not (out / ".results.csv.abc123.tmp").exists() and not (out / "results.parquet.xyz.tmp").exists()
+    assert (out / "mine.tmp").exists()
+    assert any(".results.csv.abc123.tmp" in n for n in summary.notes)
+    if (out / "results.parquet").exists():
+        assert stat.S_IMODE((out / "results.parquet").stat().st_mode) == stat.S_IMODE((out / "results.csv").stat().st_mode)
+    other = tmp_path / "other"
+    (other / "results.csv").mkdir(parents=True)
+    with pytest.raises(RunError, match="results.csv is a directory"):
+        run_grid(grid, other)
+    assert not (other / "episodes").exists()
+
+
+def test_grid_types_are_strict_and_a_required_bc_partner_is_probed_before_any_episode(tmp_path, monkeypatch):
+    for field, value, message in (("horizon", True, "horizon"), ("seats", [False], "seats"),
+                                  ("seeds", [True], "seeds must be integers"), ("seeds", ["3"], "seeds must be integers"),
+                                  ("seeds", {"start": 0, "count": 0}, "count"),
+                                  ("partners", [{"name": "plater", "optional": "yes"}], "optional")):
+        with pytest.raises(GridError, match=message):
+            resolve_grid(parse_grid({**GRID, field: value}))
+    monkeypatch.setenv("BELIEFGATE_CACHE", str(tmp_path / "empty-cache"))
+    with pytest.raises(GridError, match="partner bc cannot play cramped_room .*optional: true"):
+        resolve_grid(parse_grid({**GRID, "partners": ["bc"]}))
+    optional = resolve_grid(parse_grid({**GRID, "partners": [{"name": "bc", "optional": True}, "plater"]}))
+    assert any("optional partner bc" in s for s in optional.skipped)
+
+
+def test_a_single_episode_refuses_a_partner_restricted_to_other_layouts():
+    from beliefgate.envs.overcooked.partners import PartnerLayoutError
+    from beliefgate.eval.episode import run_episode
+
+    with pytest.raises(PartnerLayoutError, match="counter-passer does not play cramped_room: it only plays "
+                                                  "forced_coordination"):
+        run_episode("cramped_room", "balanced", "counter-passer", horizon=5)

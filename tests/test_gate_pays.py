@@ -340,3 +340,24 @@ def test_demo_verdict_is_computed_from_the_rows():
     one = [row("bayes-belief", [200.0]), row("bayes-belief:no_belief", [190.0])]
     assert comparison_verdict(one).endswith("+10.0 vs no_belief (paired over 1 seeds), 0.0 effective replans/ep: "
                                             "too few seeds for an interval.")
+
+
+def test_demo_verdict_says_when_the_conditions_played_the_same_episodes():
+    """With no replan and every paired reward equal, the conditions were one policy offline: the
+    reading says so instead of blaming the number of seeds."""
+    from beliefgate.eval.demo import comparison_verdict
+
+    def row(agent, rewards, rep=0.0):
+        episodes = [{"layout": "cramped_room", "partner": "p", "seat": 0, "seed": s, "reward": r}
+                    for s, r in enumerate(rewards)]
+        return {"agent": agent, "seeds": len(rewards), "reward": sum(rewards) / len(rewards),
+                "effective_replans": 0.0, "replans": rep, "episode_rows": episodes}
+
+    same = [row("bayes-belief", [200.0, 220.0, 240.0]), row("bayes-belief:no_replan", [200.0, 220.0, 240.0]),
+            row("bayes-belief:no_belief", [200.0, 220.0, 240.0])]
+    assert comparison_verdict(same, n_boot=200).endswith(
+        "it never replanned here, so it played the same episodes as no_replan and no_belief (every paired difference "
+        "is exactly 0; more seeds would not separate them: offline, the belief acts only through the gate's "
+        "interrupts).")
+    replanned = [row("bayes-belief", [200.0, 220.0, 240.0], rep=0.3), *same[1:]]
+    assert "never replanned" not in comparison_verdict(replanned, n_boot=200)

@@ -47,15 +47,21 @@ def _summary_table(rows, title: str) -> Table:
 
 def _write_report(out_dir: Path, path: Path, baseline: Optional[str], n_boot: int, seed: int, unit: str):
     from beliefgate.eval.report import Report, ReportError
-    from beliefgate.eval.runner import RunError, load_grid_record, load_results
+    from beliefgate.eval.runner import RunError, check_results, load_grid_record, load_results
 
     try:
         rows = load_results(out_dir)
         record = load_grid_record(out_dir)
+        note = check_results(rows, record, out_dir)
+        if note is not None:
+            say("note:", f"{note}; the report covers the finished episodes only")
         spec = record.get("spec", {})
         title = f"Evaluation report: {spec.get('name', 'grid')}"
+        description = spec.get("description", "")
+        if note is not None:
+            description = (description + "\n\n" if description else "") + f"**{note[0].upper() + note[1:]}.**"
         rep = Report(rows, baseline, record.get("conditions"), n_boot, seed, unit, title=title, source=str(out_dir),
-                     description=spec.get("description", ""))
+                     description=description)
         text = rep.markdown()
     except (RunError, ReportError) as exc:
         _fail(str(exc))

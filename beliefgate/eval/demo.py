@@ -111,6 +111,15 @@ def comparison_table(rows: List[Dict[str, object]], title: str = ""):
     return table
 
 
+def _same_rewards(rows, base_rows) -> bool:
+    """Every matched episode (layout, partner, seat, seed) has the same reward in both."""
+    from beliefgate.eval.report import PAIR_KEYS
+
+    base = {tuple(r[k] for k in PAIR_KEYS): r["reward"] for r in base_rows}
+    pairs = [(r["reward"], base[tuple(r[k] for k in PAIR_KEYS)]) for r in rows if tuple(r[k] for k in PAIR_KEYS) in base]
+    return bool(pairs) and all(float(a) == float(b) for a, b in pairs)
+
+
 def comparison_verdict(rows: List[Dict[str, object]], agent: str = "bayes-belief",
                        baselines=("bayes-belief:no_replan", "bayes-belief:no_belief"), n_boot: int = 2000) -> str:
     """One line saying what the comparison shows: ``agent``'s reward minus each baseline's, paired
@@ -122,10 +131,12 @@ def comparison_verdict(rows: List[Dict[str, object]], agent: str = "bayes-belief
     if agent not in by:
         return f"What it means: {agent} was not in the comparison."
     me = by[agent]
-    parts, signs = [], []
+    parts, signs, same = [], [], []
     for base in baselines:
         if base not in by:
             continue
+        if _same_rewards(me["episode_rows"], by[base]["episode_rows"]):
+            same.append(base.split(":")[-1])
         d = paired_bootstrap(me["episode_rows"], by[base]["episode_rows"], "reward", unit="seed", n_boot=n_boot,
                              name=f"demo-verdict|{agent}|{base}")
         short = base.split(":")[-1]
@@ -137,7 +148,11 @@ def comparison_verdict(rows: List[Dict[str, object]], agent: str = "bayes-belief
     n = int(me["seeds"])
     above = [b for b, s in signs if s == 1]
     below = [b for b, s in signs if s == -1]
-    if not parts:
+    if same and len(same) == len(parts) and float(me["replans"]) == 0.0:
+        reading = (f"it never replanned here, so it played the same episodes as {' and '.join(same)} (every paired "
+                   "difference is exactly 0; more seeds would not separate them: offline, the belief acts only "
+                   "through the gate's interrupts)")
+    elif not parts:
         reading = "no baseline to compare with"
     elif not signs:
         reading = "too few seeds for an interval"

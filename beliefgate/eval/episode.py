@@ -55,6 +55,12 @@ def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int
     layout = resolve_layout(layout)
     if seat not in (0, 1):
         raise InputError(f"seat must be 0 or 1, got {seat}")
+    from beliefgate.envs.overcooked.partners import PartnerLayoutError, layout_restriction
+
+    for name in dict.fromkeys((ego, partner)):
+        why = layout_restriction(name, layout)
+        if why is not None:  # grids skip such a cell (and say so); a single episode refuses it
+            raise PartnerLayoutError(f"partner {name} does not play {layout}: {why}")
     env = OvercookedAdapter(layout, horizon=horizon, old_dynamics=old_dynamics)
     names = [partner, partner]
     names[seat] = ego

@@ -53,7 +53,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from beliefgate.agents.registry import uses_llm  # noqa: F401  (re-exported for grid users)
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator,
+                      model_validator)
 
 GRID_FORMAT = "beliefgate.grid/1"
 
@@ -68,8 +69,8 @@ class SeedRange(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    start: int = Field(0, ge=0)
-    count: int = Field(ge=1, le=MAX_SEED_COUNT)
+    start: StrictInt = Field(0, ge=0)
+    count: StrictInt = Field(ge=1, le=MAX_SEED_COUNT)
 
 
 class PartnerEntry(BaseModel):
@@ -79,7 +80,7 @@ class PartnerEntry(BaseModel):
 
     name: str = Field(min_length=1)
     group: Optional[str] = Field(None, min_length=1)
-    optional: bool = False
+    optional: StrictBool = False
 
 
 class LLMConfig(BaseModel):
@@ -113,9 +114,10 @@ class GridSpec(BaseModel):
     agents: List[str] = Field(min_length=1)
     layouts: List[str] = Field(min_length=1)
     partners: List[Union[str, PartnerEntry]] = Field(min_length=1)
-    seeds: Union[List[int], SeedRange]
-    seats: List[int] = Field(min_length=1)
-    horizon: int = Field(ge=1, le=MAX_HORIZON)
+    # strict: a YAML ``true`` or ``"3"`` is refused, not read as 1 or 3
+    seeds: Union[List[StrictInt], SeedRange]
+    seats: List[StrictInt] = Field(min_length=1)
+    horizon: StrictInt = Field(ge=1, le=MAX_HORIZON)
     llm: Optional[LLMConfig] = None
     gate: Optional[Dict[str, Any]] = None
 
@@ -136,12 +138,17 @@ class GridSpec(BaseModel):
     @classmethod
     def _seeds_shape(cls, v):
         if isinstance(v, dict):  # a range: its own errors, not the union's
+            from beliefgate.validation import first_problem
+
             try:
                 return SeedRange.model_validate(v)
             except ValidationError as exc:
                 raise ValueError(f"seeds {{start, count}}: {first_problem(exc, 'seeds').message}") from None
         if not isinstance(v, (list, tuple, SeedRange)):
             raise ValueError(f"seeds must be a list of integers or {{start: S, count: N}}, got {v!r}")
+        bad = [s for s in v if isinstance(v, (list, tuple)) and (isinstance(s, bool) or not isinstance(s, int))]
+        if bad:
+            raise ValueError(f"seeds must be integers, got {bad[0]!r}")
         return v
 
     @field_validator("seeds")
@@ -498,7 +505,7 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
     :attr:`ResolvedGrid.skipped`.
     """
     from beliefgate.envs.overcooked.layouts import UnknownLayoutError, resolve_layout
-    from beliefgate.envs.overcooked.partners import PARTNERS
+    from beliefgate.envs.overcooked.partners import layout_restriction
 
     layouts = []
     for name in spec.layouts:
@@ -532,10 +539,10 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
     for entry in spec.partner_entries:
         for layout in layouts:
             name = expand(entry.name, layout)
-            scripted = PARTNERS.get(name)
-            if scripted is not None and scripted.layouts and layout not in scripted.layouts:
+            why = layout_restriction(name, layout)
+            if why is not None:
                 usable[(entry.name, layout)] = False
-                skipped.append(f"partner {name} on {layout}: it only plays {', '.join(scripted.layouts)}")
+                skipped.append(f"partner {name} on {layout}: {why}")
                 continue
             if entry.optional:
                 why = _available(name, layout)
@@ -543,6 +550,11 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
                     usable[(entry.name, layout)] = False
                     skipped.append(f"optional partner {name} on {layout}: unavailable ({why})")
                     continue
+            elif name == "bc" or name.startswith("bc:"):  # needs data outside the package: probed now
+                why = _available(name, layout)
+                if why is not None:
+                    raise GridError(f"partner {name} cannot play {layout} ({why}); mark it `optional: true` to "
+                                    "skip it where it cannot")
             usable[(entry.name, layout)] = True
 
     episodes: List[EpisodeSpec] = []

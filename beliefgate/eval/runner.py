@@ -242,10 +242,13 @@ def _remove_stale_temporaries(out: Path) -> List[str]:
     """Temporary files of writes a killed run left half-done."""
     removed = []
     root = out / "episodes"
-    if root.is_dir():
-        for tmp in sorted(root.rglob("*.tmp")):
-            tmp.unlink()
-            removed.append(str(tmp.relative_to(out)))
+    found = sorted(root.rglob("*.tmp")) if root.is_dir() else []
+    # the run directory's own tables and records (atomic_write's ".NAME.*.tmp", write_results' parquet)
+    found += sorted(p for p in out.glob("*.tmp") if p.is_file() and p.name.startswith(
+        tuple(f"{prefix}{name}." for name in RUN_DIR_ENTRIES for prefix in ("", "."))))
+    for tmp in found:
+        tmp.unlink()
+        removed.append(str(tmp.relative_to(out)))
     return removed
 
 
@@ -296,6 +299,7 @@ def write_results(out: Path, rows: List[Dict[str, Any]]) -> List[Path]:
     os.close(fd)
     try:
         pq.write_table(table, tmp)
+        os.chmod(tmp, 0o644)  # as atomic_write's files (mkstemp creates 0600)
         os.replace(tmp, out / "results.parquet")
     finally:
         if os.path.exists(tmp):
@@ -428,11 +432,48 @@ def prepare_out(out: Path, resolved: ResolvedGrid) -> None:
     out.mkdir(parents=True, exist_ok=True)
     if not out.is_dir():
         raise RunError(f"{out} is not a directory")
+    for name in ("grid.json", "run.json", "results.csv", "results.parquet"):
+        if (out / name).is_dir():  # found now, not when the table is written after every episode
+            raise RunError(f"{out / name} is a directory; the run writes a file there (move it away)")
     record = {"format": "beliefgate.grid-run/1", "spec": resolved.spec.canonical(),
               "digest": resolved.spec.digest(), "conditions": resolved.conditions,
               "skipped": resolved.skipped, "episodes": len(resolved.episodes),
               "version": beliefgate.__version__, "commit": git_commit()}
     atomic_write(out / "grid.json", (json.dumps(record, indent=1) + "\n").encode())
+
+
+#: columns a results table must have for a report (identity of the episode and its reward)
+REPORT_COLUMNS = ("agent", "layout", "partner", "group", "seat", "seed", "horizon", "reward")
+
+
+def check_results(rows: List[Dict[str, Any]], record: Dict[str, Any], out: str | Path) -> Optional[str]:
+    """Refuse a results table that is not this run directory's (rows of another grid, a cell twice,
+    the core columns missing); return a one-line note when the run is incomplete (fewer episodes
+    than its grid, or conditions without any), else ``None``."""
+    missing = [c for c in REPORT_COLUMNS if rows and not any(c in r for r in rows)]
+    if missing:
+        raise RunError(f"{out}: the results table lacks the columns {', '.join(missing)}; rerun `beliefgate eval "
+                       f"run` into it to rebuild the table")
+    digest = record.get("digest")
+    foreign = sorted({str(r.get("grid_digest")) for r in rows if r.get("grid_digest") not in (None, "", digest)})
+    if digest and foreign:
+        raise RunError(f"{out}: the results table holds rows of another grid (grid_digest {', '.join(foreign)}; "
+                       f"this run directory's grid is {digest}); rerun `beliefgate eval run` into it to rebuild it")
+    cells: Dict[tuple, int] = {}
+    for r in rows:
+        key = (r.get("agent"), r.get("layout"), r.get("partner"), r.get("seat"), r.get("seed"), r.get("horizon"))
+        cells[key] = cells.get(key, 0) + 1
+    twice = [k for k, n in cells.items() if n > 1]
+    if twice:
+        a, lay, p, seat, seed, _ = twice[0]
+        raise RunError(f"{out}: the results table holds {len(twice)} episode(s) more than once (e.g. {a} + {p} on "
+                       f"{lay}, seat {seat}, seed {seed}); rerun `beliefgate eval run` into it to rebuild it")
+    expected = record.get("episodes")
+    absent = [c for c in record.get("conditions") or () if not any(r.get("agent") == c for r in rows)]
+    if (isinstance(expected, int) and len(rows) < expected) or absent:
+        note = f"incomplete run: {len(rows)} of {expected} episodes"
+        return note + (f"; no episode yet of {', '.join(absent)}" if absent else "")
+    return None
 
 
 def load_grid_record(out: str | Path) -> Dict[str, Any]:

@@ -350,16 +350,10 @@ def playable(layouts: Sequence[str], partners: Sequence[str]) -> List[Tuple[str,
     """(layout, partner) pairs to play, layouts resolved; a partner restricted to other layouts
     (its spec's ``layouts``) is left out there."""
     from beliefgate.envs.overcooked.layouts import resolve_layout
-    from beliefgate.envs.overcooked.partners import PARTNERS
+    from beliefgate.envs.overcooked.partners import layout_restriction
 
-    out = []
-    for layout in layouts:
-        layout = resolve_layout(layout)
-        for p in partners:
-            spec = PARTNERS[p] if p in PARTNERS else None
-            if spec is None or not spec.layouts or layout in spec.layouts:
-                out.append((layout, p))
-    return out
+    return [(resolve_layout(layout), p) for layout in layouts for p in partners
+            if layout_restriction(p, resolve_layout(layout)) is None]
 
 
 def record_all(layouts: Sequence[str], partners: Sequence[str], seeds: Iterable[int], horizon: int = 400,

@@ -94,6 +94,19 @@ class SwitchWindowError(PartnerSpecError):
     """A switch window that is empty, overlaps another, or lies outside the horizon."""
 
 
+class PartnerLayoutError(PartnerSpecError):
+    """A partner restricted to some layouts (its spec's ``layouts``) asked to play another."""
+
+
+def layout_restriction(name: str, layout: str) -> Optional[str]:
+    """Why partner ``name`` does not play on ``layout`` (its spec lists other layouts), or ``None``
+    (it plays there, or ``name`` is not a scripted partner). ``layout`` is a classic name."""
+    spec = PARTNERS.get(name) if isinstance(name, str) else None
+    if spec is not None and spec.layouts and layout not in spec.layouts:
+        return f"it only plays {', '.join(spec.layouts)}"
+    return None
+
+
 class UnknownPartnerSkillError(PartnerSpecError):
     """A weight for a skill the skill library lacks (or one the scripted partner never chooses)."""
 
