@@ -103,10 +103,9 @@ def check_unique(flag: str, values: Optional[Sequence[str]], shown: Optional[str
     """Refuse a repeated value of a repeatable option (a layout given twice would pool the same
     episodes twice and narrow every interval); ``shown``: how the user wrote the values; ``key``:
     what makes two spellings the same thing (a layout's alias, a file's resolved path)."""
-    groups: dict = {}
-    for v in values or ():
-        groups.setdefault(key(v) if key is not None else v, []).append(v)
-    repeated = [(k, vs) for k, vs in groups.items() if len(vs) > 1]
+    from beliefgate.validation import repeats
+
+    repeated = repeats(values, key)
     if repeated:
         where = f"{flag} {shown!r}" if shown is not None else flag
         text = ", ".join(k if len(set(vs)) == 1 else f"{k} (as {', '.join(dict.fromkeys(vs))})"

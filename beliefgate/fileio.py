@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Hashable, Optional
 
 #: builds the exception a reader raises (an error class of the caller's module, taking the message)
 ErrorFactory = Callable[[str], Exception]
@@ -236,7 +236,11 @@ def parse_data(text: str, fmt: str):
         def construct_mapping(self, node, deep=False):
             seen = set()
             for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: the parent flattens it
+                    continue
                 key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, Hashable):  # the parent class refuses it in its own words
+                    continue
                 if key in seen:
                     raise DataSyntaxError(f"key {key!r} is given twice in one mapping (line {key_node.start_mark.line + 1})")
                 seen.add(key)

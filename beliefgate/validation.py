@@ -123,3 +123,12 @@ class CheckedModel(BaseModel):
 
 
 __all__ = ["CheckedModel", "ParamError", "Problem", "first_problem", "param_error"]
+
+
+def repeats(values, key=None) -> list:
+    """``[(canonical, [spellings...]), ...]`` for every value given more than once (compared by
+    ``key``: a layout's alias, a file's resolved path), in first-seen order; ``[]`` when all differ."""
+    groups: dict = {}
+    for v in values or ():
+        groups.setdefault(key(v) if key is not None else v, []).append(v)
+    return [(k, vs) for k, vs in groups.items() if len(vs) > 1]

@@ -571,3 +571,20 @@ def test_a_single_episode_refuses_a_partner_restricted_to_other_layouts():
     with pytest.raises(PartnerLayoutError, match="counter-passer does not play cramped_room: it only plays "
                                                   "forced_coordination"):
         run_episode("cramped_room", "balanced", "counter-passer", horizon=5)
+
+
+def test_templated_agents_and_restricted_egos_in_a_grid(tmp_path):
+    """A `{layout}` agent counts as present through its expanded names (no false 'incomplete' note),
+    and a scripted partner used as the ego is skipped, with a note, where it does not play."""
+    from beliefgate.eval.runner import check_results, load_grid_record
+
+    grid = parse_grid({**GRID, "agents": ["policy-tree:seed:{layout}", "balanced"], "horizon": 10})
+    out = tmp_path / "run"
+    summary = run_grid(grid, out)
+    assert summary.complete
+    assert check_results(load_results(out), load_grid_record(out), out) is None
+    restricted = resolve_grid(parse_grid({**GRID, "agents": ["counter-passer", "balanced"],
+                                          "layouts": ["cramped_room", "forced_coordination"], "horizon": 10}))
+    assert any(s.startswith("agent counter-passer on cramped_room: it only plays") for s in restricted.skipped)
+    assert {(e.agent, e.layout) for e in restricted.episodes if e.agent == "counter-passer"} == \
+        {("counter-passer", "forced_coordination")}

@@ -173,3 +173,17 @@ def test_a_damaged_run_directory_is_one_error_naming_the_file_and_changes_nothin
         learn("cramped_room", "balanced", again, tmp_path, **_settings(iterations=2))
     assert again.requests == []
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
+@pytest.mark.parametrize("text,match", [('{"completed": "3"}', "bad completed"), ('{"completed": true}', "bad completed"),
+                                        ('{"completed": -1}', "negative completed"),
+                                        ('{"counts": {"x": 2}}', "counters a learning run does not keep \\(x\\)")])
+def test_state_json_is_read_strictly(tmp_path, text, match):
+    from beliefgate.policytree.learn import _read_state
+
+    (tmp_path / "state.json").write_text(text)
+    with pytest.raises(LearnConfigError, match=match):
+        _read_state(tmp_path / "state.json")
+    (tmp_path / "state.json").write_text('{"completed": 2, "counts": {"repairs": 1}}')
+    state = _read_state(tmp_path / "state.json")
+    assert state.completed == 2 and state.counts["repairs"] == 1 and state.counts["accepted"] == 0

@@ -351,8 +351,7 @@ def test_cli_refuses_what_it_would_ignore_or_lose_before_any_episode(tmp_path):
               "--layout: coordination_ring (as coordination_ring, random1) given more than once")]
     for args, message in cases:
         proc = _sw("--seeds", "1", *args, cwd=tmp_path)
-        assert proc.returncode == 2 and proc.stderr.strip() == f"error: {message}" or message in proc.stderr, \
-            (args, proc.stderr)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, (args, proc.stderr)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json"]
 

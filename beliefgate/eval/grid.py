@@ -222,12 +222,10 @@ class GridSpec(BaseModel):
 
 def _unique(values: List, what: str, key=None) -> List:
     """``values``, refused when two are the same (by ``key``: a layout alias, a file's resolved path)."""
-    seen, dups = {}, []
-    for v in values:
-        k = key(v) if key is not None else v
-        if k in seen:
-            dups.append(v if seen[k] == v else f"{v} (same as {seen[k]})")
-        seen.setdefault(k, v)
+    from beliefgate.validation import repeats
+
+    dups = [f"{v} (same as {vs[0]})" if v != vs[0] else v
+            for _, vs in repeats(values, key) for v in vs[1:]]
     if dups:
         raise ValueError(f"duplicate {what}: {sorted(set(map(str, dups)))}")
     return values
@@ -562,6 +560,10 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
     for agent in spec.agents:
         for layout in layouts:
             ego = expand(agent, layout)
+            why = layout_restriction(ego, layout)
+            if why is not None:  # a scripted partner as the ego plays only its layouts, too
+                skipped.append(f"agent {ego} on {layout}: {why}")
+                continue
             ego_digest = _agent_digest(ego)
             with_llm = llm is not None and agent in llm_agents
             for entry in spec.partner_entries:

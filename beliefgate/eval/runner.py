@@ -469,7 +469,12 @@ def check_results(rows: List[Dict[str, Any]], record: Dict[str, Any], out: str |
         raise RunError(f"{out}: the results table holds {len(twice)} episode(s) more than once (e.g. {a} + {p} on "
                        f"{lay}, seat {seat}, seed {seed}); rerun `beliefgate eval run` into it to rebuild it")
     expected = record.get("episodes")
-    absent = [c for c in record.get("conditions") or () if not any(r.get("agent") == c for r in rows)]
+    agents = {r.get("agent") for r in rows}
+    from beliefgate.envs.overcooked.layouts import layout_key
+
+    layouts = [layout_key(lay) for lay in (record.get("spec") or {}).get("layouts") or []]
+    absent = [c for c in record.get("conditions") or ()  # a {layout} template is present through any layout
+              if not any(c.replace("{layout}", lay) in agents for lay in layouts or [""]) and c not in agents]
     if (isinstance(expected, int) and len(rows) < expected) or absent:
         note = f"incomplete run: {len(rows)} of {expected} episodes"
         return note + (f"; no episode yet of {', '.join(absent)}" if absent else "")

@@ -341,8 +341,11 @@ def play_cached(layout: str, partner: str, seed: int, horizon: int, ego: str, ca
             replaced.append(f"{path.name} ({why})")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    traj = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=0, log_path=tmp).trajectory
-    tmp.replace(path)
+    try:
+        traj = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=0, log_path=tmp).trajectory
+        tmp.replace(path)
+    finally:  # an interrupted or failed play leaves no partial file behind
+        tmp.unlink(missing_ok=True)
     return traj
 
 

@@ -13,6 +13,7 @@ from typing import List, Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from beliefgate.console import check_output_path, console, err_console, fail as _fail, progress_bar, say
 from beliefgate.limits import MAX_CHAINS, MAX_DRAWS, MAX_SVI_STEPS
@@ -248,8 +249,10 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                 result = diagnose(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc, calibrate=calibrate)
         except (FitError, FitDataError) as exc:
             _fail(str(exc))
-        with err_console.status(f"writing plots to {plots}"):
-            written = write_plots(idata, result, plots) if plots is not None else []
+        written = []
+        if plots is not None:
+            with err_console.status(Text(f"writing plots to {plots}")):
+                written = write_plots(idata, result, plots)
         if as_json:
             print(json.dumps(result.to_json_dict()))
         else:
@@ -348,8 +351,10 @@ def _diagnose_kappa(idata, as_json, plots, ppc_draws, seed, ppc, strict) -> None
             result = diagnose_kappa(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc)
     except KappaFitError as exc:
         _fail(str(exc))
-    with err_console.status(f"writing plots to {plots}"):
-        written = write_kappa_plots(idata, result, plots) if plots is not None else []
+    written = []
+    if plots is not None:
+        with err_console.status(Text(f"writing plots to {plots}")):
+            written = write_kappa_plots(idata, result, plots)
     if as_json:
         print(json.dumps(result.to_json_dict()))
     else:

@@ -301,19 +301,23 @@ def check_result(result, self_skills, partner_skills):
     return out
 
 
-def die_with_parent(parent: int) -> bool:
+def die_with_parent(parent) -> bool:
     """Linux: ask the kernel to SIGKILL this worker when its parent dies (a parent killed with
     SIGKILL runs no finaliser; without this a tree in a C loop would burn CPU until RLIMIT_CPU).
-    Returns whether it was set; checks the parent is still the one that started us."""
+    ``parent``: the pid the parent passed (``BELIEFGATE_PARENT_PID``; absent when it started us
+    from a thread other than its main one, whose end would kill us). Returns whether it was set;
+    exits at once if the parent already died before the request took effect."""
     import ctypes
     import os
 
+    if not parent or not parent.isdigit():
+        return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         ok = libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # not Linux: the parent's finaliser and RLIMIT_CPU remain
         return False
-    if ok and os.getppid() != parent:  # the parent died before the request took effect
+    if ok and os.getppid() != int(parent):  # the parent died before the request took effect
         os._exit(0)
     return ok
 
@@ -361,7 +365,7 @@ def main() -> int:
     signal.signal(signal.SIGPROF, _on_cpu_limit)
     import os
 
-    pdeathsig = die_with_parent(os.getppid())
+    pdeathsig = die_with_parent(os.environ.get("BELIEFGATE_PARENT_PID", ""))
     line = inp.readline()
     if not line:
         return 0

@@ -739,19 +739,34 @@ def _read_json_object(path: Path) -> Dict[str, Any]:
 
 
 def _read_state(path: Path) -> LoopState:
-    """``state.json``: an object with :class:`LoopState`'s fields, each of its type."""
-    from pydantic import TypeAdapter, ValidationError
+    """``state.json``: an object with :class:`LoopState`'s fields, each strictly of its type (no
+    ``"3"`` or ``true`` for a count), counts non-negative and only the counters a run keeps."""
+    from typing import get_type_hints
+
+    from pydantic import ConfigDict, TypeAdapter, ValidationError
 
     data = _read_json_object(path)
     unknown = sorted(set(data) - {f.name for f in fields(LoopState)})
     if unknown:
         raise _damaged(path, f"has fields a learning run does not write ({', '.join(unknown)})")
-    try:
-        return TypeAdapter(LoopState).validate_python(data)
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        where = ".".join(str(x) for x in e["loc"])
-        raise _damaged(path, f"has a bad {where}: {e['msg']}") from None
+    hints = get_type_hints(LoopState)
+    for name, value in data.items():
+        try:
+            TypeAdapter(hints[name], config=ConfigDict(strict=True)).validate_python(value)
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            where = ".".join(str(x) for x in (name, *e["loc"]))
+            raise _damaged(path, f"has a bad {where}: {e['msg']}") from None
+    state = LoopState(**data)
+    known = LoopState().counts
+    strange = sorted(set(state.counts) - set(known))
+    if strange:
+        raise _damaged(path, f"has counters a learning run does not keep ({', '.join(strange)})")
+    state.counts = {**known, **state.counts}
+    negative = [k for k, v in (("completed", state.completed), *state.counts.items()) if v < 0]
+    if negative:
+        raise _damaged(path, f"has a negative {negative[0]}")
+    return state
 
 
 def _count_failed(log_path: Path) -> int:

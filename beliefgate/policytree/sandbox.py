@@ -34,6 +34,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 import time
 import weakref
 from pathlib import Path
@@ -218,9 +219,15 @@ class Sandbox:
         try:
             # -s -P and a clean environment isolate the worker as -I would; -I would also ignore
             # PYTHONHASHSEED, and a fixed hash seed makes set iteration order reproducible
+            env = {"PYTHONHASHSEED": "0"}
+            if threading.current_thread() is threading.main_thread():
+                # Linux ties PR_SET_PDEATHSIG to the *thread* that started the child: asked for only
+                # from the main thread, which lives as long as the process (a worker started from a
+                # short-lived thread would be killed when that thread ends)
+                env["BELIEFGATE_PARENT_PID"] = str(os.getpid())
             proc = subprocess.Popen([sys.executable, "-s", "-P", str(WORKER)], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                    env={"PYTHONHASHSEED": "0"}, close_fds=True, cwd="/")
+                                    env=env, close_fds=True, cwd="/")
         except OSError as exc:
             raise SandboxUnavailable("worker-start", f"cannot start the sandbox worker: {exc}") from exc
         self._proc = proc

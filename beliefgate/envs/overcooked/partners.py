@@ -462,7 +462,8 @@ class PartnerRegistry(Mapping):
         if is_partner_path(name):
             path = Path(name)
             try:
-                key = (str(path.resolve()), path.stat().st_mtime)
+                st = path.stat()  # a rewrite within one clock tick still changes the size or the inode
+                key = (str(path.resolve()), st.st_mtime_ns, st.st_size, st.st_ino)
             except OSError as exc:
                 raise PartnerSpecError(f"cannot read partner file {name}: {exc.strerror or exc}") from None
             except RuntimeError:  # Python < 3.13 raises this for a symlink loop

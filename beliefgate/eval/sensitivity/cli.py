@@ -16,8 +16,10 @@ from typing import List, Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from beliefgate.console import check_output_path, console, err_console, fail as _fail, load_input, progress_bar, report_line, say
+from beliefgate.console import (check_output_path, console, err_console, fail as _fail, load_input, progress_bar,
+                                report_line, say)
 from beliefgate.limits import MAX_GLOBAL_N, MAX_HORIZON, MAX_OAT_VALUES, MAX_RESAMPLES
 from beliefgate.eval.ui import print_json, progress_columns, start_executor
 
@@ -198,7 +200,7 @@ def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Opti
             console.print(f"plot: {p}")
     if result.failed:
         for line in result.failed:
-            report_line(line)
+            err_console.print(Text(line, style="bold red"), soft_wrap=True, highlight=False)
         raise typer.Exit(1)
 
 
