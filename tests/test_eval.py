@@ -588,3 +588,24 @@ def test_templated_agents_and_restricted_egos_in_a_grid(tmp_path):
     assert any(s.startswith("agent counter-passer on cramped_room: it only plays") for s in restricted.skipped)
     assert {(e.agent, e.layout) for e in restricted.episodes if e.agent == "counter-passer"} == \
         {("counter-passer", "forced_coordination")}
+
+
+def test_run_summary_says_how_many_calls_fell_back(tmp_path):
+    """A grid whose LLM server is unreachable finishes (every call falls back to the rule planner)
+    and its summary says so, on the console and in --json, not only in the report."""
+    import yaml
+
+    grid = tmp_path / "llm.yaml"
+    grid.write_text(yaml.safe_dump({"name": "llm", "agents": ["bayes-belief"], "layouts": ["cramped_room"],
+                                    "partners": ["balanced"], "seeds": [0], "seats": [0], "horizon": 20,
+                                    "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "timeout_s": 0.2,
+                                            "deadline_s": 0.5}}))
+    proc = _cli("eval", "run", str(grid), "--out", str(tmp_path / "run"), "--workers", "1")
+    assert "fallbacks in 1 of 1 episodes" in proc.stderr, proc.stderr
+    proc = _cli("eval", "run", str(grid), "--out", str(tmp_path / "run"), "--workers", "1", "--json")
+    data = json.loads(proc.stdout)
+    assert data["fallbacks"] > 0 and data["episodes_with_fallbacks"] == 1
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump({**GRID, "agents": ["balanced"], "seeds": [0], "horizon": 10}))
+    done = _cli("eval", "run", str(plain), "--out", str(tmp_path / "plain"), "--workers", "1")
+    assert "fallbacks in" not in done.stderr

@@ -147,6 +147,10 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             console.print(f"played {summary.ran}, already done {summary.skipped_done}, re-scored "
                           f"{summary.rescored}, failed {len(summary.failed)} in {summary.wall_s:.1f} s "
                           f"({summary.executor})")
+            total, hit = summary.fallbacks
+            if total:
+                say("note:", f"{total} fallbacks in {hit} of {len(summary.rows)} episodes (model or tree calls "
+                             f"answered by the fallback; `beliefgate eval report {out}` counts them by role and reason)")
             console.print("results: " + ", ".join(str(p) for p in summary.tables)
                           + (f"; report: {report}" if report is not None else "")
                           + f"  (next: `beliefgate eval report {out}`)")

@@ -39,7 +39,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import beliefgate
 from beliefgate.fileio import atomic_write
@@ -377,12 +377,21 @@ class RunSummary:
     def complete(self) -> bool:
         return len(self.rows) == self.episodes
 
+    @property
+    def fallbacks(self) -> Tuple[int, int]:
+        """``(fallbacks, episodes with any)`` over the finished episodes (LLM and tree calls that
+        the fallback answered; :mod:`beliefgate.planners.fallbacks`)."""
+        counts = [float(r.get("fallbacks", 0.0)) for r in self.rows]
+        counts = [c for c in counts if math.isfinite(c)]
+        return int(sum(counts)), sum(1 for c in counts if c > 0)
+
     def to_dict(self) -> Dict[str, Any]:
         return {"format": RUN_FORMAT, "out": str(self.out), "episodes": self.episodes,
                 "skipped_done": self.skipped_done, "ran": self.ran, "rescored": self.rescored,
                 "failed": self.failed, "notes": self.notes, "rows": len(self.rows),
                 "tables": [str(p) for p in self.tables], "executor": self.executor,
                 "wall_s": round(self.wall_s, 3), "interrupted": self.interrupted, "complete": self.complete,
+                "fallbacks": self.fallbacks[0], "episodes_with_fallbacks": self.fallbacks[1],
                 "version": beliefgate.__version__, "commit": git_commit()}
 
 
