@@ -382,3 +382,17 @@ def test_bad_inputs_raise_specific_errors():
         F.observations(np.zeros((T, K)), completed=np.full(T, K))
     with pytest.raises(ShapeMismatchError, match="filter_batch"):
         F.filter(HAZARD, F.observations(np.zeros((2, T, K))))
+
+
+@pytest.mark.parametrize("params", [F.FilterParams(model="windowed", window=5), F.FilterParams(model="hazard", hazard=0.0)],
+                         ids=["windowed", "hazard-0"])
+def test_offline_filters_refuse_an_impossible_observation_like_the_online_update(params):
+    """An observation no allowed skill can produce gave NaN posteriors and a -inf marginal silently
+    offline, where `update` and the gate raise: now the offline filters raise too, naming the step."""
+    ll = np.array([[0.0, -np.inf], [-np.inf, 0.0]])
+    with pytest.raises(ImpossibleObservationError, match="at step 1 has probability zero"):
+        F.filter(params, F.observations(ll))
+    with pytest.raises(ImpossibleObservationError, match="at step 1 of row 0 has probability zero"):
+        F.filter_batch(params, F.observations(ll[None], batched=True))
+    fine = np.log(np.full((3, 2), 0.5))
+    assert np.isfinite(float(F.filter(params, F.observations(fine)).log_marginal))

@@ -650,3 +650,25 @@ def test_svi_warnings_read_the_elbo_trend_not_the_noise():
     assert svi_warnings(idata(falling), "nuts") == []
     assert "too few" in svi_warnings(idata(settled[:12]), "svi")[0]
     assert "without its ELBO" in svi_warnings(az.InferenceData(posterior=xr.Dataset({"a": (("chain", "draw"), np.zeros((1, 3)))})), "svi")[0]
+
+
+def test_fit_reads_logs_through_the_named_domain(tmp_path):
+    """`fit --domain NAME` looks the loader up in the 'beliefgate.fitdata' entry points (so another
+    domain's logs can be fitted); an unknown domain is one line, exit 2, nothing written."""
+    log = tmp_path / "x.jsonl"
+    log.write_text("{}\n")
+    proc = run_cli("fit", str(log), "--domain", "warehouse", "--out", str(tmp_path / "f.nc"), check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "error: no domain 'warehouse' is registered in 'beliefgate.fitdata'; known: ['overcooked']; reinstall "
+        "beliefgate (pip install -e .) if the list is empty"]
+    assert not (tmp_path / "f.nc").exists()
+
+
+def test_fit_data_refuses_repeated_skill_names():
+    import numpy as np
+
+    from beliefgate.models.data import FitDataError, from_arrays
+
+    q = np.log(np.full((1, 4, 3, 2), 0.5))
+    with pytest.raises(FitDataError, match="skill names must be distinct; a given more than once"):
+        from_arrays(q, np.ones((1, 4, 2), bool), skill_names=["a", "a", "b"])

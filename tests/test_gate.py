@@ -795,3 +795,12 @@ def test_gate_md_table_states_every_field_default_and_range_of_the_model():
         interval = f"{'[' if isinstance(lo, at.Ge) else '('}{num(low)}, {num(bounds[at.Le].le)}]"
         is_int = int in (typing.get_args(field.annotation) or (field.annotation,))
         assert rng.startswith(("int in " if is_int else "") + interval), (name, rng, interval)
+
+
+@pytest.mark.parametrize("names", ["abc", [1, 2], ["a", ""], ["a", "  "]])
+def test_skill_names_must_be_non_empty_strings(names):
+    """A string was split into its letters, numbers became '1', '2', an empty name was accepted."""
+    from beliefgate.beliefs.errors import ShapeMismatchError
+
+    with pytest.raises(ShapeMismatchError, match="sequence of non-empty strings"):
+        Gate.from_logprobs(2 if not isinstance(names, str) else 3, skill_names=names)

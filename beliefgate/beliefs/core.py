@@ -120,7 +120,9 @@ def gate_config(params: Optional[GateParams], num_skills: int,
     if skill_names is None:
         names = tuple(f"skill_{k}" for k in range(num_skills))
     else:
-        names = tuple(str(n) for n in skill_names)
+        if isinstance(skill_names, (str, bytes)) or any(not isinstance(n, str) or not n.strip() for n in skill_names):
+            raise ShapeMismatchError(f"skill_names must be a sequence of non-empty strings, got {skill_names!r}")
+        names = tuple(skill_names)
         if len(names) != num_skills or len(set(names)) != num_skills:
             raise ShapeMismatchError(
                 f"skill_names must hold {num_skills} distinct names, got {list(skill_names)!r}")

@@ -323,7 +323,22 @@ def filter(params: FilterParams, obs) -> FilterResult:  # noqa: A001 - public na
         raise ShapeMismatchError(f"filter expects [T, K] arrays, got loglik {obs.loglik.shape}; "
                                  "use filter_batch for [B, T, K]")
     hazard, alpha = _numbers(params, obs.loglik.dtype)
-    return _filter_jit(params.model, params.window, hazard, alpha, obs)
+    return _possible(_filter_jit(params.model, params.window, hazard, alpha, obs))
+
+
+def _possible(result):
+    """``result``, or :class:`ImpossibleObservationError` naming the first step (and row) whose
+    observation has probability zero under every skill the model allows: there the posterior
+    is 0/0 (NaN) and the log marginal -inf, as :func:`update` and the online gate refuse."""
+    ln = np.asarray(result.log_normalizer)
+    bad = ~np.isfinite(ln)
+    if bad.any():
+        where = np.argwhere(bad)[0]
+        at = f"step {where[-1]}" + (f" of row {where[0]}" if ln.ndim == 2 else "")
+        raise ImpossibleObservationError(
+            f"the observation at {at} has probability zero under every skill the model allows (all feasible "
+            "skills with predicted mass have loglik = -inf): the filter has no posterior there")
+    return result
 
 
 def filter_batch(params: FilterParams, obs, *, method: str = "scaled", shards: Optional[int] = None):
@@ -363,9 +378,9 @@ def filter_batch(params: FilterParams, obs, *, method: str = "scaled", shards: O
         batch = obs.loglik.shape[0]
         count = default_shards(obs.loglik) if shards is None else min(int(shards), batch)
         if count <= 1:
-            return batch_filter_scaled(hazard, alpha, obs, simple=simple)
-        return _sharded(hazard, alpha, obs, simple, count)
-    return _filter_batch_jit(params.model, params.window, hazard, alpha, obs)
+            return _possible(batch_filter_scaled(hazard, alpha, obs, simple=simple))
+        return _possible(_sharded(hazard, alpha, obs, simple, count))
+    return _possible(_filter_batch_jit(params.model, params.window, hazard, alpha, obs))
 
 
 #: Fewest rows per block when :func:`filter_batch` shards a batch by default (a block's

@@ -148,6 +148,10 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         x64: bool = typer.Option(False, "--x64/--no-x64", help="float64 JAX (slower, more precise)"),
         allow_incomplete: bool = typer.Option(False, "--allow-incomplete",
                                               help="accept logs without their final row"),
+        domain: str = typer.Option("overcooked", "--domain",
+                                   help="whose logs these are: the loader a domain registers in the "
+                                        "'beliefgate.fitdata' entry-point group (called with paths, partner "
+                                        "side, allow_incomplete= and progress=)"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bars"),
         as_json: bool = typer.Option(False, "--json", help="print the fit's record and summary as JSON"),
     ) -> None:
@@ -194,7 +198,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                 def tick(i, n, label):
                     bar.update(task, completed=i, description=f"reading {label}")
 
-                data = load_logs(logs, partner_side, allow_incomplete=allow_incomplete, progress=tick)
+                data = load_logs(logs, partner_side, domain=domain, allow_incomplete=allow_incomplete,
+                                 progress=tick)
         except FitDataError as exc:
             _fail(str(exc))
         err_console.print(f"fitting the {config.model} model by {config.method.upper()} on "
