@@ -272,11 +272,12 @@ def switches(
     for flag, path in outputs:
         check_output_path(flag, path)
     check_figure_path("--plot", plot)
-    named: dict = {}
-    for flag, path in outputs:
-        if path.resolve() in named:
-            _fail(f"{named[path.resolve()]} and {flag} name the same file {path}: the second would overwrite the first")
-        named[path.resolve()] = flag
+    from beliefgate.validation import repeats
+
+    same_file = repeats(outputs, key=lambda output: output[1].resolve())
+    if same_file:
+        (first, _), (second, path) = same_file[0][1][:2]
+        _fail(f"{first} and {second} name the same file {path}: the second would overwrite the first")
     check_output_path("--cache", cache, folder=True)
     params = load_input("--params", params_file, GateParams.load) if params_file else GateParams()
     seed_list = range(first_seed, first_seed + seeds)

@@ -78,10 +78,15 @@ def say(label: str, message: str, style: str = "yellow", target: Optional[Consol
                                   soft_wrap=True, highlight=False)
 
 
+def say_failure(line: str, target: Optional[Console] = None) -> None:
+    """A failed episode's line, whole, in bold red (never read as markup)."""
+    (target or err_console).print(Text(line, style="bold red"), soft_wrap=True, highlight=False)
+
+
 def report_line(line: str, target: Optional[Console] = None) -> None:
     """A grid runner's report line: ``FAILED ...`` in bold red, anything else as a note."""
     if line.startswith("FAILED"):
-        (target or err_console).print(Text(line, style="bold red"), soft_wrap=True, highlight=False)
+        say_failure(line, target)
     else:
         say("note:", line, "yellow", target)
 

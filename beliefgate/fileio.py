@@ -179,7 +179,8 @@ class FileLock:
         self.release()
 
 
-__all__ = ["atomic_write", "FileLock", "LockHeldError", "require_file", "read_text", "output_path_problem"]
+__all__ = ["atomic_write", "FileLock", "LockHeldError", "require_file", "read_text", "output_path_problem",
+           "finite_or_none", "json_safe", "DataSyntaxError", "parse_data", "duplicate_json_key"]
 
 
 def finite_or_none(value):

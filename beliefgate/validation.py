@@ -122,7 +122,7 @@ class CheckedModel(BaseModel):
         return self.model_copy(update=changes)
 
 
-__all__ = ["CheckedModel", "ParamError", "Problem", "first_problem", "param_error"]
+__all__ = ["CheckedModel", "ParamError", "Problem", "first_problem", "param_error", "repeats"]
 
 
 def repeats(values, key=None) -> list:

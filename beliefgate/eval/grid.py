@@ -146,7 +146,7 @@ class GridSpec(BaseModel):
                 raise ValueError(f"seeds {{start, count}}: {first_problem(exc, 'seeds').message}") from None
         if not isinstance(v, (list, tuple, SeedRange)):
             raise ValueError(f"seeds must be a list of integers or {{start: S, count: N}}, got {v!r}")
-        bad = [s for s in v if isinstance(v, (list, tuple)) and (isinstance(s, bool) or not isinstance(s, int))]
+        bad = [] if isinstance(v, SeedRange) else [s for s in v if isinstance(s, bool) or not isinstance(s, int)]
         if bad:
             raise ValueError(f"seeds must be integers, got {bad[0]!r}")
         return v

@@ -386,17 +386,20 @@ class RunSummary:
         return int(sum(counts)), sum(1 for c in counts if c > 0)
 
     def to_dict(self) -> Dict[str, Any]:
+        fallbacks, with_fallbacks = self.fallbacks
         return {"format": RUN_FORMAT, "out": str(self.out), "episodes": self.episodes,
                 "skipped_done": self.skipped_done, "ran": self.ran, "rescored": self.rescored,
                 "failed": self.failed, "notes": self.notes, "rows": len(self.rows),
                 "tables": [str(p) for p in self.tables], "executor": self.executor,
                 "wall_s": round(self.wall_s, 3), "interrupted": self.interrupted, "complete": self.complete,
-                "fallbacks": self.fallbacks[0], "episodes_with_fallbacks": self.fallbacks[1],
+                "fallbacks": fallbacks, "episodes_with_fallbacks": with_fallbacks,
                 "version": beliefgate.__version__, "commit": git_commit()}
 
 
 #: what a run directory holds (moved aside together when another grid replaces it)
-RUN_DIR_ENTRIES = ("grid.json", "run.json", "results.csv", "results.parquet", "episodes", "reports")
+#: the files a run directory holds, and with its folders every entry a grid's results are made of
+RUN_DIR_FILES = ("grid.json", "run.json", "results.csv", "results.parquet")
+RUN_DIR_ENTRIES = RUN_DIR_FILES + ("episodes", "reports")
 
 
 def check_run_dir(out: str | Path, resolved: ResolvedGrid, force: bool = False) -> Optional[Path]:
@@ -441,7 +444,7 @@ def prepare_out(out: Path, resolved: ResolvedGrid) -> None:
     out.mkdir(parents=True, exist_ok=True)
     if not out.is_dir():
         raise RunError(f"{out} is not a directory")
-    for name in ("grid.json", "run.json", "results.csv", "results.parquet"):
+    for name in RUN_DIR_FILES:
         if (out / name).is_dir():  # found now, not when the table is written after every episode
             raise RunError(f"{out / name} is a directory; the run writes a file there (move it away)")
     record = {"format": "beliefgate.grid-run/1", "spec": resolved.spec.canonical(),
@@ -468,13 +471,12 @@ def check_results(rows: List[Dict[str, Any]], record: Dict[str, Any], out: str |
     if digest and foreign:
         raise RunError(f"{out}: the results table holds rows of another grid (grid_digest {', '.join(foreign)}; "
                        f"this run directory's grid is {digest}); rerun `beliefgate eval run` into it to rebuild it")
-    cells: Dict[tuple, int] = {}
-    for r in rows:
-        key = (r.get("agent"), r.get("layout"), r.get("partner"), r.get("seat"), r.get("seed"), r.get("horizon"))
-        cells[key] = cells.get(key, 0) + 1
-    twice = [k for k, n in cells.items() if n > 1]
+    from beliefgate.validation import repeats
+
+    twice = repeats(rows, key=lambda r: (r.get("agent"), r.get("layout"), r.get("partner"), r.get("seat"),
+                                         r.get("seed"), r.get("horizon")))
     if twice:
-        a, lay, p, seat, seed, _ = twice[0]
+        a, lay, p, seat, seed, _ = twice[0][0]
         raise RunError(f"{out}: the results table holds {len(twice)} episode(s) more than once (e.g. {a} + {p} on "
                        f"{lay}, seat {seat}, seed {seed}); rerun `beliefgate eval run` into it to rebuild it")
     expected = record.get("episodes")

@@ -331,7 +331,7 @@ def play_cached(layout: str, partner: str, seed: int, horizon: int, ego: str, ca
         try:
             traj = read_log(path)
         except (LogFormatError, OSError, UnicodeDecodeError) as exc:
-            traj, why = None, one_line(str(exc))
+            why = one_line(str(exc))
         else:
             h = traj.header
             why = "it holds another episode"
@@ -355,16 +355,15 @@ def playable(layouts: Sequence[str], partners: Sequence[str]) -> List[Tuple[str,
     from beliefgate.envs.overcooked.layouts import resolve_layout
     from beliefgate.envs.overcooked.partners import layout_restriction
 
-    return [(resolve_layout(layout), p) for layout in layouts for p in partners
-            if layout_restriction(p, resolve_layout(layout)) is None]
+    resolved = [resolve_layout(layout) for layout in layouts]
+    return [(layout, p) for layout in resolved for p in partners if layout_restriction(p, layout) is None]
 
 
 def record_all(layouts: Sequence[str], partners: Sequence[str], seeds: Iterable[int], horizon: int = 400,
                ego: str = "balanced", params=None, progress=None, cache_dir: Optional[Path] = None,
                replaced: Optional[List[str]] = None) -> List[EpisodeTrace]:
     """Record every (layout, partner, seed) episode; partners restricted to other layouts are left out."""
-    from beliefgate.envs.overcooked.layouts import resolve_layout
-    from beliefgate.envs.overcooked.partners import PARTNERS, check_partners
+    from beliefgate.envs.overcooked.partners import check_partners
 
     seeds = list(seeds)
     if not seeds or not partners or not layouts:
@@ -483,7 +482,8 @@ def partner_files(partners: Sequence[str]) -> Dict[str, Any]:
     empty without file partners (the configs of named partners are unchanged)."""
     from beliefgate.eval.grid import partner_file_digest
 
-    files = {p: partner_file_digest(p) for p in partners if partner_file_digest(p) is not None}
+    digests = {p: partner_file_digest(p) for p in partners}
+    files = {p: d for p, d in digests.items() if d is not None}
     return {"partner_files": files} if files else {}
 
 
@@ -535,7 +535,7 @@ def tune_gate(layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Seque
     check_names(partners, ego)
     check_partners(list(partners), horizon)
     jobs = [(lay, p, sd) for lay, p in playable(layouts, partners) for sd in seeds]
-    if not jobs or not seeds:
+    if not jobs:
         raise SwitchBenchmarkError("no episodes to tune on: every partner is restricted to other layouts, "
                                    "or no seed was given")
     trajs = []

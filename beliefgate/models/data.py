@@ -24,6 +24,7 @@ from typing import Callable, Mapping, NamedTuple, Optional, Sequence, Union
 import numpy as np
 
 from beliefgate.models.skill_model import SkillData, skill_data
+from beliefgate.validation import repeats
 
 PathLike = Union[str, Path]
 Progress = Callable[[int, int, str], None]
@@ -228,9 +229,9 @@ def from_arrays(q, action_mask, weight=None, feasible=None, completed=None, prio
         raise FitDataError(f"need {num_skills} skill names and {num_actions} action names, got "
                            f"{len(names)} and {len(anames)}")
     for what, given in (("skill", names), ("action", anames)):
-        twice = sorted({n for n in given if given.count(n) > 1}, key=str)
+        twice = sorted((str(name) for name, _ in repeats(given)))
         if twice:  # the fit's coordinates (and ArviZ's summary) need one name per skill
-            raise FitDataError(f"{what} names must be distinct; {', '.join(map(str, twice))} given more than once")
+            raise FitDataError(f"{what} names must be distinct; {', '.join(twice)} given more than once")
     if any(not 0 <= int(a) < num_actions for a in excluded_actions):
         raise FitDataError(f"excluded_actions must lie in [0, {num_actions})")
     srcs = tuple(sources) if sources is not None else tuple(f"trajectory_{b}" for b in range(num_traj))

@@ -39,6 +39,7 @@ from __future__ import annotations
 import ast
 import json
 import operator
+import os
 import resource
 import signal
 import sys
@@ -308,7 +309,6 @@ def die_with_parent(parent) -> bool:
     from a thread other than its main one, whose end would kill us). Returns whether it was set;
     exits at once if the parent already died before the request took effect."""
     import ctypes
-    import os
 
     if not parent or not parent.isdigit():
         return False
@@ -363,8 +363,6 @@ def main() -> int:
     inp = sys.stdin
     sys.stdout = sys.stderr = open("/dev/null", "w")  # nothing else may write on the protocol pipe
     signal.signal(signal.SIGPROF, _on_cpu_limit)
-    import os
-
     pdeathsig = die_with_parent(os.environ.get("BELIEFGATE_PARENT_PID", ""))
     line = inp.readline()
     if not line:

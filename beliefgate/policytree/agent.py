@@ -40,7 +40,7 @@ from beliefgate.envs.overcooked.flat_state import flat_state
 from beliefgate.envs.overcooked.state import SymbolicState
 from beliefgate.errors import InputError
 from beliefgate.planners.fallbacks import Fallback, FallbackLog
-from beliefgate.policytree.sandbox import Sandbox, SandboxError
+from beliefgate.policytree.sandbox import Sandbox, SandboxError, SandboxTimeout, SandboxViolation
 
 #: the fallback reason (``beliefgate.planners.errors.FALLBACK_REASONS``) under which a refused tree
 #: call is counted: over a time limit = deadline, over a CPU budget = budget, a worker that could
@@ -123,8 +123,6 @@ class PolicyTreeAgent:
         split = any(seat_skills(layout, p) != SKILLS for p in (0, 1))
         self.place_cells = shared_counters(layout) if split else None
         self.place_skill = self.library.index("place_obj_on_counter")
-        from beliefgate.policytree.sandbox import SandboxTimeout, SandboxViolation
-
         try:
             self.box = shared_sandbox(self.code, player, self.self_skills, seat_skills(layout, self.partner),
                                       **self.limits)
@@ -144,7 +142,6 @@ class PolicyTreeAgent:
         self.belief_map: Optional[str] = None
         self.replans = 0
         self.tree_calls = 0
-        self.tree_errors = 0
         self.fallback_log = FallbackLog()
         self.not_executable = 0
         self.latencies_us = []
@@ -171,7 +168,6 @@ class PolicyTreeAgent:
             prediction, choice = self.box.call(d)
         except SandboxError as exc:
             error = exc.rule
-            self.tree_errors += 1
             self.fallback_log.record(Fallback("tree", TREE_FALLBACK_REASONS.get(exc.rule, "unusable_reply"),
                                               str(exc)[:200]))
         self.latencies_us.append((time.perf_counter() - started) * 1e6)
@@ -207,6 +203,11 @@ class PolicyTreeAgent:
 
     def info(self) -> Dict[str, object]:
         return dict(self._info) if self._info else {"skill": None, "replans": 0, "llm_calls": 0}
+
+    @property
+    def tree_errors(self) -> int:
+        """Refused tree calls this episode (each one a fallback of role ``tree``)."""
+        return self.fallback_log.total
 
     def fallback_summary(self) -> Dict[str, object]:
         """This episode's refused tree calls as fallbacks (role ``tree``): the episode summary, the
@@ -249,8 +250,6 @@ def check_tree_source(source: str) -> str:
     """The code of ``source`` (a tree file or ``seed:LAYOUT``), checked as the sandbox checks it
     when an agent loads it (syntax, allowed statements and names, the entry function), without
     playing: a :class:`TreeSpecError` naming the file for code the sandbox would refuse."""
-    from beliefgate.policytree.sandbox import SandboxTimeout, SandboxViolation
-
     code = load_tree_code(source)
     if not code.strip():
         raise TreeSpecError(f"policy tree file {source}: empty (a tree needs a function {ENTRY})")

@@ -727,12 +727,14 @@ def _damaged(path: Path, what: str) -> LearnConfigError:
 
 
 def _read_json_object(path: Path) -> Dict[str, Any]:
+    from beliefgate.fileio import DataSyntaxError, parse_data, read_text
+
+    text = read_text(path, lambda message: LearnConfigError(f"{message}; repair or remove it (or use a new --out)"),
+                     "run dir file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise _damaged(path, "is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise _damaged(path, f"is not JSON (line {exc.lineno}: {exc.msg})") from None
+        data = parse_data(text, "json")
+    except DataSyntaxError as exc:
+        raise _damaged(path, f"is not JSON ({exc})") from None
     if not isinstance(data, dict):
         raise _damaged(path, f"holds a JSON {type(data).__name__}, not an object")
     return data

@@ -16,10 +16,9 @@ from typing import List, Optional
 
 import typer
 from rich.table import Table
-from rich.text import Text
 
 from beliefgate.console import (check_output_path, console, err_console, fail as _fail, load_input, progress_bar,
-                                report_line, say)
+                                report_line, say, say_failure)
 from beliefgate.limits import MAX_GLOBAL_N, MAX_HORIZON, MAX_OAT_VALUES, MAX_RESAMPLES
 from beliefgate.eval.ui import print_json, progress_columns, start_executor
 
@@ -200,7 +199,7 @@ def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Opti
             console.print(f"plot: {p}")
     if result.failed:
         for line in result.failed:
-            err_console.print(Text(line, style="bold red"), soft_wrap=True, highlight=False)
+            say_failure(line)
         raise typer.Exit(1)
 
 
