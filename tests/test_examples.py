@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -53,7 +54,6 @@ def test_belief_counterfactual_leaves_the_episode_as_it_was():
     """docs/examples/results16/belief_counterfactual.py searches every decision a second time with the
     other imagined partner: the episode (reward, every decision record) is the plain overforge one."""
     import importlib.util
-    import json
 
     from beliefgate.eval.episode import run_episode
 
@@ -170,3 +170,27 @@ def test_select_gate_checks_replays_and_applies_its_rule(tmp_path):
     line = next(x for x in proc.stdout.splitlines() if x.startswith("loose"))
     assert f"pooled n=3: {gain:+.2f} [" in line, line
     assert "decision: the defaults stay" in proc.stdout or gain > 0
+
+
+def test_jax_rule_measurement_agrees_with_the_numpy_rule():
+    """docs/examples/results15/jax_rule.py (docs/accelerator.md): the argmax rule under jax.jit, one state at
+    a time and vmap-ed over all states, gives the NumPy rule's numbers to rounding."""
+    proc = run_example("results15/jax_rule.py", "--streams", "1", "--points", "512")
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if "points:" in line]
+    assert len(lines) == 1 and float(lines[0].rsplit(" ", 1)[1]) < 1e-12
+
+
+def test_accelerator_benchmark_smoke(tmp_path):
+    """benchmarks/bench_accel.py --quick --cpu-only: every part measured in the CPU child (no accelerator
+    asked for), the table printed, the JSON written with the configuration."""
+
+    out = tmp_path / "accel.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_accel.py"), "--quick",
+                           "--cpu-only", "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    cpu = result["cpu"]
+    assert cpu["platform"] == "cpu" and "accel" not in result and result["config"]["quick"]
+    assert cpu["filter"][0]["s"] > 0 and cpu["kappa_fit"]["max_rhat"] > 0 and cpu["skill_fit"]["min_bulk_ess"] > 0
+    assert "no accelerator backend" in proc.stdout
