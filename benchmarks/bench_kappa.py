@@ -53,6 +53,20 @@ def evidence_stream(rng, k: int, judgments: int, rollouts: int, values=(0.0, 1.0
     return [out[i] for i in order]
 
 
+def judged_states(params: KappaParams, k: int, streams: int, seed: int) -> list:
+    """Every state with at least one judged pair along ``streams`` of the benchmark's evidence
+    streams (20 judgments, 10 rollouts each): the states the argmax rule is timed on."""
+    rng = np.random.default_rng(seed)
+    states = []
+    for _ in range(streams):
+        state = kappa_init(params, [f"b{i}" for i in range(k)])
+        for ev in evidence_stream(rng, k, 20, 10):
+            state, _ = kappa_update(params, state, ev)
+            if len(state.pairs):
+                states.append(state)
+    return states
+
+
 def latency(params: KappaParams, k: int, streams: int, seed: int) -> dict:
     rng = np.random.default_rng(seed)
     times = {"all": [], "judgment": [], "rollout": []}

@@ -32,7 +32,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax.scipy.special import ndtr  # noqa: E402
 
-from benchmarks.bench_kappa import evidence_stream  # noqa: E402
+from benchmarks.bench_kappa import judged_states  # noqa: E402
 from beliefgate import KappaParams  # noqa: E402
 from beliefgate.beliefs import kappa as K  # noqa: E402
 
@@ -83,14 +83,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--points", type=int, nargs="+", default=[2048, 16384])
     args = ap.parse_args(argv)
     params = KappaParams()
-    rng = np.random.default_rng(args.seed)
-    states = []
-    for _ in range(args.streams):
-        state = K.kappa_init(params, [f"b{i}" for i in range(8)])
-        for ev in evidence_stream(rng, 8, 20, 10):
-            state, _ = K.kappa_update(params, state, ev)
-            if len(state.pairs):
-                states.append(state)
+    states = judged_states(params, 8, args.streams, args.seed)
     device = jax.devices()[0]
     out = {"config": {"streams": args.streams, "seed": args.seed, "states": len(states), "jax": jax.__version__,
                       "backend": jax.default_backend(), "device": str(device.device_kind)}}

@@ -27,7 +27,7 @@ except ImportError:
     sys.exit("error: this measurement needs Numba (pip install numba); beliefgate itself does not")
 
 sys.path.insert(0, ".")
-from benchmarks.bench_kappa import evidence_stream  # noqa: E402
+from benchmarks.bench_kappa import judged_states  # noqa: E402
 from beliefgate import KappaParams  # noqa: E402
 from beliefgate.beliefs import kappa as K  # noqa: E402
 
@@ -100,14 +100,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=1000)
     args = ap.parse_args(argv)
     params = KappaParams()
-    rng = np.random.default_rng(args.seed)
-    states = []
-    for _ in range(args.streams):
-        state = K.kappa_init(params, [f"b{i}" for i in range(8)])
-        for ev in evidence_stream(rng, 8, 20, 10):
-            state, _ = K.kappa_update(params, state, ev)
-            if len(state.pairs):
-                states.append(state)
+    states = judged_states(params, 8, args.streams, args.seed)
     out = {"config": {"streams": args.streams, "seed": args.seed, "numba": numba.__version__,
                       "numpy": np.__version__, "states": len(states),
                       "median_pairs": float(np.median([len(s.pairs) for s in states]))}}
