@@ -90,7 +90,9 @@ def partners(
 @app.command()
 def episode(
     layout: str = typer.Option(..., help="layout name (see `beliefgate layouts`)"),
-    ego: str = typer.Option("balanced", help="ego agent name"),
+    ego: str = typer.Option("balanced", help="ego agent: bayes-belief[:full|no_replan|no_prompt|no_belief|paper], "
+                            "overforge, proagent, periodic-N, completion-held, llm-judge, hypothetical-minds, bc, "
+                            "policy-tree:FILE, any partner name (`beliefgate partners`) or a partner file"),
     partner: str = typer.Option("balanced", help="partner name (see `beliefgate partners`) or partner file path"),
     seed: int = typer.Option(0, min=0, help="episode seed (>= 0)"),
     horizon: int = typer.Option(400, min=1, max=MAX_HORIZON, help="episode length in steps"),

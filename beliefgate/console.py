@@ -140,6 +140,21 @@ def check_output_path(flag: str, path: Optional[Path], folder: bool = False) -> 
         fail(f"{flag} {path}: {problem}")
 
 
+def check_not_input(flag: str, out: Optional[Path], inputs: Sequence[Path]) -> None:
+    """Refuse an output path that names one of the command's input files (``report ep.jsonl -o
+    ep.jsonl`` replaced the log by its own page): one line, exit 2, before any work."""
+    if out is None:
+        return
+    for source in inputs:
+        try:
+            same = os.path.samefile(out, source) if out.exists() and source.exists() else \
+                out.resolve() == source.resolve()
+        except OSError:
+            continue  # an input that cannot be read is refused by its own loader, naming it
+        if same:
+            fail(f"{flag} {out}: is the input {source}; writing there would destroy it (give another path)")
+
+
 def load_input(flag: str, path: Path, loader: Callable[[Path], T]) -> T:
     """``loader(path)`` for an input file named by ``flag``; a bad file (missing, not text, invalid:
     any :class:`~beliefgate.errors.InputError`) is one line naming ``flag`` and ``path``, exit 2."""

@@ -45,6 +45,17 @@ KAPPA_TRUTH = {"tau": 0.7, "sigma_r": 0.8, "mu0": 0.3, "sigma0": 1.2}
 SKILL_TRUTH = {"beta": 2.5, "epsilon": 0.1, "hazard": 0.08}
 
 
+def positive(text: str) -> int:
+    """An integer >= 1 (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def _best(fn, repeats: int) -> float:
     import jax
 
@@ -193,7 +204,7 @@ def accelerator_platform() -> Optional[str]:
     return None
 
 
-def print_table(results: dict, agreement: dict) -> None:
+def print_table(results: dict, agreement: dict, cpu_only: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -213,7 +224,7 @@ def print_table(results: dict, agreement: dict) -> None:
     console.print(table)
     if "kappa_fit" in cpu or "skill_fit" in cpu:
         fits = Table(title=f"NUTS fits (compilation included), {cpu['chains']} chains")
-        for col in ("fit", "platform", "chains", "wall s", "CPU / acc", "max r_hat", "min bulk ESS", "ESS/s",
+        for col in ("fit", "platform", "chain method", "wall s", "CPU / acc", "max r_hat", "min bulk ESS", "ESS/s",
                     "truths in 90%"):
             fits.add_column(col, justify="right")
         for part in ("kappa_fit", "skill_fit"):
@@ -238,27 +249,31 @@ def print_table(results: dict, agreement: dict) -> None:
             if isinstance(value, dict) and "error" in value:
                 console.print(f"{name} {key} failed: {value['error']}", markup=False)
     if not acc:
-        console.print("no accelerator backend could start here: CPU only (no ratios).", markup=False)
+        why = "--cpu-only" if cpu_only else "no accelerator backend could start here"
+        console.print(f"{why}: CPU only (no ratios).", markup=False)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smoke sizes")
-    parser.add_argument("--batches", type=int, nargs="+", default=[1024, 8192])
-    parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--skills", type=int, nargs="+", default=[6, 64])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--decisions", type=int, default=500)
-    parser.add_argument("--trajectories", type=int, default=50)
-    parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--draws", type=int, default=300)
-    parser.add_argument("--warmup", type=int, default=300)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smoke sizes (replace every size option below)")
+    parser.add_argument("--batches", type=positive, nargs="+", default=[1024, 8192], help="filter: batch sizes B")
+    parser.add_argument("--steps", type=positive, default=400, help="filter and skill fit: steps T per trajectory")
+    parser.add_argument("--skills", type=positive, nargs="+", default=[6, 64], help="filter: numbers of skills K")
+    parser.add_argument("--repeats", type=positive, default=5, help="filter: timed calls (the best is kept)")
+    parser.add_argument("--decisions", type=positive, default=500, help="kappa fit: simulated decisions")
+    parser.add_argument("--trajectories", type=positive, default=50, help="skill fit: synthetic trajectories")
+    parser.add_argument("--chains", type=positive, default=4, help="both fits: NUTS chains")
+    parser.add_argument("--draws", type=positive, default=300, help="both fits: draws per chain")
+    parser.add_argument("--warmup", type=positive, default=300, help="both fits: warm-up steps per chain")
     parser.add_argument("--no-fits", action="store_true", help="only the filter")
     parser.add_argument("--cpu-only", action="store_true", help="do not look for an accelerator")
-    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--json", type=Path, default=None, help="write the results here (its folder must exist)")
     parser.add_argument("--child-json", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.json is not None and (args.json.is_dir() or not args.json.resolve().parent.is_dir()):
+        parser.error(f"--json {args.json}: not a file in an existing folder")  # before minutes of measuring
     if args.quick:
         args.batches, args.steps, args.skills, args.repeats = [16], 40, [3], 1
         args.decisions, args.trajectories, args.draws, args.warmup, args.chains = 20, 8, 50, 50, 2
@@ -287,7 +302,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                 b = np.load(out_dir / f"lm_{tag}_{row['B']}_{row['K']}.npy")
                 agreement[f"{row['B']}_{row['K']}"] = float(np.max(np.abs(a - b)))
         results["filter_agreement"] = agreement
-    print_table(results, agreement)
+    print_table(results, agreement, args.cpu_only)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
     return results

@@ -418,7 +418,8 @@ def _feasible_mask(config: GateConfig, feasible) -> Optional[np.ndarray]:
     return arr
 
 
-def _weight(weight) -> float:
+def step_weight(weight) -> float:
+    """A step's tempering weight, checked: a finite number in ``[0, MAX_WEIGHT]`` (``InvalidWeightError``)."""
     if type(weight) is float and weight == 1.0:  # the common case, fast
         return 1.0
     if isinstance(weight, (bool, np.bool_)) or not isinstance(
@@ -510,7 +511,7 @@ def reduce_table_args(config: GateConfig, logprobs, action, completed=None, feas
     rowmax = _row_max(lp)
     comp = -1 if completed is None else _completed_index(config, completed)
     feas = None if feasible is None else _feasible_mask(config, feasible)
-    w = 1.0 if (type(weight) is float and weight == 1.0) else _weight(weight)
+    w = 1.0 if (type(weight) is float and weight == 1.0) else step_weight(weight)
     col = lp[:, a]
     if config.skill_ref:
         score, top = _vs_best_skill(col, feas)
@@ -532,7 +533,7 @@ def reduce_step(config: GateConfig, ev: StepEvidence) -> Reduced:
     rowmax = _row_max(lp)
     comp = _completed_index(config, ev.completed)
     feas = _feasible_mask(config, ev.feasible)
-    w = _weight(ev.weight)
+    w = step_weight(ev.weight)
     if idx.size == 1:
         raw = best = lp[:, int(idx[0])]
     else:
@@ -561,7 +562,7 @@ def reduce_loglik(config: GateConfig, ev: LoglikEvidence) -> Reduced:
             raise NonFiniteLoglikError(f"finite loglik entries must lie within ±{MAX_ABS_LOGPROB:g}")
     comp = _completed_index(config, ev.completed)
     feas = _feasible_mask(config, ev.feasible)
-    w = _weight(ev.weight)
+    w = step_weight(ev.weight)
     score, top = _vs_best_skill(v, feas)
     return Reduced(_temper(v, w), score, top, w, comp, feas)
 
@@ -806,6 +807,7 @@ def make_gate(params: Optional[GateParams] = None, num_skills: int = 6,
 __all__ = [
     "GateConfig",
     "gate_config",
+    "step_weight",
     "BeliefState",
     "GateState",
     "GateInfo",

@@ -229,7 +229,7 @@ class Gate:
         whether the ego is executing a skill that could be interrupted.
         """
         reduced = _core.reduce_table_args(self._config, action_logprobs, action, completed, feasible, weight)
-        return self._take(reduced, _ego(ego_active))
+        return self._take(reduced, check_ego_active(ego_active))
 
     def step_evidence(self, ev: StepEvidence, *, ego_active: bool = True) -> Decision:
         """Condition on a :class:`StepEvidence` (the general entry point).
@@ -238,7 +238,7 @@ class Gate:
         ``sum_{a in mask} pi_hat(a | s_t, k)`` tempered by ``weight``; the gate's
         ``l_t`` uses the best consistent action under the MAP skill.
         """
-        return self._take(_core.reduce_step(self._config, ev), _ego(ego_active))
+        return self._take(_core.reduce_step(self._config, ev), check_ego_active(ego_active))
 
     def step_loglik(self, loglik, completed=None, *, feasible=None, weight=1.0,
                     ego_active: bool = True) -> Decision:
@@ -248,11 +248,11 @@ class Gate:
         ``l_t = exp(lambda (loglik[m] - max_k loglik[k]))``.
         """
         ev = LoglikEvidence(loglik, completed, feasible, weight)
-        return self._take(_core.reduce_loglik(self._config, ev), _ego(ego_active))
+        return self._take(_core.reduce_loglik(self._config, ev), check_ego_active(ego_active))
 
     def update(self, evidence, *, ego_active: bool = True) -> Decision:
         """Condition on any evidence form of :mod:`beliefgate.beliefs.core`."""
-        return self._take(_core.reduce(self._config, evidence), _ego(ego_active))
+        return self._take(_core.reduce(self._config, evidence), check_ego_active(ego_active))
 
     def observe(self, state, next_state, *, ego_active: bool = True) -> Decision:
         """Infer the partner's action from two domain states and condition on it."""
@@ -264,7 +264,7 @@ class Gate:
         return self.step_evidence(observer.evidence(state, next_state), ego_active=ego_active)
 
 
-def _ego(value) -> bool:
+def check_ego_active(value) -> bool:
     """``ego_active`` must be a real boolean: the string "false" is not False."""
     if value is True or value is False:
         return value

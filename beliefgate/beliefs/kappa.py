@@ -57,6 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from beliefgate.models.kappa import (  # errors and checks live with the model: beliefs build on models
+    KappaDataError,
     PARAM_RANGES,
     BranchNameError,
     DepthError,
@@ -76,7 +77,7 @@ from beliefgate.models.kappa import (  # errors and checks live with the model: 
     _check_names,
     _depth,
     _index,
-    _outcome,
+    judgment_outcome,
     _score,
 )
 from beliefgate.validation import CheckedModel
@@ -666,7 +667,7 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 def _add_judgment(params: KappaParams, state: KappaState, ev: Judgment) -> KappaState:
     b = _index(state, ev.left, "left")
     c = _index(state, ev.right, "right")
-    y = _outcome(ev.y)
+    y = judgment_outcome(ev.y)
     if b == c:
         raise SelfJudgmentError(f"branch {state.names[b]!r} cannot be judged against itself", "right")
     winner = b if y == 1 else c
@@ -839,8 +840,12 @@ class Kappa:
         if isinstance(evidence, (str, bytes)) or not isinstance(evidence, Sequence) or not evidence:
             raise EvidenceTypeError("update_many takes a non-empty sequence of evidence", "evidence")
         state, info, log = self._state, self._info, list(self._log)
-        for ev in evidence:
-            state, info = kappa_update(self._params, state, ev)
+        for index, ev in enumerate(evidence):
+            try:
+                state, info = kappa_update(self._params, state, ev)
+            except KappaInputError as exc:
+                exc.index = index  # which piece: a service names it in its error's location
+                raise
             log.append(evidence_record(state.names, ev))
         self._state, self._info, self._log = state, info, log
         return info
@@ -959,6 +964,10 @@ class Kappa:
                "kappa": self._info.kappa, "best": self._info.best_name}
         if decision is not None:
             out["decision"] = decision
+        clash = sorted(set(extra) & (set(out) | {"decision"}))
+        if clash:  # a record whose evidence was replaced would be fitted as if it were the decision's
+            raise KappaDataError(f"to_record: {', '.join(clash)} would replace the record's own field(s); "
+                                 "give extra fields other names")
         out.update(extra)
         return out
 

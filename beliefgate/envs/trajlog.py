@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, IO, List, Optional
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from beliefgate.envs.overcooked.state import SymbolicState
 
@@ -56,6 +56,15 @@ class LogHeader(BaseModel):
     partner: Optional[str] = None
     version: str
     config: Dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _seat_is_a_player(self) -> "LogHeader":
+        # the ego's seat indexes the players: a seat of 5 (or -1) in an edited header crashed the
+        # report with an IndexError and misled fit into "partner side -4"
+        if not 0 <= self.seat < len(self.agents):
+            raise ValueError(f"seat must be a player index in 0..{len(self.agents) - 1} "
+                             f"(the header lists {len(self.agents)} agents), got {self.seat}")
+        return self
 
 
 class StepRow(BaseModel):

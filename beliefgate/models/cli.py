@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from beliefgate.console import check_output_path, console, err_console, fail as _fail, progress_bar, say
+from beliefgate.console import check_not_input, check_output_path, console, err_console, fail as _fail, progress_bar, say
 from beliefgate.limits import MAX_CHAINS, MAX_DRAWS, MAX_SVI_STEPS
 
 
@@ -158,6 +158,14 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         """Fit beta, epsilon, h (skills summed out by the forward algorithm) to the partner's actions,
         or, with --model kappa, mu0, sigma0, tau, sigma_r to logged OverForge decisions."""
         check_output_path("--out", out)  # before the logs are read and the fit runs
+        check_not_input("--out", out, logs)
+        # options of the other inference method did nothing but were written into the fit's record
+        other = {"nuts": (("svi_steps", "--svi-steps"), ("learning_rate", "--learning-rate"), ("guide", "--guide")),
+                 "svi": (("warmup", "--warmup"), ("target_accept", "--target-accept"),
+                         ("chain_method", "--chain-method"))}[method.value]
+        given = [flag for name, flag in other if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"]
+        if given:
+            _fail(f"{', '.join(given)}: not an option of --method {method.value}")
         _quiet_arviz()
         import numpyro  # before JAX creates its backend: one (virtual) CPU device per chain, so
 
@@ -172,7 +180,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         if model == ModelChoice.kappa:
             given = [name for name, value in (("--window", window), ("--per-skill-beta", per_skill_beta or None),
                                               ("--fit-weight", fit_weight or None), ("--partner-side", partner_side),
-                                              ("--allow-incomplete", allow_incomplete or None)) if value is not None]
+                                              ("--allow-incomplete", allow_incomplete or None),
+                                              ("--domain", None if domain == "overcooked" else domain))
+                     if value is not None]
             if given:
                 _fail(f"{', '.join(given)}: not an option of the kappa model")
             _fit_kappa(logs, out, method.value, chains, draws, warmup, seed, _parse_fixed(fix), method_name,
@@ -238,16 +248,22 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             idata = read_netcdf(fit_file, KappaFitError)
             post = getattr(idata, "posterior", None)
             total = int(post.sizes["chain"] * post.sizes["draw"]) if post is not None else 0
-            if ppc and 0 < total < ppc_draws:
-                err_console.print(f"note: --ppc-draws {ppc_draws} is more than the fit's {total} draws: the "
-                                  f"predictive check uses all {total}")
+
+            def note_draws() -> None:  # once the file is known to be a fit
+                if ppc and 0 < total < ppc_draws:
+                    say("note:", f"--ppc-draws {ppc_draws} is more than the fit's {total} draws: the predictive "
+                                 f"check uses all {total}")
+
             if KAPPA_FIT_FILE.has(idata):
-                _diagnose_kappa(KAPPA_FIT_FILE.check(idata, fit_file), as_json, plots, ppc_draws, seed, ppc, strict)
+                checked = KAPPA_FIT_FILE.check(idata, fit_file)
+                note_draws()
+                _diagnose_kappa(checked, as_json, plots, ppc_draws, seed, ppc, strict)
                 return
         except KappaFitError as exc:
             _fail(str(exc))
         try:
             FIT_FILE.check(idata, fit_file)
+            note_draws()
             with err_console.status("diagnosing (convergence summary"
                                     + (", predictive check" if ppc else "")
                                     + (", calibration" if calibrate else "") + ")"):

@@ -223,6 +223,20 @@ def from_arrays(q, action_mask, weight=None, feasible=None, completed=None, prio
     if amb.shape != lead:
         raise FitDataError(f"ambiguous must have shape {lead}, got {amb.shape}")
     valid_np = np.asarray(skill.valid)
+    observed = valid_np & (act >= 0)
+    if np.any(observed):
+        mask_np = np.asarray(skill.action_mask)
+        allowed = np.take_along_axis(mask_np, np.where(observed, act, 0)[..., None], axis=-1)[..., 0]
+        bad = observed & ~allowed
+        if np.any(bad):  # the fit reads the mask, the predictive check the action: they must agree
+            b, t = (int(i) for i in np.argwhere(bad)[0])
+            raise FitDataError(f"action[{b}, {t}] = {int(act[b, t])} is not allowed by action_mask[{b}, {t}] "
+                               f"({int(bad.sum())} such step(s)); the observed action must be one the mask allows")
+    for what, given in (("skill_names", skill_names), ("action_names", action_names)):
+        if given is not None and (isinstance(given, (str, bytes)) or
+                                  any(not isinstance(n, str) or not n.strip() for n in given)):
+            # what Gate.from_logprobs refuses too: "abc" was three skills, 1 and "1" two skills of one name
+            raise FitDataError(f"{what} must be a sequence of non-empty strings, got {given!r}")
     names = tuple(skill_names) if skill_names is not None else tuple(f"skill_{k}" for k in range(num_skills))
     anames = tuple(action_names) if action_names is not None else tuple(f"a{a}" for a in range(num_actions))
     if len(names) != num_skills or len(anames) != num_actions:

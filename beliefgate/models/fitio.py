@@ -35,8 +35,19 @@ def read_record(idata, attr: str, fmt: str, error: Type[Exception], missing: str
     if text is None and "posterior" in idata.groups():
         text = idata.posterior.attrs.get(attr)
     if text is None:
+        held = [k for k in list((getattr(idata, "attrs", {}) or {})) +
+                (list(idata.posterior.attrs) if "posterior" in idata.groups() else [])
+                if isinstance(k, str) and k.startswith("beliefgate_") and k != attr]
+        if held:  # a fit of the other model: say so instead of "not a beliefgate fit"
+            kind = "a kappa fit (beliefgate fit --model kappa)" if "kappa" in held[0] else f"a {held[0]!r} record"
+            raise error(f"this is {kind}, not a fit this command reads ({attr!r})")
         raise error(missing)
-    record = json.loads(text)
+    try:
+        record = json.loads(text)
+    except (TypeError, ValueError) as exc:  # a damaged file: said, not an internal error
+        raise error(f"its {attr!r} record is not valid JSON ({exc})") from None
+    if not isinstance(record, dict):
+        raise error(f"its {attr!r} record is not a JSON object")
     if record.get("format") != fmt:
         raise error(f"unsupported fit format {record.get('format')!r} (expected {fmt})")
     return record
@@ -99,8 +110,17 @@ class FitFile:
 
     def check(self, idata, path: Union[str, Path]):
         """``idata`` (read from ``path``) if it is a fit of this format; ``error`` with the reason."""
-        self.record(idata)
+        try:
+            record = self.record(idata)
+        except self.error as exc:  # which file: a command may read several
+            raise self.error(f"{path}: {exc}") from None
         require_groups(idata, path, self.groups, self.error, self.what)
+        names = record.get("parameters")
+        if isinstance(names, list) and "posterior" in idata.groups():
+            lost = [str(n) for n in names if str(n) not in idata.posterior]
+            if lost:  # a file edited or cut: diagnose crashed (KeyError) and compare ranked it anyway
+                raise self.error(f"{path}: {self.what} lacks the posterior of {', '.join(lost)} (its record lists "
+                                 f"{', '.join(str(n) for n in names)})")
         return idata
 
     def load(self, path: Union[str, Path]):

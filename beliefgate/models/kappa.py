@@ -39,17 +39,20 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from beliefgate.errors import InputError, LookupFailure
+from beliefgate.fileio import DataSyntaxError, parse_data
 from beliefgate.models.fitio import FitFile
 
 # --------------------------------------------------------------------------- errors
 
 
 class KappaInputError(InputError):
-    """Base class: bad input to kappa. ``field`` names the offending argument / request field."""
+    """Base class: bad input to kappa. ``field`` names the offending argument / request field;
+    ``index`` is the position of the offending piece in what ``update_many`` was given (else None)."""
 
     def __init__(self, message: str, field: Optional[str] = None):
         super().__init__(message)
         self.field = field
+        self.index: Optional[int] = None
 
 
 class UnknownBranchError(KappaInputError, LookupFailure):
@@ -164,7 +167,7 @@ def _index(state: KappaState, ref, field: str) -> int:
     return int(ref)
 
 
-def _outcome(y) -> int:
+def judgment_outcome(y) -> int:
     if isinstance(y, (bool, np.bool_)):
         return int(y)
     if isinstance(y, (int, np.integer)) and int(y) in (0, 1):
@@ -172,9 +175,15 @@ def _outcome(y) -> int:
     raise JudgmentValueError(f"judgment y must be 0 or 1, got {y!r}", "y")
 
 
+#: largest rollout depth (a rollout's variance is sigma_r^2 / depth: at 10^4 steps it is already
+#: 10^-4 of one step's; a 42-digit depth overflowed float32 in the fit, "internal error")
+MAX_DEPTH = 10_000
+
+
 def _depth(depth) -> int:
-    if isinstance(depth, (bool, np.bool_)) or not isinstance(depth, (int, np.integer)) or int(depth) < 1:
-        raise DepthError(f"rollout depth must be an integer >= 1, got {depth!r}", "depth")
+    if isinstance(depth, (bool, np.bool_)) or not isinstance(depth, (int, np.integer)) or \
+            not 1 <= int(depth) <= MAX_DEPTH:
+        raise DepthError(f"rollout depth must be an integer in 1..{MAX_DEPTH}, got {depth!r}", "depth")
     return int(depth)
 
 
@@ -295,7 +304,7 @@ def parse_decision(record: Any, where: str = "record") -> tuple[list, list, list
             b, c = _index(state, j["left"], "left"), _index(state, j["right"], "right")
             if b == c:
                 raise KappaDataError(f"{where}: judgments[{i}] judges {names[b]!r} against itself")
-            judgments.append((b, c, _outcome(j["y"])))
+            judgments.append((b, c, judgment_outcome(j["y"])))
         for i, r in enumerate(_list(record.get("rollouts", []), "rollouts", where)):
             if not isinstance(r, dict) or set(r) - {"branch", "depth", "score"} or len(r) != 3:
                 raise KappaDataError(f"{where}: rollouts[{i}] must be {{\"branch\", \"depth\", \"score\"}}, "
@@ -354,15 +363,17 @@ def read_decisions(paths: Union[str, Path, Sequence[Union[str, Path]]]) -> Decis
     for path in paths:
         path = Path(path)
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            # lines end at "\n" only: str.splitlines() also cut at U+2028, NEL and \x1c-\x1e, which JSON
+            # strings may hold (a branch name written with ensure_ascii=False)
+            lines = path.read_text(encoding="utf-8").split("\n")
         except (OSError, UnicodeDecodeError) as exc:
             raise KappaDataError(f"{path}: cannot read ({exc})") from None
         for i, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line))
-            except ValueError as exc:
+                records.append(parse_data(line, "json"))  # a key given twice is refused, not "last wins"
+            except DataSyntaxError as exc:
                 raise KappaDataError(f"{path}:{i}: not JSON ({exc})") from None
             where.append(f"{path}:{i}")
     if not records:

@@ -41,6 +41,7 @@ from beliefgate.errors import BeliefgateError
 
 import asyncio
 import hmac
+import inspect
 import json
 import logging
 import math
@@ -185,6 +186,19 @@ def _error(status_code: int, kind: str, detail: str, errors: Optional[list] = No
     return _json(body, status_code, headers)
 
 
+def _evidence_loc(exc, num_judgments: int, as_round: bool) -> Optional[list]:
+    """Where in an ``/evidence`` body the piece ``update_many`` refused sits:
+    ``["body", "judgments", i, field]`` or ``["body", "rollouts", i, field]`` (a round is one
+    piece: ``["body", "rollouts", field]``); None when no one piece is to blame."""
+    if exc.index is None or exc.field in (None, "evidence"):
+        return None
+    if exc.index < num_judgments:
+        return ["body", "judgments", exc.index, exc.field]
+    if as_round:
+        return ["body", "rollouts", exc.field]
+    return ["body", "rollouts", exc.index - num_judgments, exc.field]
+
+
 def _field_error(kind: str, message: str, field: Optional[str]) -> Response:
     """A 422 about one body field (``None``: the body as a whole): ``errors[0].loc`` names it,
     as pydantic's own errors do, and so does the ``detail``."""
@@ -201,13 +215,15 @@ _ERRORS = {
     413: {"model": ErrorOut, "description": "request body over the limit"},
     422: {"model": ErrorOut, "description": "malformed request, or input the gate or kappa rejects "
                                            "(`errors[0].loc` names the field)"},
-    503: {"model": ErrorOut, "description": "snapshot write failed; the change was rolled back"},
+    503: {"model": ErrorOut, "description": "snapshot write failed (the change was rolled back), or the server "
+                                           "is shutting down (nothing was applied)"},
 }
 
 
 def _responses(*codes: int) -> dict:
-    """Documented error responses: ``codes`` plus those any /v1 request can get (400, 401, 408, 413, 422)."""
-    return {c: _ERRORS[c] for c in sorted({400, 401, 408, 413, 422, *codes})}
+    """Documented error responses: ``codes`` plus those any /v1 request can get (400, 401, 408, 413, 422,
+    and 503 while the server shuts down)."""
+    return {c: _ERRORS[c] for c in sorted({400, 401, 408, 413, 422, 503, *codes})}
 
 
 #: a route on an existing session: unknown (404), of the other family (409), a change to persist (503)
@@ -273,6 +289,14 @@ class _Guard:
         except TimeoutError:
             await _send(send, _error(408, "body_timeout", f"the request body did not arrive within "
                                      f"{self.body_timeout_s:g} s ({total} bytes received)",
+                                     headers={"Connection": "close"}))
+            return
+        except asyncio.CancelledError:
+            # the server is stopping and its graceful-shutdown time ran out while this body was still
+            # arriving: answer (uvicorn would log a traceback and send a bare-text 500) and end the
+            # request; nothing was read into any session, so nothing is lost
+            await _send(send, _error(503, "shutting_down", f"the server is shutting down; the request body "
+                                     f"was not complete ({total} bytes received) and nothing was applied",
                                      headers={"Connection": "close"}))
             return
         body = b"".join(chunks)
@@ -404,7 +428,8 @@ async def _locked(store: SessionStore, session_id: str, kappa: bool, change):
     async with session.lock:
         if session.closed:
             raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
-        result, undo = change(session)
+        outcome = change(session)
+        result, undo = (await outcome) if inspect.isawaitable(outcome) else outcome
         await _persist(store, undo)
     return result
 
@@ -427,7 +452,17 @@ async def _mutate(store: SessionStore, session_id: str, apply, kappa: bool = Fal
         store.changed(session)
         return result, lambda: store.rollback(session, previous)
 
-    return await _locked(store, session_id, kappa, change)
+    async def change_off_the_loop(session: Session):
+        # a kappa update costs milliseconds, and seconds for many sharp judgments at many points: it
+        # runs in a worker thread under the session's lock, so that other sessions and healthz are
+        # answered meanwhile (on the loop, one 256-judgment request held every client ~27 s); the
+        # book-keeping stays on the loop
+        previous = session.committed
+        result = await asyncio.to_thread(apply, session)
+        store.changed(session)
+        return result, lambda: store.rollback(session, previous)
+
+    return await _locked(store, session_id, kappa, change_off_the_loop if kappa else change)
 
 
 async def _delete(request: Request, session_id: str, kappa: bool) -> Response:
@@ -681,7 +716,9 @@ def _routes() -> tuple[APIRouter, APIRouter]:
     async def get_kappa(session_id: SessionId, request: Request) -> Response:
         """The read-out: argmax probability of every branch, kappa, best, nucleus, commit, rounds."""
         store = _store(request)
-        return _json(_kappa_payload(store, _read(store, session_id, kappa=True)))
+        session = _read(store, session_id, kappa=True)
+        async with session.lock:  # not half-way through an update running in a worker thread
+            return _json(_kappa_payload(store, session))
 
     @api.delete("/kappa/{session_id}", status_code=204, tags=["kappa"], responses=_SESSION_RESPONSES,
                 dependencies=[NO_BODY])
@@ -718,7 +755,15 @@ def _routes() -> tuple[APIRouter, APIRouter]:
         else:
             evidence.extend(rollouts)
         store = _store(request)
-        session = await _mutate(store, session_id, lambda s: s.apply_kappa(evidence), kappa=True)
+        try:
+            session = await _mutate(store, session_id, lambda s: s.apply_kappa(evidence), kappa=True)
+        except KappaInputError as exc:
+            loc = _evidence_loc(exc, len(body.judgments), body.round)
+            if loc is None:
+                raise
+            where = ".".join(str(p) for p in loc[1:])
+            return _error(422, type(exc).__name__, f"{where}: {exc}",
+                          [{"loc": loc, "msg": str(exc), "type": type(exc).__name__}])
         return _json(_kappa_payload(store, session))
 
     @api.post("/kappa/{session_id}/reset", response_model=KappaOut, tags=["kappa"], responses=_SESSION_RESPONSES,
@@ -767,6 +812,10 @@ def _gate_field(path: str, exc: Exception) -> Optional[str]:
     return min(named)[1] if named else fields[0]
 
 
+#: the detail of FastAPI's 400 when ``json.loads`` raises something other than a decode error
+FASTAPI_BODY_PARSE_ERROR = "There was an error parsing the body"
+
+
 def _clean_errors(errors) -> list:
     """Pydantic errors without the offending input (it may hold NaN, which JSON cannot carry)."""
     out = []
@@ -811,6 +860,13 @@ def _install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 400 and exc.detail == FASTAPI_BODY_PARSE_ERROR:
+            # UTF-8 JSON that Python's parser gives up on (a number of more than 4300 digits, nesting
+            # deeper than its recursion limit): invalid JSON for this service, 422 like any other
+            cause = exc.__cause__
+            why = f"{type(cause).__name__}: {cause}" if cause is not None else "not parseable"
+            return _error(422, "validation_error", f"body: the JSON cannot be read ({why})",
+                          [{"loc": ["body"], "msg": f"the JSON cannot be read ({why})", "type": "json_invalid"}])
         kinds = {404: "not_found", 405: "method_not_allowed"}
         return _error(exc.status_code, kinds.get(exc.status_code, "http_error"), str(exc.detail),
                       headers=getattr(exc, "headers", None))

@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from beliefgate.console import err_console, fail as _fail, say
+from beliefgate.console import fail as _fail, say
 
 
 #: uvicorn's log levels (``uvicorn.config.LOG_LEVELS``; listed here so that --help stays fast)
@@ -49,8 +49,13 @@ def read_token(path: Path) -> str:
 def _bind(host: str, port: int) -> socket.socket:
     """A listening-ready TCP socket on ``host:port`` (uvicorn's options); exit 1 if it cannot bind."""
     address = host.strip("[]")
-    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
+    # proto=IPPROTO_TCP: accepted sockets inherit it, and asyncio sets TCP_NODELAY only on sockets
+    # whose proto says TCP (with proto 0, Nagle held a response's second write back for the
+    # client's delayed ACK: ~40 ms on every request of a kept-alive connection)
+    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM,
+                         socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((address, port))
     except OSError as exc:
@@ -126,10 +131,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         sock = _bind(host, port)  # bound here so that the real port is known (--port 0)
         port = sock.getsockname()[1]
         shown = f"[{host.strip('[]')}]" if ":" in host else host
-        err_console.print(
-            f"beliefgate serve: http://{shown}:{port}/v1  auth={'on' if token else 'off'}  "
-            f"max_sessions={max_sessions}  ttl={'never' if not ttl else f'{ttl:g}s'}  "
-            f"snapshot={snapshot or 'off'}" + (f" ({restored} session(s) restored)" if snapshot else ""))
+        say("", f"beliefgate serve: http://{shown}:{port}/v1  auth={'on' if token else 'off'}  "
+                f"max_sessions={max_sessions}  ttl={'never' if not ttl else f'{ttl:g}s'}  "
+                f"snapshot={snapshot or 'off'}" + (f" ({restored} session(s) restored)" if snapshot else ""))
         config = uvicorn_config(application, host=host, port=port, log_level=log_level, access_log=access_log,
                                 lifespan="on", timeout_graceful_shutdown=5)
         server = uvicorn.Server(config)

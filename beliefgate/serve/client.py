@@ -28,6 +28,8 @@ from beliefgate.errors import BeliefgateError
 
 import json
 import math
+import re
+from contextlib import contextmanager
 from typing import Any, Dict, Optional, Sequence, Union
 
 import httpx
@@ -36,8 +38,11 @@ import numpy as np
 from beliefgate.beliefs import errors as _errors
 from beliefgate.beliefs import kappa as _kappa
 from beliefgate.beliefs.evidence import StepEvidence
-from beliefgate.beliefs.gate import Decision, GateInfo, GateParams
+from beliefgate.beliefs import core as _core
+from beliefgate.beliefs.gate import Decision, GateInfo, GateParams, check_ego_active
 from beliefgate.beliefs.gates import ChangePointInfo, CusumInfo, StableMapInfo
+from beliefgate.models.checks import as_bool
+from beliefgate.serve.schemas import SESSION_ID_PATTERN
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 
@@ -122,6 +127,18 @@ def _gate_error_class(kind: str) -> Optional[type]:
     return cls
 
 
+@contextmanager
+def _checked_here():
+    """Checks the client runs before sending (what JSON cannot carry, or would carry as something
+    else) raise what the service would have answered: the ``Remote`` class of the in-process error,
+    a 422 ``InvalidRequest`` too, so that ``except InvalidRequest`` still catches every refusal."""
+    try:
+        yield
+    except (_errors.BeliefInputError, _kappa.KappaInputError) as exc:
+        kind = type(exc).__name__
+        raise (_gate_error_class(kind) or InvalidRequest)(422, kind, str(exc)) from None
+
+
 def _raise_for(response: httpx.Response) -> None:
     try:
         body = response.json()
@@ -159,6 +176,19 @@ def _logprob_list(values, name: str, ndim: int) -> list:
     if ndim == 1:
         return [None if v == -math.inf else v for v in arr.tolist()]
     return [[None if v == -math.inf else v for v in row] for row in arr.tolist()]
+
+
+def _y(value):
+    """A judgment's outcome: ``True``/``False`` become 1/0 as in process (the service takes JSON
+    integers only); anything else goes as it is, for the service to accept or refuse (422)."""
+    return int(value) if isinstance(value, (bool, np.bool_)) else _plain(value)
+
+
+def _session_id(value) -> str:
+    """A session id as the routes accept it; anything else (``"../healthz"``) would reach another route."""
+    if not isinstance(value, str) or not re.fullmatch(SESSION_ID_PATTERN, value):
+        raise InvalidRequest(422, "validation_error", f"session_id must match {SESSION_ID_PATTERN}, got {value!r}")
+    return value
 
 
 def _plain(x):
@@ -290,14 +320,21 @@ class Client:
                       skill_names: Optional[Sequence[str]] = None, prior_counts=None) -> "RemoteGate":
         """A remote :meth:`Gate.from_logprobs <beliefgate.beliefs.gate.Gate.from_logprobs>`."""
         body: Dict[str, Any] = {}
+        if params is not None:
+            body["params"] = _params_json(params, GateParams)
+        if num_skills is not None or skill_names is not None:
+            # the in-process checks first: a bad value raises what Gate.from_logprobs raises, naming it
+            # (a number as a name was sent as a string, a NaN count was json's ValueError)
+            count = (num_skills if num_skills is not None else
+                     1 if isinstance(skill_names, (str, bytes)) else len(skill_names))  # a string: refused as names
+            with _checked_here():
+                _core.gate_config(GateParams.model_validate(body.get("params", {})), count, skill_names, prior_counts)
         if num_skills is not None:
             body["num_skills"] = _plain(num_skills)
         if skill_names is not None:
-            body["skill_names"] = [str(n) for n in skill_names]
+            body["skill_names"] = list(skill_names)
         if prior_counts is not None:
             body["prior_counts"] = _plain(np.asarray(prior_counts, dtype=np.float64))
-        if params is not None:
-            body["params"] = _params_json(params, GateParams)
         return RemoteGate(self, self.request("POST", "/sessions", body))
 
     def for_overcooked(self, layout: str, params: Optional[Union[GateParams, dict]] = None,
@@ -318,11 +355,11 @@ class Client:
 
     def attach_kappa(self, session_id: str) -> "RemoteKappa":
         """A handle on an existing kappa session."""
-        return RemoteKappa(self, self.request("GET", f"/kappa/{session_id}"))
+        return RemoteKappa(self, self.request("GET", f"/kappa/{_session_id(session_id)}"))
 
     def attach(self, session_id: str) -> "RemoteGate":
         """A handle on an existing session (e.g. after a client restart)."""
-        return RemoteGate(self, self.request("GET", f"/sessions/{session_id}"))
+        return RemoteGate(self, self.request("GET", f"/sessions/{_session_id(session_id)}"))
 
 
 class RemoteGate:
@@ -345,13 +382,14 @@ class RemoteGate:
         return f"/sessions/{self.session_id}{suffix}"
 
     def _common(self, completed, feasible, weight, ego_active) -> dict:
-        return {
-            "completed": _plain(completed),
-            "feasible": None if feasible is None else [bool(v) for v in np.asarray(feasible).tolist()],
-            "weight": float(weight) if isinstance(weight, (int, float, np.number)) and not isinstance(
-                weight, (bool, np.bool_)) else weight,
-            "ego_active": bool(ego_active),
-        }
+        # the in-process checks: "no" is not True, 0.5 is not a feasibility flag, NaN is not a weight
+        with _checked_here():
+            return {
+                "completed": _plain(completed),
+                "feasible": None if feasible is None else as_bool(feasible, "feasible", (self.num_skills,)).tolist(),
+                "weight": _core.step_weight(weight),
+                "ego_active": check_ego_active(ego_active),
+            }
 
     def step(self, action_logprobs, action, completed=None, *, feasible=None, weight=1.0,
              ego_active: bool = True) -> Decision:
@@ -372,12 +410,15 @@ class RemoteGate:
         """Remote :meth:`Gate.step_evidence`."""
         body = self._common(ev.completed, ev.feasible, ev.weight, ego_active)
         body["action_logprobs"] = _logprob_list(ev.logprobs, "logprobs", 2)
-        body["action_mask"] = [bool(v) for v in np.asarray(ev.action_mask).tolist()]
+        with _checked_here():
+            body["action_mask"] = as_bool(ev.action_mask, "action_mask").tolist()
         return decision_from_payload(self._client.request("POST", self._path("/step_evidence"), body))
 
     def observe(self, state, next_state, *, ego_active: bool = True) -> Decision:
         """Remote :meth:`Gate.observe` (``SymbolicState`` objects, their dicts or JSON)."""
-        body = {"state": _state_json(state), "next_state": _state_json(next_state), "ego_active": bool(ego_active)}
+        with _checked_here():
+            active = check_ego_active(ego_active)
+        body = {"state": _state_json(state), "next_state": _state_json(next_state), "ego_active": active}
         return decision_from_payload(self._client.request("POST", self._path("/observe"), body))
 
     def notify_replanned(self) -> None:
@@ -427,7 +468,7 @@ class RemoteKappa:
         return self.info
 
     def judge(self, left, right, y) -> dict:
-        return self._call("POST", "/judge", {"left": _plain(left), "right": _plain(right), "y": _plain(y)})
+        return self._call("POST", "/judge", {"left": _plain(left), "right": _plain(right), "y": _y(y)})
 
     def rollout(self, branch, depth, score) -> dict:
         return self._call("POST", "/rollout", {"branch": _plain(branch), "depth": _plain(depth),
@@ -435,7 +476,7 @@ class RemoteKappa:
 
     def evidence(self, judgments=(), rollouts=(), round: bool = False) -> dict:
         """Judgments ``(left, right, y)`` then rollouts ``(branch, depth, score)``, all or nothing."""
-        body = {"judgments": [{"left": _plain(a), "right": _plain(b), "y": _plain(y)} for a, b, y in judgments],
+        body = {"judgments": [{"left": _plain(a), "right": _plain(b), "y": _y(y)} for a, b, y in judgments],
                 "rollouts": [{"branch": _plain(b), "depth": _plain(d), "score": _score_json(r)}
                              for b, d, r in rollouts],
                 "round": bool(round)}

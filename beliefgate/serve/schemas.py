@@ -53,7 +53,7 @@ from beliefgate.beliefs.config import MAX_PRIOR_COUNT
 from beliefgate.beliefs.core import MAX_ABS_LOGPROB, MAX_WEIGHT
 from beliefgate.beliefs.gate import Decision, Gate, GateParams
 from beliefgate.beliefs.kappa import Kappa, KappaParamFields, KappaParams
-from beliefgate.models.kappa import SCORE_BOUND, SCORE_RANGE  # the one bound: API, service and fits
+from beliefgate.models.kappa import MAX_DEPTH, SCORE_BOUND, SCORE_RANGE  # the one bound: API, service and fits
 
 #: most skills a session may have
 MAX_SKILLS = 64
@@ -61,8 +61,7 @@ MAX_SKILLS = 64
 MAX_BRANCHES = 64
 #: most pieces of evidence in one kappa request
 MAX_EVIDENCE = 256
-#: largest rollout depth and points of kappa's quasi-random rule a session may use
-MAX_DEPTH = 10_000
+#: points of kappa's quasi-random rule a session may use (the largest rollout depth is the model's)
 MAX_KAPPA_POINTS = 4096
 #: most primitive actions in one log-probability table
 MAX_ACTIONS = 256

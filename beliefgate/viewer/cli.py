@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from beliefgate.console import check_output_path, console, err_console, fail as _fail
+from beliefgate.console import check_not_input, check_output_path, console, err_console, fail as _fail
 from beliefgate.limits import MAX_HORIZON, MAX_TICK_HZ, MIN_TICK_HZ
 from beliefgate.errors import BeliefgateError, InputError, LookupFailure
 
@@ -32,6 +32,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 
         target = out if out is not None else log.with_suffix(".html")
         check_output_path("--out", target)
+        check_not_input("--out" if out is not None else "--out (default: LOG with .html)", target, [log])
         try:
             written = write_report(log, target, allow_incomplete=not strict)
         except InputError as exc:

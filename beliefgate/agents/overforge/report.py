@@ -77,7 +77,8 @@ def _subset(flag: str, value: Optional[str], available: Optional[List[str]]) -> 
 
 
 @app.command()
-def run(grid: Path, out: Path = typer.Option(..., "--out", help="run directory (created; rerun to resume)"),
+def run(grid: Path = typer.Argument(..., help="grid file (YAML or JSON; docs/examples/grid_overforge*.yaml)"),
+        out: Path = typer.Option(..., "--out", help="run directory (created; rerun to resume)"),
         workers: int = typer.Option(2, "--workers", min=1, help="worker processes"),
         seeds: Optional[int] = typer.Option(None, "--seeds", min=1, max=MAX_SEED_COUNT,
                                             help="first N seeds of the grid only"),
@@ -231,7 +232,8 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str, pr
 
 
 @app.command()
-def report(dirs: List[Path], md: Path = typer.Option(..., "--md", help="the Markdown report to write "
+def report(dirs: List[Path] = typer.Argument(..., help="run directories of `beliefgate overforge run`"),
+           md: Path = typer.Option(..., "--md", help="the Markdown report to write "
                                                      "(docs/results_overforge.md regenerates the project's page)"),
            img: Optional[Path] = typer.Option(None, "--img", help="folder of the PNGs (default: img/ beside --md)"),
            base: str = typer.Option("overforge", "--arm", help="the arm every other arm is paired against "

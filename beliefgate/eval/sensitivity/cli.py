@@ -256,7 +256,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 
             beliefgate sensitivity oat logs/ --param tau_obs=0.02:0.7:6 --param cooldown=0:20:5
 
-            beliefgate sensitivity oat --closed-loop docs/examples/grid_sensitivity.yaml \
+            beliefgate sensitivity oat --closed-loop docs/examples/grid_sensitivity.yaml \\
                 --param cooldown=0:20:3 --out runs/sens
         """
         from beliefgate.eval.sensitivity import SensitivityError, plot_oat, run_oat, table7_directions

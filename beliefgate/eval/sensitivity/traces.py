@@ -11,6 +11,7 @@ import numpy as np
 
 from beliefgate.beliefs.config import GateParams
 from beliefgate.beliefs.core import make_gate
+from beliefgate.errors import InputError, LookupFailure
 from beliefgate.eval.sensitivity.errors import SensitivityError
 from beliefgate.eval.sensitivity.ranges import BELIEF_PARAMS
 
@@ -75,9 +76,12 @@ def prepare_episode(trajectory, name: str = "episode", partner: Optional[int] = 
                                f"got {partner}")
     if trajectory.final is None:
         raise SensitivityError(f"{name}: the log has no final state (the last step cannot be replayed)")
-    names = tuple(OvercookedObserver(h.layout, base, partner=partner).skill_names)
-    ep = LoggedEpisode(name, trajectory, partner, names, np.zeros(0, int), np.zeros(0, bool), False)
-    ev = ep.evidence(base.beta, base.epsilon)
+    try:  # an unknown layout or an impossible step: said with the log's name (a folder holds many)
+        names = tuple(OvercookedObserver(h.layout, base, partner=partner).skill_names)
+        ep = LoggedEpisode(name, trajectory, partner, names, np.zeros(0, int), np.zeros(0, bool), False)
+        ev = ep.evidence(base.beta, base.epsilon)
+    except (InputError, LookupFailure) as exc:
+        raise SensitivityError(f"{name}: {exc}") from exc
     truth, hidden = ground_truth(trajectory, partner, names, evidence=ev)
     ep.truth, ep.hidden = truth, hidden
     ep.has_truth = bool(np.any(truth >= 0))

@@ -15,7 +15,7 @@ rollouts per stream, tuning seed 1000). Two timings per rule size on JAX's defau
 Only the argmax rule is timed (the EP conditioning of a judgment costs ~190 us on its own,
 docs/kappa.md). It is a measurement, not an estimator beliefgate uses::
 
-    python docs/examples/results15/jax_rule.py [--streams 20] [--seed 1000]
+    python docs/examples/results15/jax_rule.py [--streams 20] [--seed 1000] [--points 2048 16384]
     JAX_PLATFORMS=cuda python docs/examples/results15/jax_rule.py     # on a GPU
 """
 from __future__ import annotations
@@ -24,14 +24,16 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, ".")
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root, from anywhere
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax.scipy.special import ndtr  # noqa: E402
 
+from benchmarks.bench_accel import positive  # noqa: E402
 from benchmarks.bench_kappa import judged_states  # noqa: E402
 from beliefgate import KappaParams  # noqa: E402
 from beliefgate.beliefs import kappa as K  # noqa: E402
@@ -77,10 +79,11 @@ def padded(state, tau: float) -> tuple:
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--streams", type=int, default=20)
-    ap.add_argument("--seed", type=int, default=1000)
-    ap.add_argument("--points", type=int, nargs="+", default=[2048, 16384])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--streams", type=positive, default=20, help="evidence streams (30 updates each)")
+    ap.add_argument("--seed", type=int, default=1000, help="seed of the streams (tuning seeds are >= 1000)")
+    ap.add_argument("--points", type=positive, nargs="+", default=[2048, 16384], help="sizes of the rule")
     args = ap.parse_args(argv)
     params = KappaParams()
     states = judged_states(params, 8, args.streams, args.seed)

@@ -18,6 +18,7 @@ import json
 import math
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -26,7 +27,8 @@ try:
 except ImportError:
     sys.exit("error: this measurement needs Numba (pip install numba); beliefgate itself does not")
 
-sys.path.insert(0, ".")
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root, from anywhere
+from benchmarks.bench_accel import positive  # noqa: E402
 from benchmarks.bench_kappa import judged_states  # noqa: E402
 from beliefgate import KappaParams  # noqa: E402
 from beliefgate.beliefs import kappa as K  # noqa: E402
@@ -95,9 +97,10 @@ def compiled_rule(params: KappaParams, state, num_points: int, with_cdf=True, wi
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--streams", type=int, default=20)
-    ap.add_argument("--seed", type=int, default=1000)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--streams", type=positive, default=20, help="evidence streams (30 updates each)")
+    ap.add_argument("--seed", type=int, default=1000, help="seed of the streams (tuning seeds are >= 1000)")
     args = ap.parse_args(argv)
     params = KappaParams()
     states = judged_states(params, 8, args.streams, args.seed)
