@@ -122,3 +122,18 @@ def test_sensitivity_names_the_log_an_impossible_step_is_in(tmp_path):
     proc = cli("sensitivity", "oat", bad, "--param", "cooldown=0:4:2")
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith(f"error: {bad}: ") and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_compare_shows_the_variant_s_brackets(fitted, tmp_path):
+    """compare's variant column read "hazard[hazard=0] svi" as rich markup and printed "hazard svi" for a
+    free and a pinned fit alike."""
+    import os
+
+    q, mask, act = arrays()
+    pinned = save_fit(fit(from_arrays(q, mask, action=act),
+                          FitConfig(method="svi", svi_steps=30, chains=2, draws=10, fixed={"hazard": 0.0})),
+                      tmp_path / "pinned.nc")
+    proc = subprocess.run([sys.executable, "-m", "beliefgate.cli", "compare", str(fitted), str(pinned)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    assert "hazard[hazard=0] svi" in proc.stdout, proc.stdout

@@ -62,6 +62,13 @@ def _quiet_arviz() -> None:
     warnings.filterwarnings("ignore", module="arviz")
     warnings.filterwarnings("ignore", category=FutureWarning, module="arviz")
     logging.getLogger("arviz").setLevel(logging.ERROR)
+    import arviz
+
+    # ArviZ logs through a Logger("arviz") of its own, outside logging's registry (getLogger above
+    # does not reach it): "Shape validation failed" on every one-chain fit came through
+    own = getattr(arviz, "_log", None)
+    if isinstance(own, logging.Logger):
+        own.setLevel(logging.ERROR)
 
 
 def _parse_fixed(items: List[str]) -> dict:
@@ -303,13 +310,15 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             table.add_column(col, justify="left" if col in ("fit", "variant") else "right")
         for r in result.rows:
             variant = variant_name({"config": result.configs[r.name]})
-            table.add_row(str(r.rank), r.name, variant, f"{r.elpd_loo:.1f}", f"{r.se:.1f}", f"{r.elpd_diff:.1f}",
+            # Text: "hazard[h=0]" and file names are data, not rich markup (the brackets vanished)
+            table.add_row(str(r.rank), Text(r.name), Text(variant), f"{r.elpd_loo:.1f}", f"{r.se:.1f}", f"{r.elpd_diff:.1f}",
                           f"{r.dse:.1f}", f"{r.p_loo:.1f}", f"{r.weight:.2f}", "yes" if r.warning else "")
         console.print(table)
         best, second = result.rows[0], result.rows[1]
         verdict = ("clearly" if second.elpd_diff > 2 * second.dse else "not clearly")
-        console.print(f"'{best.name}' is {verdict} better than '{second.name}' (elpd_diff {second.elpd_diff:.1f}, "
-                      f"dse {second.dse:.1f}). warning = Pareto k > 0.7 for some trajectory: LOO is unreliable.")
+        console.print(Text(f"'{best.name}' is {verdict} better than '{second.name}' (elpd_diff "
+                           f"{second.elpd_diff:.1f}, dse {second.dse:.1f}). warning = Pareto k > 0.7 for some "
+                           "trajectory: LOO is unreliable."))
 
 
 def _fit_kappa(logs, out, method, chains, draws, warmup, seed, fixed, chain_method, target_accept, svi_steps,
