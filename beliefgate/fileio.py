@@ -229,7 +229,9 @@ def parse_data(text: str, fmt: str):
     if fmt == "json":
         try:
             return json.loads(text, object_pairs_hook=_pairs_without_duplicates)
-        except json.JSONDecodeError as exc:
+        except DataSyntaxError:
+            raise
+        except (ValueError, RecursionError) as exc:  # also an integer of > 4300 digits, nesting too deep
             raise DataSyntaxError(str(exc)) from None
     import yaml
 

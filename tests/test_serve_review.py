@@ -208,8 +208,11 @@ def test_a_slow_kappa_update_does_not_hold_other_clients(monkeypatch):
     original = sessions.Session.apply_kappa
     started = threading.Event()
 
+    threads = []
+
     def slow(self, evidence):
         if evidence:
+            threads.append(threading.current_thread().name)
             started.set()
             time.sleep(3.0)  # blocking, as a long NumPy computation is
         return original(self, evidence)
@@ -236,6 +239,70 @@ def test_a_slow_kappa_update_does_not_hold_other_clients(monkeypatch):
         worker.join(30)
         assert done[0] == ("others", 200) and ("judge", 200) in done  # answered while the update ran
         assert read["num_judgments"] == 1 and read["t"] == 1
+        # on the kappa pool, not the loop's default executor (which the snapshot writer needs)
+        assert threads == ["beliefgate-kappa_0"] or threads[0].startswith("beliefgate-kappa")
+
+        # a GET that waited for an update of a session deleted meanwhile: 404, not the deleted payload
+        worker = threading.Thread(target=post)
+        started.clear()
+        worker.start()
+        assert started.wait(10)
+        deleted = []
+        deleter = threading.Thread(target=lambda: deleted.append(httpx.delete(f"{srv.url}/v1/kappa/{sid}", timeout=30)))
+        deleter.start()
+        time.sleep(0.3)  # the DELETE waits on the lock first, the GET after it (FIFO)
+        got = httpx.get(f"{srv.url}/v1/kappa/{sid}", timeout=30)
+        deleter.join(30)
+        worker.join(30)
+        assert deleted[0].status_code == 204 and got.status_code == 404, got.text
+
+
+def test_stopping_during_a_kappa_update_answers_503_and_applies_nothing(monkeypatch, capfd):
+    """uvicorn cancels a request still running when its graceful-shutdown time is out: the update ran on
+    in its thread, the lock was let go, the client got a bare 500 and the console a traceback."""
+    import threading
+
+    import uvicorn
+
+    from beliefgate.serve import sessions
+    from beliefgate.serve.app import create_app
+    from beliefgate.serve.protocol import uvicorn_config
+
+    original = sessions.Session.apply_kappa
+    started = threading.Event()
+
+    def slow(self, evidence):
+        if evidence:
+            started.set()
+            time.sleep(3.0)
+        return original(self, evidence)
+
+    monkeypatch.setattr(sessions.Session, "apply_kappa", slow)
+    app = create_app()
+    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", 0, log_level="warning", lifespan="on",
+                                           timeout_graceful_shutdown=1))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline
+        time.sleep(0.01)
+    url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    sid = httpx.post(url + "/v1/kappa", json={"branches": ["a", "b"]}).json()["session_id"]
+    answers = []
+    poster = threading.Thread(target=lambda: answers.append(
+        httpx.post(f"{url}/v1/kappa/{sid}/judge", json={"left": "a", "right": "b", "y": 1}, timeout=30)))
+    poster.start()
+    assert started.wait(10)
+    server.should_exit = True
+    poster.join(30)
+    thread.join(30)
+    assert answers and answers[0].status_code == 503, answers
+    assert answers[0].json()["error"] == "shutting_down"
+    session = app.state.store.get(sid)
+    assert session.gate.log == () and session.gate.info.t == 0  # the finished update was put back
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception in ASGI application" not in err, err
 
 
 def test_kappa_inputs_a_user_of_the_model_found(tmp_path):
@@ -282,3 +349,34 @@ def test_remote_kappa_takes_a_boolean_judgment_as_in_process(server):
         out = remote.judge("a", "b", True)
         assert out["argmax"]["a"] == pytest.approx(local.argmax_probs["a"], abs=1e-12)
         remote.delete()
+
+
+def test_review_of_the_change_itself(server, tmp_path):
+    """A review of this change: read_decisions crashed on a 5000-digit number (parse_data caught only
+    JSONDecodeError); a round's own error was located at ["body", "rollouts", "rollouts"]; a NaN prior
+    count without num_skills still escaped as json's ValueError; a generator of names was used up."""
+    from beliefgate.fileio import DataSyntaxError, parse_data
+    from beliefgate.models.kappa import KappaDataError, read_decisions
+
+    with pytest.raises(DataSyntaxError, match="4300 digits"):
+        parse_data('{"a": ' + "9" * 5000 + "}", "json")
+    with pytest.raises(DataSyntaxError):
+        parse_data("[" * 100_000 + "]" * 100_000, "json")
+    big = tmp_path / "big.jsonl"
+    big.write_text('{"branches": ["a", "b"], "judgments": [], "rollouts": [{"branch": "a", "depth": '
+                   + "9" * 5000 + ', "score": 0.1}]}\n')
+    with pytest.raises(KappaDataError, match="big.jsonl:1: not JSON"):
+        read_decisions(big)
+    with Client(server.url) as client:
+        sid = client.kappa(["a", "b"]).session_id
+        response = httpx.post(f"{server.url}/v1/kappa/{sid}/evidence", json={
+            "rollouts": [{"branch": "a", "depth": 1, "score": 0.1}, {"branch": "a", "depth": 1, "score": 0.2}],
+            "round": True})
+        assert response.status_code == 422 and response.json()["errors"][0]["loc"] in (["body"], ["body", "rollouts"])
+        assert "rollouts.rollouts" not in response.json()["detail"]
+        with pytest.raises(InvalidParameterError, match="prior_counts") as info:
+            client.from_logprobs(prior_counts=[math.nan, 1.0])
+        assert isinstance(info.value, InvalidRequest)
+        gate = client.from_logprobs(skill_names=(name for name in ("onion", "dish")))
+        assert gate.skill_names == ("onion", "dish")
+        gate.delete()

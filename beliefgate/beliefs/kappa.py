@@ -48,6 +48,7 @@ parameters and swaps the state after each step, so a step that raises leaves it 
 from __future__ import annotations
 
 import math
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, NamedTuple, Optional, Sequence, Union
@@ -330,6 +331,11 @@ def _pair_loglik(f, n_ij: float, n_ji: float, tau: float):
     return (n_ij + n_ji) * _log_sigmoid(x) - n_ji * x
 
 
+#: catch_warnings changes the process's warning filters: one thread at a time (a service runs
+#: kappa updates on several threads)
+_POINTS_LOCK = threading.Lock()
+
+
 @lru_cache(maxsize=64)
 def _points(k: int, num_points: int, seed: int) -> np.ndarray:
     """Fixed standard-normal rule in ``k`` dimensions: scrambled Sobol + antithetic mirror."""
@@ -338,7 +344,7 @@ def _points(k: int, num_points: int, seed: int) -> np.ndarray:
     from scipy.stats import qmc
 
     half = num_points // 2
-    with warnings.catch_warnings():  # a non-power-of-two count only loses balance, not validity
+    with _POINTS_LOCK, warnings.catch_warnings():  # a non-power-of-two count only loses balance, not validity
         warnings.simplefilter("ignore", UserWarning)
         u = qmc.Sobol(k, scramble=True, rng=np.random.default_rng(seed)).random(half)
     z = ndtri(u)

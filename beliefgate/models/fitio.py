@@ -39,8 +39,10 @@ def read_record(idata, attr: str, fmt: str, error: Type[Exception], missing: str
                 (list(idata.posterior.attrs) if "posterior" in idata.groups() else [])
                 if isinstance(k, str) and k.startswith("beliefgate_") and k != attr]
         if held:  # a fit of the other model: say so instead of "not a beliefgate fit"
-            kind = "a kappa fit (beliefgate fit --model kappa)" if "kappa" in held[0] else f"a {held[0]!r} record"
-            raise error(f"this is {kind}, not a fit this command reads ({attr!r})")
+            kind = ("a kappa fit (beliefgate fit --model kappa)" if "kappa" in held[0] else
+                    "a skill-model fit (beliefgate fit)" if held[0] == "beliefgate_fit" else f"a {held[0]!r} record")
+            wanted = "a kappa fit" if "kappa" in attr else "a skill-model fit" if attr == "beliefgate_fit" else attr
+            raise error(f"this is {kind}; this command reads {wanted}")
         raise error(missing)
     try:
         record = json.loads(text)

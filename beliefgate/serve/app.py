@@ -45,7 +45,9 @@ import inspect
 import json
 import logging
 import math
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,11 +188,17 @@ def _error(status_code: int, kind: str, detail: str, errors: Optional[list] = No
     return _json(body, status_code, headers)
 
 
+_PIECE_FIELDS = {"judgments": ("left", "right", "y"), "rollouts": ("branch", "depth", "score")}
+
+
 def _evidence_loc(exc, num_judgments: int, as_round: bool) -> Optional[list]:
     """Where in an ``/evidence`` body the piece ``update_many`` refused sits:
     ``["body", "judgments", i, field]`` or ``["body", "rollouts", i, field]`` (a round is one
     piece: ``["body", "rollouts", field]``); None when no one piece is to blame."""
-    if exc.index is None or exc.field in (None, "evidence"):
+    if exc.index is None:
+        return None
+    piece = "judgments" if exc.index < num_judgments else "rollouts"
+    if exc.field not in _PIECE_FIELDS[piece]:  # about the round or the evidence as a whole
         return None
     if exc.index < num_judgments:
         return ["body", "judgments", exc.index, exc.field]
@@ -417,6 +425,19 @@ async def _persist(store: SessionStore, undo) -> None:
             raise
 
 
+_KAPPA_POOL: Optional[ThreadPoolExecutor] = None
+
+
+def kappa_pool() -> ThreadPoolExecutor:
+    """The threads kappa updates run on: their own, so that long updates never take the threads
+    of the loop's default executor that snapshot writes and Overcooked gate builds use."""
+    global _KAPPA_POOL
+    if _KAPPA_POOL is None:
+        _KAPPA_POOL = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
+                                         thread_name_prefix="beliefgate-kappa")
+    return _KAPPA_POOL
+
+
 async def _locked(store: SessionStore, session_id: str, kappa: bool, change):
     """The one bracket every change of an existing session goes through.
 
@@ -454,11 +475,27 @@ async def _mutate(store: SessionStore, session_id: str, apply, kappa: bool = Fal
 
     async def change_off_the_loop(session: Session):
         # a kappa update costs milliseconds, and seconds for many sharp judgments at many points: it
-        # runs in a worker thread under the session's lock, so that other sessions and healthz are
-        # answered meanwhile (on the loop, one 256-judgment request held every client ~27 s); the
+        # runs on the kappa pool's threads (not the loop's default executor, which the snapshot
+        # writer needs) under the session's lock, so that other sessions and healthz are answered
+        # meanwhile (on the loop, one 256-judgment request held every client ~27 s); the
         # book-keeping stays on the loop
         previous = session.committed
-        result = await asyncio.to_thread(apply, session)
+        future = asyncio.get_running_loop().run_in_executor(kappa_pool(), apply, session)
+        try:
+            result = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            # the server stops and its graceful time ran out: the thread cannot be stopped, so keep
+            # the lock until it is done, put the committed state back (nothing was acknowledged)
+            # and answer 503 rather than let uvicorn log a traceback and send a bare 500
+            while not future.done():  # uvicorn cancels once, asyncio.run's teardown once more
+                try:
+                    await asyncio.wait([future])
+                except asyncio.CancelledError:
+                    continue
+            if not future.cancelled() and future.exception() is None:
+                session.roll_back()
+            raise ApiError(503, "shutting_down", "the server is shutting down; this kappa update was not "
+                                                 "applied") from None
         store.changed(session)
         return result, lambda: store.rollback(session, previous)
 
@@ -718,6 +755,8 @@ def _routes() -> tuple[APIRouter, APIRouter]:
         store = _store(request)
         session = _read(store, session_id, kappa=True)
         async with session.lock:  # not half-way through an update running in a worker thread
+            if session.closed:  # deleted (or expired) while this request waited for the update
+                raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
             return _json(_kappa_payload(store, session))
 
     @api.delete("/kappa/{session_id}", status_code=204, tags=["kappa"], responses=_SESSION_RESPONSES,

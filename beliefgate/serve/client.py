@@ -322,11 +322,14 @@ class Client:
         body: Dict[str, Any] = {}
         if params is not None:
             body["params"] = _params_json(params, GateParams)
-        if num_skills is not None or skill_names is not None:
+        if skill_names is not None and not isinstance(skill_names, (str, bytes)):
+            skill_names = list(skill_names)  # once: a generator is read here, not used up by the check
+        if num_skills is not None or skill_names is not None or prior_counts is not None:
             # the in-process checks first: a bad value raises what Gate.from_logprobs raises, naming it
             # (a number as a name was sent as a string, a NaN count was json's ValueError)
             count = (num_skills if num_skills is not None else
-                     1 if isinstance(skill_names, (str, bytes)) else len(skill_names))  # a string: refused as names
+                     1 if isinstance(skill_names, (str, bytes)) else  # a string: refused as names
+                     len(skill_names) if skill_names is not None else max(1, int(np.size(prior_counts))))
             with _checked_here():
                 _core.gate_config(GateParams.model_validate(body.get("params", {})), count, skill_names, prior_counts)
         if num_skills is not None:

@@ -44,8 +44,8 @@ def reference(judgments: list, draws: int, seed: int, chunk: int = 200_000, k: i
     right = np.array([j[1] for j in judgments])
     sign = np.array([1.0 if j[2] else -1.0 for j in judgments])
     log_w, best = [], []
-    for _ in range(max(1, draws // chunk)):
-        u = rng.standard_normal((chunk, k))
+    for start in range(0, draws, chunk):  # exactly `draws` draws, in chunks
+        u = rng.standard_normal((min(chunk, draws - start), k))
         x = sign * (u[:, left] - u[:, right]) / tau
         log_w.append((np.minimum(x, 0.0) - np.log1p(np.exp(-np.abs(x)))).sum(axis=1))
         best.append(u.argmax(axis=1))
@@ -103,7 +103,8 @@ def main(argv=None) -> dict:
             info = k.update_many([Judgment(*judgments[i]) for i in idx])
             diff = np.abs(np.asarray(info.argmax_probs) - ref)
             worst = int(diff.argmax())
-            err, z = float(diff[worst]), float(diff[worst] / se[worst])  # in the reference's se of that branch
+            err = float(diff[worst])
+            z = err / float(se[worst]) if se[worst] > 0 else float("inf")  # in the reference's se of that branch
             out[f"{points}/{order}"] = {"probs": np.round(info.argmax_probs, 4).tolist(), "max_error": err,
                                         "ess": info.ess, "points_used": info.points}
             print(f"{points} points, order {order}: {np.round(info.argmax_probs, 4).tolist()} max error {err:.4f} "
