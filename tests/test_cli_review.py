@@ -99,3 +99,14 @@ def test_kappa_fit_refuses_a_domain_and_an_output_over_its_decisions(tmp_path):
     proc = cli("fit", "--model", "kappa", str(decisions), "--method", "svi", "--out", str(decisions))
     assert proc.returncode == 2 and "is the input" in proc.stderr
     assert decisions.read_text() == text and not (tmp_path / "k.nc").exists()
+
+
+def test_a_header_layout_that_is_unknown_is_refused_naming_the_line(log, tmp_path):
+    """An unknown layout in a log's header was `error: unknown layout 'nowhere'`, no file, exit 1."""
+    lines = log.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["layout"] = "nowhere"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    proc = cli("report", str(bad), "-o", str(tmp_path / "bad.html"))
+    assert proc.returncode == 2 and f"{bad}:1: invalid header row: header: unknown layout 'nowhere'" in proc.stderr

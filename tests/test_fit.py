@@ -218,7 +218,7 @@ def test_bad_logs_fail_clearly_before_any_sampling(logs, tmp_path):
     header = json.loads(lines[0])
     wrong = tmp_path / "wrong_layout.jsonl"
     wrong.write_text(json.dumps({**header, "layout": "no_such_kitchen"}) + "\n" + "".join(lines[1:]))
-    with pytest.raises(FitDataError, match="wrong_layout.jsonl: unknown layout 'no_such_kitchen'"):
+    with pytest.raises(FitDataError, match="wrong_layout.jsonl:1: invalid header row: header: unknown layout 'no_such_kitchen'"):
         load_logs([wrong])
     with pytest.raises(FitDataError, match="no trajectory logs"):
         load_logs([])

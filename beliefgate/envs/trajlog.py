@@ -58,6 +58,17 @@ class LogHeader(BaseModel):
     config: Dict[str, Any] = {}
 
     @model_validator(mode="after")
+    def _layout_is_known(self) -> "LogHeader":
+        # an unknown layout was found only by the consumer: "unknown layout" without file or line, exit 1
+        from beliefgate.envs.overcooked.layouts import UnknownLayoutError, resolve_layout
+
+        try:
+            resolve_layout(self.layout)
+        except UnknownLayoutError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    @model_validator(mode="after")
     def _seat_is_a_player(self) -> "LogHeader":
         # the ego's seat indexes the players: a seat of 5 (or -1) in an edited header crashed the
         # report with an IndexError and misled fit into "partner side -4"
