@@ -261,12 +261,15 @@ def test_scaled_batch_kernel_compiles_once_per_shape():
     assert hmm._batch_jit._cache_size() - before == 1
 
 
+@pytest.mark.parametrize("batch", [13, 256])
 @pytest.mark.parametrize("general", [False, True], ids=["simple", "feasible+completions+padding"])
-def test_sharded_batch_filter_equals_one_block_bit_for_bit(general):
-    """Row blocks run concurrently and joined on the host give exactly the one-block result,
-    with uneven blocks (13 rows in 4 blocks) and more blocks than the pool has threads."""
+def test_sharded_batch_filter_equals_one_block_to_rounding(general, batch):
+    """Row blocks run concurrently and joined on the host give the one-block result, with uneven
+    blocks (13 rows in 4 blocks) and more blocks than the pool has threads. To rounding, not to
+    the bit: XLA compiles each block size on its own, and a review found 129 of 256 log marginals
+    differing by up to 4e-14 at 4 blocks (the docs said bit-for-bit)."""
     rng = np.random.default_rng(11)
-    batch, steps, skills = 13, 29, 5
+    steps, skills = 29, 5
     counts = rng.integers(0, 4, (batch, skills)).astype(float)
     log_em = 2.0 * rng.standard_normal((batch, steps, skills))
     if general:
@@ -282,11 +285,12 @@ def test_sharded_batch_filter_equals_one_block_bit_for_bit(general):
     for shards in (2, 4, 13, 50):
         got = F.filter_batch(params, obs, shards=shards)
         assert isinstance(got.posterior, np.ndarray) and got.posterior.shape == (batch, steps, skills)
-        np.testing.assert_array_equal(got.posterior, one.posterior)
-        np.testing.assert_array_equal(got.log_normalizer, one.log_normalizer)
-        np.testing.assert_array_equal(got.log_marginal, one.log_marginal)
+        tight = dict(rtol=1e-12, atol=1e-12) if got.posterior.dtype == np.float64 else dict(rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got.posterior, one.posterior, **tight)
+        np.testing.assert_allclose(got.log_normalizer, one.log_normalizer, **tight)
+        np.testing.assert_allclose(got.log_marginal, one.log_marginal, **tight)
         for field, ref in zip(got.state, one.state):
-            np.testing.assert_array_equal(field, ref)
+            np.testing.assert_allclose(np.asarray(field, dtype=np.float64), np.asarray(ref, dtype=np.float64), **tight)
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(InvalidParameterError, match="shards"):
             F.filter_batch(params, obs, shards=bad)

@@ -35,7 +35,7 @@ from typing import Callable, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
-from beliefgate.beliefs.checks import as_bool
+from beliefgate.beliefs.checks import as_array, as_bool
 from beliefgate.beliefs.config import MAX_PRIOR_COUNT, GateParams
 from beliefgate.beliefs.errors import (
     ActionIndexError,
@@ -117,6 +117,11 @@ def gate_config(params: Optional[GateParams], num_skills: int,
         params = GateParams()
     elif not isinstance(params, GateParams):
         raise InvalidParameterError(f"params must be a GateParams, got {type(params).__name__}")
+    if skill_names is not None and not isinstance(skill_names, (str, bytes)):
+        try:  # once: a generator checked below would be used up and read as no names
+            skill_names = list(skill_names)
+        except TypeError:
+            raise ShapeMismatchError(f"skill_names must be a sequence of non-empty strings, got {skill_names!r}") from None
     if skill_names is None:
         names = tuple(f"skill_{k}" for k in range(num_skills))
     else:
@@ -435,7 +440,7 @@ def _as_float_array(x, what: str) -> np.ndarray:
     """``x`` as float64 without silently dropping parts (complex) or reading bools as numbers."""
     if type(x) is np.ndarray and x.dtype is _F64:  # native float64: the dtype is this singleton
         return x
-    arr = np.asarray(x)
+    arr = as_array(x, what)
     if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.integer)
                                      or np.issubdtype(arr.dtype, np.floating)):
         raise ShapeMismatchError(f"{what} must be a real numeric array, got dtype {arr.dtype}")

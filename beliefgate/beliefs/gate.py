@@ -128,11 +128,18 @@ class Gate:
         return self._state
 
     def restore(self, state: GateState) -> None:
-        """Put back a state this gate returned earlier (from :attr:`state`)."""
-        if (not isinstance(state, GateState) or state.belief.counts.shape != (self._config.num_skills,)
-                or (state.cusum is None) != (self._config.cusum is None)):
+        """Put back a state this gate returned earlier (from :attr:`state`).
+
+        The state must have this gate's layout field by field (a state of a gate with another
+        window or change-point horizon was taken and gave wrong posteriors silently) and
+        finite numbers where the gate keeps probabilities."""
+        problem = _layout_problem(state, _core.init(self._config), "state")
+        if problem is None and not all(np.all(np.isfinite(np.asarray(a, dtype=np.float64)))
+                                       for a in (state.belief.belief, state.belief.pi0, state.belief.counts)):
+            problem = "state.belief: non-finite values"
+        if problem is not None:
             raise ShapeMismatchError(f"restore() takes a GateState of this gate ({self._config.num_skills} skills, "
-                                     f"gate={self._config.mode!r})")
+                                     f"gate={self._config.mode!r}, model={self.params.model!r}): {problem}")
         self._state = state
 
     @property
@@ -262,6 +269,27 @@ class Gate:
                 "observe() needs a gate built by a domain plug-in (Gate.for_domain, "
                 "beliefgate.envs.overcooked.overcooked_gate)")
         return self.step_evidence(observer.evidence(state, next_state), ego_active=ego_active)
+
+
+def _layout_problem(value, template, where: str) -> Optional[str]:
+    """Where ``value`` differs in layout from ``template`` (same NamedTuple types, array shapes
+    and kinds, ``None`` where ``None``), or ``None`` when it does not."""
+    if template is None or value is None:
+        return None if value is None and template is None else f"{where}: {'missing' if value is None else 'unexpected'}"
+    if isinstance(template, tuple) and hasattr(template, "_fields"):
+        if type(value) is not type(template):
+            return f"{where}: a {type(template).__name__} is needed, got {type(value).__name__}"
+        for name in template._fields:
+            problem = _layout_problem(getattr(value, name), getattr(template, name), f"{where}.{name}")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(template, np.ndarray) or hasattr(template, "shape"):
+        shape = getattr(value, "shape", None)
+        if shape is None or tuple(shape) != tuple(template.shape):
+            return f"{where}: shape {tuple(template.shape)} is needed, got {shape}"
+        return None
+    return None
 
 
 def check_ego_active(value) -> bool:

@@ -129,6 +129,8 @@ class KappaParams(CheckedModel, KappaParamFields):
     def from_json(cls, text: Union[str, bytes]) -> "KappaParams":
         from beliefgate.fileio import DataSyntaxError, parse_data
 
+        if not isinstance(text, (str, bytes)):
+            raise KappaParamError(f"KappaParams JSON must be text, got {type(text).__name__}")
         try:
             data = parse_data(text.decode() if isinstance(text, bytes) else text, "json")
         except (DataSyntaxError, UnicodeDecodeError) as exc:
@@ -144,7 +146,11 @@ class KappaParams(CheckedModel, KappaParamFields):
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "KappaParams":
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        """The parameters of a JSON file; a file that is missing, a folder, not UTF-8 text or not
+        valid raises :class:`KappaParamError` (the reading errors name the file), as GateParams.load."""
+        from beliefgate.fileio import read_text
+
+        return cls.from_json(read_text(path, KappaParamError))
 
     @classmethod
     def from_fit(cls, path: Union[str, Path], point: str = "median", **overrides) -> "KappaParams":

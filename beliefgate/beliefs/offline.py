@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.nn import logsumexp
 
 from beliefgate.beliefs.errors import ShapeMismatchError, UnsupportedModelError
-from beliefgate.beliefs.filter import _check_params, _numbers, observations
+from beliefgate.beliefs.filter import _check_params, _numbers, filter, observations  # noqa: A004
 from beliefgate.models.hmm import (
     FilterParams,
     Observations,
@@ -78,7 +79,7 @@ def smoother(params: FilterParams, obs):
     """
     params, obs = _require_hazard(params, obs)
     hazard, alpha = _numbers(params, obs.loglik.dtype)
-    return _smoother_jit(hazard, alpha, obs)
+    return _refuse_impossible(params, obs, _smoother_jit(hazard, alpha, obs))
 
 
 @jax.jit
@@ -112,7 +113,16 @@ def most_likely_path(params: FilterParams, obs):
     """
     params, obs = _require_hazard(params, obs)
     hazard, alpha = _numbers(params, obs.loglik.dtype)
-    return _viterbi_jit(hazard, alpha, obs)
+    return _refuse_impossible(params, obs, _viterbi_jit(hazard, alpha, obs))
+
+
+def _refuse_impossible(params: FilterParams, obs, result):
+    """``result`` (its second entry a log probability), or, where that is not finite, the forward
+    filter's :class:`ImpossibleObservationError` naming the step (NaN marginals and a -inf path
+    score came back silently where :func:`filter` raises)."""
+    if not np.isfinite(float(result[1])):
+        filter(params, obs)  # raises, naming the first impossible step
+    return result
 
 
 

@@ -9,10 +9,21 @@ import numpy as np
 from beliefgate.models.errors import ShapeMismatchError
 
 
+def as_array(x, name: str, dtype=None) -> np.ndarray:
+    """``np.asarray(x[, dtype])``, or :class:`ShapeMismatchError` naming ``name`` where NumPy
+    cannot make one array of it (ragged rows, text where numbers belong): a plain ValueError
+    escaped to users from every boundary that took arrays."""
+    try:
+        return np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise ShapeMismatchError(f"{name} must be one rectangular numeric array (ragged rows or non-numbers?), "
+                                 f"got {type(x).__name__}: {str(exc).splitlines()[0]}") from None
+
+
 def as_bool(x, name: str, shape: Optional[Tuple[int, ...]] = None) -> np.ndarray:
     """``x`` as a boolean array; 0/1 numbers are accepted, anything else raises
     :class:`ShapeMismatchError` (as does a shape other than ``shape`` when given)."""
-    arr = np.asarray(x)
+    arr = as_array(x, name)
     if arr.dtype != np.bool_:
         if not np.issubdtype(arr.dtype, np.number) or not np.all((arr == 0) | (arr == 1)):
             raise ShapeMismatchError(f"{name} must be boolean (or 0/1), got dtype {arr.dtype}")
