@@ -111,6 +111,13 @@ class CheckedModel(BaseModel):
     def model_validate_strings(cls: Type[M], obj: Any, **options: Any) -> M:
         return cls._checked(super().model_validate_strings, obj, options)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # a frozen model's assignment raised pydantic's multi-line ValidationError, outside BeliefgateError
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            raise param_error(exc, self.error_type, type(self).__name__) from None
+
     def model_copy(self: M, *, update: Optional[dict] = None, deep: bool = False) -> M:
         """A copy; with ``update``, a *validated* one (pydantic's own copy would skip validation)."""
         if not update:

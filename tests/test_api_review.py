@@ -93,3 +93,15 @@ def test_skill_names_may_be_any_iterable_read_once():
     assert Gate.from_logprobs(2, skill_names=(n for n in ("a", "b"))).skill_names == ("a", "b")
     with pytest.raises(ShapeMismatchError, match="skill_names"):
         Gate.from_logprobs(2, skill_names=5)
+
+
+def test_assigning_to_frozen_params_is_a_one_line_param_error():
+    """pydantic's multi-line ValidationError ("1 validation error for GateParams ...") escaped."""
+    from beliefgate.beliefs.config import GateParamError
+
+    params = GateParams()
+    with pytest.raises(GateParamError, match="hazard: Instance is frozen") as info:
+        params.hazard = 0.5
+    assert info.value.field == "hazard" and params.hazard == GateParams().hazard
+    with pytest.raises(KappaParamError, match="tau"):
+        KappaParams().tau = 2.0
