@@ -196,7 +196,9 @@ def effective_replans(traj: Trajectory) -> float:
 
 
 def effective_fraction(traj: Trajectory) -> float:
-    """Share of the ego's replans that were effective: ``effective_replans / replans`` (NaN without replans)."""
+    """Share of the ego's interrupts that changed its skill: ``effective_replans`` over the steps flagged
+    ``interrupt`` (NaN without one). That count can exceed ``replans`` by interrupts that found no
+    feasible skill and returned before a planner call (docs/eval.md)."""
     eff = effective_replans(traj)
     n = sum(1 for i in _ego_infos(traj) if i.get("interrupt"))
     return _nan_ratio(eff, n) if not math.isnan(eff) else float("nan")

@@ -339,7 +339,9 @@ class Report:
             return out + ["_Fewer than two BayesBelief conditions (full, no_replan, no_prompt, no_belief) "
                           "in these results._"]
         out += ["Mean ± sd of the team reward; `full` = posterior in the prompt + gate interrupts, "
-                "`no_replan` = prompt only, `no_prompt` = interrupts only, `no_belief` = neither.", ""]
+                "`no_replan` = prompt only, `no_prompt` = interrupts only, `no_belief` = neither (with the "
+                "default rule planner, `cover=\"none\"`, the posterior in the prompt changes nothing outside an "
+                "interrupt, so `no_replan` plays `no_belief`'s episodes).", ""]
         rows = [[self._setting(lay, g)] + [_mean_sd("reward", self._values(c, "reward", lay, g)) for c in conds]
                 for lay, g in self.settings]
         out += [_table(["setting"] + conds, rows), ""]
