@@ -56,20 +56,10 @@ def positive(text: str) -> int:
     return value
 
 
-def _best(fn, repeats: int) -> float:
-    import jax
-
-    jax.block_until_ready(fn())
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def bench_filter(batches: Sequence[int], steps: int, skills: Sequence[int], repeats: int,
                  out_dir: Path, tag: str) -> list[dict]:
+    from bench_hmm import _best_times  # the child runs as a script from this folder
+
     from beliefgate.beliefs import filter as F
 
     rows = []
@@ -85,7 +75,7 @@ def bench_filter(batches: Sequence[int], steps: int, skills: Sequence[int], repe
                 res = F.filter_batch(params, obs)
                 return res.posterior, res.log_marginal
 
-            seconds = _best(run, repeats)
+            seconds = _best_times({"filter": run}, repeats)["filter"]
             _, lm = run()
             np.save(out_dir / f"lm_{tag}_{batch}_{k}.npy", np.asarray(lm))
             rows.append({"B": batch, "T": steps, "K": k, "s": seconds,

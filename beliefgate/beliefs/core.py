@@ -35,7 +35,7 @@ from typing import Callable, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
-from beliefgate.beliefs.checks import as_array, as_bool
+from beliefgate.beliefs.checks import are_names, as_array, as_bool
 from beliefgate.beliefs.config import MAX_PRIOR_COUNT, GateParams
 from beliefgate.beliefs.errors import (
     ActionIndexError,
@@ -125,7 +125,7 @@ def gate_config(params: Optional[GateParams], num_skills: int,
     if skill_names is None:
         names = tuple(f"skill_{k}" for k in range(num_skills))
     else:
-        if isinstance(skill_names, (str, bytes)) or any(not isinstance(n, str) or not n.strip() for n in skill_names):
+        if not are_names(skill_names):
             raise ShapeMismatchError(f"skill_names must be a sequence of non-empty strings, got {skill_names!r}")
         names = tuple(skill_names)
         if len(names) != num_skills or len(set(names)) != num_skills:

@@ -272,8 +272,8 @@ class Gate:
 
 
 def _layout_problem(value, template, where: str) -> Optional[str]:
-    """Where ``value`` differs in layout from ``template`` (same NamedTuple types, array shapes
-    and kinds, ``None`` where ``None``), or ``None`` when it does not."""
+    """Where ``value`` differs in layout from ``template`` (same NamedTuple types, array shapes,
+    ``None`` where ``None``), or ``None`` when it does not."""
     if template is None or value is None:
         return None if value is None and template is None else f"{where}: {'missing' if value is None else 'unexpected'}"
     if isinstance(template, tuple) and hasattr(template, "_fields"):
@@ -284,7 +284,7 @@ def _layout_problem(value, template, where: str) -> Optional[str]:
             if problem is not None:
                 return problem
         return None
-    if isinstance(template, np.ndarray) or hasattr(template, "shape"):
+    if hasattr(template, "shape"):
         shape = getattr(value, "shape", None)
         if shape is None or tuple(shape) != tuple(template.shape):
             return f"{where}: shape {tuple(template.shape)} is needed, got {shape}"

@@ -44,6 +44,7 @@ existed.
 from __future__ import annotations
 from beliefgate.errors import InputError
 from beliefgate.limits import MAX_HORIZON, MAX_SEED_COUNT
+from beliefgate.models.checks import are_names
 
 import hashlib
 import json
@@ -165,7 +166,7 @@ class GridSpec(BaseModel):
     @field_validator("agents", "layouts")
     @classmethod
     def _names(cls, v: List[str], info) -> List[str]:
-        if any(not isinstance(n, str) or not n.strip() for n in v):
+        if not are_names(v):
             raise ValueError(f"{info.field_name} must be non-empty names")
         if info.field_name == "layouts":
             from beliefgate.envs.overcooked.layouts import layout_key

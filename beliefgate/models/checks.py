@@ -20,6 +20,12 @@ def as_array(x, name: str, dtype=None) -> np.ndarray:
                                  f"got {type(x).__name__}: {str(exc).splitlines()[0]}") from None
 
 
+def are_names(values) -> bool:
+    """Whether ``values`` is a sequence of non-empty strings (one string is not: "abc" is not
+    three names; numbers are not names)."""
+    return not isinstance(values, (str, bytes)) and all(isinstance(n, str) and n.strip() for n in values)
+
+
 def as_bool(x, name: str, shape: Optional[Tuple[int, ...]] = None) -> np.ndarray:
     """``x`` as a boolean array; 0/1 numbers are accepted, anything else raises
     :class:`ShapeMismatchError` (as does a shape other than ``shape`` when given)."""

@@ -23,6 +23,7 @@ from typing import Callable, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
+from beliefgate.models.checks import are_names
 from beliefgate.models.skill_model import SkillData, skill_data
 from beliefgate.validation import repeats
 
@@ -233,8 +234,7 @@ def from_arrays(q, action_mask, weight=None, feasible=None, completed=None, prio
             raise FitDataError(f"action[{b}, {t}] = {int(act[b, t])} is not allowed by action_mask[{b}, {t}] "
                                f"({int(bad.sum())} such step(s)); the observed action must be one the mask allows")
     for what, given in (("skill_names", skill_names), ("action_names", action_names)):
-        if given is not None and (isinstance(given, (str, bytes)) or
-                                  any(not isinstance(n, str) or not n.strip() for n in given)):
+        if given is not None and not are_names(given):
             # what Gate.from_logprobs refuses too: "abc" was three skills, 1 and "1" two skills of one name
             raise FitDataError(f"{what} must be a sequence of non-empty strings, got {given!r}")
     names = tuple(skill_names) if skill_names is not None else tuple(f"skill_{k}" for k in range(num_skills))

@@ -200,11 +200,9 @@ def _evidence_loc(exc, num_judgments: int, as_round: bool) -> Optional[list]:
     piece = "judgments" if exc.index < num_judgments else "rollouts"
     if exc.field not in _PIECE_FIELDS[piece]:  # about the round or the evidence as a whole
         return None
-    if exc.index < num_judgments:
-        return ["body", "judgments", exc.index, exc.field]
-    if as_round:
-        return ["body", "rollouts", exc.field]
-    return ["body", "rollouts", exc.index - num_judgments, exc.field]
+    if piece == "judgments":
+        return ["body", piece, exc.index, exc.field]
+    return ["body", piece, exc.field] if as_round else ["body", piece, exc.index - num_judgments, exc.field]
 
 
 def _field_error(kind: str, message: str, field: Optional[str]) -> Response:
@@ -446,13 +444,21 @@ async def _locked(store: SessionStore, session_id: str, kappa: bool, change):
     snapshot commit; a failed write runs ``undo`` before the 503.
     """
     session = _require(store.get(session_id), kappa)
-    async with session.lock:
-        if session.closed:
-            raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
+    async with _held(session):
         outcome = change(session)
         result, undo = (await outcome) if inspect.isawaitable(outcome) else outcome
         await _persist(store, undo)
     return result
+
+
+@asynccontextmanager
+async def _held(session: Session):
+    """The session's lock, on a session still live once it is held (deleted or expired while the
+    request waited for it: 404)."""
+    async with session.lock:
+        if session.closed:
+            raise SessionNotFoundError.of(session.id)
+        yield session
 
 
 async def _mutate(store: SessionStore, session_id: str, apply, kappa: bool = False):
@@ -753,10 +759,7 @@ def _routes() -> tuple[APIRouter, APIRouter]:
     async def get_kappa(session_id: SessionId, request: Request) -> Response:
         """The read-out: argmax probability of every branch, kappa, best, nucleus, commit, rounds."""
         store = _store(request)
-        session = _read(store, session_id, kappa=True)
-        async with session.lock:  # not half-way through an update running in a worker thread
-            if session.closed:  # deleted (or expired) while this request waited for the update
-                raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
+        async with _held(_read(store, session_id, kappa=True)) as session:  # not mid-update (worker thread)
             return _json(_kappa_payload(store, session))
 
     @api.delete("/kappa/{session_id}", status_code=204, tags=["kappa"], responses=_SESSION_RESPONSES,

@@ -80,6 +80,10 @@ class SessionNotFoundError(SessionError, LookupError):
     status_code = 404
     kind = "session_not_found"
 
+    @classmethod
+    def of(cls, session_id: str) -> "SessionNotFoundError":
+        return cls(f"no session {session_id!r} (never created, deleted or expired)")
+
 
 class SessionLimitError(SessionError):
     """The store holds ``max_sessions`` sessions already."""
@@ -328,10 +332,10 @@ class SessionStore:
         """The live session ``session_id``; raises :class:`SessionNotFoundError`."""
         session = self._sessions.get(session_id)
         if session is None:
-            raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
+            raise SessionNotFoundError.of(session_id)
         if self._expired(session, self._clock()):
             self._drop(session)
-            raise SessionNotFoundError(f"no session {session_id!r} (never created, deleted or expired)")
+            raise SessionNotFoundError.of(session_id)
         return session
 
     def touch(self, session: Session) -> None:
