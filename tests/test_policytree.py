@@ -12,8 +12,9 @@ from beliefgate.envs.overcooked.layouts import LAYOUTS
 from beliefgate.envs.overcooked.state import CounterObject, PlayerView, PotView, SymbolicState
 from beliefgate.eval.episode import run_episode
 from beliefgate.policytree.agent import TreeSpecError, close_sandboxes, make_policy_tree_agent, parse_spec
-from beliefgate.policytree.layouts import seat_skills
-from beliefgate.policytree.learn import check_tree, probe_states
+from beliefgate.envs.overcooked.seats import seat_skills
+from beliefgate.envs.overcooked.flat_state import probe_states
+from beliefgate.policytree.learn import check_tree
 from beliefgate.policytree.sandbox import SKILLS
 from beliefgate.policytree.seeds import seed_code, seed_text
 

@@ -18,8 +18,6 @@ from typing import List, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from beliefgate.agents.planning import PlanningAgent, planner_for, validated
-from beliefgate.agents.scene import scene_text
-from beliefgate.envs.overcooked.dynamics import completed_skills
 from beliefgate.planners.model import ChatModel
 from beliefgate.planners.types import BeliefBlock, Planner
 
@@ -87,7 +85,7 @@ class HypotheticalMindsAgent(PlanningAgent):
         from beliefgate.planners.prompts import render
 
         tops = sorted(self.store, key=lambda h: -h.score)[:self.config.top_m]
-        user = render("hypothesis_user", scene=scene_text(state, self.player),
+        user = render("hypothesis_user", scene=self.domain.scene_text(state, self.player),
                       events="\n".join(self.events[-12:]) or "none yet", skills=", ".join(names),
                       hypotheses="\n".join(f"- {h.strategy} -> {h.skill} ({h.score:+.2f})" for h in tops) or "- none")
         messages = [{"role": "system", "content": render("hypothesis_system")}, {"role": "user", "content": user}]
@@ -107,12 +105,10 @@ class HypotheticalMindsAgent(PlanningAgent):
         return super().act(state, my_events)
 
     def _partner_events(self, state):
-        from beliefgate.envs.overcooked.dynamics import detect_events
-
-        return detect_events(self.prev, state)[self.partner]
+        return self.domain.detect_events(self.prev, state)[self.partner]
 
     def trigger(self, state, decision, partner_events):
-        done = [self.library.names[k] for k in completed_skills(partner_events, self.library)]
+        done = [self.library.names[k] for k in self.domain.completed_skills(partner_events, self.library)]
         if done:
             self._score(done)
         if done or not self.store:

@@ -26,14 +26,8 @@ from typing import Any, Callable, Dict, Optional, Sequence, Type, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from beliefgate.agents.scene import scene_text
 from beliefgate.beliefs.gate import Decision, GateParams
-from beliefgate.envs.overcooked.controller import controller_for
-from beliefgate.envs.overcooked.dynamics import completed_skills, detect_events
-from beliefgate.envs.overcooked.executor import Executor, SkillStatus, fidget
-from beliefgate.envs.overcooked.gate import overcooked_gate
-from beliefgate.envs.overcooked.kitchen import skill_needs
-from beliefgate.envs.overcooked.state import SymbolicState
+from beliefgate.envs.domain import SkillStatus, domain_for_layout
 from beliefgate.planners.fallbacks import Fallback, FallbackLog
 from beliefgate.planners.model import Asked, ChatModel, Message, ask
 from beliefgate.planners.rule import MIN_CONFIDENCE, RulePlanner, RulePlannerConfig
@@ -81,17 +75,25 @@ class PlanningAgent:
 
     # --------------------------------------------------------------------- API
     def reset(self, layout: str, player: int, seed: int) -> None:
+        self.domain = domain_for_layout(layout)
         self.layout = layout
         self.player = player
-        self.partner = 1 - player
+        #: every other player, in seat order; ``partner`` is the first (the one the planner's
+        #: belief block and the partner-specific triggers read)
+        self.teammates = tuple(i for i in range(self.domain.players(layout)) if i != player)
+        self.partner = self.teammates[0]
         self.rng = np.random.default_rng(seed)
-        self.controller = controller_for(layout)
+        self.controller = self.domain.controller(layout)
         self.library = self.controller.library
-        self.executor = Executor(self.controller, player, self.rng)
-        self.gate = overcooked_gate(layout, self.params, partner=self.partner) if self.keeps_belief else None
+        self.executor = self.domain.executor(self.controller, player, self.rng)
+        #: one gate per teammate, keyed by seat (an agent without a belief keeps none)
+        self.gates = ({seat: self.domain.make_gate(layout, self.params, partner=seat) for seat in self.teammates}
+                      if self.keeps_belief else {})
+        self.gate = self.gates.get(self.partner)
+        self.teammate_decisions: Dict[int, Decision] = {}
         self.complementary = {s: self.library.complementary_skills(s) for s in self.library.names}
         self.roles = {s.name: s.role for s in self.library.skills}
-        self.prev: Optional[SymbolicState] = None
+        self.prev = None  # the domain state of the last step
         self.active: Optional[int] = None
         self.history: deque = deque(maxlen=3)
         self.plans = 0
@@ -106,13 +108,15 @@ class PlanningAgent:
         self.fallback_log = FallbackLog()
         self.llm_answers = 0
 
-    def act(self, state: SymbolicState, my_events: Sequence[str] = ()) -> int:
+    def act(self, state, my_events: Sequence[str] = ()) -> int:
         decision = None
         partner_events: Sequence[str] = ()
+        self.teammate_decisions = {}
         if self.prev is not None:
-            partner_events = detect_events(self.prev, state)[self.partner]
-            if self.gate is not None:
-                decision = self.gate.observe(self.prev, state, ego_active=self.active is not None)
+            partner_events = self.domain.detect_events(self.prev, state)[self.partner]
+            for seat, gate in self.gates.items():
+                self.teammate_decisions[seat] = gate.observe(self.prev, state, ego_active=self.active is not None)
+            decision = self.primary_decision()
         self.decision = decision
         reason = None
         if self.active is None:
@@ -130,7 +134,8 @@ class PlanningAgent:
                 reason, interrupted = why, True
         if reason is not None:
             self._plan(state, reason, interrupted)
-        action = self.executor.act(state) if self.active is not None else fidget(state, self.player, self.rng)
+        action = (self.executor.act(state) if self.active is not None
+                  else self.domain.idle_action(state, self.player, self.rng))
         self._info = {
             "skill": self.active_skill,
             "replanned": reason is not None,
@@ -149,8 +154,19 @@ class PlanningAgent:
             "fallback_events": self.fallback_log.drain(),
             "plan_source": self._last_source,
         }
+        if len(self.gates) > 1:
+            self._info["beliefs"] = {str(seat): [round(float(p), 4) for p in d.posterior]
+                                     for seat, d in self.teammate_decisions.items()}
         self.prev = state
         return int(action)
+
+    def primary_decision(self) -> Optional[Decision]:
+        """The decision the agent acts on this step: the first teammate's whose gate fired, else the
+        first teammate's (with one teammate: its gate's decision)."""
+        if not self.teammate_decisions:
+            return None
+        fired = [d for d in self.teammate_decisions.values() if d.interrupt]
+        return fired[0] if fired else self.teammate_decisions[self.partner]
 
     def info(self) -> Dict[str, object]:
         return dict(self._info) if self._info else {"skill": None, "replans": 0, "llm_calls": 0, "fallbacks": 0}
@@ -183,7 +199,7 @@ class PlanningAgent:
         return asked
 
     # ----------------------------------------------------------------- hooks
-    def trigger(self, state: SymbolicState, decision: Optional[Decision], partner_events: Sequence[str]) -> Optional[str]:
+    def trigger(self, state, decision: Optional[Decision], partner_events: Sequence[str]) -> Optional[str]:
         """Why to interrupt the running skill now (None = keep going)."""
         return None
 
@@ -198,19 +214,19 @@ class PlanningAgent:
         return BeliefBlock({n: float(p) for n, p in zip(self.library.names, post)}, self.library.names[m],
                            float(post[m]), gate_signal)
 
-    def planner_input(self, state: SymbolicState, reason: str) -> Optional[PlannerInput]:
+    def planner_input(self, state, reason: str) -> Optional[PlannerInput]:
         feasible_mask = self.controller.feasible(state, self.player, require_targets=True)
         feasible = tuple(n for k, n in enumerate(self.library.names) if feasible_mask[k])
         if not feasible:
             return None
         return PlannerInput(
-            scene=scene_text(state, self.player), feasible=feasible, history=tuple(self.history),
+            scene=self.domain.scene_text(state, self.player), feasible=feasible, history=tuple(self.history),
             belief=self.belief_block(reason if reason not in ("start", "idle", "completed") else None),
-            reason=reason, needs=skill_needs(state, self.player, self.controller, feasible_mask),
+            reason=reason, needs=self.domain.skill_needs(state, self.player, self.controller, feasible_mask),
             roles=self.roles, complementary=self.complementary,
         )
 
-    def _plan(self, state: SymbolicState, reason: str, interrupted: bool) -> None:
+    def _plan(self, state, reason: str, interrupted: bool) -> None:
         inp = self.planner_input(state, reason)
         if inp is None:  # nothing feasible now: stay idle and ask again next step
             self.active = None
@@ -227,8 +243,8 @@ class PlanningAgent:
                                                                  f"planner {self.planner.name!r} gave no reason"))
         if interrupted:
             self.replans += 1
-            if self.gate is not None:
-                self.gate.notify_replanned()
+            for gate in self.gates.values():
+                gate.notify_replanned()
         self.start_skill(state, k, interrupted)
         self.history.append(Turn(state.timestep, choice.skill, reason))
 
@@ -241,7 +257,7 @@ class PlanningAgent:
         if interrupted and self._changed:
             self.effective_replans += 1
 
-    def start_skill(self, state: SymbolicState, k: int, interrupted: bool) -> None:
+    def start_skill(self, state, k: int, interrupted: bool) -> None:
         """Run skill ``k`` from ``state`` (an interrupt that re-chooses the running skill keeps it going)."""
         if k != self.active or not interrupted:
             self.executor.start_in(state, k)
@@ -315,9 +331,9 @@ class BayesBeliefAgent(PlanningAgent):
         self._interrupt_check = self.planner if isinstance(self.planner, RulePlanner) else RulePlanner()
         self._gate_input: Optional[tuple] = None
 
-    def _has_alternative(self, state: SymbolicState) -> bool:
+    def _has_alternative(self, state) -> bool:
         mask = self.controller.feasible(state, self.player, require_targets=True)
-        needs = skill_needs(state, self.player, self.controller, mask)
+        needs = self.domain.skill_needs(state, self.player, self.controller, mask)
         current = self.active_skill
         return any(v > 0 and n != current for n, v in needs.items())
 
@@ -335,7 +351,7 @@ class BayesBeliefAgent(PlanningAgent):
             return "gate"
         return None
 
-    def act(self, state: SymbolicState, my_events: Sequence[str] = ()) -> int:
+    def act(self, state, my_events: Sequence[str] = ()) -> int:
         action = super().act(state, my_events)
         if self.interrupts:
             self._info["gate_no_alternative"] = self.gate_no_alternative
@@ -363,7 +379,7 @@ class BayesBeliefAgent(PlanningAgent):
         m = max(post, key=post.get)
         return BeliefBlock(post, m, post[m], "gate")
 
-    def _plan_stands(self, state: SymbolicState) -> bool:
+    def _plan_stands(self, state) -> bool:
         """The rule planner, shown this interrupt's planner input, re-chooses the running skill.
         The input is kept for :meth:`planner_input`, which the interrupt's planning call asks
         for the same state and reason next."""
@@ -371,7 +387,7 @@ class BayesBeliefAgent(PlanningAgent):
         self._gate_input = (state, inp)
         return inp is not None and self._interrupt_check.choose(inp).skill == self.active_skill
 
-    def planner_input(self, state: SymbolicState, reason: str) -> Optional[PlannerInput]:
+    def planner_input(self, state, reason: str) -> Optional[PlannerInput]:
         kept, self._gate_input = self._gate_input, None
         if kept is not None and reason == "gate" and kept[0] is state:
             return kept[1]
@@ -436,9 +452,10 @@ class ProAgentLike(PlanningAgent):
         self._last_done: Optional[str] = None
         self.intent: Optional[str] = None
 
-    def act(self, state: SymbolicState, my_events: Sequence[str] = ()) -> int:
+    def act(self, state, my_events: Sequence[str] = ()) -> int:
         if self.prev is not None:
-            done = completed_skills(detect_events(self.prev, state)[self.partner], self.library)
+            done = self.domain.completed_skills(self.domain.detect_events(self.prev, state)[self.partner],
+                                                self.library)
             if done:
                 self._last_done = self.library.names[done[-1]]
         held = state.players[self.partner].held
@@ -484,7 +501,7 @@ class CompletionHeldAgent(PlanningAgent):
         super().__init__("completion-held", planner, params)
 
     def trigger(self, state, decision, partner_events):
-        if completed_skills(partner_events, self.library):
+        if self.domain.completed_skills(partner_events, self.library):
             return "partner_completed"
         if self.prev is not None:
             before, after = self.prev.players[self.partner].held, state.players[self.partner].held
@@ -535,7 +552,7 @@ class LLMJudgeAgent(PlanningAgent):
         from beliefgate.planners.prompts import judge_messages
 
         actions = ", ".join(partner_events) or "no interaction"
-        messages = judge_messages(scene_text(state, self.player), self.active_skill or "none", actions,
+        messages = judge_messages(self.domain.scene_text(state, self.player), self.active_skill or "none", actions,
                                   self.belief_block(None))
         asked = self.ask_model(self.client, messages, parse_yes_no, role="judge")
         return "judge" if asked.ok and asked.value else None

@@ -26,8 +26,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Literal, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
-from beliefgate.envs.overcooked.partners import PARTNERS, UnknownPartnerError, make_scripted
-from beliefgate.envs.overcooked.state import SymbolicState
+from beliefgate.envs.domain import Domain, UnknownPartnerError, domains, partner_domain
 from beliefgate.errors import InputError, RuntimeFailure
 
 
@@ -38,7 +37,10 @@ class Agent(Protocol):
 
     def reset(self, layout: str, player: int, seed: int) -> None: ...
 
-    def act(self, state: SymbolicState, my_events: Sequence[str] = ()) -> int: ...
+    def act(self, state, my_events: Sequence[str] = ()) -> int:
+        """The action in ``state`` (the domain's symbolic state); ``my_events`` are this player's
+        interaction events of the last step."""
+        ...
 
     def info(self) -> Dict[str, object]:
         """At least ``skill`` (active skill name or None), ``replans`` and ``llm_calls`` so far; agents
@@ -96,7 +98,7 @@ class AgentEntry:
 
 _P = "beliefgate.agents.planning"
 
-#: the agent table: prefix -> how to build it (scripted partners come from ``PARTNERS``)
+#: the agent table: prefix -> how to build it (scripted partners come from the domains)
 AGENTS: Dict[str, AgentEntry] = {e.prefix: e for e in (
     AgentEntry("bayes-belief", f"{_P}:bayes_belief_agent",
                "posterior in the prompt + gate interrupts; :full|no_replan|no_prompt|no_belief|paper "
@@ -141,7 +143,7 @@ def register(prefix: str, factory: Callable, description: str = "") -> None:
 def parse_name(name: str) -> Tuple[str, Optional[str]]:
     """``(prefix, option)`` of an agent name that is not a scripted partner.
 
-    Raises :class:`~beliefgate.envs.overcooked.partners.UnknownPartnerError` for an unknown
+    Raises :class:`~beliefgate.envs.domain.UnknownPartnerError` for an unknown
     prefix and :class:`AgentNameError` for a known one used with the wrong kind of option.
     """
     if not isinstance(name, str) or not name:
@@ -175,7 +177,7 @@ def parse_name(name: str) -> Tuple[str, Optional[str]]:
 
 def uses_llm(name: str) -> bool:
     """Does agent ``name`` take an LLM client? Scripted partners do not."""
-    if name in PARTNERS:
+    if partner_domain(name) is not None:
         return False
     prefix, _ = parse_name(name)
     if prefix in _LEGACY:
@@ -184,8 +186,9 @@ def uses_llm(name: str) -> bool:
 
 
 def agent_names() -> List[str]:
-    """Every scripted partner and every prefix of the table."""
-    return sorted(set(PARTNERS) | set(AGENTS) | set(_LEGACY))
+    """Every scripted partner of every domain and every prefix of the table."""
+    partners = {n for d in domains() for n in d.partner_names()}
+    return sorted(partners | set(AGENTS) | set(_LEGACY))
 
 
 def agent_table() -> List[Dict[str, object]]:
@@ -197,8 +200,10 @@ def agent_table() -> List[Dict[str, object]]:
     return sorted(rows, key=lambda r: r["name"])
 
 
-def make_agent(name: str, llm: Optional[object] = None, gate_params: Optional[object] = None) -> Agent:
-    """Build an agent from its name (a scripted partner, or a row of :data:`AGENTS`).
+def make_agent(name: str, llm: Optional[object] = None, gate_params: Optional[object] = None,
+               domain: Optional[Domain] = None) -> Agent:
+    """Build an agent from its name (a scripted partner of ``domain`` -- or of any domain when
+    none is given --, or a row of :data:`AGENTS`).
 
     ``llm`` (a :class:`~beliefgate.planners.model.ChatModel`) is for agents that call a model;
     giving it to one that does not raises :class:`AgentNameError`. ``gate_params`` (a
@@ -212,12 +217,13 @@ def make_agent(name: str, llm: Optional[object] = None, gate_params: Optional[ob
 
         if not isinstance(gate_params, GateParams):
             raise InputError(f"gate_params must be a GateParams, not {type(gate_params).__name__}")
-    if name in PARTNERS:
+    owner = partner_domain(name, domain)
+    if owner is not None:
         if llm is not None:
             raise AgentNameError(f"agent {name!r} does not use an LLM")
         if gate_params is not None:
             raise GateParamsNotUsedError(f"agent {name!r} runs no gate; gate parameters would have no effect")
-        return make_scripted(name)
+        return owner.make_partner(name)
     prefix, option = parse_name(name)
     if prefix in _LEGACY:
         return _legacy_build(name, prefix, llm, gate_params)

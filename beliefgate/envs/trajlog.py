@@ -24,7 +24,7 @@ from typing import Any, Dict, IO, List, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from beliefgate.envs.overcooked.state import SymbolicState
+from beliefgate.envs.domain import Domain, UnknownLayoutError, domain_for_layout
 
 FORMAT = "beliefgate.trajectory/1"
 
@@ -60,10 +60,8 @@ class LogHeader(BaseModel):
     @model_validator(mode="after")
     def _layout_is_known(self) -> "LogHeader":
         # an unknown layout was found only by the consumer: "unknown layout" without file or line, exit 1
-        from beliefgate.envs.overcooked.layouts import UnknownLayoutError, resolve_layout
-
         try:
-            resolve_layout(self.layout)
+            domain_for_layout(self.layout)
         except UnknownLayoutError as exc:
             raise ValueError(str(exc)) from None
         return self
@@ -83,7 +81,8 @@ class StepRow(BaseModel):
 
     kind: str = "step"
     t: int
-    state: SymbolicState
+    #: the domain's symbolic state (:meth:`Domain.state_from_json` parses it when a log is read)
+    state: Any
     actions: List[int]
     reward: float
     events: List[List[str]]
@@ -95,7 +94,7 @@ class FinalRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: str = "final"
-    state: SymbolicState
+    state: Any
     summary: Dict[str, Any]
 
 
@@ -109,7 +108,7 @@ class Trajectory:
     def complete(self) -> bool:
         return self.final is not None
 
-    def states(self) -> List[SymbolicState]:
+    def states(self) -> List[Any]:
         """s_0 .. s_T (the final state included when present)."""
         out = [r.state for r in self.steps]
         if self.final is not None:
@@ -153,6 +152,12 @@ class LogWriter:
         self.close()
 
 
+def _with_state(row, domain: Domain):
+    """``row`` with its ``state`` parsed by the log's domain (a missing state is pydantic's error)."""
+    row.state = domain.state_from_json(row.state)
+    return row
+
+
 def read_log(path: str | Path, allow_incomplete: bool = False) -> Trajectory:
     """Read and validate a trajectory log.
 
@@ -191,21 +196,26 @@ def read_log(path: str | Path, allow_incomplete: bool = False) -> Trajectory:
                 if header.format != FORMAT:
                     raise LogFormatError(path, n, f"unsupported log format {header.format!r} (expected {FORMAT})")
                 traj = Trajectory(header)
+                domain = domain_for_layout(header.layout)
             elif traj.final is not None:
                 raise LogFormatError(path, n, "rows after the final row")
             elif kind == "step":
-                step = StepRow.model_validate(row)
+                step = _with_state(StepRow.model_validate(row), domain)
                 if step.t != len(traj.steps):
                     raise LogFormatError(path, n, f"step t={step.t} out of order (expected {len(traj.steps)})")
                 traj.steps.append(step)
             elif kind == "final":
-                traj.final = FinalRow.model_validate(row)
+                traj.final = _with_state(FinalRow.model_validate(row), domain)
             else:
                 raise LogFormatError(path, n, f"unknown row kind {kind!r}")
         except ValidationError as exc:  # one line: the first error, the rest counted
             from beliefgate.validation import first_problem
 
             raise LogFormatError(path, n, f"invalid {kind} row: {first_problem(exc, kind or 'row').message}") from None
+        except LogFormatError:
+            raise
+        except InputError as exc:  # the domain refused the state (or the header's layout)
+            raise LogFormatError(path, n, f"invalid {kind} row: {exc}") from None
     if cut_last:
         raise TruncatedLogError(path, len(lines), "last line is incomplete (no newline)")
     if traj.final is None and not allow_incomplete:

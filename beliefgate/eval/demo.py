@@ -5,9 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from beliefgate.envs.overcooked.layouts import LAYOUTS
 from beliefgate.eval.episode import run_episode
 from beliefgate.eval.replay import replay
+
+
+#: the demo's kitchens: the five classic two-player layouts
+LAYOUTS = ("cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination", "counter_circuit")
 
 
 def run_demo(seed: int = 0, horizon: int = 400, partner: str = "switch-sourcer-to-plater",

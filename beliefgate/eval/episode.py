@@ -1,4 +1,4 @@
-"""Play one episode on the real Overcooked dynamics and log it.
+"""Play one episode of any domain (N players, the real dynamics of its game) and log it.
 
 The ego's fallbacks (LLM planner, judge and hypothesis calls that got no usable answer) are in
 every step's ``info`` (``fallbacks``, ``fallbacks_by_role``, ``fallback_events`` with role,
@@ -12,14 +12,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
 import beliefgate
 from beliefgate.agents.registry import ReportsFallbacks, make_agent
-from beliefgate.envs.overcooked.adapter import DEFAULT_HORIZON, OvercookedAdapter
-from beliefgate.envs.overcooked.layouts import resolve_layout
+from beliefgate.envs.domain import PartnerLayoutError, check_seat, domain_for_layout
 from beliefgate.envs.trajlog import FinalRow, LogHeader, LogWriter, StepRow, Trajectory
 from beliefgate.errors import InputError
 from beliefgate.planners.fallbacks import FallbackLog
@@ -40,38 +39,73 @@ def agent_seeds(seed: int, num_players: int) -> List[int]:
     return [int(c.generate_state(1)[0]) for c in children]
 
 
-def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int = DEFAULT_HORIZON,
+#: joins the partners of an episode with more than two players into one name (``A+B``)
+PARTNER_SEP = "+"
+
+
+def partner_list(partner: str | Sequence[str]) -> List[str]:
+    """The partners of an episode, one per other player in seat order: a list, or one name in which
+    several are joined by ``+`` (as grids and results rows name them)."""
+    if isinstance(partner, str):
+        parts = partner.split(PARTNER_SEP)
+        if not all(parts):
+            raise InputError(f"partners joined by {PARTNER_SEP!r} must be non-empty names, got {partner!r}")
+        return parts
+    partners = list(partner)
+    if not partners or not all(isinstance(p, str) and p for p in partners):
+        raise InputError(f"partners must be non-empty agent names, got {partner!r}")
+    return partners
+
+
+def seat_names(ego: str, partners: Sequence[str], seat: int) -> List[str]:
+    """Every player's agent in seat order: the partners fill the seats other than the ego's."""
+    names = list(partners[:seat]) + [ego] + list(partners[seat:])
+    return names
+
+
+def partner_label(partners: Sequence[str]) -> str:
+    """How an episode's partners are named in its summary, results row and file name: the partner
+    itself with one, ``A+B`` with several."""
+    return PARTNER_SEP.join(partners)
+
+
+def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int = 0, horizon: Optional[int] = None,
                 seat: int = 0, log_path: Optional[str | Path] = None, old_dynamics: bool = True,
                 config: Optional[Dict[str, Any]] = None, llm=None, gate_params=None) -> EpisodeResult:
     """Play ``ego`` (in player slot ``seat``) with ``partner`` for ``horizon`` steps.
 
-    Writes a trajectory log to ``log_path`` when given (flushed line by line).
-    ``llm`` (a :class:`~beliefgate.planners.model.ChatModel`, e.g. an
+    ``partner`` is one agent name, or a list with one name per other player of the layout (in
+    seat order, the ego's seat left out): a three-player layout takes two. The layout's domain
+    (:func:`~beliefgate.envs.domain.domain_for_layout`) supplies the dynamics and the partners;
+    ``horizon`` defaults to the domain's. Writes a trajectory log to ``log_path`` when given
+    (flushed line by line). ``llm`` (a :class:`~beliefgate.planners.model.ChatModel`, e.g. an
     :class:`~beliefgate.planners.client.LLMClient`) is given to the ego when its agent uses
     one; its per-episode budget is reset first (``start_episode``). ``gate_params`` (a :class:`~beliefgate.beliefs.gate.GateParams`)
     replaces the ego's gate defaults; it is an error for an ego without a gate. The
     parameters used are written into the log header's config (``gate_params``).
     """
-    layout = resolve_layout(layout)
-    if seat not in (0, 1):
-        raise InputError(f"seat must be 0 or 1, got {seat}")
-    from beliefgate.envs.overcooked.partners import PartnerLayoutError, layout_restriction
-
-    for name in dict.fromkeys((ego, partner)):
-        why = layout_restriction(name, layout)
+    domain = domain_for_layout(layout)
+    layout = domain.resolve_layout(layout)
+    partners = partner_list(partner)
+    players = domain.players(layout)
+    domain.check_players(layout, len(partners) + 1)
+    check_seat(seat, players)
+    horizon = domain.default_horizon if horizon is None else horizon
+    for name in dict.fromkeys((ego, *partners)):
+        why = domain.partner_restriction(name, layout)
         if why is not None:  # grids skip such a cell (and say so); a single episode refuses it
             raise PartnerLayoutError(f"partner {name} does not play {layout}: {why}")
-    env = OvercookedAdapter(layout, horizon=horizon, old_dynamics=old_dynamics)
-    names = [partner, partner]
-    names[seat] = ego
-    agents = [make_agent(n, llm if i == seat else None, gate_params if i == seat else None)
+    env = domain.make_env(layout, horizon, old_dynamics=old_dynamics)
+    names = seat_names(ego, partners, seat)
+    agents = [make_agent(n, llm if i == seat else None, gate_params if i == seat else None, domain=domain)
               for i, n in enumerate(names)]
-    for i, (agent, s) in enumerate(zip(agents, agent_seeds(seed, 2))):
+    for i, (agent, s) in enumerate(zip(agents, agent_seeds(seed, players))):
         agent.reset(layout, i, s)
     if llm is not None:
         llm.start_episode()
+    label = partner_label(partners)
     header = LogHeader(
-        layout=layout, horizon=horizon, seed=seed, seat=seat, agents=names, ego=ego, partner=partner,
+        layout=layout, horizon=horizon, seed=seed, seat=seat, agents=names, ego=ego, partner=label,
         version=beliefgate.__version__,
         config={"old_dynamics": old_dynamics, **(config or {}),
                 **({"gate_params": gate_params.model_dump(mode="json")} if gate_params is not None else {}),
@@ -89,7 +123,7 @@ def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int
             infos = [dict(a.info()) for a in agents]
             result = env.step(actions)
             events = result.events
-            deliveries += sum(e.count("deliver:soup") for e in events)
+            deliveries += sum(e.count(d) for e in events for d in domain.delivery_events)
             row = StepRow(t=t, state=state, actions=actions, reward=result.reward, events=events,
                           skills=[i.get("skill") for i in infos], info=infos)
             traj.steps.append(row)
@@ -101,13 +135,15 @@ def run_episode(layout: str, ego: str, partner: str, seed: int = 0, horizon: int
         ego_info = agents[seat].info()
         counts = agent_fallbacks(agents[seat])
         summary = {
-            "layout": layout, "ego": ego, "partner": partner, "seed": seed, "seat": seat,
+            "layout": layout, "ego": ego, "partner": label, "seed": seed, "seat": seat,
             "deliveries": deliveries, "reward": env.score, "steps": len(traj.steps),
             "replans": int(ego_info.get("replans", 0)),
             "effective_replans": int(ego_info.get("effective_replans", 0)), "llm_calls": int(ego_info.get("llm_calls", 0)),
             "fallbacks": int(counts["total"]), "fallback_counts": counts,
             "wall_s": round(time.perf_counter() - started, 4),
         }
+        if len(partners) > 1:
+            summary["partners"] = list(partners)
         if llm is not None:
             summary["llm"] = {**llm.usage_summary(), "fallbacks": int(counts["total"])}
         traj.final = FinalRow(state=state, summary=summary)

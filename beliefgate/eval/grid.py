@@ -19,9 +19,13 @@ into :class:`EpisodeSpec` objects, one per episode::
     gate: {cooldown: 10, tau_obs: 0.3}   # optional GateParams overrides for every ego agent
 
 A partner (or agent) may also be the path of a partner file (``.yaml``/``.yml``/``.json``,
-relative to the working directory; see :mod:`beliefgate.envs.overcooked.partners`): the file
+relative to the working directory; Overcooked's format: :mod:`beliefgate.envs.overcooked.partners`): the file
 is read and validated, and its switch windows checked against ``horizon``, before any
 episode runs. Its ``group`` field, when set, is its report group.
+
+On a layout with more than two players a partner entry names one partner per other player,
+joined by ``+`` (``balanced+plater`` on ``cramped_room_3p``); an entry whose number of partners
+does not fit a layout's players is skipped there, and the skip is listed.
 
 ``{layout}`` in an agent or partner name is replaced by the episode's layout
 (``bc:{layout}``). A scripted partner restricted to some layouts
@@ -54,6 +58,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from beliefgate.agents.registry import uses_llm  # noqa: F401  (re-exported for grid users)
+from beliefgate.envs.domain import (PartnerSpecError, UnknownLayoutError, UnknownPartnerError, domain_for_layout,
+                                    partner_domain, resolve_layout)
 from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator,
                       model_validator)
 
@@ -169,14 +175,14 @@ class GridSpec(BaseModel):
         if not are_names(v):
             raise ValueError(f"{info.field_name} must be non-empty names")
         if info.field_name == "layouts":
-            from beliefgate.envs.overcooked.layouts import layout_key
+            from beliefgate.envs.domain import layout_key
 
             return _unique([n.strip() for n in v], "layouts", key=layout_key)
         return _unique([n.strip() for n in v], info.field_name)
 
     @model_validator(mode="after")
     def _partner_names(self) -> "GridSpec":
-        from beliefgate.envs.overcooked.partners import partner_key
+        from beliefgate.envs.domain import partner_key
 
         names = [p if isinstance(p, str) else p.name for p in self.partners]
         _unique(names, "partners", key=partner_key)
@@ -406,28 +412,34 @@ class ResolvedGrid:
 
 
 def default_group(name: str) -> str:
-    """The report group of a partner: its role preference for the scripted population."""
-    from beliefgate.envs.overcooked.partners import PARTNERS
+    """The report group of a partner: its domain's group (the role preference of the scripted
+    population); several partners (``A+B``) join their groups with ``+``."""
+    from beliefgate.eval.episode import PARTNER_SEP, partner_list
 
-    spec = PARTNERS.get(name)
-    if spec is not None:
-        if spec.group:
-            return spec.group
-        onion, dish = spec.prefer
-        return "sourcing" if onion > dish else "logistics" if dish > onion else "generalist"
+    parts = partner_list(name)
+    if len(parts) > 1:
+        return PARTNER_SEP.join(default_group(p) for p in parts)
+    owner = partner_domain(name)
+    group = owner.partner_group(name) if owner is not None else None
+    if group is not None:
+        return group
     if name == "bc" or name.startswith("bc:"):
         return "human-proxy"
     return "agents"
 
 
 def partner_file_digest(name: str) -> Optional[str]:
-    """A short hash of a partner file's validated content (``None`` for registered names)."""
-    from beliefgate.envs.overcooked.partners import PARTNERS, is_partner_path
+    """A short hash of a partner file's validated content (``None`` for registered names); several
+    partners (``A+B``) hash their files' hashes together."""
+    from beliefgate.eval.episode import partner_list
 
-    if not is_partner_path(name):
-        return None
-    text = json.dumps(PARTNERS[name].model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    digests = []
+    for part in partner_list(name):
+        owner = partner_domain(part)
+        digests.append(owner.partner_file_digest(part) if owner is not None else None)
+    if len(digests) == 1 or not any(digests):
+        return digests[0] if len(digests) == 1 else None
+    return hashlib.sha256(json.dumps(digests).encode()).hexdigest()[:12]
 
 
 def _agent_digest(name: str) -> Optional[str]:
@@ -446,10 +458,11 @@ def _agent_digest(name: str) -> Optional[str]:
 
 def _check_partner_file(name: str, role: str, horizon: int) -> None:
     """A partner file (or a shipped data-file partner): readable, valid, and its switch windows fit the horizon."""
-    from beliefgate.envs.overcooked.partners import PartnerSpecError, check_partners
-
+    owner = partner_domain(name)
+    if owner is None:
+        return  # not a partner: the agent registry checks it
     try:
-        check_partners([name], horizon)
+        owner.check_partners([name], horizon)
     except PartnerSpecError as exc:
         raise GridError(f"{role} {name!r}: {exc}") from None
 
@@ -470,7 +483,6 @@ def _grid_client(spec: "GridSpec"):
 def _check_agent(name: str, role: str, gate_params=None, llm=None) -> None:
     """Build ``name`` once as the episodes will (``llm``: the grid's client, given to agents that take one)."""
     from beliefgate.agents.registry import GateParamsNotUsedError, make_agent, uses_llm
-    from beliefgate.envs.overcooked.partners import UnknownPartnerError
 
     try:
         make_agent(name, gate_params=gate_params, llm=llm if llm is not None and uses_llm(name) else None)
@@ -503,8 +515,22 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
     scripted partners restricted to other layouts are skipped and listed in
     :attr:`ResolvedGrid.skipped`.
     """
-    from beliefgate.envs.overcooked.layouts import UnknownLayoutError, resolve_layout
-    from beliefgate.envs.overcooked.partners import layout_restriction
+    from beliefgate.eval.episode import partner_list
+
+    def layout_restriction(name: str, layout: str) -> Optional[str]:
+        domain = domain_for_layout(layout)
+        parts = partner_list(name)
+        for part in parts:
+            why = domain.partner_restriction(part, layout)
+            if why is not None:
+                return why if len(parts) == 1 else f"{part}: {why}"
+        return None
+
+    def seats_mismatch(name: str, layout: str) -> Optional[str]:
+        players, given = domain_for_layout(layout).players(layout), len(partner_list(name))
+        if given == players - 1:
+            return None
+        return f"{layout} has {players} players, the entry names {given} partner{'s' if given != 1 else ''}"
 
     layouts = []
     for name in spec.layouts:
@@ -525,9 +551,10 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
                 raise GridError(f"{role} {raw!r}: the only placeholder is {{layout}}")
             # a layout-independent name is checked once, a templated one on every layout
             for layout in (layouts if "{layout}" in raw else layouts[:1]):
-                _check_partner_file(expand(raw, layout), role, spec.horizon)
-                _check_agent(expand(raw, layout), role, spec.gate_params() if role == "agent" else None,
-                             client if role == "agent" else None)
+                for name in (partner_list(expand(raw, layout)) if role == "partner" else [expand(raw, layout)]):
+                    _check_partner_file(name, role, spec.horizon)
+                    _check_agent(name, role, spec.gate_params() if role == "agent" else None,
+                                 client if role == "agent" else None)
 
     llm_agents: List[str] = []
     if spec.llm is not None:
@@ -538,7 +565,7 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
     for entry in spec.partner_entries:
         for layout in layouts:
             name = expand(entry.name, layout)
-            why = layout_restriction(name, layout)
+            why = seats_mismatch(name, layout) or layout_restriction(name, layout)
             if why is not None:
                 usable[(entry.name, layout)] = False
                 skipped.append(f"partner {name} on {layout}: {why}")

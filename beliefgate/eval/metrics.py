@@ -4,8 +4,13 @@ Every metric is a function of one :class:`~beliefgate.envs.trajlog.Trajectory`
 (what :func:`~beliefgate.envs.trajlog.read_log` returns) and documents its exact
 definition. Conventions shared by all of them:
 
-* The **ego** is player ``traj.header.seat``; the **partner** is the other player
-  (``1 - seat``; the Overcooked layouts have two players).
+* The **ego** is player ``traj.header.seat``; the **partner** is the first other player (with two
+  players, ``1 - seat``). With three or more players the pairwise metrics (duplicate skill,
+  blocking, complementarity, gap, intent accuracy, the reference gate's accuracy) are those of the
+  ego and that first teammate -- the one whose skill the ego's logged belief is about -- and the
+  rollout oracle lets every further teammate wait.
+* The game's specifics (skill library, delivery events, the interact action, what a blocked move
+  is, the rollout dynamics) come from the layout's domain (:mod:`beliefgate.envs.domain`).
 * Row ``t`` of the log holds the state ``s_t``, the joint action ``a_t`` taken in it,
   the reward and the interaction ``events`` of the transition ``s_t -> s_{t+1}``,
   each player's *true* active skill while choosing ``a_t`` (``skills``) and each
@@ -30,15 +35,12 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from beliefgate.envs.overcooked.dynamics import completed_skills
-from beliefgate.envs.overcooked.layouts import DIRECTIONS, layout_info
-from beliefgate.envs.overcooked.tables import INTERACT
+from beliefgate.envs.domain import SkillStatus, domain_for_layout
 from beliefgate.envs.trajlog import Trajectory
 from beliefgate.errors import InputError
 from beliefgate.planners.errors import FALLBACK_REASONS
 from beliefgate.planners.fallbacks import ROLES
 from beliefgate.eval.replay import ReplayResult, replay
-from beliefgate.skills import load_builtin
 
 #: bump when a definition changes: stored metric rows of another version are recomputed
 #: (2: the fallback columns; 3: effective replans, decision-point and oracle gap, oracle Comp@3)
@@ -104,13 +106,20 @@ class MetricError(InputError):
 
 
 def _players(traj: Trajectory) -> tuple[int, int]:
+    """(ego, partner): the ego's seat and its first teammate's."""
     seat = traj.header.seat
     n = len(traj.header.agents)
-    if n != 2:
-        raise MetricError(f"metrics need a two-player log, got {n} players ({traj.header.agents})")
-    if seat not in (0, 1):
+    if n < 2:
+        raise MetricError(f"metrics need at least two players, got {n} ({traj.header.agents})")
+    if not 0 <= seat < n:
         raise MetricError(f"ego seat {seat} is not a player of this log")
-    return seat, 1 - seat
+    return seat, next(i for i in range(n) if i != seat)
+
+
+def _library(traj: Trajectory):
+    """The skill library of the log's domain and layout."""
+    layout = traj.header.layout
+    return domain_for_layout(layout).controller(layout).library
 
 
 def _nan_ratio(num: float, den: float) -> float:
@@ -159,8 +168,10 @@ def reward(traj: Trajectory) -> float:
 
 
 def deliveries(traj: Trajectory) -> int:
-    """Soups delivered, D: the number of ``deliver:soup`` events of either player over all logged steps."""
-    return int(sum(ev.count("deliver:soup") for row in traj.steps for ev in row.events))
+    """Soups delivered, D: the number of delivery events (Overcooked: ``deliver:soup``) of any player
+    over all logged steps."""
+    delivered = domain_for_layout(traj.header.layout).delivery_events
+    return int(sum(ev.count(d) for row in traj.steps for ev in row.events for d in delivered))
 
 
 # --------------------------------------------------------------------------- planning cost
@@ -269,7 +280,7 @@ def belief_action_gap_rate(traj: Trajectory, reference: Optional[ReplayResult] =
     skill at t: stale, duplicate or non-complementary (SPEC §2). NaN when no step
     counts.
     """
-    library = load_builtin("overcooked")
+    library = _library(traj)
     ref = reference if reference is not None else reference_replay(traj)
     truth = _truth_names(ref)
     gaps = total = 0
@@ -313,7 +324,7 @@ def belief_action_gap_rate_decisions(traj: Trajectory, reference: Optional[Repla
     it, the share where the ego's skill is not complementary to the partner's true skill. NaN
     when none counts.
     """
-    library = load_builtin("overcooked")
+    library = _library(traj)
     ref = reference if reference is not None else reference_replay(traj)
     truth = _truth_names(ref)
     skills = ego_skills(traj)
@@ -338,7 +349,7 @@ class _Oracle:
     """Rollout oracle of complementarity: which ego skills give the highest short-horizon return.
 
     For row t of a log: every ego skill feasible in s_t (a reachable target) is imagined for
-    :data:`ORACLE_HORIZON` steps in the real Overcooked dynamics from the logged state s_t. The
+    :data:`ORACLE_HORIZON` steps in the real dynamics of the log's domain from the logged state s_t. The
     ego runs that skill through the shared executor, then, when it ends, the skill the kitchen
     needs most (need only, no belief; ties to library order). The partner plays its *true* skills:
     the sequence of distinct skills it logged from row t on, each through the executor (an
@@ -350,15 +361,14 @@ class _Oracle:
     """
 
     def __init__(self, traj: Trajectory, horizon: int = ORACLE_HORIZON):
-        from beliefgate.envs.overcooked.adapter import OvercookedAdapter
-        from beliefgate.envs.overcooked.controller import controller_for
-
         self.traj = traj
         self.ego, self.partner = _players(traj)
+        self.players = len(traj.header.agents)
         self.horizon = int(horizon)
-        self.ctl = controller_for(traj.header.layout)
-        self.sim = OvercookedAdapter(traj.header.layout, horizon=10 ** 7,
-                                     old_dynamics=bool(traj.header.config.get("old_dynamics", True)))
+        layout = traj.header.layout
+        self.domain = domain = domain_for_layout(layout)
+        self.ctl = domain.controller(layout)
+        self.sim = domain.make_env(layout, 10 ** 7, old_dynamics=bool(traj.header.config.get("old_dynamics", True)))
         self.names = self.ctl.library.names
         truth = [row.skills[self.partner] for row in traj.steps]
         self.truth = truth
@@ -376,25 +386,22 @@ class _Oracle:
         return seq
 
     def _rollout(self, t: int, first: int) -> float:
-        from beliefgate.agents.overforge.potential import dish_progress
-        from beliefgate.envs.overcooked.executor import Executor, SkillStatus, fidget
-        from beliefgate.envs.overcooked.kitchen import skill_needs
-
+        domain = self.domain
         rng = np.random.default_rng([int(self.traj.header.seed), int(t), int(first)])
         state = self.sim.set_state(self.traj.steps[t].state)
-        start = dish_progress(state)
-        ego_ex, partner_ex = Executor(self.ctl, self.ego, rng), Executor(self.ctl, self.partner, rng)
+        start = domain.progress(state)
+        ego_ex, partner_ex = domain.executor(self.ctl, self.ego, rng), domain.executor(self.ctl, self.partner, rng)
         ego_ex.start_in(state, first)
         ego_on: Optional[int] = first
         plan = self._partner_plan(t)
         partner_on: Optional[int] = None
-        events: List[List[str]] = [[], []]
+        events: List[List[str]] = [[] for _ in range(self.players)]
         for _ in range(self.horizon):
             if ego_on is not None and ego_ex.update(state, events[self.ego]) is not SkillStatus.RUNNING:
                 ego_on = None
             if ego_on is None:
                 mask = self.ctl.feasible(state, self.ego, require_targets=True)
-                needs = skill_needs(state, self.ego, self.ctl, mask)
+                needs = domain.skill_needs(state, self.ego, self.ctl, mask)
                 if needs:
                     best = max(needs, key=lambda n: (min(needs[n], 1.0), -self.names.index(n)))
                     ego_on = self.names.index(best)
@@ -409,14 +416,17 @@ class _Oracle:
                     partner_ex.start(partner_on)
                 else:
                     plan.pop(0)
-            actions = [0, 0]
-            actions[self.ego] = int(ego_ex.act(state)) if ego_on is not None else fidget(state, self.ego, rng)
+            actions = [0] * self.players
+            actions[self.ego] = int(ego_ex.act(state)) if ego_on is not None else domain.idle_action(state, self.ego, rng)
             actions[self.partner] = (int(partner_ex.act(state)) if partner_on is not None
-                                     else fidget(state, self.partner, rng))
+                                     else domain.idle_action(state, self.partner, rng))
+            for other in range(self.players):  # further teammates wait
+                if other not in (self.ego, self.partner):
+                    actions[other] = domain.idle_action(state, other, rng)
             result = self.sim.step(actions)
             events, state = result.events, result.state
         self.rollouts += 1
-        return dish_progress(state) - start
+        return domain.progress(state) - start
 
     def best(self, t: int) -> Optional[frozenset]:
         """The names of the oracle-best ego skills at row t, or None when the row is uninformative."""
@@ -505,7 +515,7 @@ def comp_at_k(traj: Trajectory, reference: Optional[ReplayResult] = None, k: int
         raise MetricError(f"k must be >= 1, got {k}")
     if signal not in ("interrupt", "contradiction"):
         raise MetricError(f"signal must be 'interrupt' or 'contradiction', got {signal!r}")
-    library = load_builtin("overcooked")
+    library = _library(traj)
     ref = reference if reference is not None else reference_replay(traj)
     fired = ref.interrupt if signal == "interrupt" else ref.contradiction
     truth = _truth_names(ref)
@@ -564,9 +574,10 @@ def failed_interaction_rate(traj: Trajectory) -> float:
     delivered). NaN when the ego never interacts.
     """
     ego, _ = _players(traj)
+    interact = domain_for_layout(traj.header.layout).interact_action
     tried = failed = 0
     for row in traj.steps:
-        if row.actions[ego] != INTERACT:
+        if row.actions[ego] != interact:
             continue
         tried += 1
         failed += not row.events[ego]
@@ -577,23 +588,19 @@ def blocking_rate(traj: Trajectory) -> float:
     """Blocking rate, MB: the share of the ego's steps on which its move was blocked by the partner.
 
     The ego's move at row t (N/S/E/W) is blocked when its target cell is a floor
-    cell yet the ego's position in ``s_{t+1}`` is unchanged. With two players only
+    cell yet the ego's position in ``s_{t+1}`` is unchanged (``Domain.move_blocked``). With two players only
     the partner can cause that (it stands there, or both tried to enter one cell,
     or to swap). A move into a counter only turns the player: not blocked.
     Denominator: every logged ego step.
     """
     ego, _ = _players(traj)
     states = traj.states()
-    info = layout_info(traj.header.layout)
+    domain = domain_for_layout(traj.header.layout)
     blocked = 0
     for t, row in enumerate(traj.steps):
-        a = row.actions[ego]
-        if a >= len(DIRECTIONS) or t + 1 >= len(states):
+        if t + 1 >= len(states):
             continue
-        pos = row.state.players[ego].position
-        d = DIRECTIONS[a]
-        target = (pos[0] + d[0], pos[1] + d[1])
-        blocked += info.is_floor(target) and states[t + 1].players[ego].position == pos
+        blocked += bool(domain.move_blocked(row.state, states[t + 1], ego, row.actions[ego]))
     return _nan_ratio(blocked, len(traj.steps))
 
 
@@ -606,14 +613,15 @@ def subtasks_abandoned(traj: Trajectory) -> int:
     when the log ends is not abandoned.
     """
     ego, _ = _players(traj)
-    library = load_builtin("overcooked")
+    library = _library(traj)
+    domain = domain_for_layout(traj.header.layout)
     names = library.names
     count = 0
     for prev, row in zip(traj.steps, traj.steps[1:]):
         before, after = prev.skills[ego], row.skills[ego]
         if before is None or before == after:
             continue
-        done = {names[k] for k in completed_skills(prev.events[ego], library)}
+        done = {names[k] for k in domain.completed_skills(prev.events[ego], library)}
         count += before not in done
     return count
 

@@ -481,7 +481,7 @@ def check_results(rows: List[Dict[str, Any]], record: Dict[str, Any], out: str |
                        f"{lay}, seat {seat}, seed {seed}); rerun `beliefgate eval run` into it to rebuild it")
     expected = record.get("episodes")
     agents = {r.get("agent") for r in rows}
-    from beliefgate.envs.overcooked.layouts import layout_key
+    from beliefgate.envs.domain import layout_key
 
     layouts = [layout_key(lay) for lay in (record.get("spec") or {}).get("layouts") or []]
     absent = [c for c in record.get("conditions") or ()  # a {layout} template is present through any layout

@@ -1,9 +1,9 @@
 """Play a policy tree as an Overcooked agent (the ``policy-tree:PATH[:bayes]`` agent).
 
 At every timestep (the tree's decision point, as in the paper) the agent builds the flat
-state dict (:mod:`beliefgate.envs.overcooked.flat_state`), calls the tree in its
+state dict (``Domain.flat_state``), calls the tree in its
 :class:`~beliefgate.policytree.sandbox.Sandbox` and executes the chosen skill with the shared
-:class:`~beliefgate.envs.overcooked.executor.Executor`. A new choice replaces the running
+:meth:`Domain.executor`. A new choice replaces the running
 skill; the same choice lets it run on.
 
 * On a layout where a seat cannot do everything itself (forced_coordination),
@@ -14,8 +14,7 @@ skill; the same choice lets it run on.
 * A tree call that fails (timeout, violation, bad result) is a *fallback*: the agent keeps
   its running skill (or waits), counts it in ``tree_errors`` / ``fallbacks`` and logs the rule.
 * ``bayes``: ``teammate_last_inferred_skill`` is the belief gate's MAP skill
-  (:func:`beliefgate.envs.overcooked.gate.overcooked_gate`, what ``Gate.for_overcooked`` now
-  forwards to) instead of the tree's own previous prediction.
+  (``Domain.make_gate`` of the layout's domain) instead of the tree's own previous prediction.
 
 Each step's info carries the tree's prediction as ``partner_map`` (so the partner-intent
 accuracy metric scores it), the chosen skill, whether it was executable, and the decision
@@ -35,9 +34,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from beliefgate.envs.overcooked.dynamics import completed_skills, detect_events
-from beliefgate.envs.overcooked.flat_state import flat_state
-from beliefgate.envs.overcooked.state import SymbolicState
+from beliefgate.envs.domain import SkillStatus, domain_for_layout
 from beliefgate.errors import InputError
 from beliefgate.planners.fallbacks import Fallback, FallbackLog
 from beliefgate.policytree.sandbox import Sandbox, SandboxError, SandboxTimeout, SandboxViolation
@@ -103,38 +100,29 @@ class PolicyTreeAgent:
 
     # --------------------------------------------------------------------- API
     def reset(self, layout: str, player: int, seed: int) -> None:
-        from beliefgate.envs.overcooked.controller import controller_for
-        from beliefgate.envs.overcooked.executor import Executor
-        from beliefgate.policytree.layouts import seat_skills
-
+        domain = self.domain = domain_for_layout(layout)
         self.layout = layout
         self.player = player
-        self.partner = 1 - player
+        self.partner = next(i for i in range(domain.players(layout)) if i != player)
         self.rng = np.random.default_rng(seed)
-        self.controller = controller_for(layout)
+        self.controller = domain.controller(layout)
         self.library = self.controller.library
-        self.executor = Executor(self.controller, player, self.rng)
-        self.self_skills = seat_skills(layout, player)
-        from beliefgate.envs.overcooked.partners import shared_counters
-        from beliefgate.policytree.sandbox import SKILLS
-
+        self.executor = domain.executor(self.controller, player, self.rng)
+        self.self_skills = domain.seat_skills(layout, player)
         # grounding of place_obj_on_counter where a seat cannot do everything itself
         # (forced_coordination): a counter both cooks reach, as the scripted partners do
-        split = any(seat_skills(layout, p) != SKILLS for p in (0, 1))
-        self.place_cells = shared_counters(layout) if split else None
+        self.place_cells = domain.handover_cells(layout)
         self.place_skill = self.library.index("place_obj_on_counter")
         try:
-            self.box = shared_sandbox(self.code, player, self.self_skills, seat_skills(layout, self.partner),
+            self.box = shared_sandbox(self.code, player, self.self_skills, domain.seat_skills(layout, self.partner),
                                       **self.limits)
         except (SandboxViolation, SandboxTimeout) as exc:  # refused at load: the tree, not the episode
             raise TreeSpecError(f"{self.name}: {exc}") from None
         self.box.new_episode()
         self.gate = None
         if self.bayes:
-            from beliefgate.envs.overcooked.gate import overcooked_gate
-
-            self.gate = overcooked_gate(layout, self.params, partner=self.partner)
-        self.prev: Optional[SymbolicState] = None
+            self.gate = domain.make_gate(layout, self.params, partner=self.partner)
+        self.prev = None  # the domain state of the last step
         self.active: Optional[int] = None
         self.mate_completed: Optional[str] = None
         self.last_prediction: Optional[str] = None
@@ -147,11 +135,10 @@ class PolicyTreeAgent:
         self.latencies_us = []
         self._info: Dict[str, object] = {}
 
-    def act(self, state: SymbolicState, my_events: Sequence[str] = ()) -> int:
-        from beliefgate.envs.overcooked.executor import SkillStatus, fidget
-
+    def act(self, state, my_events: Sequence[str] = ()) -> int:
+        domain = self.domain
         if self.prev is not None:
-            done = completed_skills(detect_events(self.prev, state)[self.partner], self.library)
+            done = domain.completed_skills(domain.detect_events(self.prev, state)[self.partner], self.library)
             if done:
                 self.mate_completed = self.library.names[done[-1]]
             if self.gate is not None:
@@ -163,8 +150,8 @@ class PolicyTreeAgent:
         error = None
         prediction = choice = None
         try:
-            d = flat_state(state, self.player, teammate_last_completed_skill=self.mate_completed,
-                           teammate_last_inferred_skill=inferred, self_last_skill=self.last_choice)
+            d = domain.flat_state(state, self.player, teammate_last_completed_skill=self.mate_completed,
+                                  teammate_last_inferred_skill=inferred, self_last_skill=self.last_choice)
             prediction, choice = self.box.call(d)
         except SandboxError as exc:
             error = exc.rule
@@ -189,7 +176,8 @@ class PolicyTreeAgent:
                 self.active = k
             self.last_prediction = prediction
             self.last_choice = choice
-        action = self.executor.act(state) if self.active is not None else fidget(state, self.player, self.rng)
+        action = (self.executor.act(state) if self.active is not None
+                  else domain.idle_action(state, self.player, self.rng))
         self._info = {
             "skill": self.active_skill, "replans": self.replans, "llm_calls": 0,
             "partner_map": prediction, "tree_skill": choice, "executable": executable,

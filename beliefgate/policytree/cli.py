@@ -112,8 +112,7 @@ def run(
     from beliefgate.policytree.agent import check_tree_source, parse_spec
     from beliefgate.policytree.evaluate import evaluate_tree, summarize
 
-    from beliefgate.envs.overcooked.layouts import layout_key
-    from beliefgate.envs.overcooked.partners import partner_key
+    from beliefgate.envs.domain import layout_key, partner_key
 
     check_unique("--layout", layout, key=layout_key)
     check_unique("--partner", partner, key=partner_key)

@@ -48,6 +48,7 @@ from typing import Any, Callable, Dict, List, Literal, Optional, Tuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import beliefgate
+from beliefgate.envs.domain import domain_for_layout
 from beliefgate.errors import InputError
 from beliefgate.fileio import atomic_write
 from beliefgate.planners.errors import ModelOutputError
@@ -108,11 +109,9 @@ class LearnConfig:
     trace_entries: int = 40
 
     def __post_init__(self):
-        from beliefgate.envs.overcooked.layouts import resolve_layout
-        from beliefgate.envs.overcooked.partners import get_partner
-
-        object.__setattr__(self, "layout", resolve_layout(self.layout))
-        get_partner(self.partner)
+        domain = domain_for_layout(self.layout)
+        object.__setattr__(self, "layout", domain.resolve_layout(self.layout))
+        domain.check_partners([self.partner])
         checks = [(self.seat in (0, 1), f"seat must be 0 or 1, got {self.seat}"),
                   (self.iterations >= 1, f"iterations must be >= 1, got {self.iterations}"),
                   (self.rollouts >= 1, f"rollouts must be >= 1, got {self.rollouts}"),
@@ -358,47 +357,14 @@ def reflection_text(r: Reflection) -> str:
 
 
 # ------------------------------------------------------------------------------ checking and rollouts
-def probe_states(layout: str, seat: int) -> List[Dict[str, Any]]:
-    """Flat states covering every holding pair and the typical pot situations of ``layout``."""
-    from beliefgate.envs.overcooked.flat_state import FLAT_STATE_VERSION, HOLDS
-    from beliefgate.envs.overcooked.layouts import layout_info
-
-    info = layout_info(layout)
-    n_pots, n_counters = len(info.pots), len(info.counters)
-    situations = [{"count": 0, "state": "idle", "timers": None}, {"count": 2, "state": "idle", "timers": None},
-                  {"count": 3, "state": "cooking", "timers": 9}, {"count": 3, "state": "ready", "timers": 0}]
-    last = (None, "pickup_onion", "put_onion_in_pot", "pickup_dish", "fill_dish_with_soup", "deliver_soup")
-    states = []
-    i = 0
-    for own in HOLDS:
-        for mate in HOLDS:
-            for s, pot in enumerate(situations):
-                pots = [dict(pot)] + [dict(situations[(s + j) % 4]) for j in range(1, n_pots)]
-                hold = [own, mate] if seat == 0 else [mate, own]
-                onions = i % 3
-                states.append({
-                    "version": FLAT_STATE_VERSION, "self_player": seat, "hold": hold,
-                    "holdings": {"self": own, "teammate": mate}, "pot": pots,
-                    "any_soup_ready": any(p["state"] == "ready" for p in pots),
-                    "any_pot_not_full": any(p["state"] == "idle" and p["count"] < 3 for p in pots),
-                    "num_empty_counters": max(n_counters - onions - (i % 2), 0), "num_onion_counters": onions,
-                    "num_dish_counters": i % 2, "num_soup_counters": 0,
-                    "teammate_last_completed_skill": last[i % len(last)],
-                    "teammate_last_inferred_skill": last[(i + 2) % len(last)],
-                    "self_last_skill": last[(i + 4) % len(last)],
-                })
-                i += 1
-    return states
-
-
 def check_tree(code: str, layout: str, seat: int, cpu_ms: float = 50, memory_mb: int = 256) -> Optional[str]:
     """None when the code loads and answers legal skills on every probe state, else the error text."""
-    from beliefgate.policytree.layouts import seat_skills
-
+    domain = domain_for_layout(layout)
     try:
         with Sandbox(code, ENTRY, cpu_ms=cpu_ms, memory_mb=memory_mb, episode_cpu_ms=max(5000, 100 * cpu_ms),
-                     self_skills=seat_skills(layout, seat), partner_skills=seat_skills(layout, 1 - seat)) as box:
-            for state in probe_states(layout, seat):
+                     self_skills=domain.seat_skills(layout, seat),
+                     partner_skills=domain.seat_skills(layout, 1 - seat)) as box:
+            for state in domain.probe_states(layout, seat):
                 try:
                     box.call(state)
                 except SandboxError as exc:
@@ -422,8 +388,7 @@ class RolloutResult:
 
 def build_trace(traj, seat: int, max_entries: int) -> str:
     """Scenes of one episode where the tree's choice changed or could not be done, in words."""
-    from beliefgate.envs.overcooked.flat_state import flat_state, flat_state_text
-
+    domain = domain_for_layout(traj.header.layout)
     lines = []
     last = None
     hits = total = 0
@@ -444,7 +409,7 @@ def build_trace(traj, seat: int, max_entries: int) -> str:
             what = f"tree: teammate -> {pred} (actually {truth or 'idle'}), self -> {choice}"
             if ok is False:
                 what += " (cannot be done now: self waits)"
-        lines.append(f"t={row.t}: {flat_state_text(flat_state(row.state, seat))}. {what}")
+        lines.append(f"t={row.t}: {domain.flat_state_text(domain.flat_state(row.state, seat))}. {what}")
     summary = traj.final.summary if traj.final is not None else {}
     head = (f"{summary.get('deliveries', 0)} soups delivered in {len(traj.steps)} steps; "
             f"teammate predicted right in {hits}/{total} steps")
@@ -504,9 +469,8 @@ class Learner:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.llm = TreeLLM(client, self.dir / "llm_calls.jsonl")
         self.llm_info = llm_info or {}
-        from beliefgate.policytree.layouts import seat_note
 
-        self.seat_note = seat_note(cfg.layout, cfg.seat)
+        self.seat_note = domain_for_layout(cfg.layout).seat_note(cfg.layout, cfg.seat)
         self.state = self._load_or_init()
 
     # ---------------------------------------------------------------- persistence
@@ -798,4 +762,4 @@ def learn(layout: str, partner: str, client, out: str | Path, llm_info: Optional
 
 
 __all__ = ["LearnConfig", "Learner", "TreeLLM", "learn", "parse_tree", "parse_code", "parse_reflection",
-           "check_tree", "probe_states", "Reflection", "TreeText", "LearnConfigError"]
+           "check_tree", "Reflection", "TreeText", "LearnConfigError"]

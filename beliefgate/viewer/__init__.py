@@ -4,7 +4,7 @@
   self-contained HTML file (kitchen frame by frame, posterior, gate events, replans, κ).
 * :mod:`beliefgate.viewer.play` -- ``beliefgate play``: FastAPI + WebSocket page where a
   person plays one chef with the keyboard beside an agent; logged as a trajectory log.
-* :mod:`beliefgate.viewer.frames` -- the compact kitchen encoding both pages draw.
+* :mod:`beliefgate.viewer.frames` -- what both pages draw, from the layout's domain.
 
 FastAPI, uvicorn and selenium are imported inside the functions that need them.
 """

@@ -2,8 +2,8 @@
 
 A FastAPI app serves one page (``GET /``: ``assets/play.html`` with the kitchen drawing
 inlined) and one WebSocket (``/ws``). Each WebSocket connection is one *session*: its own
-Overcooked episode (:class:`PlayGame`: the real dynamics through
-:class:`~beliefgate.envs.overcooked.adapter.OvercookedAdapter`, the agent built by
+episode (:class:`PlayGame`: the real dynamics of the layout's domain through
+``Domain.make_env``, the agent built by
 :func:`~beliefgate.agents.registry.make_agent`) and its own trajectory log, in the same
 JSONL format as every other episode (:mod:`beliefgate.envs.trajlog`), so ``read_log``,
 ``beliefgate fit`` and ``beliefgate report`` read it. Nothing is shared between sessions
@@ -104,9 +104,13 @@ class PlaySettings:
     log_is_dir: bool = field(default=False, init=False)
 
     def __post_init__(self):
-        from beliefgate.envs.overcooked.layouts import resolve_layout
+        from beliefgate.envs.domain import domain_for_layout
 
-        object.__setattr__(self, "layout", resolve_layout(self.layout))
+        domain = domain_for_layout(self.layout)
+        object.__setattr__(self, "layout", domain.resolve_layout(self.layout))
+        if domain.players(self.layout) != 2:
+            raise PlaySettingsError(f"the play page seats one person and one agent: {self.layout} has "
+                                    f"{domain.players(self.layout)} players")
         text = str(self.log)
         if not text.strip():
             raise PlaySettingsError("log path must not be empty")
@@ -193,19 +197,19 @@ class PlayGame:
     def __init__(self, settings: PlaySettings, log_path: Path, session: str = ""):
         import beliefgate
         from beliefgate.agents.registry import make_agent
-        from beliefgate.envs.overcooked.adapter import OvercookedAdapter
+        from beliefgate.envs.domain import domain_for_layout
         from beliefgate.envs.trajlog import LogHeader, LogWriter, Trajectory
         from beliefgate.eval.episode import agent_seeds
-        from beliefgate.skills.library import load_builtin
 
         self.settings = settings
         self.session = session
         self.seat = settings.agent_seat
         self.human = settings.human_seat
-        self.env = OvercookedAdapter(settings.layout, horizon=settings.horizon, old_dynamics=True)
-        self.agent = make_agent(settings.agent)
+        self.domain = domain_for_layout(settings.layout)
+        self.env = self.domain.make_env(settings.layout, settings.horizon, old_dynamics=True)
+        self.agent = make_agent(settings.agent, domain=self.domain)
         self.agent.reset(settings.layout, self.seat, agent_seeds(settings.seed, 2)[self.seat])
-        self.names = list(load_builtin("overcooked").names)
+        self.names = list(self.domain.controller(settings.layout).library.names)
         agents = ["human", "human"]
         agents[self.seat] = settings.agent
         self.header = LogHeader(
@@ -286,7 +290,7 @@ class PlayGame:
         except (OSError, ValueError) as exc:
             raise PlayLogError(f"cannot write play log {self.log_path}: {exc}") from exc
         self.events = result.events
-        self.deliveries += sum(e.count("deliver:soup") for e in result.events)
+        self.deliveries += sum(e.count(d) for e in result.events for d in self.domain.delivery_events)
         self.state = result.state
         self.last_info = agent_info
         message = self.state_message(result.reward)

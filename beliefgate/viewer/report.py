@@ -14,7 +14,7 @@ What it shows, each track degrading to "not logged" when its fields are absent:
 * replans (``replanned`` with its ``reason``); a replan is *effective* when the ego's skill
   after it differs from the skill before (the log's ``effective``/``replan_effective``
   field when present, else derived from the logged active skills; the report says which);
-* deliveries (``deliver:soup`` events, per player);
+* deliveries (the domain's delivery events, ``deliver:soup`` in Overcooked, per player);
 * κ and commits (``kappa``, ``commit``/``committed``, flat or in a ``kappa`` object) when logged;
 * fallbacks of the model-calling roles (``fallback_events``: role, reason, detail; or, when only
   the running ``fallbacks`` count is logged, one mark per increment).
@@ -75,10 +75,10 @@ def fill_template(template: str, values: Dict[str, str]) -> str:
 
 
 # --------------------------------------------------------------------------- data
-def _library_names() -> List[str]:
-    from beliefgate.skills.library import load_builtin
+def _library_names(layout: str) -> List[str]:
+    from beliefgate.envs.domain import domain_for_layout
 
-    return list(load_builtin("overcooked").names)
+    return list(domain_for_layout(layout).controller(layout).library.names)
 
 
 def _first(info: Dict[str, Any], *keys: str) -> Any:
@@ -111,6 +111,7 @@ def _kappa_fields(info: Dict[str, Any]):
 
 def report_data(traj, source: str = "") -> Dict[str, Any]:
     """Everything the report draws, as one JSON-ready dict (see the module docstring)."""
+    from beliefgate.envs.domain import domain_for_layout
     from beliefgate.viewer.frames import encode_frame, layout_record
 
     h = traj.header
@@ -119,7 +120,8 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
         raise ReportInputError(f"{source or 'log'}: no steps to report")
     seat = int(h.seat)
     players = len(steps[0].state.players)
-    partner = 1 - seat if players == 2 else None
+    # the teammate the ego's belief is about: the first other seat (with two players, the other one)
+    partner = next((i for i in range(players) if i != seat), None)
     T = len(steps)
 
     # the posterior: one entry per step (None where the ego logged none)
@@ -141,7 +143,7 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
         else:
             beliefs.append(None)
     beliefs = [b if b is None or len(b) == num_skills else None for b in beliefs]
-    library = _library_names()
+    library = _library_names(h.layout)
     # the belief is over the layout's skill library; a belief of another length gets neutral names
     names = library if num_skills in (0, len(library)) else [f"skill {k}" for k in range(num_skills)]
 
@@ -215,8 +217,9 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
             present["commit"] = True
             commits.append([t, commit])
 
+    delivered = set(domain_for_layout(h.layout).delivery_events)
     deliveries = [[t, i] for t, row in enumerate(steps) for i, ev in enumerate(row.events)
-                  for e in ev if e == "deliver:soup"]
+                  for e in ev if e in delivered]
     frames = [encode_frame(s) for s in traj.states()]
     summary = traj.final.summary if traj.final is not None else {}
     return {

@@ -39,12 +39,9 @@ from beliefgate.agents.overforge.potential import immediate_value, usefulness
 from beliefgate.agents.overforge.rollout import BranchRollout, ForwardModel
 from beliefgate.agents.overforge.strategies import FLAT, Strategy, StrategyLibrary, flat_strategy, load_strategies
 from beliefgate.agents.planning import PlanningAgent
-from beliefgate.agents.scene import scene_text
 from beliefgate.beliefs.gate import GateParams
 from beliefgate.beliefs.kappa import Judgment, Kappa, Rollout, RolloutRound
-from beliefgate.envs.overcooked.kitchen import skill_needs
-from beliefgate.envs.overcooked.layouts import layout_info
-from beliefgate.envs.overcooked.state import SymbolicState
+from beliefgate.envs.domain import State
 from beliefgate.planners.model import ChatModel
 from beliefgate.planners.types import Turn
 
@@ -76,11 +73,11 @@ class OverForgeAgent(PlanningAgent):
     # ----------------------------------------------------------------- lifecycle
     def reset(self, layout: str, player: int, seed: int) -> None:
         super().reset(layout, player, seed)
-        self.model = ForwardModel(self.layout, self.controller)
+        self.model = ForwardModel(self.domain, self.layout, self.controller)
         #: what an uncommitted decision plays on this layout (``auto`` resolved by its geometry)
         self.uncommitted = self.config.uncommitted
         if self.uncommitted == "auto":
-            self.uncommitted = "best" if layout_info(self.layout).separate_kitchens else "rule"
+            self.uncommitted = "best" if self.domain.layout_info(self.layout).separate_kitchens else "rule"
         self.strategy: Optional[str] = self.config.pinned if self.config.pinned else (
             None if self.config.hierarchy else FLAT)
         self.decisions = 0
@@ -91,7 +88,7 @@ class OverForgeAgent(PlanningAgent):
         self._pcm: Optional[dict] = None
         self._decision_index = 0
 
-    def act(self, state: SymbolicState, my_events: Sequence[str] = ()) -> int:
+    def act(self, state: State, my_events: Sequence[str] = ()) -> int:
         self._pcm = None
         action = super().act(state, my_events)
         self._info["strategy"] = self.strategy
@@ -166,7 +163,7 @@ class OverForgeAgent(PlanningAgent):
         return out[: self.config.k], scores, source
 
     def _branches(self, strategies: List[str], feasible: Tuple[str, ...], use: Dict[str, float],
-                  state: SymbolicState) -> List[Tuple[str, str, float]]:
+                  state: State) -> List[Tuple[str, str, float]]:
         """(strategy, first skill, immediate value) per branch."""
         tables = self.controller.tables
         me = state.players[self.player]
@@ -210,11 +207,11 @@ class OverForgeAgent(PlanningAgent):
         names = self.library.names
         complement = self.config.next == "complement"
 
-        def choose(s: SymbolicState, partner_skill: Optional[int] = None) -> Optional[int]:
+        def choose(s: State, partner_skill: Optional[int] = None) -> Optional[int]:
             mask = self.controller.feasible(s, self.player, require_targets=True)
             if not mask.any():
                 return None
-            needs = skill_needs(s, self.player, self.controller, mask)
+            needs = self.domain.skill_needs(s, self.player, self.controller, mask)
             if complement and partner_skill is not None:
                 feasible = [names[k] for k in np.flatnonzero(mask)]
                 use = usefulness(feasible, needs, {names[partner_skill]: 1.0}, self.complementary)
@@ -234,7 +231,7 @@ class OverForgeAgent(PlanningAgent):
         """Who plays the partner in the rollouts: ``"belief"`` (the gate's posterior) or ``"uniform"``."""
         return "belief" if (self.config.belief and self.gate is not None) else "uniform"
 
-    def search(self, kappa: Kappa, branches: List[Tuple[str, str, float]], state: SymbolicState, mode: str,
+    def search(self, kappa: Kappa, branches: List[Tuple[str, str, float]], state: State, mode: str,
                rng_seed: int) -> List[Dict[str, float]]:
         """The rollout rounds of one decision: round 1 rolls every branch, later rounds extend
         kappa's nucleus, until kappa commits or the rounds run out. ``kappa`` is updated in
@@ -263,7 +260,7 @@ class OverForgeAgent(PlanningAgent):
                 break
         return rounds
 
-    def _plan(self, state: SymbolicState, reason: str, interrupted: bool) -> None:
+    def _plan(self, state: State, reason: str, interrupted: bool) -> None:
         started = time.perf_counter()
         feasible_mask = self.controller.feasible(state, self.player, require_targets=True)
         feasible = tuple(n for k, n in enumerate(self.library.names) if feasible_mask[k])
@@ -271,13 +268,13 @@ class OverForgeAgent(PlanningAgent):
             self.active = None
             self.executor.stop()
             return
-        self._scene = scene_text(state, self.player) if self.llm_roles is not None else ""
+        self._scene = self.domain.scene_text(state, self.player) if self.llm_roles is not None else ""
         if self.pending_revision is not None and reason not in ("gate",):
             reason_for_strategy = self.pending_revision
         else:
             reason_for_strategy = reason
         self.pending_revision = None
-        needs = skill_needs(state, self.player, self.controller, feasible_mask)
+        needs = self.domain.skill_needs(state, self.player, self.controller, feasible_mask)
         posterior = self._posterior()
         use = usefulness(feasible, needs, posterior, self.complementary)
         strategies, scores, proposer = self._candidate_strategies(posterior, use, reason_for_strategy)
@@ -322,8 +319,8 @@ class OverForgeAgent(PlanningAgent):
         self.plans += 1
         if interrupted:
             self.replans += 1
-            if self.gate is not None:
-                self.gate.notify_replanned()
+            for gate in self.gates.values():
+                gate.notify_replanned()
         k = self.library.index(skill)
         self.note_choice(k, interrupted)
         self.start_skill(state, k, interrupted)

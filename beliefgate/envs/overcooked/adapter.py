@@ -77,7 +77,8 @@ class OvercookedAdapter:
                 raise InvalidActionError(f"action {a!r} is not an integer in 0..{NUM_ACTIONS - 1}")
         if self.env.is_done():
             raise RuntimeError("episode is over; call reset()")
-        _, reward, done, _ = self.env.step(tuple(self._actions[a] for a in joint_action))
+        _, reward, done, _ = self.env.step(tuple(self._actions[a] for a in joint_action),
+                                          [{} for _ in joint_action])  # the package assumes two
         self.score += float(reward)
         prev = self.state
         self.state = from_overcooked(self.env.state, self.layout, self.score)

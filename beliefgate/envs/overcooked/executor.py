@@ -9,24 +9,17 @@ held-object precondition fails or no target is reachable) or timed out.
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
+from beliefgate.envs.domain import SkillStatus
 from beliefgate.envs.overcooked.controller import OvercookedController
 from beliefgate.envs.overcooked.dynamics import _interact_would_act, completion_matches
 from beliefgate.envs.overcooked.kitchen import start_targets
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, Pos, layout_info
 from beliefgate.envs.overcooked.state import SymbolicState
 from beliefgate.envs.overcooked.tables import INTERACT, STAY, pose_tables
-
-
-class SkillStatus(str, Enum):
-    RUNNING = "running"
-    COMPLETED = "completed"
-    INVALID = "invalid"
-    TIMED_OUT = "timed_out"
 
 
 class Executor:

@@ -153,3 +153,33 @@ def flat_state_text(d: FlatState) -> str:
     if d["teammate_last_completed_skill"]:
         parts.append(f"teammate last completed {d['teammate_last_completed_skill']}")
     return "; ".join(parts)
+
+
+def probe_states(layout: str, seat: int) -> List[Dict[str, Any]]:
+    """Flat states covering every holding pair and the typical pot situations of ``layout``."""
+    info = layout_info(layout)
+    n_pots, n_counters = len(info.pots), len(info.counters)
+    situations = [{"count": 0, "state": "idle", "timers": None}, {"count": 2, "state": "idle", "timers": None},
+                  {"count": 3, "state": "cooking", "timers": 9}, {"count": 3, "state": "ready", "timers": 0}]
+    last = (None, "pickup_onion", "put_onion_in_pot", "pickup_dish", "fill_dish_with_soup", "deliver_soup")
+    states = []
+    i = 0
+    for own in HOLDS:
+        for mate in HOLDS:
+            for s, pot in enumerate(situations):
+                pots = [dict(pot)] + [dict(situations[(s + j) % 4]) for j in range(1, n_pots)]
+                hold = [own, mate] if seat == 0 else [mate, own]
+                onions = i % 3
+                states.append({
+                    "version": FLAT_STATE_VERSION, "self_player": seat, "hold": hold,
+                    "holdings": {"self": own, "teammate": mate}, "pot": pots,
+                    "any_soup_ready": any(p["state"] == "ready" for p in pots),
+                    "any_pot_not_full": any(p["state"] == "idle" and p["count"] < 3 for p in pots),
+                    "num_empty_counters": max(n_counters - onions - (i % 2), 0), "num_onion_counters": onions,
+                    "num_dish_counters": i % 2, "num_soup_counters": 0,
+                    "teammate_last_completed_skill": last[i % len(last)],
+                    "teammate_last_inferred_skill": last[(i + 2) % len(last)],
+                    "self_last_skill": last[(i + 4) % len(last)],
+                })
+                i += 1
+    return states

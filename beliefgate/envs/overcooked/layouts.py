@@ -6,7 +6,7 @@ Everything here is static per layout and cached in memory.
 """
 
 from __future__ import annotations
-from beliefgate.errors import LookupFailure
+from beliefgate.envs.domain import UnknownLayoutError as DomainUnknownLayoutError
 
 import os
 from dataclasses import dataclass
@@ -39,7 +39,26 @@ HUMAN_STUDY_NAMES: Dict[str, str] = {
     "counter_circuit": "counter_circuit",
 }
 
+#: the five classic two-player layouts (the human data's and the papers' layouts)
 LAYOUTS: Tuple[str, ...] = tuple(LAYOUT_FILES)
+
+#: three-player kitchens (OverForge's Fig. 17 starts): a third chef in the connected room of
+#: cramped_room, and one in the left half of asymmetric_advantages' split room. Grids in the
+#: ``overcooked`` package's notation (digits are the players' starts).
+THREE_PLAYER_GRIDS: Dict[str, Tuple[str, ...]] = {
+    "cramped_room_3p": ("XXPXX",
+                        "O  2O",
+                        "X1 3X",
+                        "XDXSX"),
+    "asymmetric_advantages_3p": ("XXXXXXXXX",
+                                 "O XSXOX S",
+                                 "X 3 P 1 X",
+                                 "X2  P   X",
+                                 "XXXDXDXXX"),
+}
+
+#: every layout the classic domain plays, two-player ones first
+ALL_LAYOUTS: Tuple[str, ...] = LAYOUTS + tuple(THREE_PLAYER_GRIDS)
 
 # Overcooked direction vectors, in the package's action order.
 NORTH, SOUTH, EAST, WEST = (0, -1), (0, 1), (1, 0), (-1, 0)
@@ -57,20 +76,17 @@ TERRAIN_NAMES = {
 }
 
 
-class UnknownLayoutError(LookupFailure):
-    """A layout name beliefgate does not support."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "unknown layout"
+class UnknownLayoutError(DomainUnknownLayoutError):
+    """A layout name the classic Overcooked domain does not play."""
 
 
 def resolve_layout(name: str) -> str:
     """Classic layout name for ``name`` (also accepts the 2019 study's names)."""
-    if name in LAYOUT_FILES:
+    if name in LAYOUT_FILES or name in THREE_PLAYER_GRIDS:
         return name
     if name in HUMAN_STUDY_NAMES:
         return HUMAN_STUDY_NAMES[name]
-    raise UnknownLayoutError(f"unknown layout {name!r}; supported layouts: {', '.join(LAYOUTS)}")
+    raise UnknownLayoutError(f"unknown layout {name!r}; supported layouts: {', '.join(ALL_LAYOUTS)}")
 
 
 def layout_key(name: str) -> str:
@@ -211,6 +227,11 @@ def make_mdp(name: str, old_dynamics: bool = True):
     from overcooked.mdp.overcooked_mdp import OvercookedGridworld
 
     layout = resolve_layout(name)
+    if layout in THREE_PLAYER_GRIDS:
+        params = {"layout_name": layout, "start_bonus_orders": [], "rew_shaping_params": None,
+                  "start_all_orders": [{"ingredients": ["onion", "onion", "onion"]}]}
+        return OvercookedGridworld.from_grid(list(THREE_PLAYER_GRIDS[layout]), params,
+                                             {"old_dynamics": old_dynamics})
     return OvercookedGridworld.from_layout_name(LAYOUT_FILES[layout], old_dynamics=old_dynamics)
 
 

@@ -55,11 +55,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from beliefgate.envs.domain import PartnerLayoutError, PartnerSpecError, UnknownPartnerError  # noqa: F401 (re-exported)
 from beliefgate.envs.overcooked.controller import OvercookedController, controller_for
 from beliefgate.envs.overcooked.executor import Executor, SkillStatus, fidget
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, Pos, layout_info
 from beliefgate.envs.overcooked.state import POT_CAPACITY, SymbolicState
-from beliefgate.errors import InputError, LookupFailure
 from beliefgate.limits import MAX_HORIZON
 
 PARTNER_FORMAT = "beliefgate.partner/1"
@@ -69,17 +69,6 @@ PARTNER_SUFFIXES = (".yaml", ".yml", ".json")
 DEFAULT_WEIGHTS: Dict[str, float] = {"pickup_onion": 1.0, "pickup_dish": 1.0,
                                      "put_onion_in_pot": 1.0, "place_obj_on_counter": 0.0}
 MAX_WEIGHT = 100.0
-
-
-class UnknownPartnerError(LookupFailure):
-    """A partner or agent name that is not registered."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "unknown partner"
-
-
-class PartnerSpecError(InputError):
-    """A partner file or spec that cannot be read or is invalid (the message names the field)."""
 
 
 class UnknownPartnerFieldError(PartnerSpecError):
@@ -92,10 +81,6 @@ class PartnerWeightError(PartnerSpecError):
 
 class SwitchWindowError(PartnerSpecError):
     """A switch window that is empty, overlaps another, or lies outside the horizon."""
-
-
-class PartnerLayoutError(PartnerSpecError):
-    """A partner restricted to some layouts (its spec's ``layouts``) asked to play another."""
 
 
 def layout_restriction(name: str, layout: str) -> Optional[str]:

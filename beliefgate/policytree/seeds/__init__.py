@@ -1,4 +1,5 @@
-"""Hand-written seed trees, one per classic layout (``<layout>.py`` beside this file).
+"""Hand-written seed trees: domain data (``Domain.seed_tree``; Overcooked keeps one per classic
+layout in ``beliefgate/envs/overcooked/seed_trees/<layout>.py``).
 
 Each file is *data*: never imported, only read as text and run in the sandbox like any
 generated tree. Its module docstring is the tree in the planner's two-part textual format
@@ -8,15 +9,13 @@ generated tree. Its module docstring is the tree in the planner's two-part textu
 from __future__ import annotations
 
 import ast
-from importlib import resources
 
-from beliefgate.envs.overcooked.layouts import resolve_layout
+from beliefgate.envs.domain import domain_for_layout
 
 
 def seed_code(layout: str) -> str:
-    """Source of the seed tree for ``layout`` (classic or 2019 study name)."""
-    name = resolve_layout(layout)
-    return resources.files(__package__).joinpath(f"{name}.py").read_text()
+    """Source of the seed tree for ``layout`` (any name its domain knows)."""
+    return domain_for_layout(layout).seed_tree(layout)
 
 
 def seed_text(layout: str) -> str:

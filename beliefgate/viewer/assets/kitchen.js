@@ -1,5 +1,5 @@
 /* beliefgate kitchen drawing: one Overcooked state on a <canvas>, from the compact frame
- * of beliefgate/viewer/frames.py:
+ * of beliefgate/envs/overcooked/render.py (the Overcooked domain's rendering):
  *   frame = [timestep, score, players, pots, counters]
  *   players[i] = [x, y, orientation, held]  orientation: 0 N, 1 S, 2 E, 3 W
  *   pots[j]    = [ingredients, status, timer]  status: 0 idle, 1 cooking, 2 ready

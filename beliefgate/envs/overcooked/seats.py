@@ -1,4 +1,5 @@
-"""Which skills each seat can use on a layout, and how a seat is described to the planner.
+"""Which skills each seat can use on a layout, and how a seat is described to the planner
+(``Domain.seat_skills`` / ``Domain.seat_note`` of the Overcooked domain; policy trees read them).
 
 A skill is usable by a seat when some static cell it can target (a dispenser, pot, serving
 cell or counter of the right kind) is reachable from that seat's start position. On the
@@ -15,7 +16,10 @@ import numpy as np
 
 from beliefgate.envs.overcooked.layouts import layout_info, resolve_layout
 from beliefgate.envs.overcooked.tables import pose_tables
-from beliefgate.policytree.sandbox import SKILLS
+from beliefgate.skills.library import load_builtin
+
+#: the six skills in library order (the policy-tree sandbox's ``SKILLS``)
+SKILLS: Tuple[str, ...] = load_builtin("overcooked").names
 
 #: cell kinds a skill can target at some point of an episode (onions and dishes may lie on counters)
 _TARGET_KINDS = {
@@ -42,7 +46,7 @@ def seat_skills(layout: str, player: int) -> Tuple[str, ...]:
 
 def seat_note(layout: str, player: int) -> str:
     """One sentence for the prompts about what this seat and its teammate can do."""
-    own, mate = seat_skills(layout, player), seat_skills(layout, 1 - player)
+    own, mate = seat_skills(layout, player), seat_skills(layout, 1 - player if player < 2 else 0)
     if len(own) == len(SKILLS) and len(mate) == len(SKILLS):
         return "Both cooks can reach everything they need and may use all six skills."
     return (f"You are player {player}. You can only use: {', '.join(own)}. "

@@ -1,0 +1,426 @@
+"""The seam between a game and everything that plays, scores or draws it.
+
+A :class:`Domain` holds what agents, the episode runner, metrics, pages and policy trees need from
+one game: its layouts (each with a player count), the real dynamics (:meth:`Domain.make_env`), the
+symbolic state and its JSON, the observer that turns two states into the gate's evidence, the skill
+library with its likelihood controllers, the executor that turns a skill into primitive actions,
+what each skill needs now, scene text for planners, a progress potential, the flat state policy
+trees read, partners, and static geometry for rendering. Agents, ``eval``, ``planners``,
+``policytree`` and ``viewer`` reach a game only through this object.
+
+Domains are plug-ins: a package registers its :class:`Domain` instance under the entry-point group
+``beliefgate.domains`` (the group the gate's observers have always used: a Domain is also callable
+as its own observer factory, so ``Gate.for_domain(name, ...)`` keeps working), or, in a process,
+with :func:`register_domain`. :func:`domain_for_layout` finds the domain that owns a layout name.
+
+Writing a domain: subclass :class:`Domain`, set the class attributes, implement every method that
+raises ``NotImplementedError`` here (:data:`REQUIRED` lists them; a plug-in lacking one is refused
+with :class:`DomainPluginError` naming it). ``tests/test_domain_seam.py`` holds a small grid world
+written this way, played by the same runner, agents and gate as Overcooked.
+"""
+
+from __future__ import annotations
+
+import threading
+from enum import Enum
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from beliefgate.errors import InputError, LookupFailure
+
+
+#: a domain's symbolic state (each domain has its own type; agents only pass it back to the domain)
+State = Any
+
+
+class UnknownLayoutError(LookupFailure):
+    """A layout name no installed domain plays."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown layout"
+
+
+class UnknownPartnerError(LookupFailure):
+    """A partner or agent name that is not registered."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown partner"
+
+
+class PartnerSpecError(InputError):
+    """A partner file or spec that cannot be read or is invalid (the message names the field)."""
+
+
+class PartnerLayoutError(PartnerSpecError):
+    """A partner restricted to some layouts asked to play another."""
+
+
+class DomainPluginError(InputError):
+    """A registered domain plug-in lacks a required part (named in the message)."""
+
+
+class PlayerCountError(InputError):
+    """A number of players, partners or a seat that does not fit the layout's players."""
+
+
+class SkillStatus(str, Enum):
+    """What an executor says about the skill it runs, each step."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    INVALID = "invalid"
+    TIMED_OUT = "timed_out"
+
+
+#: the methods and attributes every domain must provide (checked when it is registered or loaded)
+REQUIRED: Tuple[str, ...] = (
+    "name", "backend", "default_horizon", "action_names",
+    "layouts", "resolve_layout", "layout_info", "players",
+    "make_env", "state_from_json", "detect_events", "completed_skills",
+    "make_observer", "controller", "executor", "idle_action", "skill_needs",
+    "scene_text", "progress", "flat_state", "make_partner", "partner_names", "partner_restriction",
+    "render_layout", "render_frame",
+)
+
+
+class Domain:
+    """One game behind the seam. Subclasses fill in every method that raises here."""
+
+    #: the plug-in's name (the entry point's name)
+    name: str = ""
+    #: the dynamics it runs on, shown by ``beliefgate layouts --json`` (``classic``, ``v2``...)
+    backend: str = ""
+    #: the episode length the runner uses when none is given
+    default_horizon: int = 400
+    #: the primitive actions in index order (the legend of the actions in a log)
+    action_names: Tuple[str, ...] = ()
+    #: the per-player events that count as a delivery (the ``deliveries`` of an episode summary)
+    delivery_events: Tuple[str, ...] = ()
+    #: the index of the action that interacts with the world (None: the game has none)
+    interact_action: Optional[int] = None
+
+    # ------------------------------------------------------------------ layouts
+    def layouts(self) -> Tuple[str, ...]:
+        """The canonical layout names this domain plays."""
+        raise NotImplementedError
+
+    def owns_layout(self, name: str) -> bool:
+        """Whether ``name`` (or an alias of it) is one of this domain's layouts."""
+        try:
+            self.resolve_layout(name)
+        except LookupFailure:
+            return False
+        return True
+
+    def resolve_layout(self, name: str) -> str:
+        """The canonical name of ``name``; :class:`UnknownLayoutError` (a LookupFailure) if unknown."""
+        raise NotImplementedError
+
+    def layout_key(self, name: str) -> str:
+        """What makes two names the same layout (an unknown name is itself)."""
+        try:
+            return self.resolve_layout(name)
+        except LookupFailure:
+            return name
+
+    def layout_info(self, layout: str):
+        """Static geometry of ``layout`` (what pages draw and metrics measure distances on)."""
+        raise NotImplementedError
+
+    def players(self, layout: str) -> int:
+        """How many players ``layout`` starts."""
+        raise NotImplementedError
+
+    def describe_layout(self, layout: str) -> Dict[str, Any]:
+        """A JSON summary of ``layout``: at least ``name``, ``backend`` and ``players``."""
+        return {"name": self.resolve_layout(layout), "backend": self.backend, "players": self.players(layout)}
+
+    # ---------------------------------------------------------------- dynamics
+    def make_env(self, layout: str, horizon: int, **options):
+        """A fresh environment: ``reset() -> state``, ``step(joint_actions) -> StepResult``
+        (``state``, ``reward``, ``done``, per-player ``events``), ``score``, ``num_players``."""
+        raise NotImplementedError
+
+    def env_options(self, **options) -> Dict[str, Any]:
+        """The options :meth:`make_env` understands, with their values (written into log headers)."""
+        return dict(options)
+
+    def state_from_json(self, data: Any):
+        """This domain's symbolic state from its dict or JSON text."""
+        raise NotImplementedError
+
+    def detect_events(self, prev, state) -> List[List[str]]:
+        """Per-player interaction events between two consecutive states."""
+        raise NotImplementedError
+
+    def completed_skills(self, events: Sequence[str], library) -> List[int]:
+        """Indices of the skills of ``library`` that ``events`` (one player's) complete."""
+        raise NotImplementedError
+
+    def move_blocked(self, state, next_state, player: int, action: int) -> Optional[bool]:
+        """Whether ``player``'s ``action`` was a move into free space that another player blocked
+        (None when the action is no move; the blocking-rate metric counts True)."""
+        return None
+
+    # ------------------------------------------------------------------ beliefs
+    def make_observer(self, params=None, layout: Optional[str] = None, partner: int = 1, **options):
+        """The gate's observer of player ``partner`` on ``layout``: ``skill_names`` and
+        ``evidence(state, next_state) -> StepEvidence``."""
+        raise NotImplementedError
+
+    def __call__(self, params=None, **options):
+        # a domain is its own observer factory: the plug-in protocol of Gate.for_domain
+        return self.make_observer(params, **options)
+
+    def make_gate(self, layout: str, params=None, partner: int = 1):
+        """A :class:`~beliefgate.beliefs.gate.Gate` observing player ``partner`` on ``layout``."""
+        from beliefgate.beliefs.gate import Gate, GateParams
+
+        # built from this object's observer (a domain registered in process has no entry point);
+        # ``domain`` lets a pickled gate rebuild its observer through the entry point
+        params = GateParams() if params is None else params
+        observer = self.make_observer(params, layout=layout, partner=partner)
+        return Gate(len(observer.skill_names), params, observer.skill_names, observer=observer,
+                    domain=(self.name, {"layout": layout, "partner": partner}))
+
+    # ------------------------------------------------------- skills and control
+    def controller(self, layout: str):
+        """The likelihood controller of ``layout`` (its ``library`` is the skill library)."""
+        raise NotImplementedError
+
+    def executor(self, controller, player: int, rng):
+        """An executor of player ``player``: ``start(skill, ...)``, ``update(state, my_events) ->
+        SkillStatus``, ``act(state) -> action``, ``targets(state)``."""
+        raise NotImplementedError
+
+    def idle_action(self, state, player: int, rng) -> int:
+        """A visible way for ``player`` to wait when it runs no skill."""
+        raise NotImplementedError
+
+    def skill_needs(self, state, player: int, controller, **options) -> Mapping[str, float]:
+        """How much the kitchen needs each skill from ``player`` now (the rule planner's input)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------- planners, trees, metrics
+    def scene_text(self, state, ego: int) -> str:
+        """The state as the text a planner reads."""
+        raise NotImplementedError
+
+    def progress(self, state) -> float:
+        """A progress potential of the shared task (OverForge's rollout value)."""
+        raise NotImplementedError
+
+    def flat_state(self, state, player: int, **options) -> Dict[str, Any]:
+        """The flat dict of named features a policy tree reads."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- rendering
+    def render_layout(self, layout: str) -> Dict[str, Any]:
+        """The static scene of ``layout`` as the report and play pages draw it."""
+        raise NotImplementedError
+
+    def render_frame(self, state) -> List[Any]:
+        """One state as a compact JSON-ready record for the pages."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ policy trees
+    def seat_skills(self, layout: str, player: int) -> Tuple[str, ...]:
+        """The skills ``player`` can use on ``layout`` (all of the library's by default)."""
+        return tuple(self.controller(layout).library.names)
+
+    def seat_note(self, layout: str, player: int) -> str:
+        """One sentence for a planner about what this seat and its teammates can do ('' by default)."""
+        return ""
+
+    def handover_cells(self, layout: str) -> Optional[frozenset]:
+        """Cells where items pass between seats that cannot reach everything (None: no such split)."""
+        return None
+
+    def flat_state_text(self, flat: Mapping[str, Any]) -> str:
+        """A flat state as text for a planner (JSON by default)."""
+        import json
+
+        return json.dumps(dict(flat), sort_keys=True)
+
+    def probe_states(self, layout: str, seat: int) -> List[Dict[str, Any]]:
+        """Flat states that exercise a policy tree before it is accepted (none by default)."""
+        return []
+
+    def seed_tree(self, layout: str) -> str:
+        """The source of the hand-written policy tree for ``layout``."""
+        raise LookupFailure(f"the {self.name} domain ships no seed policy tree for {layout!r}")
+
+    # ------------------------------------------------------------------ partners
+    def partner_key(self, name: str) -> str:
+        """What makes two partner names the same partner (a path and its alias, say)."""
+        return name
+
+    def check_partners(self, names: Sequence[str], horizon: Optional[int] = None) -> None:
+        """Refuse, before any episode, partner names this domain does not have (or, given a
+        ``horizon``, cannot play for that many steps)."""
+        for name in names:
+            if not self.is_partner(name):
+                raise UnknownPartnerError(f"unknown partner {name!r}; the {self.name} domain has "
+                                          f"{', '.join(self.partner_names())}")
+
+    def partner_group(self, name: str) -> Optional[str]:
+        """The report group of partner ``name`` (its role preference, say); None: no group."""
+        return None
+
+    def partner_file_digest(self, name: str) -> Optional[str]:
+        """A short hash of the partner file ``name`` names (None for a registered name)."""
+        return None
+
+    def partner_names(self) -> Tuple[str, ...]:
+        """The scripted partners this domain ships."""
+        raise NotImplementedError
+
+    def is_partner(self, name: str) -> bool:
+        """Whether ``name`` is one of this domain's partners (a shipped name or a partner file)."""
+        return name in self.partner_names()
+
+    def make_partner(self, name: str):
+        """A fresh scripted partner (an agent: ``reset``, ``act``, ``info``)."""
+        raise NotImplementedError
+
+    def partner_restriction(self, name: str, layout: str) -> Optional[str]:
+        """Why partner ``name`` does not play ``layout`` (None when it does)."""
+        raise NotImplementedError
+
+    def check_players(self, layout: str, count: int) -> None:
+        """Refuse ``count`` players on ``layout`` unless it is the layout's number."""
+        want = self.players(layout)
+        if count != want:
+            raise PlayerCountError(f"layout {layout} has {want} players: give {want - 1} "
+                                   f"partner{'s' if want != 2 else ''}, got {count - 1}")
+
+
+# ----------------------------------------------------------------- registry
+_LOCAL: Dict[str, Domain] = {}
+#: layout name -> its domain, filled as layouts are looked up (cleared when the registry changes)
+_BY_LAYOUT: Dict[str, Domain] = {}
+_LOCK = threading.Lock()
+
+
+def check_domain(domain: Any, name: str = "?") -> Domain:
+    """``domain`` if it provides every part of :data:`REQUIRED`; else :class:`DomainPluginError`
+    naming the first missing part."""
+    for part in REQUIRED:
+        value = getattr(domain, part, None)
+        if value is None or value == "" or value == ():
+            raise DomainPluginError(f"domain plug-in {name!r} lacks {part!r}")
+        if callable(value) and getattr(type(domain), part, None) is getattr(Domain, part, None):
+            raise DomainPluginError(f"domain plug-in {name!r} lacks {part!r} (not implemented)")
+    return domain
+
+
+def register_domain(domain: Domain) -> Domain:
+    """Make ``domain`` known in this process (tests, notebooks); a name already registered by this
+    call is replaced. Entry-point domains are found without this."""
+    check_domain(domain, getattr(domain, "name", "?"))
+    with _LOCK:
+        _LOCAL[domain.name] = domain
+        _BY_LAYOUT.clear()
+    return domain
+
+
+def unregister_domain(name: str) -> None:
+    """Forget a domain added with :func:`register_domain` (no error if it was not)."""
+    with _LOCK:
+        _LOCAL.pop(name, None)
+        _BY_LAYOUT.clear()
+
+
+def get_domain(name: str) -> Domain:
+    """The domain registered as ``name`` (in process first, then entry points)."""
+    from beliefgate.plugins import OBSERVERS, plugin
+
+    with _LOCK:
+        if name in _LOCAL:
+            return _LOCAL[name]
+    found = plugin(OBSERVERS, name)
+    if not isinstance(found, Domain):
+        raise DomainPluginError(f"domain plug-in {name!r} registers an observer factory, not a Domain: it can "
+                                "feed Gate.for_domain but not play episodes")
+    return check_domain(found, name)
+
+
+def domains() -> List[Domain]:
+    """Every domain that can play episodes: the ones registered in process, then the entry points
+    that are full domains (an observer-only plug-in is skipped)."""
+    from beliefgate.plugins import OBSERVERS, domain_names, plugin
+
+    with _LOCK:
+        out = list(_LOCAL.values())
+    seen = {d.name for d in out}
+    for name in domain_names(OBSERVERS):
+        if name in seen:
+            continue
+        found = plugin(OBSERVERS, name)
+        if isinstance(found, Domain):
+            out.append(check_domain(found, name))
+    return out
+
+
+def domain_for_layout(layout: str) -> Domain:
+    """The domain that plays ``layout``; :class:`UnknownLayoutError` naming every known layout."""
+    if not isinstance(layout, str) or not layout:
+        raise UnknownLayoutError(f"a layout must be a non-empty name, got {layout!r}")
+    cached = _BY_LAYOUT.get(layout)
+    if cached is not None:
+        return cached
+    found = domains()
+    for domain in found:
+        if domain.owns_layout(layout):
+            with _LOCK:
+                _BY_LAYOUT[layout] = domain
+            return domain
+    known = [name for d in found for name in d.layouts()]
+    raise UnknownLayoutError(f"unknown layout {layout!r}; supported layouts: {', '.join(known)}")
+
+
+def resolve_layout(layout: str) -> str:
+    """The canonical name of ``layout`` in whichever domain plays it."""
+    return domain_for_layout(layout).resolve_layout(layout)
+
+
+def layout_key(layout: str) -> str:
+    """What makes two layout names the same layout, across domains (an unknown name is itself)."""
+    try:
+        return domain_for_layout(layout).layout_key(layout)
+    except UnknownLayoutError:
+        return layout
+
+
+def partner_domain(name: str, domain: Optional[Domain] = None) -> Optional[Domain]:
+    """The domain whose partner ``name`` is (``domain`` is asked first); None when no domain has it."""
+    if not isinstance(name, str) or not name:
+        return None
+    candidates = ([domain] if domain is not None else []) + [d for d in domains() if d is not domain]
+    for d in candidates:
+        if d.is_partner(name):
+            return d
+    return None
+
+
+def partner_key(name: str) -> str:
+    """What makes two partner names the same partner, in whichever domain has it (else the name)."""
+    owner = partner_domain(name)
+    return owner.partner_key(name) if owner is not None else name
+
+
+def all_layouts() -> List[str]:
+    """Every layout of every domain, domain by domain."""
+    return [name for d in domains() for name in d.layouts()]
+
+
+def check_seat(seat: Any, players: int) -> int:
+    """``seat`` as a player index in ``[0, players)``, else :class:`PlayerCountError` naming it."""
+    if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < players:
+        raise PlayerCountError(f"seat must be a player index in 0..{players - 1}, got {seat!r}")
+    return seat
+
+
+__all__ = ["Domain", "DomainPluginError", "PartnerLayoutError", "PartnerSpecError", "PlayerCountError", "REQUIRED",
+           "SkillStatus", "State", "UnknownLayoutError", "UnknownPartnerError",
+           "all_layouts", "check_domain", "check_seat", "domain_for_layout", "domains", "get_domain",
+           "layout_key", "partner_domain", "partner_key", "register_domain", "resolve_layout", "unregister_domain"]
