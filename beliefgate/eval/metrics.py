@@ -376,8 +376,8 @@ class _Oracle:
         return seq
 
     def _rollout(self, t: int, first: int) -> float:
-        from beliefgate.agents.overforge.potential import dish_progress
         from beliefgate.envs.overcooked.executor import Executor, SkillStatus, fidget
+        from beliefgate.envs.overcooked.potential import dish_progress
         from beliefgate.envs.overcooked.kitchen import skill_needs
 
         rng = np.random.default_rng([int(self.traj.header.seed), int(t), int(first)])

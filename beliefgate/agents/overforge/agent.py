@@ -35,7 +35,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from beliefgate.agents.overforge.config import OverForgeConfig, OverForgeOptionError
-from beliefgate.agents.overforge.potential import immediate_value, usefulness
 from beliefgate.agents.overforge.rollout import BranchRollout, ForwardModel
 from beliefgate.agents.overforge.strategies import FLAT, Strategy, StrategyLibrary, flat_strategy, load_strategies
 from beliefgate.agents.planning import PlanningAgent
@@ -44,6 +43,7 @@ from beliefgate.beliefs.gate import GateParams
 from beliefgate.beliefs.kappa import Judgment, Kappa, Rollout, RolloutRound
 from beliefgate.envs.overcooked.kitchen import skill_needs
 from beliefgate.envs.overcooked.layouts import layout_info
+from beliefgate.envs.overcooked.potential import immediate_value, usefulness
 from beliefgate.envs.overcooked.state import SymbolicState
 from beliefgate.planners.model import ChatModel
 from beliefgate.planners.types import Turn

@@ -23,9 +23,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from beliefgate.agents.overforge.potential import dish_progress
 from beliefgate.envs.overcooked.adapter import OvercookedAdapter
 from beliefgate.envs.overcooked.executor import Executor, SkillStatus, fidget
+from beliefgate.envs.overcooked.potential import dish_progress
 from beliefgate.envs.overcooked.state import SymbolicState
 
 #: an imagined episode never ends by the horizon
