@@ -143,7 +143,7 @@ def episode(
         _fail(str(exc))
     summary = dict(result.summary)
     if ego.split(":", 1)[0] == "overforge":  # the PCM's own read-outs (kappa, commits, rollouts, latency)
-        from beliefgate.agents.overforge.metrics import pcm_metrics
+        from beliefgate.eval.pcm import pcm_metrics
 
         summary["pcm"] = {k: (None if isinstance(v, float) and math.isnan(v) else v)
                           for k, v in pcm_metrics(result.trajectory).items()}

@@ -8,11 +8,11 @@ import pytest
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 from beliefgate.agents.overforge import OverForgeOptionError, make_overforge_agent, parse_option
-from beliefgate.agents.overforge.metrics import check_record, decision_records, pcm_metrics, recompute_kappa
 from beliefgate.agents.overforge.rollout import BranchRollout
 from beliefgate.envs.overcooked.adapter import OvercookedAdapter
 from beliefgate.errors import InputError
 from beliefgate.eval.episode import run_episode
+from beliefgate.eval.pcm import check_record, decision_records, pcm_metrics, recompute_kappa
 from beliefgate.planners.model import ChatModel, ModelResponse
 
 LAYOUTS = ["cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination", "counter_circuit"]

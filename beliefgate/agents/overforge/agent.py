@@ -23,7 +23,7 @@ MAP skill lies in one of the strategy's roles with confidence >= ``ROLE_CONFIDEN
 latter two allow a switch without a commit. Every decision is logged in the step's info
 (``pcm``): branches, immediate values, the evidence in the order it was given to kappa,
 rollout scores, kappa, argmax probabilities, nucleus, committed, depth used, time, and the
-strategy change; :func:`beliefgate.agents.overforge.metrics.recompute_kappa` rebuilds kappa
+strategy change; :func:`beliefgate.eval.pcm.recompute_kappa` rebuilds kappa
 from that record with the kappa API.
 """
 

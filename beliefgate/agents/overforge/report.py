@@ -155,8 +155,8 @@ def _load(dirs: List[Path]):
     episode replaces an earlier one with the same :data:`EPISODE_KEY` (re-running part of a grid
     after a change of default, say); ``replaced`` counts, per (earlier, later) directory pair,
     the episodes so replaced, so that the report can say which numbers come from where."""
-    from beliefgate.agents.overforge.metrics import decision_records, pcm_metrics
     from beliefgate.envs.trajlog import read_log
+    from beliefgate.eval.pcm import decision_records, pcm_metrics
     from beliefgate.eval.runner import load_results
 
     kept: Dict[tuple, tuple] = {}
