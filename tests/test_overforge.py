@@ -310,7 +310,7 @@ def test_overforge_run_and_report_end_to_end(tmp_path):
 
 def test_run_splits_agent_lists_with_comma_options():
     """`overforge run --agents` takes names whose options carry commas (`overforge:samples=4,-belief`)."""
-    from beliefgate.agents.overforge.report import _split
+    from beliefgate.experiments.overforge_report import _split
 
     assert _split("overforge:-belief,overforge:samples=4,-belief,bayes-belief:full") == [
         "overforge:-belief", "overforge:samples=4,-belief", "bayes-belief:full"]

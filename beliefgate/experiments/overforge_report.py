@@ -2,9 +2,9 @@
 
 ::
 
-    python -m beliefgate.agents.overforge.report run docs/examples/grid_overforge.yaml --out runs/overforge \\
+    python -m beliefgate.experiments.overforge_report run docs/examples/grid_overforge.yaml --out runs/overforge \\
         --workers 2 [--seeds 3] [--agents a,b] [--partners p,q] [--layouts l,m] [--seats 0,1]
-    python -m beliefgate.agents.overforge.report report runs/overforge [more run dirs] \\
+    python -m beliefgate.experiments.overforge_report report runs/overforge [more run dirs] \\
         --md docs/results_overforge.md --img docs/img
 
 ``run`` plays the grid through :func:`beliefgate.eval.runner.run_grid` (resumable; episodes in
