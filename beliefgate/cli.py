@@ -143,7 +143,7 @@ def episode(
         _fail(str(exc))
     summary = dict(result.summary)
     if ego.split(":", 1)[0] == "overforge":  # the PCM's own read-outs (kappa, commits, rollouts, latency)
-        from beliefgate.agents.overforge.metrics import pcm_metrics
+        from beliefgate.eval.pcm import pcm_metrics
 
         summary["pcm"] = {k: (None if isinstance(v, float) and math.isnan(v) else v)
                           for k, v in pcm_metrics(result.trajectory).items()}
@@ -351,7 +351,7 @@ def switches(
 eval_app = typer.Typer(help="Evaluate agents and beliefs (episode grids, human data).", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 app.add_typer(__import__("beliefgate.policytree.cli", fromlist=["app"]).app, name="policytree")  # learn|run|show
-app.add_typer(__import__("beliefgate.agents.overforge.report", fromlist=["app"]).app, name="overforge")  # run|report
+app.add_typer(__import__("beliefgate.experiments.overforge_report", fromlist=["app"]).app, name="overforge")  # run|report
 
 #: modules that add their commands with ``register(app, eval_app)``; each keeps heavy
 #: imports inside its command functions so that ``beliefgate --help`` stays fast
@@ -359,8 +359,8 @@ COMMAND_MODULES = (
     "beliefgate.models.cli",       # fit, diagnose, compare
     "beliefgate.eval.sensitivity.cli",  # sensitivity oat|global
     "beliefgate.serve.cli",        # serve
-    "beliefgate.envs.data_cli",    # data fetch-human, eval human
-    "beliefgate.eval.cli",         # eval run|report
+    "beliefgate.experiments.data_cli",  # data fetch-human, eval human
+    "beliefgate.experiments.eval_cli",  # eval run|report
     "beliefgate.viewer.cli",       # report, play
 )
 

@@ -23,7 +23,7 @@ import numpy as np
 
 
 def _episode(layout, agent, partner, horizon, seed):
-    from beliefgate.agents.overforge.metrics import decision_records
+    from beliefgate.eval.pcm import decision_records
     from beliefgate.eval.episode import run_episode
 
     t0 = time.perf_counter()

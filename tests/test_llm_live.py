@@ -146,7 +146,7 @@ def test_sixty_step_episode_per_llm_agent(server, agent):
 def test_overforge_llm_episode(server):
     """`overforge:llm`: strategy/action proposer and pairwise judge answered by the real server;
     every logged decision recomputes with the kappa API; calls and fallbacks are counted."""
-    from beliefgate.agents.overforge.metrics import check_record, decision_records
+    from beliefgate.eval.pcm import check_record, decision_records
 
     sent = []
     client = _client(server.base_url, sent)

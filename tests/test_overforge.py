@@ -8,11 +8,11 @@ import pytest
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 from beliefgate.agents.overforge import OverForgeOptionError, make_overforge_agent, parse_option
-from beliefgate.agents.overforge.metrics import check_record, decision_records, pcm_metrics, recompute_kappa
 from beliefgate.agents.overforge.rollout import BranchRollout
 from beliefgate.envs.overcooked.adapter import OvercookedAdapter
 from beliefgate.errors import InputError
 from beliefgate.eval.episode import run_episode
+from beliefgate.eval.pcm import check_record, decision_records, pcm_metrics, recompute_kappa
 from beliefgate.planners.model import ChatModel, ModelResponse
 
 LAYOUTS = ["cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination", "counter_circuit"]
@@ -310,7 +310,7 @@ def test_overforge_run_and_report_end_to_end(tmp_path):
 
 def test_run_splits_agent_lists_with_comma_options():
     """`overforge run --agents` takes names whose options carry commas (`overforge:samples=4,-belief`)."""
-    from beliefgate.agents.overforge.report import _split
+    from beliefgate.experiments.overforge_report import _split
 
     assert _split("overforge:-belief,overforge:samples=4,-belief,bayes-belief:full") == [
         "overforge:-belief", "overforge:samples=4,-belief", "bayes-belief:full"]

@@ -205,3 +205,22 @@ def test_a_repeated_layout_or_partner_is_refused_not_pooled(tmp_path):
         assert proc.returncode == 2 and proc.stderr.strip() == f"error: {flag}: {value} given more than once"
     proc = _cli("switches", "--layout", "cramped_room", "--layout", "cramped_room", "--seeds", "1", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.strip() == "error: --layout: cramped_room given more than once"
+
+
+def test_the_agent_table_hashes_a_tree_file_and_nothing_else(tmp_path):
+    """``agent_digest`` goes through the policy-tree row's ``digest`` (eval/ hashes a tree without
+    importing policytree/): the code's hash, the same with ``:bayes``, another once the file
+    changes; none for a seed tree, an agent named alone or a scripted partner."""
+    import hashlib
+
+    from beliefgate.agents.registry import agent_digest
+
+    tree = tmp_path / "tree.py"
+    tree.write_text(seed_code("cramped_room"))
+    first = agent_digest(f"policy-tree:{tree}")
+    assert first == hashlib.sha256(seed_code("cramped_room").encode()).hexdigest()[:12]
+    assert agent_digest(f"policy-tree:{tree}:bayes") == first
+    tree.write_text(seed_code("cramped_room") + "\n# edited\n")
+    assert agent_digest(f"policy-tree:{tree}") not in (None, first)
+    assert [agent_digest(n) for n in ("policy-tree:seed:cramped_room", "bayes-belief:full", "balanced")] \
+        == [None, None, None]

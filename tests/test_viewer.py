@@ -514,7 +514,7 @@ def test_play_cli_rejects_bad_settings_before_serving(tmp_path):
 
 def test_report_draws_overforge_kappa_and_commits(tmp_path):
     """An OverForge ego logs kappa in its decision records (``info.pcm``): the report draws them."""
-    from beliefgate.agents.overforge.metrics import decision_records
+    from beliefgate.eval.pcm import decision_records
 
     log = tmp_path / "of.jsonl"
     run_episode("cramped_room", "overforge", "plater", seed=1000, horizon=30, seat=0, log_path=log)

@@ -73,7 +73,9 @@ class AgentEntry:
     """One row of the agent table.
 
     ``option``: ``"none"`` (the bare name only), ``"optional"`` (``NAME`` or ``NAME:OPTION``),
-    ``"required"`` (``NAME:OPTION``), ``"number"`` (``NAME`` or ``NAME-N``).
+    ``"required"`` (``NAME:OPTION``), ``"number"`` (``NAME`` or ``NAME-N``). ``digest``: for an
+    agent defined by a file, ``"module:function"`` that maps the option to a short hash of what
+    defines the agent (:func:`agent_digest`); None for agents defined by their name alone.
     """
 
     prefix: str
@@ -82,9 +84,11 @@ class AgentEntry:
     option: Option = "none"
     llm: bool = False
     gate: bool = False
+    digest: Optional[str] = None
 
-    def load(self) -> Callable:
-        module, _, function = self.factory.partition(":")
+    def load(self, what: Literal["factory", "digest"] = "factory") -> Callable:
+        """The row's factory (or its ``digest`` function), imported now."""
+        module, _, function = getattr(self, what).partition(":")
         try:
             return getattr(importlib.import_module(module), function)
         except ModuleNotFoundError as exc:
@@ -93,7 +97,7 @@ class AgentEntry:
                                      "installation") from None
             raise
         except AttributeError:
-            raise RuntimeFailure(f"agent {self.prefix!r}: {module} has no factory {function!r}") from None
+            raise RuntimeFailure(f"agent {self.prefix!r}: {module} has no {what} {function!r}") from None
 
 
 _P = "beliefgate.agents.planning"
@@ -120,7 +124,7 @@ AGENTS: Dict[str, AgentEntry] = {e.prefix: e for e in (
                "behaviour cloning on the human data (bc = the episode's layout, bc:<layout>)", option="optional"),
     AgentEntry("policy-tree", "beliefgate.policytree.agent:make_policy_tree_agent",
                "an executable policy tree run in the sandbox (PATH[:bayes]; seed:LAYOUT)",
-               option="required", llm=True, gate=True),
+               option="required", llm=True, gate=True, digest="beliefgate.policytree.agent:tree_digest"),
     AgentEntry("overforge", "beliefgate.agents.overforge:make_overforge_agent",
                "OverForge PCM: strategy x first-skill branches, rollouts with the belief-played partner, kappa "
                "commit (:-rollouts|-hierarchy|-belief|pinned=ROLE)", option="optional", llm=True, gate=True),
@@ -183,6 +187,21 @@ def uses_llm(name: str) -> bool:
     if prefix in _LEGACY:
         return len(inspect.signature(_LEGACY[prefix][0]).parameters) >= 2
     return AGENTS[prefix].llm
+
+
+def agent_digest(name: str) -> Optional[str]:
+    """A short hash of what defines agent ``name`` beyond its name, or None.
+
+    Computed by the row's ``digest`` function from the option (a policy tree's code, so that a
+    grid notices an edited tree file); scripted partners and rows without one have none.
+    """
+    if name in PARTNERS:
+        return None
+    prefix, option = parse_name(name)
+    entry = AGENTS.get(prefix)
+    if entry is None or entry.digest is None:
+        return None
+    return entry.load("digest")(option)
 
 
 def agent_names() -> List[str]:

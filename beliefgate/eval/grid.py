@@ -443,17 +443,15 @@ def partner_file_digest(name: str) -> Optional[str]:
 
 
 def _agent_digest(name: str) -> Optional[str]:
-    """A short hash of what defines an ego given by a file: a partner file's validated spec, or a
-    policy tree's code (``policy-tree:PATH[:bayes]``); ``None`` for agents given by name."""
+    """A short hash of what defines an ego given by a file: a partner file's validated spec, or
+    what the agent table's row says (a policy tree's code, ``policy-tree:PATH[:bayes]``;
+    :func:`beliefgate.agents.registry.agent_digest`); ``None`` for agents given by name."""
     digest = partner_file_digest(name)
-    if digest is not None or not name.startswith("policy-tree:"):
+    if digest is not None:
         return digest
-    from beliefgate.policytree.agent import load_tree_code, parse_spec
+    from beliefgate.agents.registry import agent_digest
 
-    source = parse_spec(name[len("policy-tree:"):])[0]
-    if source.startswith("seed:"):
-        return None
-    return hashlib.sha256(load_tree_code(source).encode()).hexdigest()[:12]
+    return agent_digest(name)
 
 
 def _check_partner_file(name: str, role: str, horizon: int) -> None:

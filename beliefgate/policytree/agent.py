@@ -249,6 +249,15 @@ def check_tree_source(source: str) -> str:
     return code
 
 
+def tree_digest(spec: str) -> Optional[str]:
+    """A short hash of the tree's code for ``spec`` (``PATH[:bayes]``); None for a seed tree
+    (``seed:LAYOUT``, shipped with the package). The agent table's ``digest`` for ``policy-tree``."""
+    source = parse_spec(spec)[0]
+    if source.startswith("seed:"):
+        return None
+    return hashlib.sha256(load_tree_code(source).encode()).hexdigest()[:12]
+
+
 def make_policy_tree_agent(spec: str, llm=None, gate_params=None, **limits) -> PolicyTreeAgent:
     """Build the agent for ``spec`` (``PATH`` or ``PATH:bayes``; ``seed:LAYOUT`` for a seed tree).
 

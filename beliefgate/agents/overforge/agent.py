@@ -23,7 +23,7 @@ MAP skill lies in one of the strategy's roles with confidence >= ``ROLE_CONFIDEN
 latter two allow a switch without a commit. Every decision is logged in the step's info
 (``pcm``): branches, immediate values, the evidence in the order it was given to kappa,
 rollout scores, kappa, argmax probabilities, nucleus, committed, depth used, time, and the
-strategy change; :func:`beliefgate.agents.overforge.metrics.recompute_kappa` rebuilds kappa
+strategy change; :func:`beliefgate.eval.pcm.recompute_kappa` rebuilds kappa
 from that record with the kappa API.
 """
 
@@ -35,7 +35,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from beliefgate.agents.overforge.config import OverForgeConfig, OverForgeOptionError
-from beliefgate.agents.overforge.potential import immediate_value, usefulness
+from beliefgate.agents.overforge.judge import immediate_value, usefulness
 from beliefgate.agents.overforge.rollout import BranchRollout, ForwardModel
 from beliefgate.agents.overforge.strategies import FLAT, Strategy, StrategyLibrary, flat_strategy, load_strategies
 from beliefgate.agents.planning import PlanningAgent

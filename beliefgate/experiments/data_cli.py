@@ -221,9 +221,10 @@ def eval_bc_cmd(
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
     """Held-out test action accuracy of `bc:<layout>` and its reward with a scripted partner."""
-    from beliefgate.agents.bc import BCModelError, evaluate_accuracy, evaluate_play, load_policy
+    from beliefgate.agents.bc import BCModelError, evaluate_accuracy, load_policy
     from beliefgate.envs.human_data import HumanDataError, load_dataset
     from beliefgate.envs.overcooked.partners import UnknownPartnerError
+    from beliefgate.experiments.bc import evaluate_play
 
     todo = _layouts(layouts)
     rows = []

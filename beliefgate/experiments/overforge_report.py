@@ -2,9 +2,9 @@
 
 ::
 
-    python -m beliefgate.agents.overforge.report run docs/examples/grid_overforge.yaml --out runs/overforge \\
+    python -m beliefgate.experiments.overforge_report run docs/examples/grid_overforge.yaml --out runs/overforge \\
         --workers 2 [--seeds 3] [--agents a,b] [--partners p,q] [--layouts l,m] [--seats 0,1]
-    python -m beliefgate.agents.overforge.report report runs/overforge [more run dirs] \\
+    python -m beliefgate.experiments.overforge_report report runs/overforge [more run dirs] \\
         --md docs/results_overforge.md --img docs/img
 
 ``run`` plays the grid through :func:`beliefgate.eval.runner.run_grid` (resumable; episodes in
@@ -155,8 +155,8 @@ def _load(dirs: List[Path]):
     episode replaces an earlier one with the same :data:`EPISODE_KEY` (re-running part of a grid
     after a change of default, say); ``replaced`` counts, per (earlier, later) directory pair,
     the episodes so replaced, so that the report can say which numbers come from where."""
-    from beliefgate.agents.overforge.metrics import decision_records, pcm_metrics
     from beliefgate.envs.trajlog import read_log
+    from beliefgate.eval.pcm import decision_records, pcm_metrics
     from beliefgate.eval.runner import load_results
 
     kept: Dict[tuple, tuple] = {}

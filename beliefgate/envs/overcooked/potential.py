@@ -1,4 +1,4 @@
-"""Dish-progress potential and the symbolic state judge (the offline value components).
+"""Dish-progress potential: the Overcooked domain's progress (``Domain.progress``), OverForge's rollout value.
 
 ``dish_progress(state)`` measures how far the kitchen is towards served soups, in soups: a
 served soup is 1 (the score / 20), a plated soup in a hand 0.8 (0.6 on a counter), a pot 0.15
@@ -7,18 +7,9 @@ per onion and 0.1 more once it cooks, an onion or a dish in a hand 0.05 while it
 start), 0.03 when staged on a counter instead of held. Every link of the chain onion -> pot -> dish ->
 soup -> serve raises it, so a rollout's gain ``dish_progress(s_d) - dish_progress(s_0)`` is a
 progress score in soups.
-
-The state judge gives each branch (strategy, first skill) an immediate value: the skill's
-usefulness now (what the kitchen needs once the partner's believed skill is counted, plus its
-complementarity to that skill) scaled by how strongly the strategy prefers it, discounted by
-the steps to its nearest target (a one-skill symbolic lookahead).
 """
 
 from __future__ import annotations
-
-from typing import Dict, Mapping, Optional, Sequence
-
-import numpy as np
 
 from beliefgate.envs.overcooked.state import POT_CAPACITY, SymbolicState
 
@@ -29,10 +20,6 @@ HELD = {"soup": 0.8}
 WANTED_ITEM = 0.05
 STAGED_SOUP = 0.6
 STAGED_ITEM = 0.03
-#: per-step discount of the judge's lookahead
-JUDGE_DISCOUNT = 0.97
-#: weight of complementarity to the partner's believed skill in a skill's usefulness
-COMPLEMENT_WEIGHT = 0.5
 
 
 def dish_progress(state: SymbolicState) -> float:
@@ -50,25 +37,3 @@ def dish_progress(state: SymbolicState) -> float:
     dishes = [WANTED_ITEM] * held.count("dish") + [STAGED_ITEM] * sum(1 for o in state.counters if o.name == "dish")
     value += sum(onions[:max(missing, 0)]) + sum(dishes[:soups])
     return value
-
-
-def usefulness(skills: Sequence[str], needs: Mapping[str, float], posterior: Optional[Mapping[str, float]],
-               complementary: Mapping[str, Sequence[str]]) -> Dict[str, float]:
-    """Per feasible skill: need once the partner's believed work is counted, plus complementarity."""
-    out = {}
-    for skill in skills:
-        need = float(needs.get(skill, 0.0))
-        comp = 0.0
-        if posterior is not None:
-            if skill.startswith("pickup"):
-                need -= float(posterior.get(skill, 0.0))
-            comp = sum(float(p) for partner, p in posterior.items() if skill in complementary.get(partner, ()))
-        out[skill] = min(max(need, 0.0), 1.0) + COMPLEMENT_WEIGHT * comp
-    return out
-
-
-def immediate_value(use: float, weight: float, top_weight: float, steps: float) -> float:
-    """The judge's value of one branch: usefulness x strategy preference, discounted by the steps."""
-    if not np.isfinite(steps):
-        return 0.0
-    return (0.1 + use) * (weight / top_weight) * JUDGE_DISCOUNT ** float(steps)
