@@ -41,20 +41,26 @@ def _main_options(
 
 @app.command()
 def layouts(as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table")) -> None:
-    """List the supported Overcooked layouts."""
-    from beliefgate.envs.overcooked.layouts import LAYOUTS, layout_info
+    """List the layouts of every installed domain (backend and players; Overcooked's kitchens drawn)."""
+    from beliefgate.envs.domain import domains
 
-    rows = [layout_info(name).describe() for name in LAYOUTS]
+    rows = [d.describe_layout(name) for d in domains() for name in d.layouts()]
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table(title="Overcooked layouts")
-    for col in ("layout", "size", "floor", "pots", "onions", "dishes", "serving", "grid"):
+    table = Table(title="Layouts")
+    for col in ("layout", "backend", "players", "size", "floor", "pots", "onions", "dishes", "serving", "grid"):
         table.add_column(col)
+
+    def cell(r, key, fmt=str):
+        return fmt(r[key]) if key in r else "-"
+
     for r in rows:
-        table.add_row(r["name"], "x".join(map(str, r["size"])), str(r["floor_cells"]), str(len(r["pots"])),
-                      str(len(r["onion_dispensers"])), str(len(r["dish_dispensers"])), str(len(r["serving"])),
-                      "\n".join(r["grid"]))
+        table.add_row(r["name"], r["backend"], str(r["players"]), cell(r, "size", lambda v: "x".join(map(str, v))),
+                      cell(r, "floor_cells"), cell(r, "pots", lambda v: str(len(v))),
+                      cell(r, "onion_dispensers", lambda v: str(len(v))),
+                      cell(r, "dish_dispensers", lambda v: str(len(v))), cell(r, "serving", lambda v: str(len(v))),
+                      cell(r, "grid", "\n".join))
     console.print(table)
 
 
@@ -93,10 +99,12 @@ def episode(
     ego: str = typer.Option("balanced", help="ego agent: bayes-belief[:full|no_replan|no_prompt|no_belief|paper], "
                             "overforge, proagent, periodic-N, completion-held, llm-judge, hypothetical-minds, bc, "
                             "policy-tree:FILE, any partner name (`beliefgate partners`) or a partner file"),
-    partner: str = typer.Option("balanced", help="partner name (see `beliefgate partners`) or partner file path"),
+    partner: Optional[List[str]] = typer.Option(
+        None, help="partner name (see `beliefgate partners`) or partner file path; repeat it once per other "
+        "player, in seat order (default: balanced in every other seat)"),
     seed: int = typer.Option(0, min=0, help="episode seed (>= 0)"),
     horizon: int = typer.Option(400, min=1, max=MAX_HORIZON, help="episode length in steps"),
-    seat: int = typer.Option(0, min=0, max=1, help="player slot of the ego (0 or 1)"),
+    seat: int = typer.Option(0, min=0, help="player slot of the ego (0 .. players - 1)"),
     log: Optional[Path] = typer.Option(None, help="write the trajectory log (JSONL) here (its folder must exist)"),
     llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server for LLM agents "
                                                "(default: $BELIEFGATE_LLM_BASE_URL; none = offline rule planner)"),
@@ -108,18 +116,26 @@ def episode(
     llm_cache: Optional[Path] = typer.Option(None, help="directory for an on-disk LLM response cache"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
 ) -> None:
-    """Play one episode on the real Overcooked dynamics and summarise it."""
-    from beliefgate.envs.overcooked.layouts import UnknownLayoutError, resolve_layout
-    from beliefgate.envs.overcooked.partners import PartnerSpecError, UnknownPartnerError, check_partners
-    from beliefgate.eval.episode import run_episode
+    """Play one episode on the real dynamics of the layout's domain and summarise it."""
+    from beliefgate.envs.domain import (PartnerSpecError, PlayerCountError, UnknownLayoutError,
+                                        UnknownPartnerError, check_seat, domain_for_layout)
+    from beliefgate.eval.episode import partner_label, run_episode
     from beliefgate.planners.errors import PlannerConfigError
 
     try:
-        resolve_layout(layout)
+        domain = domain_for_layout(layout)
+        layout = domain.resolve_layout(layout)
     except UnknownLayoutError as exc:
         _fail(f"--layout: {exc}")
+    players = domain.players(layout)
+    partners = list(partner) if partner else ["balanced"] * (players - 1)
+    try:
+        domain.check_players(layout, len(partners) + 1)
+        check_seat(seat, players)
+    except PlayerCountError as exc:
+        _fail(f"{'--seat' if 'seat' in str(exc) else '--partner'}: {exc}")
     try:  # partner files are read and checked before anything runs
-        check_partners([ego, partner], horizon)
+        domain.check_partners([n for n in (ego, *partners) if domain.is_partner(n)], horizon)
     except PartnerSpecError as exc:
         _fail(str(exc))
     check_output_path("--llm-cache", llm_cache, folder=True)
@@ -136,9 +152,9 @@ def episode(
                                         cache_dir=str(llm_cache) if llm_cache else None))
         except PlannerConfigError as exc:
             _fail(str(exc))
-    _check_episode_inputs(ego, partner, log, llm)
+    _check_episode_inputs(ego, partners, log, llm, domain)
     try:
-        result = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=seat, log_path=log, llm=llm)
+        result = run_episode(layout, ego, partners, seed=seed, horizon=horizon, seat=seat, log_path=log, llm=llm)
     except (UnknownLayoutError, UnknownPartnerError, PlannerConfigError) as exc:
         _fail(str(exc))
     summary = dict(result.summary)
@@ -150,7 +166,7 @@ def episode(
     if as_json:
         print(json.dumps(summary))
         return
-    table = Table(title=f"episode {layout}: {ego} (seat {seat}) + {partner}, seed {seed}")
+    table = Table(title=f"episode {layout}: {ego} (seat {seat}) + {partner_label(partners)}, seed {seed}")
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key in ("deliveries", "reward", "steps", "replans", "llm_calls", "fallbacks", "wall_s"):
@@ -162,7 +178,7 @@ def episode(
     console.print(table)
 
 
-def _check_episode_inputs(ego: str, partner: str, log: Optional[Path], llm=None) -> None:
+def _check_episode_inputs(ego: str, partners: List[str], log: Optional[Path], llm=None, domain=None) -> None:
     """Refuse bad agent names/options and an unusable --log before anything runs or is written.
 
     ``llm`` (the episode's client, or None) is handed to the agents that take one, so an
@@ -171,9 +187,9 @@ def _check_episode_inputs(ego: str, partner: str, log: Optional[Path], llm=None)
     from beliefgate.agents.registry import make_agent, uses_llm
     from beliefgate.errors import InputError, LookupFailure
 
-    for flag, name in (("--ego", ego), ("--partner", partner)):
+    for flag, name in (("--ego", ego), *(("--partner", p) for p in partners)):
         try:
-            make_agent(name, llm=llm if llm is not None and uses_llm(name) else None)
+            make_agent(name, llm=llm if llm is not None and uses_llm(name) else None, domain=domain)
         except (InputError, LookupFailure) as exc:
             _fail(f"{flag} {name!r}: {exc}")
     if log is not None:
@@ -197,7 +213,7 @@ def demo(
     from beliefgate.envs.overcooked.partners import check_partners
 
     check_partners([partner], horizon)  # an unknown name or a bad partner file stops the tour before it starts
-    _check_episode_inputs("balanced", partner, None)
+    _check_episode_inputs("balanced", [partner], None)
     check_output_path("--out", out, folder=True)
     out_dir = out or Path(tempfile.mkdtemp(prefix="beliefgate-demo-"))
     if not err_console.is_interactive:  # progress_bar draws nothing here (make demo's log): say what is running
@@ -257,8 +273,7 @@ def switches(
     from beliefgate.errors import InputError, LookupFailure
     from beliefgate.eval import switches as sw
 
-    from beliefgate.envs.overcooked.layouts import layout_key
-    from beliefgate.envs.overcooked.partners import partner_key
+    from beliefgate.envs.domain import layout_key, partner_key
 
     check_unique("--layout", layouts_, key=layout_key)
     check_unique("--partner", partners_, key=partner_key)

@@ -25,8 +25,10 @@ MAX_GLOBAL_N = 2 ** 20
 #: game steps per second of `beliefgate play` (``--tick-hz``)
 MIN_TICK_HZ = 0.5
 MAX_TICK_HZ = 60.0
+#: players of one episode (a seat is a player slot below this)
+MAX_PLAYERS = 9
 #: bootstrap resamples of a confidence interval (``--bootstrap``, ``--n-boot``, ``--resamples``)
 MAX_RESAMPLES = 1_000_000
 
-__all__ = ["MAX_HORIZON", "MAX_SEED_COUNT", "MAX_CHAINS", "MAX_DRAWS", "MAX_SVI_STEPS", "MAX_OAT_VALUES",
+__all__ = ["MAX_HORIZON", "MAX_PLAYERS", "MAX_SEED_COUNT", "MAX_CHAINS", "MAX_DRAWS", "MAX_SVI_STEPS", "MAX_OAT_VALUES",
            "MAX_GLOBAL_N", "MAX_RESAMPLES", "MIN_TICK_HZ", "MAX_TICK_HZ"]

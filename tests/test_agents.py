@@ -184,7 +184,7 @@ def test_listing_agents_imports_no_agent_code_and_bc_registers_nothing():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['beliefgate.agents.registry']"
     # importing bc no longer touches the registry (the cycle bc -> registry -> episode -> registry is gone)
-    code = "import sys, beliefgate.agents.bc; print('beliefgate.agents.registry' in sys.modules)"
+    code = "import sys, beliefgate.envs.overcooked.bc; print('beliefgate.agents.registry' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -185,7 +185,7 @@ def test_grid_files_and_validation(tmp_path):
     assert load_grid(tmp_path / "g.json").seed_list == [3, 4]
     bad = [({"agents": ["wizard"]}, "unknown agent 'wizard'"), ({"layouts": ["moon"]}, "unknown layout 'moon'"),
            ({"partners": ["robot"]}, "unknown agent 'robot'"), ({"agents": ["periodic-0"]}, "period"),
-           ({"seats": [2]}, "seats must be 0 or 1"), ({"seeds": [1, 1]}, "duplicate seeds"),
+           ({"seats": [9]}, "seats must be player slots in 0..8"), ({"seeds": [1, 1]}, "duplicate seeds"),
            ({"horizon": 0}, "horizon"), ({"colour": "red"}, "colour"),
            ({"llm": {"base_url": "ftp://x", "model": "m"}}, "base_url")]
     for change, message in bad:

@@ -291,13 +291,13 @@ def test_hindsight_rule_on_a_hand_made_sequence():
 # ----------------------------------------------------------------------------- evaluation
 @pytest.fixture(scope="module")
 def tracks(dataset):
-    from beliefgate.eval.human import tracks_from_logs
+    from beliefgate.experiments.human_eval import tracks_from_logs
 
     return tracks_from_logs(dataset.logs("train")), tracks_from_logs(dataset.logs("test"))
 
 
 def test_metrics_on_known_cases():
-    from beliefgate.eval.human import metrics
+    from beliefgate.experiments.human_eval import metrics
 
     perfect = metrics(np.eye(3)[[0, 1, 2, 1]], np.array([0, 1, 2, 1]))
     assert perfect["accuracy"] == 1.0 and perfect["brier"] == 0.0 and perfect["ece"] == 0.0 and perfect["n"] == 4
@@ -317,7 +317,7 @@ def test_batched_filter_equals_the_gate(dataset, tracks, require_targets):
     """The evaluation's batched posteriors are the plug-in Gate's belief, step by step."""
     from beliefgate.beliefs.gate import Gate, GateParams
     from beliefgate.envs.overcooked.observer import OvercookedObserver
-    from beliefgate.eval.human import filter_posteriors
+    from beliefgate.experiments.human_eval import filter_posteriors
 
     train, _ = tracks
     track = train[3]
@@ -333,7 +333,7 @@ def test_batched_filter_equals_the_gate(dataset, tracks, require_targets):
 
 
 def test_evaluation_on_the_fixture(tracks, tmp_path):
-    from beliefgate.eval.human import METHODS, evaluate_tracks, reliability_plots, result_json
+    from beliefgate.experiments.human_eval import METHODS, evaluate_tracks, reliability_plots, result_json
 
     train, test = tracks
     res = evaluate_tracks(test, train)
@@ -361,7 +361,7 @@ def test_evaluation_on_the_fixture(tracks, tmp_path):
 
 
 def test_counted_baselines_are_learned_on_train_only(tracks):
-    from beliefgate.eval.human import fit_baselines
+    from beliefgate.experiments.human_eval import fit_baselines
 
     train, test = tracks
     tables = fit_baselines(train)
@@ -374,7 +374,7 @@ def test_counted_baselines_are_learned_on_train_only(tracks):
 
 
 def test_parameter_grid_runs_on_train_and_refuses_test(tracks):
-    from beliefgate.eval.human import HumanEvalError, select_params
+    from beliefgate.experiments.human_eval import HumanEvalError, select_params
 
     train, test = tracks
     grid = {"beta": (1.0, 8.0), "epsilon": (0.6,), "hazard": (0.2,), "require_targets": (False,),
@@ -471,7 +471,7 @@ def test_bc_plays_as_a_registered_partner(bc_policy, cache, monkeypatch):
 
 
 def test_bc_unstuck_rule_moves_a_frozen_agent(bc_policy):
-    from beliefgate.agents.bc import BCAgent
+    from beliefgate.envs.overcooked.bc import BCAgent
     from beliefgate.envs.overcooked.adapter import OvercookedAdapter
 
     always_stay = type(bc_policy)(bc_policy.layout, {**bc_policy.weights,
@@ -511,7 +511,7 @@ def test_full_fetch_and_conversion(full_data):
 @pytest.mark.slow
 def test_committed_parameters_are_the_train_grid_choice(full_data):
     """HUMAN_PARAMS is what the grid on the TRAIN split picks (~1.5 min)."""
-    from beliefgate.eval.human import HUMAN_PARAMS, cached_tracks, select_params
+    from beliefgate.experiments.human_eval import HUMAN_PARAMS, cached_tracks, select_params
 
     cache, _, _ = full_data
     best, rows = select_params(cached_tracks("train", cache))

@@ -305,6 +305,20 @@ class OrchardDomain(Domain):
     def flat_state(self, state, player, **options):
         return {"held": state.players[player].held or "nothing"}
 
+    def render_layout(self, layout):
+        geo = LAYOUTS[self.resolve_layout(layout)]
+        w, h = geo["size"]
+        rows = [[" "] * w for _ in range(h)]
+        for key, char in (("A", "O"), ("B", "D"), ("K", "S")):  # drawn as dispensers and a serving cell
+            x, y = geo[key]
+            rows[y][x] = char
+        return {"name": layout, "terrain": ["".join(r) for r in rows], "pots": []}
+
+    def render_frame(self, state):
+        code = {None: 0, "apple": 1, "berry": 3}
+        return [state.timestep, state.score,
+                [[p.position[0], p.position[1], 0, code[p.held]] for p in state.players], [], []]
+
     def partner_names(self):
         return tuple(PARTNERS)
 
@@ -317,3 +331,4 @@ class OrchardDomain(Domain):
 
 
 DOMAIN = OrchardDomain()
+

@@ -120,7 +120,7 @@ AGENTS: Dict[str, AgentEntry] = {e.prefix: e for e in (
     AgentEntry("llm-judge", f"{_P}:llm_judge_agent",
                "posterior in the prompt, a judge (LLM, or a duplicate-role rule offline) decides replanning",
                llm=True, gate=True),
-    AgentEntry("bc", "beliefgate.agents.bc:bc_agent",
+    AgentEntry("bc", "beliefgate.envs.overcooked.bc:bc_agent",
                "behaviour cloning on the human data (bc = the episode's layout, bc:<layout>)", option="optional"),
     AgentEntry("policy-tree", "beliefgate.policytree.agent:make_policy_tree_agent",
                "an executable policy tree run in the sandbox (PATH[:bayes]; seed:LAYOUT)",
@@ -195,7 +195,7 @@ def agent_digest(name: str) -> Optional[str]:
     Computed by the row's ``digest`` function from the option (a policy tree's code, so that a
     grid notices an edited tree file); scripted partners and rows without one have none.
     """
-    if name in PARTNERS:
+    if partner_domain(name) is not None:
         return None
     prefix, option = parse_name(name)
     entry = AGENTS.get(prefix)

@@ -368,7 +368,11 @@ def domain_for_layout(layout: str) -> Domain:
     cached = _BY_LAYOUT.get(layout)
     if cached is not None:
         return cached
-    found = domains()
+    with _LOCK:
+        local = list(_LOCAL.values())
+    # the domains registered in process are asked first, so they load no entry point
+    found = local + [d for d in domains() if d not in local] if not any(d.owns_layout(layout) for d in local) \
+        else local
     for domain in found:
         if domain.owns_layout(layout):
             with _LOCK:
@@ -392,11 +396,12 @@ def layout_key(layout: str) -> str:
 
 
 def partner_domain(name: str, domain: Optional[Domain] = None) -> Optional[Domain]:
-    """The domain whose partner ``name`` is (``domain`` is asked first); None when no domain has it."""
+    """The domain whose partner ``name`` is: ``domain`` when given and it has one of that name (an
+    episode takes its partners from its own game), else the first domain that has it; None when
+    none has it."""
     if not isinstance(name, str) or not name:
         return None
-    candidates = ([domain] if domain is not None else []) + [d for d in domains() if d is not domain]
-    for d in candidates:
+    for d in ([domain] if domain is not None else domains()):
         if d.is_partner(name):
             return d
     return None

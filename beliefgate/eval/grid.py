@@ -47,7 +47,7 @@ existed.
 
 from __future__ import annotations
 from beliefgate.errors import InputError
-from beliefgate.limits import MAX_HORIZON, MAX_SEED_COUNT
+from beliefgate.limits import MAX_HORIZON, MAX_PLAYERS, MAX_SEED_COUNT
 from beliefgate.models.checks import are_names
 
 import hashlib
@@ -136,9 +136,9 @@ class GridSpec(BaseModel):
     @field_validator("seats")
     @classmethod
     def _seats(cls, v: List[int]) -> List[int]:
-        bad = [s for s in v if s not in (0, 1)]
+        bad = [s for s in v if not 0 <= s < MAX_PLAYERS]
         if bad:
-            raise ValueError(f"seats must be 0 or 1 (the ego's player slot), got {bad}")
+            raise ValueError(f"seats must be player slots in 0..{MAX_PLAYERS - 1} (the ego's seat), got {bad}")
         return _unique(v, "seats")
 
     @field_validator("seeds", mode="before")
@@ -581,6 +581,14 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
                                     "skip it where it cannot")
             usable[(entry.name, layout)] = True
 
+    # a seat the layout lacks (seat 2 of a two-player kitchen) is skipped there, and said so
+    seats_of = {layout: [s for s in spec.seats if s < domain_for_layout(layout).players(layout)] for layout in layouts}
+    for layout in layouts:
+        missing = [s for s in spec.seats if s not in seats_of[layout]]
+        if missing:
+            skipped.append(f"seat{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} on {layout}: "
+                           f"it has {domain_for_layout(layout).players(layout)} players")
+
     episodes: List[EpisodeSpec] = []
     llm = spec.llm
     for agent in spec.agents:
@@ -599,7 +607,7 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
                 group = entry.group or default_group(partner)
                 digest = partner_file_digest(partner)
                 for seed in spec.seed_list:
-                    for seat in spec.seats:
+                    for seat in seats_of[layout]:
                         episodes.append(EpisodeSpec(
                             agent=ego, layout=layout, partner=partner, partner_entry=entry.name, group=group,
                             seed=seed, seat=seat, horizon=spec.horizon,

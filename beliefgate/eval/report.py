@@ -445,6 +445,20 @@ class Report:
                 paired(cond, no_replan, "oracle_gap_rate", "Gap rate at decision points (rollout oracle)")
         return (["## Headline", ""] + lines) if lines else []
 
+    def _layouts_text(self) -> str:
+        """The layouts, each with its number of players where any has more than two."""
+        from beliefgate.envs.domain import UnknownLayoutError, domain_for_layout
+
+        players = {}
+        for layout in self.layouts:
+            try:
+                players[layout] = domain_for_layout(layout).players(layout)
+            except UnknownLayoutError:  # a layout of a domain not installed here: named as logged
+                players[layout] = None
+        if all(p in (2, None) for p in players.values()):
+            return ", ".join(self.layouts)
+        return ", ".join(f"{lay} ({p} players)" if p else lay for lay, p in players.items())
+
     def markdown(self) -> str:
         n = len(self.rows)
         seeds = sorted({r["seed"] for r in self.rows})
@@ -453,7 +467,7 @@ class Report:
         horizons = sorted({r["horizon"] for r in self.rows})
         intro = [f"# {self.title}", ""] + ([self.description, ""] if self.description else []) + [
                  f"{n} episodes{f' from `{self.source}`' if self.source else ''}: conditions "
-                 f"{', '.join(f'`{c}`' for c in self.conditions)}; layouts {', '.join(self.layouts)}; partner groups "
+                 f"{', '.join(f'`{c}`' for c in self.conditions)}; layouts {self._layouts_text()}; partner groups "
                  f"{', '.join(self.groups)}; seeds {', '.join(map(str, seeds))}; ego seats "
                  f"{', '.join(map(str, seats))}; horizon {', '.join(map(str, horizons))}; beliefgate "
                  f"{', '.join(versions)}.", "",

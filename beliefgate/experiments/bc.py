@@ -1,7 +1,7 @@
 """The behaviour-cloned human proxy at play: its reward with a scripted partner (``beliefgate eval bc``).
 
 A driver: it plays episodes (:mod:`beliefgate.eval.episode`) with the agent of
-:mod:`beliefgate.agents.bc`, so it sits above both.
+:mod:`beliefgate.envs.overcooked.bc`, so it sits above both.
 """
 
 from __future__ import annotations

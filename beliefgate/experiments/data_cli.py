@@ -105,7 +105,7 @@ def train_bc_cmd(
     as_json: bool = typer.Option(False, "--json", help="print the training records as JSON"),
 ) -> None:
     """Train the behaviour-cloned human proxy `bc:<layout>` on the train split (saved in the cache)."""
-    from beliefgate.agents.bc import BCModelError, BCPolicy, model_path, train_layout
+    from beliefgate.envs.overcooked.bc import BCModelError, BCPolicy, model_path, train_layout
 
     todo = _layouts(layouts)
     records = []
@@ -158,7 +158,7 @@ def eval_human_cmd(
     from beliefgate.envs.human_data import HumanDataDamagedError, HumanDataError
     from beliefgate.envs.overcooked.layouts import UnknownLayoutError
     from beliefgate.envs.overcooked.tables import cache_dir
-    from beliefgate.eval.human import (HUMAN_PARAMS, METHODS, HumanEvalError, cached_tracks, evaluate_split,
+    from beliefgate.experiments.human_eval import (HUMAN_PARAMS, METHODS, HumanEvalError, cached_tracks, evaluate_split,
                                        reliability_plots, result_json, select_params)
 
     if tune and params_file is not None:
@@ -221,7 +221,7 @@ def eval_bc_cmd(
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
     """Held-out test action accuracy of `bc:<layout>` and its reward with a scripted partner."""
-    from beliefgate.agents.bc import BCModelError, evaluate_accuracy, load_policy
+    from beliefgate.envs.overcooked.bc import BCModelError, evaluate_accuracy, load_policy
     from beliefgate.envs.human_data import HumanDataError, load_dataset
     from beliefgate.envs.overcooked.partners import UnknownPartnerError
     from beliefgate.experiments.bc import evaluate_play

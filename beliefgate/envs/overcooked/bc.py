@@ -1,5 +1,8 @@
 """A behaviour-cloned human proxy: ``bc:<layout>`` plays like the 2019 study's people.
 
+Part of the Overcooked domain (a partner made from the domain's own human data, like its scripted
+partners); the agent table's ``bc`` row names :func:`bc_agent` by string.
+
 One small policy per layout, trained on the study's TRAIN split
 (:mod:`beliefgate.envs.human_data`): a two-layer MLP (tanh, :data:`HIDDEN` units)
 with a softmax over the six actions, fitted by full-batch Adam with weight decay
@@ -423,7 +426,7 @@ def bc_agent(option: Optional[str] = None) -> BCAgent:
         try:
             option = resolve_layout(option)
         except KeyError:
-            from beliefgate.envs.overcooked.partners import UnknownPartnerError
+            from beliefgate.envs.domain import UnknownPartnerError
 
             raise UnknownPartnerError(f"unknown BC layout in {name!r}; use bc:<layout> with one of "
                                       f"{', '.join(LAYOUTS)}") from None
