@@ -11,9 +11,9 @@ limit, a JSON content type, the bearer token when one is set, a body the route's
 validates) is parsed here and answered by the same step adapter the guard and the FastAPI
 routes use (:func:`~beliefgate.serve.fastpath.fast_answer`), head and body in one write.
 Anything else -- another route, a request split over reads or pipelined behind another, an
-unusual header, a body that does not validate, a missing token -- is handed unchanged to uvicorn's h11 protocol and so to the
-guard and FastAPI: every answer, and every error answer, is the one the plain h11
-protocol gives (``tests/test_serve_protocol.py`` compares the bytes).
+unusual header, a body that does not validate, a missing token -- is handed unchanged to
+uvicorn's h11 protocol and so to the guard and FastAPI: every answer, and every error
+answer, is the one the plain h11 protocol gives (``tests/test_serve_protocol.py`` compares the bytes).
 
 ``uvicorn_config(app, ...)`` is the uvicorn configuration the CLI (and the tests) run the
 service with. ``fast=False`` (or ``access_log=True``: the short cut writes no access log)
