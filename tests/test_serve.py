@@ -759,7 +759,8 @@ def test_non_finite_result_is_rejected_and_rolled_back():
     catch a non-finite result and restore the previous state (NonFiniteResultError).
     """
     from beliefgate.beliefs.errors import NonFiniteLoglikError
-    from beliefgate.serve.app import ApiError, _mutate
+    from beliefgate.serve.app import ApiError
+    from beliefgate.serve.routing import mutate as _mutate
     from beliefgate.serve.sessions import SessionStore
 
     async def run():

@@ -183,3 +183,59 @@ def test_a_uvicorn_without_the_internals_gets_plain_h11(monkeypatch, caplog, ser
     assert steps == 3
     assert served == []
     assert any("plain h11" in r.getMessage() for r in caplog.records)
+
+
+def test_every_way_to_a_step_route_goes_through_the_one_step_adapter(monkeypatch, served_ops):
+    """A step reaches the gate by three ways: the protocol's short cut, the guard's fast path
+    (plain h11), FastAPI's route (a ``+json`` content type the guard leaves to FastAPI). All
+    three build the step in ``fastpath`` (one copy of the step handling): each counts there once."""
+    from beliefgate.serve import fastpath
+
+    model, prepare = fastpath._STEP_ROUTES["step_loglik"]
+    weights = []
+
+    def counting(body):
+        weights.append(body.weight)
+        return prepare(body)
+
+    monkeypatch.setitem(fastpath._STEP_ROUTES, "step_loglik", (model, counting))
+    ways = [(True, "application/json", 0.25),             # the protocol's short cut
+            (False, "application/json", 0.5),             # plain h11, then the guard's fast path
+            (False, "application/x-test+json", 0.75)]     # plain h11, the guard, FastAPI's route
+    for fast, content_type, weight in ways:
+        with ThreadServer(fast=fast) as srv, Client(srv.url) as client:
+            gate = client.from_logprobs(3)
+            path = f"/v1/sessions/{gate.session_id}/step_loglik"
+            body = json.dumps({"loglik": [-0.5, -1.0, -2.0], "weight": weight}).encode()
+            request = _request(path, None, "", body).replace(b"application/json", content_type.encode())
+            [answer] = _exchange(srv.url, [request], 1)
+            assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer
+            assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["info"]["weight"] == weight
+            assert gate.t == 1
+    assert weights == [0.25, 0.5, 0.75]
+    assert served_ops == ["step_loglik"]  # the short cut answered the first only
+
+
+def _private_imports(source: str) -> list:
+    """``module.name`` for every private name a module imports from a beliefgate module."""
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("beliefgate"):
+            out += [f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    return out
+
+
+def test_no_serve_module_imports_a_private_name():
+    """The serve modules share only public names (the protocol once imported app.py's
+    ``_json_content``); the checker is tried on a planted import too."""
+    from pathlib import Path
+
+    import beliefgate.serve
+
+    found = {path.name: _private_imports(path.read_text(encoding="utf-8"))
+             for path in sorted(Path(beliefgate.serve.__file__).parent.glob("*.py"))}
+    assert {name: bad for name, bad in found.items() if bad} == {}
+    planted = "def f():\n    from beliefgate.serve.fastpath import _STEP_ROUTES, fast_answer\n"
+    assert _private_imports(planted) == ["beliefgate.serve.fastpath._STEP_ROUTES"]

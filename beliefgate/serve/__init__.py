@@ -12,7 +12,7 @@ _LAZY = {
     "RemoteGate": "beliefgate.serve.client",
     "RemoteKappa": "beliefgate.serve.client",
     "ServeError": "beliefgate.serve.client",
-    "ServeSettings": "beliefgate.serve.app",
+    "ServeSettings": "beliefgate.serve.settings",
     "create_app": "beliefgate.serve.app",
 }
 

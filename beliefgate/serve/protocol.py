@@ -8,12 +8,12 @@ request that arrives whole in one read, on an idle keep-alive connection, and th
 ASGI guard would serve itself anyway (``POST /v1/sessions/{id}/step``, ``step_loglik`` or
 ``step_evidence``: HTTP/1.1, a ``Host``, an exact ``Content-Length`` within the body
 limit, a JSON content type, the bearer token when one is set, a body the route's model
-validates) is parsed here and answered by the same :func:`~beliefgate.serve.app.fast_answer`
-the guard uses, head and body in one write. Anything else -- another route, a request
-split over reads or pipelined behind another, an unusual header, a body that does not
-validate, a missing token -- is handed unchanged to uvicorn's h11 protocol and so to the
-guard and FastAPI: every answer, and every error answer, is the one the plain h11
-protocol gives (``tests/test_serve_protocol.py`` compares the bytes).
+validates) is parsed here and answered by the same step adapter the guard and the FastAPI
+routes use (:func:`~beliefgate.serve.fastpath.fast_answer`), head and body in one write.
+Anything else -- another route, a request split over reads or pipelined behind another, an
+unusual header, a body that does not validate, a missing token -- is handed unchanged to
+uvicorn's h11 protocol and so to the guard and FastAPI: every answer, and every error
+answer, is the one the plain h11 protocol gives (``tests/test_serve_protocol.py`` compares the bytes).
 
 ``uvicorn_config(app, ...)`` is the uvicorn configuration the CLI (and the tests) run the
 service with. ``fast=False`` (or ``access_log=True``: the short cut writes no access log)
@@ -30,7 +30,8 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol
 
-from beliefgate.serve.app import FAST_PATH_PATTERN, _json_content, bearer_ok, fast_answer, fast_request
+from beliefgate.serve.fastpath import FAST_PATH_PATTERN, fast_answer, fast_request, json_content
+from beliefgate.serve.guard import bearer_ok
 
 #: the request line of a step request (origin form, no query, no percent escapes)
 _REQUEST_LINE = re.compile(rb"POST (" + FAST_PATH_PATTERN.encode() + rb") HTTP/1\.1\r\n")
@@ -146,7 +147,7 @@ class ServiceProtocol(H11Protocol):
         body = data[end + 4:]
         if host is None or length is None or length != len(body) or length > self._max_body:
             return None
-        if not _json_content(content_type):
+        if not json_content(content_type):
             return None
         if self._token is not None and not bearer_ok(self._token, authorization):
             return None
