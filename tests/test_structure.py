@@ -268,7 +268,8 @@ def test_checker_catches_an_upward_import_and_an_unplaced_package(tmp_path):
     top-level package that no layer names. Sideways and downward imports pass."""
     root = _plant(tmp_path, {
         "envs/game.py": "from beliefgate.agents.bot import Bot\n",
-        "agents/bot.py": "import importlib\nBot = 1\ndef run():\n    return importlib.import_module('beliefgate.eval.episode')\n",
+        "agents/bot.py": ("import importlib\nBot = 1\ndef run():\n"
+                          "    return importlib.import_module('beliefgate.eval.episode')\n"),
         "eval/episode.py": "from beliefgate.agents import bot\nfrom beliefgate.viewer import page\n",
         "viewer/page.py": "from beliefgate.eval import episode\n",
         "fileio.py": "def f():\n    from beliefgate import cli\n",
