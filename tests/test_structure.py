@@ -70,6 +70,10 @@ LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 DOMAIN_LAYER = LAYER["envs"]
 GAME_PACKAGES = ("overcooked",)
 
+#: the users of the domain seam: they reach a game only through ``beliefgate.envs.domain`` (and the
+#: game-free modules directly under ``envs/``), never through a game's own package under ``envs/``
+SEAM_USERS = ("agents", "eval", "planners", "policytree", "viewer")
+
 #: module cycles allowed for now, each as its sorted modules. beliefs/filter.py <-> beliefs/offline.py
 #: is being removed by the owner of beliefs/ (issue 42); the merge of that work deletes this entry
 #: (test_known_cycles_are_still_cycles says when it is gone).
@@ -148,10 +152,16 @@ def violations(root: Path) -> list[str]:
         for name, line in imports(path, root):
             if name.split(".")[0] in GAME_PACKAGES and LAYER[unit] < DOMAIN_LAYER:
                 out.append(f"{path.relative_to(root.parent)}:{line} imports {name} (a game package, below envs)")
+    envs = root / "envs"
+    games = {d.name for d in envs.iterdir() if (d / "__init__.py").is_file()} if envs.is_dir() else set()
     for mod, path, line, _, target in _own_imports(root):
         unit, other = unit_of(mod), unit_of(target)
         if unit in LAYER and other in LAYER and LAYER[other] > LAYER[unit]:
             out.append(f"{path.relative_to(root.parent)}:{line} imports {target} ({unit} is below {other})")
+        parts = target.split(".")
+        if unit in SEAM_USERS and len(parts) > 2 and parts[1] == "envs" and parts[2] in games:
+            out.append(f"{path.relative_to(root.parent)}:{line} imports {target} ({unit} reaches a game only "
+                       "through beliefgate.envs.domain)")
     return sorted(set(out))
 
 
@@ -286,6 +296,20 @@ def test_checker_catches_an_upward_import_and_an_unplaced_package(tmp_path):
     assert any("'gadgets' is in no layer" in b for b in bad), bad
     assert not any("eval/episode.py" in b or "viewer/page.py" in b for b in bad), bad  # down, and sideways
     assert len(bad) == 6, bad  # the five above; gadgets/__init__.py and gadgets/x.py each
+
+
+def test_checker_catches_a_game_import_past_the_seam(tmp_path):
+    """Agents, eval, planners, policy trees and pages reach a game only through envs/domain.py: a
+    function-local import of the game's own package is caught, the seam and the logs are not."""
+    root = _plant(tmp_path, {
+        "envs/domain.py": "", "envs/trajlog.py": "", "envs/kitchen/state.py": "",
+        "agents/bot.py": "from beliefgate.envs.domain import Domain\nfrom beliefgate.envs import trajlog\n",
+        "eval/score.py": "def f():\n    from beliefgate.envs.kitchen.state import State\n",
+        "experiments/study.py": "from beliefgate.envs.kitchen import state\n",  # a driver may name its game
+    })
+    bad = violations(root)
+    assert bad == ["beliefgate/eval/score.py:2 imports beliefgate.envs.kitchen.state (eval reaches a game only "
+                   "through beliefgate.envs.domain)"], bad
 
 
 def test_checker_catches_a_package_cycle_without_a_module_cycle(tmp_path):
