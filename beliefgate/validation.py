@@ -62,15 +62,15 @@ def _model_in(annotation: Any, loc: Sequence[Any]) -> Optional[type]:
             return annotation
         field = annotation.model_fields.get(loc[0]) if isinstance(loc[0], str) else None
         return None if field is None else _model_in(field.annotation, loc[1:])
-    if not loc:
-        return None
-    if origin in (Union, types.UnionType):
+    if origin in (Union, types.UnionType):  # Optional[M] too
         members = [a for a in args if a is not type(None)]
-        tagged = [a for a in members if getattr(a, "__name__", None) == loc[0]]  # pydantic tags a union's member
+        tagged = [a for a in members if loc and getattr(a, "__name__", None) == loc[0]]  # pydantic's member tag
         if tagged:
             return _model_in(tagged[0], loc[1:])
         found = [m for m in (_model_in(a, loc) for a in members) if m is not None]
         return found[0] if found else None
+    if not loc:
+        return None
     if origin in (list, tuple, set, frozenset) and isinstance(loc[0], int) and args:
         return _model_in(args[0], loc[1:])
     if origin is dict and len(args) == 2:
@@ -96,8 +96,12 @@ def _problem(error: Mapping[str, Any], owner: Optional[str], model: Optional[typ
     message = f"{field}: {reason}" if field is not None else f"{owner}: {reason}" if owner else reason
     # the input of a missing field is the whole mapping, of a field-less (model) error too: not shown
     if field is not None and "input" in error and error.get("type") != "missing":
-        # pydantic's reason may itself say "got ...": then the value alone
-        message += f" ({error['input']!r})" if ", got " in reason else f", got {error['input']!r}"
+        value = error["input"]
+        if ", got " not in reason:
+            message += f", got {value!r}"
+        elif reason.rpartition(", got ")[2] not in (repr(value), str(value)):
+            # the reason says "got" something other than the value ("got a number with a fractional part")
+            message += f" ({value!r})"
     return Problem(field, reason, message)
 
 
