@@ -232,3 +232,152 @@ def test_console_script_switches_params_is_one_line_without_traceback(tmp_path):
     err = proc.stderr.strip()
     assert "Traceback" not in err and len(err.splitlines()) == 1, err
     assert "cooldown: Input should be greater than or equal to 0, got -3" in err
+
+
+
+# --------------------------------------------------------------------------- every config/spec model: one base, one message
+
+
+def _grid():
+    return {"agents": ["periodic-10"], "layouts": ["cramped_room"], "partners": ["plater"], "seeds": [0],
+            "seats": [0], "horizon": 10}
+
+
+def _checked_models():
+    """``(model, a valid mapping, the error an unknown field raises)`` for every configuration
+    and specification model of the package."""
+    from beliefgate.agents.overforge.config import OverForgeConfig, OverForgeOptionError
+    from beliefgate.envs.overcooked.partners import PartnerSpec, PartnerStyle, SwitchSpec, UnknownPartnerFieldError
+    from beliefgate.eval.grid import GridError, GridSpec, LLMConfig, PartnerEntry, SeedRange
+    from beliefgate.models.kappa import KappaFitConfig, KappaFitConfigError
+
+    return [
+        (GateParams, {}, GateParamError),
+        (KappaParams, {}, KappaParamError),
+        (FitConfig, {}, FitConfigError),
+        (KappaFitConfig, {}, KappaFitConfigError),
+        (OverForgeConfig, {}, OverForgeOptionError),
+        (GridSpec, _grid(), GridError),
+        (SeedRange, {"count": 2}, GridError),
+        (PartnerEntry, {"name": "plater"}, GridError),
+        (LLMConfig, {"base_url": "http://x", "model": "m"}, GridError),
+        (PartnerSpec, {"name": "p", "styles": {"a": {}}}, UnknownPartnerFieldError),
+        (PartnerStyle, {}, UnknownPartnerFieldError),
+        (SwitchSpec, {"window": [1, 2], "to": "a"}, UnknownPartnerFieldError),
+    ]
+
+
+@pytest.mark.parametrize("index", range(12))
+def test_every_config_model_is_checked_and_names_an_unknown_field(index):
+    """One contract over every model: a CheckedModel, valid data builds it, and an unknown field
+    is its own one-line error (never pydantic's) naming the field, the value and the fields it has,
+    whichever way it is built."""
+    from beliefgate.validation import CheckedModel
+
+    model, good, error = _checked_models()[index]
+    assert issubclass(model, CheckedModel)
+    assert model.from_data(good) == model(**good) == model.model_validate(good)
+    for build in (lambda: model(**good, bogus_field=7), lambda: model.model_validate({**good, "bogus_field": 7}),
+                  lambda: model.from_data({**good, "bogus_field": 7})):
+        exc = _raises(error, build)
+        assert exc.field == "bogus_field", str(exc)
+        assert f"bogus_field: unknown field (fields: {', '.join(model.model_fields)}), got 7" in str(exc)
+    exc = _raises(error, lambda: model.from_data({**good, "bogus_field": 7}, "some.yaml"))
+    assert str(exc).startswith("some.yaml: bogus_field: unknown field")
+
+
+def test_kappa_fit_config_lists_every_bad_field():
+    from beliefgate.models.kappa import KappaFitConfig, KappaFitConfigError, KappaFitError
+
+    exc = _raises(KappaFitConfigError, lambda: KappaFitConfig(fixed={"gamma": 1.0}, chains=0))
+    assert isinstance(exc, KappaFitError) and isinstance(exc, ParamError) and exc.field == "fixed"
+    assert str(exc) == ("fixed: cannot fix unknown kappa parameter(s) ['gamma']; known: ['mu0', 'sigma0', 'tau', "
+                        "'sigma_r'], got {'gamma': 1.0}; chains: Input should be greater than or equal to 1, got 0")
+    exc = _raises(KappaFitConfigError, lambda: KappaFitConfig(fixed={"tau": 1e9}))
+    assert "fixed tau must lie in [1e-06, 1e+06]" in str(exc)
+    _raises(KappaFitConfigError, lambda: KappaFitConfig().replace(method="mcmc"))
+    _raises(KappaFitConfigError, lambda: KappaFitConfig.model_validate_json('{"draws": 0}'))
+
+
+def test_a_kappa_fit_with_a_damaged_config_is_a_kappa_fit_error():
+    import arviz as az
+
+    from beliefgate.models.kappa import KAPPA_FIT_FILE, KappaFitError, kappa_fit_config
+
+    idata = az.from_dict(posterior={"tau": [[0.5, 0.6]]})
+    KAPPA_FIT_FILE.stamp(idata, {"format": "beliefgate.kappa_fit/1", "model": "kappa", "config": {"chains": -1}})
+    exc = _raises(KappaFitError, lambda: kappa_fit_config(idata))
+    assert str(exc) == "chains: Input should be greater than or equal to 1, got -1"
+
+
+def test_overforge_options_through_the_same_message():
+    from beliefgate.agents.overforge.config import OverForgeConfig, OverForgeOptionError, parse_option
+
+    exc = _raises(OverForgeOptionError, lambda: parse_option("k=0,-belief"))
+    assert exc.field == "k"
+    assert str(exc) == "overforge option 'k=0,-belief': k: Input should be greater than or equal to 1, got 0"
+    exc = _raises(OverForgeOptionError, lambda: OverForgeConfig(theta=0.0))
+    assert str(exc) == "theta: Input should be greater than 0, got 0.0"
+    _raises(OverForgeOptionError, lambda: OverForgeConfig().replace(rounds=11))
+
+
+def test_grid_and_partner_files_list_every_error_after_the_source():
+    from beliefgate.envs.overcooked.partners import PartnerWeightError, parse_partner
+    from beliefgate.eval.grid import GridError, parse_grid
+
+    exc = _raises(GridError, lambda: parse_grid({**_grid(), "seats": [9], "horizon": 0}, "g.yaml"))
+    assert str(exc) == ("g.yaml: seats: seats must be player slots in 0..8 (the ego's seat), got [9]; "
+                        "horizon: Input should be greater than or equal to 1, got 0")
+    exc = _raises(GridError, lambda: parse_grid({"agents": ["periodic-10"]}, "g.yaml"))
+    assert str(exc) == ("g.yaml: layouts: Field required; partners: Field required; seeds: Field required; "
+                        "seats: Field required; horizon: Field required")
+    exc = _raises(GridError, lambda: parse_grid({**_grid(), "llm": {"base_url": "http://x", "model": "m", "key": 1}}))
+    assert "llm.key: unknown field (fields: base_url, model," in str(exc)
+    exc = _raises(PartnerWeightError, lambda: parse_partner(
+        {"name": "p", "styles": {"a": {"weights": {"pickup_dish": -1}}}, "noise": 2}, "p.yaml"))
+    assert str(exc).startswith("p.yaml: styles.a.weights: pickup_dish: weight -1 is outside [0, 100], got ")
+    assert "; noise: Input should be less than or equal to 1, got 2" in str(exc)
+
+
+# --------------------------------------------------------------------------- the one formatter itself
+
+
+def test_describe_finds_the_model_of_an_unknown_field_through_containers():
+    from typing import Dict, List, Optional, Union
+
+    from pydantic import BaseModel, ConfigDict
+
+    from beliefgate.validation import describe, fields_at, param_error
+
+    class Leaf(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        name: str
+        size: int = 0
+
+    class Root(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        items: List[Union[str, Leaf]] = []
+        table: Dict[str, Leaf] = {}
+        one: Optional[Leaf] = None
+
+    assert fields_at(Root, ("items", 0, "Leaf", "x")) == ["name", "size"]
+    assert fields_at(Root, ("table", "items", "x")) == ["name", "size"]  # a key that is also a field name
+    assert fields_at(Root, ("one", "x")) == ["name", "size"]
+    assert fields_at(Root, ("x",)) == ["items", "table", "one"]
+    assert fields_at(Root, ("one", "name", "x")) == [] and fields_at(None, ("x",)) == []
+    with pytest.raises(ValidationError) as info:
+        Root.model_validate({"one": {"name": "a", "colour": 1}, "table": {"t": {"size": 2.5}}})
+    exc = info.value
+    first = describe(exc, "Root", model=Root)
+    assert first.field == "table.t.name" and first.message == "table.t.name: Field required (and 2 more errors)"
+    every = describe(exc, "Root", model=Root, all_errors=True, source="f.json")
+    assert every.message == ("f.json: table.t.name: Field required; table.t.size: Input should be a valid integer, "
+                             "got a number with a fractional part (2.5); "  # pydantic's "got": the value after it
+                             "one.colour: unknown field (fields: name, size), got 1")
+
+    class Unknown(ParamError):
+        pass
+
+    err = param_error(exc, ParamError, "Root", model=Root, kinds={"extra_forbidden": Unknown})
+    assert type(err) is Unknown and err.field == "table.t.name" and err.reason == "Field required"
+    assert type(param_error(exc, ParamError, "Root")) is ParamError

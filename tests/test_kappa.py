@@ -801,3 +801,74 @@ def test_kappa_itself_can_grow_with_tau():
         assert abs(k.kappa - ref.max()) < 0.01 + 4 * se.max()
         kappas.append(k.kappa)
     assert kappas[0] < kappas[1] < kappas[2] and kappas[2] - kappas[0] > 0.05, kappas  # 0.54, 0.57, 0.62
+
+
+# ---------------------------------------------------------------------------- the model package
+
+#: every name the single-module ``beliefgate.models.kappa`` offered (the package keeps them)
+FORMER_NAMES = (
+    "FORMAT", "CONFIG_ATTR", "PARAM_NAMES", "PRIORS", "PARAM_RANGES", "SCORE_BOUND", "SCORE_RANGE", "MAX_DEPTH",
+    "KAPPA_FIT_FILE", "STAT_DESCRIPTIONS", "KappaInputError", "UnknownBranchError", "SelfJudgmentError",
+    "JudgmentValueError", "ExtremeEvidenceError", "NonFiniteScoreError", "DepthError", "DuplicateBranchError",
+    "NoBranchError", "BranchNameError", "KappaParamError", "KappaStateError", "EvidenceTypeError",
+    "RoundLimitError", "NotInNucleusError", "KappaDataError", "KappaFitError", "KappaData", "Decisions",
+    "parse_decision", "decisions_from_records", "read_decisions", "write_decisions", "simulate_decisions", "prior",
+    "utility_model", "evidence_data", "NutsArgmax", "nuts_argmax_probs", "KappaFitConfig", "fit_kappa",
+    "is_kappa_fit", "kappa_fit_record", "kappa_fit_config", "save_kappa_fit", "load_kappa_fit",
+    "kappa_point_values", "data_from_idata", "KappaStatCheck", "kappa_predictive_check", "judgment_outcome",
+)
+
+
+def test_the_model_package_keeps_every_former_name():
+    import importlib
+
+    import beliefgate.models.kappa as km
+
+    missing = [n for n in FORMER_NAMES if not hasattr(km, n)]
+    assert not missing, missing
+    assert set(FORMER_NAMES) <= set(km.__all__) and all(hasattr(km, n) for n in km.__all__)
+    for part in ("errors", "data", "model", "posterior", "fit"):  # each public name defined once, re-exported
+        module = importlib.import_module(f"beliefgate.models.kappa.{part}")
+        for name in module.__all__:
+            assert getattr(km, name) is getattr(module, name), (part, name)
+    # the online kappa's errors are the model's classes, not copies
+    assert K.DepthError is km.DepthError and K.KappaParamError is km.KappaParamError
+
+
+def test_nothing_imports_a_private_name_of_the_kappa_model():
+    """The checks the online kappa shares with the decisions format are public (check_branch_names,
+    branch_index, judgment_outcome, rollout_depth, rollout_score); no module reaches for a
+    ``_name`` of ``beliefgate.models.kappa``."""
+    import ast
+    from pathlib import Path
+
+    import beliefgate
+
+    root = Path(beliefgate.__file__).parent
+    bad = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("beliefgate.models.kappa"):
+                bad += [f"{path.relative_to(root)}:{node.lineno} {a.name}" for a in node.names if a.name.startswith("_")]
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("check, good, bad, error", [
+    ("check_branch_names", (["a", "b"], ("a", "b")), ["a", "a"], DuplicateBranchError),
+    ("rollout_depth", (3, 3), 0, DepthError),
+    ("rollout_score", (np.float32(0.5), 0.5), float("inf"), NonFiniteScoreError),
+    ("judgment_outcome", (True, 1), 2, JudgmentValueError),
+])
+def test_public_evidence_checks(check, good, bad, error):
+    from beliefgate.models.kappa import data
+
+    fn = getattr(data, check)
+    assert fn(good[0]) == good[1]
+    with pytest.raises(error) as info:
+        fn(bad)
+    assert info.value.field in ("branches", "depth", "score", "y")
+    names = data.check_branch_names(["x", "y"])
+    holder = type("S", (), {"names": names})()
+    assert data.branch_index(holder, "y", "left") == 1 == data.branch_index(holder, 1, "left")
+    with pytest.raises(UnknownBranchError, match="left 'z' is not a branch"):
+        data.branch_index(holder, "z", "left")

@@ -104,3 +104,24 @@ def _one_line_error(text: str, bad: Path, needle: str) -> None:
     assert "Traceback" not in err
     assert len(err.splitlines()) == 1, err
     assert bad.name in err and needle in err, err
+
+
+@pytest.mark.parametrize("fix, needle", [
+    ("gamma=1", "fixed: cannot fix unknown kappa parameter(s) ['gamma']"),
+    ("tau=1e9", "fixed tau must lie in [1e-06, 1e+06] (the range of KappaParams), got 1000000000.0"),
+])
+def test_fit_kappa_bad_fixed_value_is_one_line(tmp_path, fix, needle):
+    """The KappaFitConfig's own error (KappaFitConfigError), one line naming the field, exit status 2."""
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+
+    decisions = write_decisions(simulate_decisions(2, dict(zip(PARAM_NAMES, (0.0, 1.0, 0.5, 1.0)))),
+                                tmp_path / "d.jsonl")
+    out = tmp_path / "never.nc"
+    result = CliRunner().invoke(app, ["fit", "--model", "kappa", str(decisions), "--out", str(out), "--method",
+                                      "svi", "--svi-steps", "10", "--no-progress", "--fix", fix])
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    err = result.output.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err and needle in err, err
+    assert not out.exists()

@@ -75,11 +75,13 @@ from beliefgate.models.kappa import (  # errors and checks live with the model: 
     RoundLimitError,
     SelfJudgmentError,
     UnknownBranchError,
-    _check_names,
-    _depth,
-    _index,
     judgment_outcome,
-    _score,
+)
+from beliefgate.models.kappa.data import (  # the one definition of a valid piece of evidence
+    branch_index as _index,
+    check_branch_names as _check_names,
+    rollout_depth as _depth,
+    rollout_score as _score,
 )
 from beliefgate.validation import CheckedModel
 

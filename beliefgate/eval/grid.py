@@ -60,8 +60,9 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from beliefgate.agents.registry import uses_llm  # noqa: F401  (re-exported for grid users)
 from beliefgate.envs.domain import (PartnerSpecError, UnknownLayoutError, UnknownPartnerError, domain_for_layout,
                                     partner_domain, resolve_layout)
-from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator,
-                      model_validator)
+from pydantic import ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
+
+from beliefgate.validation import CheckedModel
 
 GRID_FORMAT = "beliefgate.grid/1"
 
@@ -71,7 +72,14 @@ class GridError(InputError):
     """A grid file that cannot be read, or names something that does not exist."""
 
 
-class SeedRange(BaseModel):
+class GridModel(CheckedModel):
+    """Base of the grid file's models: a bad value is a :class:`GridError` listing every error."""
+
+    error_type = GridError
+    all_errors = True
+
+
+class SeedRange(GridModel):
     """``count`` consecutive seeds starting at ``start``."""
 
     model_config = ConfigDict(extra="forbid")
@@ -80,7 +88,7 @@ class SeedRange(BaseModel):
     count: StrictInt = Field(ge=1, le=MAX_SEED_COUNT)
 
 
-class PartnerEntry(BaseModel):
+class PartnerEntry(GridModel):
     """A partner with options: its report group, and whether it may be skipped when unavailable."""
 
     model_config = ConfigDict(extra="forbid")
@@ -90,7 +98,7 @@ class PartnerEntry(BaseModel):
     optional: StrictBool = False
 
 
-class LLMConfig(BaseModel):
+class LLMConfig(GridModel):
     """How LLM-using agents reach their model (the API key comes from the environment, never the file)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -111,7 +119,7 @@ class LLMConfig(BaseModel):
         return v
 
 
-class GridSpec(BaseModel):
+class GridSpec(GridModel):
     """The grid file. ``agents`` are the conditions compared; the rest is the matched design."""
 
     model_config = ConfigDict(extra="forbid")
@@ -145,12 +153,7 @@ class GridSpec(BaseModel):
     @classmethod
     def _seeds_shape(cls, v):
         if isinstance(v, dict):  # a range: its own errors, not the union's
-            from beliefgate.validation import first_problem
-
-            try:
-                return SeedRange.model_validate(v)
-            except ValidationError as exc:
-                raise ValueError(f"seeds {{start, count}}: {first_problem(exc, 'seeds').message}") from None
+            return SeedRange.from_data(v, "seeds {start, count}")  # a GridError: a ValueError to pydantic
         if not isinstance(v, (list, tuple, SeedRange)):
             raise ValueError(f"seeds must be a list of integers or {{start: S, count: N}}, got {v!r}")
         bad = [] if isinstance(v, SeedRange) else [s for s in v if isinstance(s, bool) or not isinstance(s, int)]
@@ -276,24 +279,12 @@ def gate_params_of(overrides: Dict[str, Any]):
     return GateParams(**overrides)
 
 
-def _format_validation(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = str(err["msg"])
-        parts.append(f"{where}: {msg[len('Value error, '):] if msg.startswith('Value error, ') else msg}")
-    return "; ".join(parts)
-
-
 def parse_grid(data: Any, source: str = "grid") -> GridSpec:
     """Validate already-parsed grid data (a mapping)."""
     if not isinstance(data, dict):
         raise GridError(f"{source}: a grid must be a mapping with keys agents, layouts, partners, seeds, "
                         f"seats and horizon; got {type(data).__name__}")
-    try:
-        return GridSpec.model_validate(data)
-    except ValidationError as exc:
-        raise GridError(f"{source}: {_format_validation(exc)}") from None
+    return GridSpec.from_data(data, source)
 
 
 def load_grid(path: str | Path) -> GridSpec:

@@ -324,16 +324,15 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 def _fit_kappa(logs, out, method, chains, draws, warmup, seed, fixed, chain_method, target_accept, svi_steps,
                learning_rate, guide, x64, progress, as_json, options) -> None:
     """``beliefgate fit --model kappa``: read decisions, fit, write the NetCDF, print the summary."""
-    from pydantic import ValidationError
-
-    from beliefgate.models.kappa import KAPPA_FIT_FILE, KappaDataError, KappaFitConfig, fit_kappa, read_decisions
+    from beliefgate.models.kappa import (KAPPA_FIT_FILE, KappaDataError, KappaFitConfig, KappaFitConfigError,
+                                         fit_kappa, read_decisions)
 
     try:
         config = KappaFitConfig(fixed=fixed, method=method, chains=chains, draws=draws, warmup=warmup, seed=seed,
                                 chain_method=chain_method, target_accept=target_accept, svi_steps=svi_steps,
                                 learning_rate=learning_rate, guide=guide)
-    except ValidationError as exc:
-        _fail("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors()))
+    except KappaFitConfigError as exc:
+        _fail(str(exc))
     try:
         decisions = read_decisions(logs)
     except KappaDataError as exc:

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from typing import Literal, Optional, Tuple, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field
 
 from beliefgate.beliefs.kappa import KappaParams
 from beliefgate.errors import InputError
+from beliefgate.validation import CheckedModel
 
 PREFIX = "overforge"
 FLAGS = {"-rollouts": ("rollouts", False), "-hierarchy": ("hierarchy", False), "-belief": ("belief", False),
@@ -62,9 +63,11 @@ class OverForgeOptionError(InputError):
     """A bad ``overforge`` option (an unknown token, a value out of range, an unknown strategy)."""
 
 
-class OverForgeConfig(BaseModel):
-    """The settings one ``overforge`` name stands for."""
+class OverForgeConfig(CheckedModel):
+    """The settings one ``overforge`` name stands for (a bad value: :class:`OverForgeOptionError`
+    naming the field and the value, however it is built)."""
 
+    error_type = OverForgeOptionError
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     rollouts: bool = True
@@ -165,9 +168,4 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
         values[field] = value
     if values.get("hierarchy") is False and "pinned" in values:
         raise OverForgeOptionError("overforge options '-hierarchy' and 'pinned=' exclude each other")
-    try:
-        return OverForgeConfig(**values, tokens=tokens)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise OverForgeOptionError(f"overforge option {where}={err.get('input')!r}: {err['msg']}") from None
+    return OverForgeConfig.from_data({**values, "tokens": tokens}, f"overforge option {option!r}")

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterator, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from beliefgate.envs.domain import PartnerLayoutError, PartnerSpecError, UnknownPartnerError  # noqa: F401 (re-exported)
@@ -61,6 +61,7 @@ from beliefgate.envs.overcooked.executor import Executor, SkillStatus, fidget
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, Pos, layout_info
 from beliefgate.envs.overcooked.state import POT_CAPACITY, SymbolicState
 from beliefgate.limits import MAX_HORIZON
+from beliefgate.validation import CheckedModel
 
 PARTNER_FORMAT = "beliefgate.partner/1"
 #: file suffixes that make a partner name a path
@@ -103,7 +104,17 @@ def _library_skills() -> Tuple[str, ...]:
     return load_builtin("overcooked").names
 
 
-class PartnerStyle(BaseModel):
+class PartnerModel(CheckedModel):
+    """Base of the partner file's models: a bad value is a :class:`PartnerSpecError` listing
+    every error, of the subclass its kind names (the first error of a kind picks it)."""
+
+    error_type = PartnerSpecError
+    error_kinds = {"extra_forbidden": UnknownPartnerFieldError, "partner_weight": PartnerWeightError,
+                   "switch_window": SwitchWindowError, "partner_skill": UnknownPartnerSkillError}
+    all_errors = True
+
+
+class PartnerStyle(PartnerModel):
     """How a partner chooses while this style is active."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -145,7 +156,7 @@ class PartnerStyle(BaseModel):
         return self.weight("pickup_onion"), self.weight("pickup_dish")
 
 
-class SwitchSpec(BaseModel):
+class SwitchSpec(PartnerModel):
     """A mid-episode style change at a step drawn uniformly in ``window`` (inclusive)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -165,7 +176,7 @@ class SwitchSpec(BaseModel):
         return v
 
 
-class PartnerSpec(BaseModel):
+class PartnerSpec(PartnerModel):
     """A scripted partner: named styles, a starting style, and an optional switch schedule."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -283,46 +294,12 @@ class PartnerSpec(BaseModel):
         }
 
 
-def _first_error_class(exc: ValidationError) -> type:
-    kinds = {"extra_forbidden": UnknownPartnerFieldError, "partner_weight": PartnerWeightError,
-             "switch_window": SwitchWindowError, "partner_skill": UnknownPartnerSkillError}
-    for err in exc.errors():
-        if err["type"] in kinds:
-            return kinds[err["type"]]
-    return PartnerSpecError
-
-
-def _format_errors(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"])
-        msg = str(err["msg"])
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field (fields: " + ", ".join(_fields_at(err["loc"])) + ")"
-        parts.append(f"{where}: {msg}" if where else msg)
-    return "; ".join(parts)
-
-
-def _fields_at(loc) -> List[str]:
-    """Field names of the model that holds the location ``loc`` (for unknown-field messages)."""
-    if len(loc) >= 3 and loc[0] == "styles":
-        return list(PartnerStyle.model_fields)
-    if len(loc) >= 3 and loc[0] == "switches":
-        return list(SwitchSpec.model_fields)
-    return list(PartnerSpec.model_fields)
-
-
 def parse_partner(data: Any, source: str = "partner") -> PartnerSpec:
     """Validate already-parsed partner data (a mapping); errors name ``source`` and the field."""
     if not isinstance(data, dict):
         raise PartnerSpecError(f"{source}: a partner must be a mapping with at least name and styles, "
                                f"got {type(data).__name__}")
-    try:
-        spec = PartnerSpec.model_validate(data)
-    except ValidationError as exc:
-        raise _first_error_class(exc)(f"{source}: {_format_errors(exc)}") from None
+    spec = PartnerSpec.from_data(data, source)
     spec._source = source
     return spec
 
