@@ -182,18 +182,11 @@ def progress_bar(*columns: Any, disable: bool = False):
 
 
 def validation_message(exc: Any) -> str:
-    """One line for a pydantic ``ValidationError``: the first error's location, message and input."""
-    errors = exc.errors()
-    if not errors:
-        return str(exc)
-    first = errors[0]
-    loc = ".".join(str(x) for x in first.get("loc", ())) or exc.title
-    text = f"{exc.title}: {loc}: {first.get('msg')}"
-    if "input" in first and not isinstance(first["input"], dict):
-        text += f", got {first['input']!r}"
-    if len(errors) > 1:
-        text += f" (and {len(errors) - 1} more error(s))"
-    return text
+    """One line for a pydantic ``ValidationError`` that reached the boundary: the model's name, then
+    :func:`beliefgate.validation.describe` (the first error's field, reason and value, the rest counted)."""
+    from beliefgate.validation import describe
+
+    return describe(exc, None, source=exc.title).message
 
 
 def classify(exc: BaseException) -> tuple[int, str]:

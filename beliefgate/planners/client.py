@@ -54,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from beliefgate.errors import RuntimeFailure
 from beliefgate.fileio import atomic_write
+from beliefgate.validation import param_error
 from beliefgate.planners.errors import (CircuitOpenError, LLMBudgetError, LLMDeadlineError, LLMRejectedError,
                                         LLMUnavailableError, ModelOutputError, PlannerConfigError)
 from beliefgate.planners.model import ChatModel, Message, ModelResponse, Usage, to_messages
@@ -95,9 +96,8 @@ class LLMSettings(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "settings"
-            raise PlannerConfigError(f"LLM setting {where}: {err['msg']} (got {err.get('input')!r})") from None
+            raise param_error(exc, PlannerConfigError, "settings", model=type(self),
+                              source="LLM setting") from None
 
     @field_validator("base_url")
     @classmethod

@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beliefgate.planners.errors import PlannerConfigError
 from beliefgate.planners.types import PlanDecision, PlannerInput
+from beliefgate.validation import param_error
 
 COMPLEMENTARY_WEIGHT = 0.0
 INTERRUPT_WEIGHT = 5.0
@@ -86,9 +87,7 @@ class RulePlanner:
                 config = RulePlannerConfig(complementary_weight=complementary_weight,
                                            interrupt_weight=interrupt_weight, **options)
             except ValidationError as exc:
-                err = exc.errors()[0]
-                where = err["loc"][0] if err["loc"] else "option"
-                raise PlannerConfigError(f"{where}: {err['msg']}, got {err.get('input')!r}") from None
+                raise param_error(exc, PlannerConfigError, "option", model=RulePlannerConfig) from None
         self.config = config
         self.complementary_weight = config.complementary_weight
         self.interrupt_weight = config.interrupt_weight

@@ -51,6 +51,7 @@ import beliefgate
 from beliefgate.envs.domain import domain_for_layout
 from beliefgate.errors import InputError
 from beliefgate.fileio import atomic_write
+from beliefgate.validation import describe
 from beliefgate.planners.errors import ModelOutputError
 from beliefgate.policytree.sandbox import Sandbox, SandboxError
 from beliefgate.policytree.seeds import seed_code, tree_text
@@ -336,9 +337,8 @@ def parse_reflection(reply: Optional[str], score: float) -> Tuple[Reflection, bo
     try:
         parsed = Reflection.model_validate(obj)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ModelOutputError(f"the summarizer's JSON is invalid at {where}: {first['msg']}", reply or "") from None
+        raise ModelOutputError(f"the summarizer's JSON is invalid: {describe(exc, 'reflection').message}",
+                               reply or "") from None
     corrected = abs(parsed.tree_summary.final_score - score) > 1e-6
     if corrected:
         parsed = parsed.model_copy(update={"tree_summary": parsed.tree_summary.model_copy(update={"final_score": score})})
@@ -720,9 +720,8 @@ def _read_state(path: Path) -> LoopState:
         try:
             TypeAdapter(hints[name], config=ConfigDict(strict=True)).validate_python(value)
         except ValidationError as exc:
-            e = exc.errors()[0]
-            where = ".".join(str(x) for x in (name, *e["loc"]))
-            raise _damaged(path, f"has a bad {where}: {e['msg']}") from None
+            raise _damaged(path, f"has a bad {name}{'.' if exc.errors()[0]['loc'] else ''}"
+                                 f"{describe(exc, name).message}") from None
     state = LoopState(**data)
     known = LoopState().counts
     strange = sorted(set(state.counts) - set(known))

@@ -13,6 +13,7 @@ fields, duplicate or unknown skills and bad roles are rejected with a
 
 from __future__ import annotations
 from beliefgate.errors import InputError, LookupFailure
+from beliefgate.validation import param_error
 
 import json
 from functools import cached_property
@@ -151,7 +152,8 @@ class SkillLibrary(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise SkillLibraryError(f"invalid skill library: {exc}") from exc
+            raise param_error(exc, SkillLibraryError, model=cls, all_errors=True,
+                              source="invalid skill library") from None
 
     @classmethod
     def from_file(cls, path: str | Path) -> "SkillLibrary":

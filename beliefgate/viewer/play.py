@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from beliefgate.errors import BeliefgateError, InputError, RuntimeFailure
 from beliefgate.limits import MAX_TICK_HZ, MIN_TICK_HZ
+from beliefgate.validation import describe
 
 log = logging.getLogger("beliefgate.play")
 
@@ -161,9 +162,7 @@ def parse_message(text: Optional[str], max_bytes: int = DEFAULT_MAX_MESSAGE_BYTE
     try:
         return MESSAGE.validate_json(text)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "message"
-        raise PlayMessageError("malformed", f"{where}: {first.get('msg', 'invalid')}") from None
+        raise PlayMessageError("malformed", describe(exc, "message").message) from None
 
 
 # --------------------------------------------------------------------------- logs
