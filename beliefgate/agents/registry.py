@@ -197,7 +197,7 @@ def check_entry(entry: Any, name: str) -> AgentEntry:
 def register_agent(entry: AgentEntry) -> AgentEntry:
     """Make agent ``entry`` usable by name in this process (tests, notebooks); a prefix registered
     by an earlier call is replaced. Installed plug-ins (entry points) are found without this."""
-    check_entry(entry, getattr(entry, "prefix", "?"))
+    check_entry(entry, entry.prefix if isinstance(entry, AgentEntry) else getattr(entry, "__qualname__", repr(entry)))
     _LOCAL[entry.prefix] = entry
     return entry
 
