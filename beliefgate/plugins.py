@@ -8,6 +8,12 @@ A domain registers factories under entry-point groups in its package metadata::
     [project.entry-points."beliefgate.fitdata"]      # trajectory logs -> FitData
     overcooked = "beliefgate.envs.overcooked.fitdata:load_logs"
 
+Agents register the same way, each under its name prefix (see
+:mod:`beliefgate.agents.registry`; the entry point names an ``AgentEntry``)::
+
+    [project.entry-points."beliefgate.agents"]       # agents usable by name (--ego NAME)
+    my-agent = "my_package.agents:ENTRY"
+
 An observer factory takes ``(params, **options)`` and returns an object with
 ``skill_names`` (sequence of str) and ``evidence(state, next_state) ->
 StepEvidence``; a fit-data loader takes ``(paths, partner_side=None, **options)``
@@ -26,6 +32,7 @@ from beliefgate.errors import LookupFailure
 
 OBSERVERS = "beliefgate.domains"
 FIT_DATA = "beliefgate.fitdata"
+AGENT_PLUGINS = "beliefgate.agents"
 GROUP = OBSERVERS  # the observer group, under its first name
 
 
@@ -36,6 +43,12 @@ class UnknownDomainError(LookupFailure):
 @lru_cache(maxsize=None)
 def _registered(group: str) -> dict:
     return {ep.name: ep for ep in entry_points(group=group)}
+
+
+def entry_points_in(group: str) -> dict:
+    """``{name: EntryPoint}`` of the plug-ins installed in ``group`` (read once per process;
+    nothing is loaded)."""
+    return dict(_registered(group))
 
 
 def domain_names(group: str = OBSERVERS) -> list[str]:
@@ -63,5 +76,6 @@ def make_observer(name: str, params, **options):
     return observer_factory(name)(params, **options)
 
 
-__all__ = ["OBSERVERS", "FIT_DATA", "GROUP", "UnknownDomainError", "domain_names", "plugin",
+__all__ = ["OBSERVERS", "FIT_DATA", "AGENT_PLUGINS", "GROUP", "UnknownDomainError", "domain_names",
+           "entry_points_in", "plugin",
            "observer_factory", "make_observer"]

@@ -12,7 +12,7 @@ from beliefgate.agents.overforge.rollout import BranchRollout
 from beliefgate.envs.overcooked.adapter import OvercookedAdapter
 from beliefgate.errors import InputError
 from beliefgate.eval.episode import run_episode
-from beliefgate.eval.pcm import check_record, decision_records, pcm_metrics, recompute_kappa
+from beliefgate.eval.pcm import PCMRecordError, check_record, decision_records, pcm_metrics, recompute_kappa
 from beliefgate.planners.model import ChatModel, ModelResponse
 
 LAYOUTS = ["cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination", "counter_circuit"]
@@ -39,13 +39,59 @@ def test_short_episode_decisions_recompute(i, layout):
 def test_check_record_notices_a_changed_log():
     result = run_episode("cramped_room", "overforge", "balanced", seed=1010, horizon=20)
     rec = next(r for r in decision_records(result.trajectory) if r["depth"] >= 1)
-    rec = dict(rec, evidence=[e for e in rec["evidence"] if "judge" not in e] or rec["evidence"][:-1])
+    rec = dict(rec, evidence=[e for e in rec["evidence"] if "y" not in e] or rec["evidence"][:-1])
     assert check_record(rec) is not None or abs(recompute_kappa(rec).kappa - rec["kappa"]) <= 1e-9
-    renamed = dict(rec, evidence=[{"judge": ["no-such-branch", rec["branches"][0], 1]}] + rec["evidence"])
+    renamed = dict(rec, evidence=[{"left": "no-such-branch", "right": rec["branches"][0], "y": 1}] + rec["evidence"])
     assert "does not replay" in check_record(renamed)  # a changed log is reported, not raised
     bad = dict(rec, evidence=[{"oops": 1}])
-    with pytest.raises(InputError, match="oops"):
+    with pytest.raises(PCMRecordError, match="oops"):
         recompute_kappa(bad)
+    with pytest.raises(PCMRecordError, match="no 'kappa_params'"):
+        check_record({k: v for k, v in rec.items() if k != "kappa_params"})
+
+
+def test_the_decision_record_is_typed_and_logs_kappas_own_evidence(tmp_path):
+    """Every logged ``pcm`` entry parses into a PCMDecision whose branches are (strategy, skill)
+    pairs and whose evidence is kappa's own log (``Kappa.log``): it replays through
+    ``Kappa.from_log`` to the logged kappa, and writing the parsed record gives the entry back,
+    through a trajectory log file too."""
+    from beliefgate.agents.overforge.record import Branch, PCMDecision
+    from beliefgate.beliefs.kappa import Kappa, evidence_from_record
+    from beliefgate.envs.trajlog import read_log
+
+    log = tmp_path / "of.jsonl"
+    run_episode("coordination_ring", "overforge", "plater", seed=1004, horizon=40, log_path=log)
+    logged = decision_records(read_log(log))
+    assert logged and any(r["depth"] for r in logged)
+    for entry in logged:
+        rec = PCMDecision.from_log(entry)
+        assert rec.to_log() == entry
+        assert all(isinstance(b, Branch) and b.name == f"{b.strategy}/{b.skill}" for b in rec.branches)
+        assert rec.best in rec.branches and set(rec.nucleus) <= set(rec.branches)
+        if rec.skill_source == "best":
+            assert rec.skill == rec.best.skill
+        kinds = [type(evidence_from_record(e)).__name__ for e in entry["evidence"]]
+        assert kinds == sorted(kinds, key=lambda k: k != "Judgment")  # judgments first, then rounds
+        assert kinds.count("RolloutRound") == rec.depth
+        kappa = Kappa.from_log(rec.names, rec.kappa_params, entry["evidence"])
+        assert abs(kappa.kappa - rec.kappa) <= 1e-12 and kappa.best == rec.best.name
+        assert list(kappa.log) == entry["evidence"]
+
+
+def test_a_record_logged_in_the_old_evidence_format_still_reads():
+    """Logs written before the evidence went through the kappa API hold ``{"judge": [l, r, y]}`` and
+    ``{"round": r, "scores": {...}}``: they parse to the same evidence and still check."""
+    result = run_episode("cramped_room", "overforge", "balanced", seed=1010, horizon=20)
+    rec = next(r for r in decision_records(result.trajectory) if r["depth"] >= 1)
+    old = []
+    for e in rec["evidence"]:
+        if "y" in e:
+            old.append({"judge": [e["left"], e["right"], e["y"]]})
+        else:
+            old.append({"round": e["round"][0]["depth"], "scores": {r["branch"]: r["score"] for r in e["round"]}})
+    legacy = dict(rec, evidence=old)
+    assert check_record(legacy) is None
+    assert recompute_kappa(legacy).log == recompute_kappa(rec).log
 
 
 @pytest.mark.parametrize("name,field,value", [
@@ -146,8 +192,8 @@ def _partner_draws(mode, predictive, n=60, name="overforge"):
     draws = []
     for i in range(n):
         roll = BranchRollout(agent.model, state, 0, names.index("pickup_onion"), lambda s, partner=None: None, mode,
-                             agent.gate, predictive, np.random.default_rng(i), mix=agent.config.mix)
-        roll._draw_partner()
+                             agent.gate.state, predictive, np.random.default_rng(i), mix=agent.config.mix)
+        roll._draw_partner(roll.partner)
         draws.append(names[roll.partner_active])
     return draws
 
@@ -227,12 +273,16 @@ def test_bench_overforge_quick_runs_every_arm():
 
 
 def test_judge_pairs_neighbours_or_all():
-    names, values = ["a", "b", "c", "d"], [0.5, 0.9, 0.5, 0.1]
-    neighbours = make_overforge_agent("overforge")._judgments(names, values)
-    every = make_overforge_agent("overforge:pairs=all")._judgments(names, values)
+    from beliefgate.agents.overforge.record import Branch
+
+    branches, values = [Branch("g", s) for s in "abcd"], [0.5, 0.9, 0.5, 0.1]
+    neighbours = make_overforge_agent("overforge")._judgments(branches, values)
+    every = make_overforge_agent("overforge:pairs=all")._judgments(branches, values)
     # order b, a, c, d: neighbours b>a, (a=c: no judgment), c>d; all pairs: every unequal pair
-    assert [(j.left, j.right) for j in neighbours] == [("b", "a"), ("c", "d")]
-    assert {(j.left, j.right) for j in every} == {("b", "a"), ("b", "c"), ("b", "d"), ("a", "d"), ("c", "d")}
+    # (kappa's branches are named by the branches' "strategy/skill" text)
+    assert [(j.left, j.right) for j in neighbours] == [("g/b", "g/a"), ("g/c", "g/d")]
+    assert {(j.left, j.right) for j in every} == {("g/b", "g/a"), ("g/b", "g/c"), ("g/b", "g/d"), ("g/a", "g/d"),
+                                                  ("g/c", "g/d")}
     assert all(j.y == 1 for j in neighbours + every)
 
 
@@ -451,3 +501,40 @@ def test_episode_cli_reports_the_pcm_read_outs():
     res = CliRunner().invoke(app, ["episode", "--ego", "bayes-belief", "--partner", "plater", "--layout",
                                    "cramped_room", "--horizon", "10", "--json"])
     assert res.exit_code == 0 and "pcm" not in _json.loads(res.output)
+
+
+def test_rollouts_never_touch_the_live_gate(monkeypatch):
+    """Rollouts filter their imagined trajectories with their own gate states: over a whole episode
+    the live gate observes exactly the real steps and is never restored, and one imagined step is
+    what the gate would do from the same state."""
+    import copy
+
+    from beliefgate.agents.overforge.rollout import ImaginedFilter
+    from beliefgate.beliefs.gate import Gate
+
+    observed = []
+    real_observe = Gate.observe
+
+    def observe(self, state, next_state, **kw):
+        observed.append(state.timestep)
+        return real_observe(self, state, next_state, **kw)
+
+    monkeypatch.setattr(Gate, "observe", observe)
+    monkeypatch.setattr(Gate, "restore", lambda self, st: pytest.fail("a rollout restored the live gate"))
+    result = run_episode("cramped_room", "overforge", "balanced", seed=1000, horizon=30)
+    assert any(r["depth"] >= 1 and r["rollout_partner"] == "belief" for r in decision_records(result.trajectory))
+    assert observed == list(range(29))  # one observation per real step after the first
+    monkeypatch.undo()
+
+    agent = make_overforge_agent("overforge")
+    env = OvercookedAdapter("cramped_room", horizon=50)
+    s0 = env.reset()
+    agent.reset("cramped_room", 0, 7)
+    s1 = env.step([agent.act(s0), 3]).state
+    before = agent.gate.state
+    state, predictive = ImaginedFilter(agent.gate).step(before, s0, s1, True)
+    twin = copy.deepcopy(agent.gate)
+    expected = twin.observe(s0, s1, ego_active=True)
+    assert agent.gate.state is before and state.belief.t == before.belief.t + 1
+    np.testing.assert_array_equal(predictive, expected.predictive)
+    np.testing.assert_array_equal(state.belief.belief, twin.state.belief.belief)

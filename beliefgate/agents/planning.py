@@ -13,6 +13,14 @@ decisions' ``attempts`` plus its own judge / hypothesis calls); ``fallbacks`` ev
 decision or call that fell back, per role and reason (:class:`FallbackLog`), with the
 events of each step in its log row (``fallback_events``).
 
+The base class is a template method: :meth:`PlanningAgent.act` does the bookkeeping of every
+agent (observe with the gates, run the skill, ask :meth:`~PlanningAgent.trigger` whether to
+interrupt, count plans / replans / effective replans / skill changes / model answers /
+fallbacks, notify the gates of an interrupt, start the chosen skill, keep the history, build the
+step's info); what differs is :meth:`~PlanningAgent.choose` (``state, reason -> Choice``; by
+default the planner answers a :class:`~beliefgate.planners.types.PlannerInput`), the trigger,
+and :meth:`~PlanningAgent.step_info` (the agent's own keys in the step's info).
+
 Factories (``bayes_belief_agent``...) are what the registry table
 (:data:`beliefgate.agents.registry.AGENTS`) names; each takes the name's option and,
 where the row says so, ``llm`` and ``gate_params``.
@@ -21,6 +29,7 @@ where the row says so, ``llm`` and ``gate_params``.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Sequence, Type, TypeVar
 
 import numpy as np
@@ -58,8 +67,37 @@ def planner_for(llm: Optional[ChatModel]) -> Planner:
     return LLMPlanner(llm)
 
 
+@dataclass(frozen=True)
+class Choice:
+    """What :meth:`PlanningAgent.choose` decided: the skill to start and how it was reached.
+
+    ``skill``: a skill name of the agent's library; ``source``: how it was chosen (the step info's
+    ``plan_source``: ``"rule"``, ``"llm"``, ``"fallback"`` for a planner, ``"overforge"``...);
+    ``attempts``: model answers spent on it outside :meth:`PlanningAgent.ask_model` (added to
+    ``llm_calls``); ``fallback``: the fallback the choice fell back on, recorded in the agent's
+    :class:`~beliefgate.planners.fallbacks.FallbackLog`; ``note``: free text.
+    """
+
+    skill: str
+    source: str
+    attempts: int = 0
+    fallback: Optional[Fallback] = None
+    note: str = ""
+
+    @classmethod
+    def of(cls, decision: PlanDecision, planner: str = "planner") -> "Choice":
+        """A planner's :class:`~beliefgate.planners.types.PlanDecision` as a choice; a fallback
+        decision without its :class:`Fallback` gets one (role ``planner``, reason ``other``)."""
+        fallback = None
+        if decision.source == "fallback":
+            fallback = decision.fallback or Fallback("planner", "other",
+                                                     decision.note or f"planner {planner!r} gave no reason")
+        return cls(decision.skill, decision.source, decision.attempts, fallback, decision.note)
+
+
 class PlanningAgent:
-    """Base ego agent. Subclasses set the flags and override :meth:`trigger`."""
+    """Base ego agent (a template method): subclasses set the flags and override :meth:`trigger`,
+    :meth:`choose` and :meth:`step_info`; the bookkeeping is :meth:`act`'s."""
 
     #: keep a belief about the partner (run the gate)
     keeps_belief = True
@@ -103,6 +141,8 @@ class PlanningAgent:
         self._changed: Optional[bool] = None
         self._last_skill: Optional[int] = None
         self.decision: Optional[Decision] = None
+        #: does the planning call under way interrupt a running skill (read by :meth:`choose`)
+        self.interrupting = False
         self._info: Dict[str, object] = {}
         self._last_source: Optional[str] = None
         self.fallback_log = FallbackLog()
@@ -157,8 +197,13 @@ class PlanningAgent:
         if len(self.gates) > 1:
             self._info["beliefs"] = {str(seat): [round(float(p), 4) for p in d.posterior]
                                      for seat, d in self.teammate_decisions.items()}
+        self._info.update(self.step_info())
         self.prev = state
         return int(action)
+
+    def step_info(self) -> Dict[str, object]:
+        """The agent's own keys of this step's info, added after (or replacing) the common ones."""
+        return {}
 
     def primary_decision(self) -> Optional[Decision]:
         """The decision the agent acts on this step: the first teammate's whose gate fired, else the
@@ -226,21 +271,30 @@ class PlanningAgent:
             roles=self.roles, complementary=self.complementary,
         )
 
-    def _plan(self, state, reason: str, interrupted: bool) -> None:
+    def choose(self, state, reason: str) -> Optional[Choice]:
+        """The skill to run from ``state`` (``reason``: why the agent plans now; an interrupt when
+        :attr:`interrupting`), or None when nothing is feasible (the agent idles and asks again next
+        step). By default the planner answers :meth:`planner_input`."""
         inp = self.planner_input(state, reason)
-        if inp is None:  # nothing feasible now: stay idle and ask again next step
+        if inp is None:
+            return None
+        return Choice.of(self.planner.choose(inp), self.planner.name)
+
+    def _plan(self, state, reason: str, interrupted: bool) -> None:
+        """One planning call: :meth:`choose`, then the bookkeeping every agent shares."""
+        self.interrupting = interrupted
+        choice = self.choose(state, reason)
+        if choice is None:  # nothing feasible now: stay idle and ask again next step
             self.active = None
             self.executor.stop()
             return
-        choice: PlanDecision = self.planner.choose(inp)
         self._last_source = choice.source
         self.plans += 1
         k = self.library.index(choice.skill)
         self.note_choice(k, interrupted)
         self.llm_answers += choice.attempts
-        if choice.source == "fallback":
-            self.fallback_log.record(choice.fallback or Fallback("planner", "other", choice.note or
-                                                                 f"planner {self.planner.name!r} gave no reason"))
+        if choice.fallback is not None:
+            self.fallback_log.record(choice.fallback)
         if interrupted:
             self.replans += 1
             for gate in self.gates.values():
@@ -351,13 +405,12 @@ class BayesBeliefAgent(PlanningAgent):
             return "gate"
         return None
 
-    def act(self, state, my_events: Sequence[str] = ()) -> int:
-        action = super().act(state, my_events)
-        if self.interrupts:
-            self._info["gate_no_alternative"] = self.gate_no_alternative
-            self._info["gate_still_complementary"] = self.gate_still_complementary
-            self._info["gate_plan_stands"] = self.gate_plan_stands
-        return action
+    def step_info(self) -> Dict[str, object]:
+        if not self.interrupts:
+            return {}
+        return {"gate_no_alternative": self.gate_no_alternative,
+                "gate_still_complementary": self.gate_still_complementary,
+                "gate_plan_stands": self.gate_plan_stands}
 
     def revised_belief(self) -> Optional[BeliefBlock]:
         """The gate's belief at this step as an interrupt reads it: the predictive posterior with
@@ -461,9 +514,10 @@ class ProAgentLike(PlanningAgent):
         held = state.players[self.partner].held
         self.intent = _HELD_INTENT.get(held) if held is not None else (
             _NEXT_INTENT.get(self._last_done) if self._last_done is not None else None)
-        action = super().act(state, my_events)
-        self._info["partner_map"] = self.intent
-        return action
+        return super().act(state, my_events)
+
+    def step_info(self) -> Dict[str, object]:
+        return {"partner_map": self.intent}  # its own estimate, in place of a gate's MAP
 
     def belief_block(self, gate_signal: Optional[str]) -> Optional[BeliefBlock]:
         if self.intent is None or not isinstance(self.planner, RulePlanner):

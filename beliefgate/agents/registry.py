@@ -15,6 +15,21 @@ one line here, e.g.::
 
     AgentEntry("policy-tree", "beliefgate.policytree.agent:make_policy_tree_agent",
                "a policy tree from PATH", option="required", llm=True, gate=True),
+
+Agents outside the package are plug-ins, looked up after the table: an installed package names
+an :class:`AgentEntry` under the entry-point group ``beliefgate.agents`` (the entry point's name
+is the row's prefix)::
+
+    [project.entry-points."beliefgate.agents"]
+    my-agent = "my_package.agents:ENTRY"   # ENTRY = AgentEntry("my-agent", "my_package.agents:make", "...")
+
+and a test or notebook adds one in this process with :func:`register_agent` (its ``factory`` may be
+the function itself). An entry point names an ``AgentEntry``, not a bare factory: the row says
+which options, LLM and gate parameters the agent takes, which the CLI and grids check before
+building one. A plug-in whose prefix is a built-in name (a row of the table or a scripted
+partner), or whose object is not a usable ``AgentEntry``, is refused with an
+:class:`AgentPluginError` naming it when it is looked up. Grid workers are separate processes:
+there, only the table and installed plug-ins are known (:func:`register_agent` is per process).
 """
 
 from __future__ import annotations
@@ -24,8 +39,10 @@ import inspect
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Literal, Optional, Protocol, Sequence, Tuple, runtime_checkable
+from typing import (Any, Callable, Dict, List, Literal, Mapping, Optional, Protocol, Sequence, Tuple, Union,
+                    get_args, runtime_checkable)
 
+from beliefgate import plugins
 from beliefgate.envs.domain import Domain, UnknownPartnerError, domains, partner_domain
 from beliefgate.errors import InputError, RuntimeFailure
 
@@ -65,30 +82,41 @@ class AgentNameError(InputError):
     """A known agent prefix with a bad option (``bayes-belief:sometimes``), or an LLM for an agent without one."""
 
 
+class AgentPluginError(InputError):
+    """An agent plug-in that cannot be used (a built-in's prefix, not an ``AgentEntry``, a bad field,
+    a factory that does not build an agent); the message names it."""
+
+
 Option = Literal["none", "optional", "required", "number"]
 
 
 @dataclass(frozen=True)
 class AgentEntry:
-    """One row of the agent table.
+    """One row of the agent table (or an agent plug-in).
 
-    ``option``: ``"none"`` (the bare name only), ``"optional"`` (``NAME`` or ``NAME:OPTION``),
-    ``"required"`` (``NAME:OPTION``), ``"number"`` (``NAME`` or ``NAME-N``). ``digest``: for an
-    agent defined by a file, ``"module:function"`` that maps the option to a short hash of what
-    defines the agent (:func:`agent_digest`); None for agents defined by their name alone.
+    ``factory``: ``"module:function"`` (imported when an agent of the row is first built) or, for
+    an agent added in process, the function itself; it is called ``factory(option, llm=...,
+    gate_params=...)``. ``option``: ``"none"`` (the bare name only), ``"optional"`` (``NAME`` or
+    ``NAME:OPTION``), ``"required"`` (``NAME:OPTION``), ``"number"`` (``NAME`` or ``NAME-N``).
+    ``digest``: for an agent defined by a file, ``"module:function"`` (or a function) that maps the
+    option to a short hash of what defines the agent (:func:`agent_digest`); None for agents
+    defined by their name alone.
     """
 
     prefix: str
-    factory: str
+    factory: Union[str, Callable]
     description: str
     option: Option = "none"
     llm: bool = False
     gate: bool = False
-    digest: Optional[str] = None
+    digest: Union[str, Callable, None] = None
 
     def load(self, what: Literal["factory", "digest"] = "factory") -> Callable:
         """The row's factory (or its ``digest`` function), imported now."""
-        module, _, function = getattr(self, what).partition(":")
+        target = getattr(self, what)
+        if callable(target):
+            return target
+        module, _, function = target.partition(":")
         try:
             return getattr(importlib.import_module(module), function)
         except ModuleNotFoundError as exc:
@@ -132,6 +160,78 @@ AGENTS: Dict[str, AgentEntry] = {e.prefix: e for e in (
 
 #: rows added through the deprecated :func:`register` (old-style ``factory(name[, llm])``)
 _LEGACY: Dict[str, Tuple[Callable, str]] = {}
+#: agent plug-ins added in this process (:func:`register_agent`)
+_LOCAL: Dict[str, AgentEntry] = {}
+
+_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_TARGET = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+def check_entry(entry: Any, name: str) -> AgentEntry:
+    """``entry`` if it is a usable :class:`AgentEntry` for a plug-in called ``name`` (its prefix is
+    ``name``, no built-in has it, its fields are valid); else :class:`AgentPluginError` naming it."""
+    where = f"agent plug-in {name!r}"
+    if not isinstance(entry, AgentEntry):
+        raise AgentPluginError(f"{where} is a {type(entry).__name__}, not an AgentEntry")
+    prefix = entry.prefix
+    if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix) or re.search(r"-\d+$", prefix):
+        raise AgentPluginError(f"{where}: prefix {prefix!r} must be letters, digits, '_', '.' and '-' "
+                               "(not ending in -N, which reads as a number option)")
+    if prefix != name:
+        raise AgentPluginError(f"{where} names the prefix {prefix!r}; an entry point's name is its prefix")
+    if prefix in AGENTS or partner_domain(prefix) is not None:
+        raise AgentPluginError(f"{where} collides with the built-in agent {prefix!r}; give it another prefix")
+    for field in ("factory", "digest"):
+        value = getattr(entry, field)
+        if value is None and field == "digest":
+            continue
+        if not callable(value) and not (isinstance(value, str) and _TARGET.fullmatch(value)):
+            raise AgentPluginError(f"{where}: {field} must be 'module:function' or a function, got {value!r}")
+    if entry.option not in get_args(Option):
+        raise AgentPluginError(f"{where}: option {entry.option!r} is not one of {', '.join(get_args(Option))}")
+    if not isinstance(entry.description, str) or not all(isinstance(v, bool) for v in (entry.llm, entry.gate)):
+        raise AgentPluginError(f"{where}: description must be text and llm / gate booleans")
+    return entry
+
+
+def register_agent(entry: AgentEntry) -> AgentEntry:
+    """Make agent ``entry`` usable by name in this process (tests, notebooks); a prefix registered
+    by an earlier call is replaced. Installed plug-ins (entry points) are found without this."""
+    check_entry(entry, entry.prefix if isinstance(entry, AgentEntry) else getattr(entry, "__qualname__", repr(entry)))
+    _LOCAL[entry.prefix] = entry
+    return entry
+
+
+def unregister_agent(prefix: str) -> None:
+    """Forget an agent added with :func:`register_agent` (no error if there is none)."""
+    _LOCAL.pop(prefix, None)
+
+
+def _entry_points() -> Mapping[str, Any]:
+    """The installed agent plug-ins by name (entry points of ``beliefgate.agents``, not loaded)."""
+    return plugins.entry_points_in(plugins.AGENT_PLUGINS)
+
+
+def _plugin(prefix: str) -> Optional[AgentEntry]:
+    """The installed plug-in ``prefix``, loaded and checked; None when none is installed."""
+    point = _entry_points().get(prefix)
+    if point is None:
+        return None
+    try:
+        found = point.load()
+    except (ImportError, AttributeError) as exc:
+        raise AgentPluginError(f"agent plug-in {prefix!r} ({point.value}) cannot be loaded: {exc}") from None
+    return check_entry(found, prefix)
+
+
+def find_entry(prefix: str) -> Optional[AgentEntry]:
+    """The row of ``prefix``: the table's, else one added in process, else an installed plug-in's."""
+    entry = AGENTS.get(prefix)
+    if entry is None:
+        entry = _LOCAL.get(prefix)
+    if entry is None:
+        entry = _plugin(prefix)
+    return entry
 
 
 def register(prefix: str, factory: Callable, description: str = "") -> None:
@@ -156,13 +256,14 @@ def parse_name(name: str) -> Tuple[str, Optional[str]]:
         prefix, option = name.split(":", 1)
     else:
         match = re.fullmatch(r"(.+?)-(\d+)", name)
-        if name not in AGENTS and name not in _LEGACY and match and match.group(1) in (*AGENTS, *_LEGACY):
+        if (match and name not in _LEGACY and (match.group(1) in _LEGACY or find_entry(match.group(1)) is not None)
+                and find_entry(name) is None):
             prefix, option = match.group(1), match.group(2)
         else:
             prefix, option = name, None
     if prefix in _LEGACY:
         return prefix, option
-    entry = AGENTS.get(prefix)
+    entry = find_entry(prefix)
     if entry is None:
         raise UnknownPartnerError(f"unknown agent {name!r}; available: {', '.join(agent_names())}")
     number = option is not None and ":" not in name
@@ -186,7 +287,7 @@ def uses_llm(name: str) -> bool:
     prefix, _ = parse_name(name)
     if prefix in _LEGACY:
         return len(inspect.signature(_LEGACY[prefix][0]).parameters) >= 2
-    return AGENTS[prefix].llm
+    return find_entry(prefix).llm
 
 
 def agent_digest(name: str) -> Optional[str]:
@@ -198,22 +299,26 @@ def agent_digest(name: str) -> Optional[str]:
     if partner_domain(name) is not None:
         return None
     prefix, option = parse_name(name)
-    entry = AGENTS.get(prefix)
+    entry = None if prefix in _LEGACY else find_entry(prefix)
     if entry is None or entry.digest is None:
         return None
     return entry.load("digest")(option)
 
 
 def agent_names() -> List[str]:
-    """Every scripted partner of every domain and every prefix of the table."""
+    """Every scripted partner of every domain, every prefix of the table and every plug-in's
+    (installed or added in process; an installed one is named without being loaded)."""
     partners = {n for d in domains() for n in d.partner_names()}
-    return sorted(partners | set(AGENTS) | set(_LEGACY))
+    return sorted(partners | set(AGENTS) | set(_LOCAL) | set(_entry_points()) | set(_LEGACY))
 
 
 def agent_table() -> List[Dict[str, object]]:
-    """The table's rows as dicts (prefix, description, option, llm, gate) for listings."""
+    """The table's and the plug-ins' rows as dicts (prefix, description, option, llm, gate) for
+    listings. Every installed plug-in is loaded and checked, so an unusable one (a built-in's
+    prefix included, which a lookup by name never reaches) raises :class:`AgentPluginError`."""
+    installed = [_plugin(p) for p in sorted(_entry_points()) if p not in _LOCAL]
     rows = [{"name": e.prefix, "description": e.description, "option": e.option, "llm": e.llm, "gate": e.gate}
-            for e in AGENTS.values()]
+            for e in [*AGENTS.values(), *_LOCAL.values(), *installed]]
     rows += [{"name": p, "description": d, "option": "optional", "llm": False, "gate": False}
              for p, (_, d) in _LEGACY.items()]
     return sorted(rows, key=lambda r: r["name"])
@@ -246,7 +351,7 @@ def make_agent(name: str, llm: Optional[object] = None, gate_params: Optional[ob
     prefix, option = parse_name(name)
     if prefix in _LEGACY:
         return _legacy_build(name, prefix, llm, gate_params)
-    entry = AGENTS[prefix]
+    entry = find_entry(prefix)
     if llm is not None and not entry.llm:
         raise AgentNameError(f"agent {name!r} does not use an LLM")
     if gate_params is not None and not entry.gate:
@@ -257,6 +362,9 @@ def make_agent(name: str, llm: Optional[object] = None, gate_params: Optional[ob
     if entry.gate:
         kwargs["gate_params"] = gate_params
     agent = entry.load()(option, **kwargs)
+    if prefix not in AGENTS and not all(callable(getattr(agent, m, None)) for m in ("reset", "act", "info")):
+        raise AgentPluginError(f"agent plug-in {prefix!r}: its factory returned a {type(agent).__name__}, "
+                               "not an agent (reset, act, info)")
     if gate_params is not None and not uses_gate(agent):
         raise GateParamsNotUsedError(f"agent {name!r} runs no gate; gate parameters would have no effect")
     return agent

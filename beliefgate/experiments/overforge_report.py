@@ -154,9 +154,10 @@ def _load(dirs: List[Path]):
     """Rows and decision records of every finished episode in ``dirs``. A later directory's
     episode replaces an earlier one with the same :data:`EPISODE_KEY` (re-running part of a grid
     after a change of default, say); ``replaced`` counts, per (earlier, later) directory pair,
-    the episodes so replaced, so that the report can say which numbers come from where."""
+    the episodes so replaced, so that the report can say which numbers come from where. The
+    decision records are the typed ones (:class:`~beliefgate.agents.overforge.record.PCMDecision`)."""
     from beliefgate.envs.trajlog import read_log
-    from beliefgate.eval.pcm import decision_records, pcm_metrics
+    from beliefgate.eval.pcm import decisions, pcm_metrics
     from beliefgate.eval.runner import load_results
 
     kept: Dict[tuple, tuple] = {}
@@ -174,7 +175,7 @@ def _load(dirs: List[Path]):
         if r["agent"].startswith("overforge"):
             traj = read_log(Path(d) / r["log"])
             r.update(pcm_metrics(traj))
-            records.setdefault(r["agent"], []).extend(decision_records(traj))
+            records.setdefault(r["agent"], []).extend(decisions(traj))
         else:
             for key in ("kappa_mean", "commit_rate", "depth_mean", "gap_mean", "latency_p50_ms", "latency_p99_ms"):
                 r[key] = float("nan")
@@ -197,7 +198,7 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str, pr
     paths = []
     fig, axes = plt.subplots(1, len(arms), figsize=(3.2 * len(arms), 2.8), squeeze=False, sharey=True)
     for ax, arm in zip(axes[0], arms):
-        k = [r["kappa"] for r in records[arm]]
+        k = [r.kappa for r in records[arm]]
         ax.hist(k, bins=np.linspace(0, 1, 21), color="#4477aa")
         ax.axvline(theta, color="#cc3311", ls="--", label=f"θ = {theta:g}")
         ax.set_title(arm, fontsize=8)
@@ -210,7 +211,7 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str, pr
     fig, ax = plt.subplots(figsize=(5, 3))
     width = 0.8 / max(len(arms), 1)
     for i, arm in enumerate(arms):
-        d = np.array([r["depth"] for r in records[arm]])
+        d = np.array([r.depth for r in records[arm]])
         counts = [np.mean(d == v) if d.size else 0 for v in range(4)]
         ax.bar(np.arange(4) + i * width, counts, width, label=arm)
     ax.set_xticks(np.arange(4) + 0.4 - width / 2, ["0", "1", "2", "3"])
@@ -221,7 +222,7 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str, pr
     paths.append(save(fig, img / f"{prefix}_depth.png", bbox_inches="tight"))
     fig, ax = plt.subplots(figsize=(5, 3))
     for arm in arms:
-        g = [r["gap"] for r in records[arm] if r.get("gap") is not None]
+        g = [r.gap for r in records[arm] if r.gap is not None]
         ax.plot(np.cumsum(g), label=arm)
     ax.set_xlabel("decision (pooled over episodes)")
     ax.set_ylabel("cumulative gap of the two best E[U]")
@@ -331,14 +332,14 @@ def report(dirs: List[Path] = typer.Argument(..., help="run directories of `beli
         recs = records[arm]
         if not recs:
             continue
-        k = np.array([r["kappa"] for r in recs])
-        t = np.array([r["time_ms"] for r in recs])
-        gaps = [r["gap"] for r in recs if r.get("gap") is not None]
-        lines.append(f"| {arm} | {len(recs)} | {k.mean():.3f} | {np.mean([r['committed'] for r in recs]):.3f} | "
-                     f"{np.mean([len(r['branches']) == 1 for r in recs]):.3f} | {np.mean([r['depth'] for r in recs]):.2f} | "
+        k = np.array([r.kappa for r in recs])
+        t = np.array([r.time_ms for r in recs])
+        gaps = [r.gap for r in recs if r.gap is not None]
+        lines.append(f"| {arm} | {len(recs)} | {k.mean():.3f} | {np.mean([r.committed for r in recs]):.3f} | "
+                     f"{np.mean([len(r.branches) == 1 for r in recs]):.3f} | {np.mean([r.depth for r in recs]):.2f} | "
                      f"{(np.mean(gaps) if gaps else float('nan')):.3f} | {np.percentile(t, 50):.0f} | {np.percentile(t, 99):.0f} |")
     lines.append(f"| paper (Full PCM, Table 6) | – | ≈{PAPER['kappa_mean']} | ≈{PAPER['commit_rate']} | – | – | – | – | – |")
-    theta = next((r["kappa_params"]["theta"] for recs in records.values() for r in recs), 0.6)
+    theta = next((r.kappa_params.theta for recs in records.values() for r in recs), 0.6)
     paths = _figures(records, theta, img, command, prefix) if records else []
     lines += ["", "## Figure 16 shape", ""] + [f"![{p.stem}](img/{p.name})" for p in paths]
     lines += ["", "Run directories: " + ", ".join(f"`{d}`" for d in dirs), ""]

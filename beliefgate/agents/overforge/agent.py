@@ -20,11 +20,16 @@ At each decision point (start, its skill ended, or the gate reported a contradic
 The strategy changes when the search commits to a branch of another strategy, when the gate
 reports a contradiction, or when the partner is seen to have taken the strategy's role (its
 MAP skill lies in one of the strategy's roles with confidence >= ``ROLE_CONFIDENCE``); the
-latter two allow a switch without a commit. Every decision is logged in the step's info
-(``pcm``): branches, immediate values, the evidence in the order it was given to kappa,
-rollout scores, kappa, argmax probabilities, nucleus, committed, depth used, time, and the
-strategy change; :func:`beliefgate.eval.pcm.recompute_kappa` rebuilds kappa
-from that record with the kappa API.
+latter two allow a switch without a commit.
+
+The agent is a :class:`~beliefgate.agents.planning.PlanningAgent` whose :meth:`~OverForgeAgent.choose`
+is the PCM decision; the base class keeps the bookkeeping (plans, replans, gate notices, the
+skill's start, history). A branch is a :class:`~.record.Branch` ``(strategy, skill)``; every
+decision is a :class:`~.record.PCMDecision` (branches, immediate values, kappa's evidence log
+in the order kappa received it, rollout scores, kappa, argmax probabilities, nucleus, committed,
+depth used, time, the strategy change), logged in the step's info as ``pcm``
+(:meth:`~.record.PCMDecision.to_log`); :meth:`~.record.PCMDecision.replay` rebuilds kappa from
+it with the kappa API.
 """
 
 from __future__ import annotations
@@ -36,14 +41,14 @@ import numpy as np
 
 from beliefgate.agents.overforge.config import OverForgeConfig, OverForgeOptionError
 from beliefgate.agents.overforge.judge import immediate_value, usefulness
+from beliefgate.agents.overforge.record import Branch, PCMDecision, StrategyChange
 from beliefgate.agents.overforge.rollout import BranchRollout, ForwardModel
 from beliefgate.agents.overforge.strategies import FLAT, Strategy, StrategyLibrary, flat_strategy, load_strategies
-from beliefgate.agents.planning import PlanningAgent
+from beliefgate.agents.planning import Choice, PlanningAgent
 from beliefgate.beliefs.gate import GateParams
 from beliefgate.beliefs.kappa import Judgment, Kappa, Rollout, RolloutRound
 from beliefgate.envs.domain import State
 from beliefgate.planners.model import ChatModel
-from beliefgate.planners.types import Turn
 
 #: the partner "has taken" a strategy's role when its MAP skill is in that role with this confidence
 ROLE_CONFIDENCE = 0.7
@@ -73,7 +78,7 @@ class OverForgeAgent(PlanningAgent):
     # ----------------------------------------------------------------- lifecycle
     def reset(self, layout: str, player: int, seed: int) -> None:
         super().reset(layout, player, seed)
-        self.model = ForwardModel(self.domain, self.layout, self.controller)
+        self.model = ForwardModel(self.domain, self.layout, self.controller, self.gate)
         #: what an uncommitted decision plays on this layout (``auto`` resolved by its geometry)
         self.uncommitted = self.config.uncommitted
         if self.uncommitted == "auto":
@@ -85,18 +90,17 @@ class OverForgeAgent(PlanningAgent):
         self.strategy_changes = 0
         self.pending_revision: Optional[str] = None
         self._role_seen: Optional[str] = None
-        self._pcm: Optional[dict] = None
-        self._decision_index = 0
+        #: this step's decision (None on a step without one); ``last_decision`` keeps the latest
+        self.record: Optional[PCMDecision] = None
+        self.last_decision: Optional[PCMDecision] = None
 
     def act(self, state: State, my_events: Sequence[str] = ()) -> int:
-        self._pcm = None
-        action = super().act(state, my_events)
-        self._info["strategy"] = self.strategy
-        self._info["pcm"] = self._pcm
-        self._info["decisions"] = self.decisions
-        self._info["commits"] = self.commits
-        self._info["strategy_changes"] = self.strategy_changes
-        return action
+        self.record = None
+        return super().act(state, my_events)
+
+    def step_info(self) -> Dict[str, object]:
+        return {"strategy": self.strategy, "pcm": None if self.record is None else self.record.to_log(),
+                "decisions": self.decisions, "commits": self.commits, "strategy_changes": self.strategy_changes}
 
     def strategy_of(self, name: str) -> Strategy:
         return flat_strategy() if name == FLAT else self.strategies[name]
@@ -163,8 +167,8 @@ class OverForgeAgent(PlanningAgent):
         return out[: self.config.k], scores, source
 
     def _branches(self, strategies: List[str], feasible: Tuple[str, ...], use: Dict[str, float],
-                  state: State) -> List[Tuple[str, str, float]]:
-        """(strategy, first skill, immediate value) per branch."""
+                  state: State) -> List[Tuple[Branch, float]]:
+        """(branch, immediate value) per branch."""
         tables = self.controller.tables
         me = state.players[self.player]
         pose = tables.pose(me.position, me.orientation)
@@ -179,12 +183,13 @@ class OverForgeAgent(PlanningAgent):
             pool = [s for s in feasible if strat.weight(s) > 0] or list(feasible)  # consistent with g
             values = {s: immediate_value(use[s], max(strat.weight(s), 1e-3), strat.top_weight, steps[s]) for s in pool}
             ranked = sorted(pool, key=lambda s: (-values[s], feasible.index(s)))
-            out += [(g, s, values[s]) for s in ranked[: self.config.first]]
+            out += [(Branch(g, s), values[s]) for s in ranked[: self.config.first]]
         return out
 
-    def _judgments(self, names: List[str], values: List[float]) -> List[Judgment]:
-        """Neighbours in the judge's order, the better one first (LLM judge when a model is given)."""
-        order = sorted(range(len(names)), key=lambda i: -values[i])
+    def _judgments(self, branches: List[Branch], values: List[float]) -> List[Judgment]:
+        """Neighbours in the judge's order, the better one first (LLM judge when a model is given);
+        kappa's branches are named by :attr:`Branch.name`."""
+        order = sorted(range(len(branches)), key=lambda i: -values[i])
         out = []
         if self.config.pairs == "all":
             compared = [(order[x], order[y]) for x in range(len(order)) for y in range(x + 1, len(order))]
@@ -194,11 +199,11 @@ class OverForgeAgent(PlanningAgent):
             offline = None if abs(values[a] - values[b]) <= 1e-12 else (a, b)
             pick = offline
             if self.llm_roles is not None:
-                winner = self.llm_roles.judge_pair(self._scene, names[a], names[b])
+                winner = self.llm_roles.judge_pair(self._scene, branches[a], branches[b])
                 if winner is not None:
                     pick = (a, b) if winner == 0 else (b, a)
             if pick is not None:
-                out.append(Judgment(names[pick[0]], names[pick[1]], 1))
+                out.append(Judgment(branches[pick[0]].name, branches[pick[1]].name, 1))
         return out
 
     def _choose_next(self, strategy: Strategy):
@@ -231,23 +236,24 @@ class OverForgeAgent(PlanningAgent):
         """Who plays the partner in the rollouts: ``"belief"`` (the gate's posterior) or ``"uniform"``."""
         return "belief" if (self.config.belief and self.gate is not None) else "uniform"
 
-    def search(self, kappa: Kappa, branches: List[Tuple[str, str, float]], state: State, mode: str,
+    def search(self, kappa: Kappa, branches: List[Tuple[Branch, float]], state: State, mode: str,
                rng_seed: int) -> List[Dict[str, float]]:
         """The rollout rounds of one decision: round 1 rolls every branch, later rounds extend
         kappa's nucleus, until kappa commits or the rounds run out. ``kappa`` is updated in
-        place; returns each round's scores. ``mode`` chooses the imagined partner (``"belief"``
-        or ``"uniform"``); with the same ``rng_seed`` two searches share their random numbers,
-        so a diagnostic can rerun a decision with the other partner model (the real gate is
-        restored after every extension either way)."""
+        place; returns each round's scores by branch name. ``mode`` chooses the imagined partner
+        (``"belief"`` or ``"uniform"``); with the same ``rng_seed`` two searches share their random
+        numbers, so a diagnostic can rerun a decision with the other partner model (each rollout
+        filters from the live gate's state value and never touches the gate)."""
         names = list(kappa.branches)  # kappa was made over the branches' names, in this order
         predictive = None if self.decision is None else self.decision.predictive
+        gate_state = None if self.gate is None else self.gate.state
         rolls = {}
-        for name, (g, s, _) in zip(names, branches):
+        for name, (branch, _) in zip(names, branches):
             # samples imagined partners per branch; sample j uses the same random numbers in every
             # branch (common random numbers), so branch differences are differences of the branch
-            rolls[name] = [BranchRollout(self.model, state, self.player, self.library.index(s),
-                                         self._choose_next(self.strategy_of(g)), mode, self.gate, predictive,
-                                         np.random.default_rng([rng_seed, j]), mix=self.config.mix)
+            rolls[name] = [BranchRollout(self.model, state, self.player, self.library.index(branch.skill),
+                                         self._choose_next(self.strategy_of(branch.strategy)), mode, gate_state,
+                                         predictive, np.random.default_rng([rng_seed, j]), mix=self.config.mix)
                            for j in range(self.config.samples)]
         rounds: List[Dict[str, float]] = []
         for r in range(1, self.config.rounds + 1):
@@ -260,14 +266,14 @@ class OverForgeAgent(PlanningAgent):
                 break
         return rounds
 
-    def _plan(self, state: State, reason: str, interrupted: bool) -> None:
+    def choose(self, state: State, reason: str) -> Optional[Choice]:
+        """One PCM decision (module docstring): the skill it plays, its record kept in
+        :attr:`record` for the step's info; None when nothing is feasible."""
         started = time.perf_counter()
         feasible_mask = self.controller.feasible(state, self.player, require_targets=True)
         feasible = tuple(n for k, n in enumerate(self.library.names) if feasible_mask[k])
         if not feasible:
-            self.active = None
-            self.executor.stop()
-            return
+            return None
         self._scene = self.domain.scene_text(state, self.player) if self.llm_roles is not None else ""
         if self.pending_revision is not None and reason not in ("gate",):
             reason_for_strategy = self.pending_revision
@@ -278,66 +284,52 @@ class OverForgeAgent(PlanningAgent):
         posterior = self._posterior()
         use = usefulness(feasible, needs, posterior, self.complementary)
         strategies, scores, proposer = self._candidate_strategies(posterior, use, reason_for_strategy)
-        branches = self._branches(strategies, feasible, use, state)
-        names = [f"{g}/{s}" for g, s, _ in branches]
-        values = [v for _, _, v in branches]
-        kappa = Kappa(names, self.kappa_params)
-        evidence: List[dict] = []
-        judgments = self._judgments(names, values) if len(names) > 1 else []
+        scored = self._branches(strategies, feasible, use, state)
+        branches = [b for b, _ in scored]
+        values = [v for _, v in scored]
+        kappa = Kappa([b.name for b in branches], self.kappa_params)
+        judgments = self._judgments(branches, values) if len(branches) > 1 else []
         if judgments:
             kappa.update_many(judgments)
-            evidence += [{"judge": [j.left, j.right, j.y]} for j in judgments]
         rounds: List[Dict[str, float]] = []
-        depth_used = 0
-        if self.config.rollouts and len(names) > 1:
+        if self.config.rollouts and len(branches) > 1:
             rng_seed = int(self.rng.integers(0, 2 ** 31))
-            rounds = self.search(kappa, branches, state, self.rollout_partner(), rng_seed)
-            evidence += [{"round": r, "scores": sc} for r, sc in enumerate(rounds, start=1)]
-            depth_used = len(rounds)
+            rounds = self.search(kappa, scored, state, self.rollout_partner(), rng_seed)
         info = kappa.info
-        best = info.best_name
-        g_best, s_best = best.split("/", 1)
+        best = branches[int(info.best)]
         committed = bool(info.commit)
         # strategy persistence: change on a commit to another strategy, or on a revision trigger
         change = None
-        if self.config.hierarchy and not self.config.pinned and g_best != self.strategy:
+        if self.config.hierarchy and not self.config.pinned and best.strategy != self.strategy:
             if self.strategy is None or committed or reason_for_strategy in REVISE_REASONS:
-                change = {"from": self.strategy, "to": g_best,
-                          "cause": "commit" if (committed and self.strategy is not None) else reason_for_strategy}
+                change = StrategyChange(self.strategy, best.strategy,
+                                        "commit" if (committed and self.strategy is not None) else reason_for_strategy)
                 if self.strategy is not None:
                     self.strategy_changes += 1
-                self.strategy = g_best
-        skill, source = s_best, "best"  # b*, committed or not
-        if not committed and len(names) > 1:
-            if interrupted and self.config.hold and self.active is not None:
+                self.strategy = best.strategy
+        skill, source = best.skill, "best"  # b*, committed or not
+        if not committed and len(branches) > 1:
+            if self.interrupting and self.config.hold and self.active is not None:
                 skill, source = self.library.names[self.active], "hold"
             elif self.uncommitted == "rule":
                 inp = self.planner_input(state, reason)
                 skill, source = self.planner.choose(inp).skill, "rule"
         self.decisions += 1
         self.commits += committed
-        self.plans += 1
-        if interrupted:
-            self.replans += 1
-            for gate in self.gates.values():
-                gate.notify_replanned()
-        k = self.library.index(skill)
-        self.note_choice(k, interrupted)
-        self.start_skill(state, k, interrupted)
-        self.history.append(Turn(state.timestep, skill, reason))
-        self._last_source = "overforge"
-        means = [float(m) for m in info.mean]
+        means = tuple(float(m) for m in info.mean)
         top = sorted(means, reverse=True)
-        self._pcm = {
-            "reason": reason, "strategy_reason": reason_for_strategy, "strategies": strategies,
-            "strategy_scores": {n: round(v, 4) for n, v in scores.items()}, "proposer": proposer,
-            "branches": names, "v_imm": [round(v, 6) for v in values], "evidence": evidence,
-            "kappa_params": self.kappa_params.model_dump(mode="json"),
-            "rollouts": [{n: round(v, 6) for n, v in sc.items()} for sc in rounds],
-            "kappa": float(info.kappa), "argmax": [float(p) for p in info.argmax_probs],
-            "mean": means, "gap": (top[0] - top[1]) if len(top) > 1 else None,
-            "nucleus": list(info.nucleus_names), "best": best, "committed": committed, "depth": depth_used,
-            "rollout_partner": self.rollout_partner() if depth_used else None,
-            "skill": skill, "skill_source": source, "strategy": self.strategy, "change": change,
-            "time_ms": round((time.perf_counter() - started) * 1e3, 3),
-        }
+        by_name = dict(zip(kappa.branches, branches))
+        self.record = self.last_decision = PCMDecision(
+            reason=reason, strategy_reason=reason_for_strategy, strategies=tuple(strategies),
+            strategy_scores={n: round(v, 4) for n, v in scores.items()}, proposer=proposer,
+            branches=tuple(branches), v_imm=tuple(round(v, 6) for v in values), evidence=kappa.log,
+            kappa_params=self.kappa_params,
+            rollouts=tuple({by_name[n]: round(v, 6) for n, v in sc.items()} for sc in rounds),
+            kappa=float(info.kappa), argmax=tuple(float(p) for p in info.argmax_probs), mean=means,
+            gap=(top[0] - top[1]) if len(top) > 1 else None,
+            nucleus=tuple(branches[int(i)] for i in info.nucleus), best=best, committed=committed,
+            depth=len(rounds), rollout_partner=self.rollout_partner() if rounds else None,
+            skill=skill, skill_source=source, strategy=self.strategy, change=change,
+            time_ms=round((time.perf_counter() - started) * 1e3, 3),
+        )
+        return Choice(skill, "overforge")

@@ -15,6 +15,7 @@ from importlib import resources
 from string import Template
 from typing import Dict, Optional, Sequence
 
+from beliefgate.agents.overforge.record import Branch
 from beliefgate.planners.errors import ModelOutputError
 from beliefgate.planners.parse import _json_object
 
@@ -79,11 +80,10 @@ class LLMRoles:
                                      output_schema=STRATEGY_SCHEMA)
         return asked.value if asked.ok else None
 
-    def judge_pair(self, scene: str, a: str, b: str) -> Optional[int]:
-        """0 when branch ``a`` (name ``strategy/skill``) is judged better than ``b``, 1 for ``b``;
-        None when the model gives no usable answer (recorded; the caller uses the offline judge)."""
-        ga, sa = a.split("/", 1)
-        gb, sb = b.split("/", 1)
+    def judge_pair(self, scene: str, a: Branch, b: Branch) -> Optional[int]:
+        """0 when branch ``a`` is judged better than ``b``, 1 for ``b``; None when the model gives
+        no usable answer (recorded; the caller uses the offline judge)."""
+        (ga, sa), (gb, sb) = a, b
         desc = {g: (self.agent.strategy_of(g).description or g) for g in (ga, gb)}
         user = render("pair_user", scene=scene, belief=belief_words(self.agent._posterior()), strategy_a=ga,
                       desc_a=desc[ga], skill_a=sa, strategy_b=gb, desc_b=desc[gb], skill_b=sb)

@@ -4,8 +4,8 @@ A :class:`BranchRollout` copies the decision's state into its own environment of
 (``Domain.make_env``, continued with ``set_state``) and steps the game's real dynamics. The ego follows the branch: its first skill through the shared
 executor, then, whenever a skill ends, the feasible skill its strategy prefers most among the
 useful ones. The partner follows the executor too, on a skill drawn from the belief: the gate's
-predictive posterior restricted to the partner's feasible skills, with the gate observing every
-imagined step so the posterior is the filter's own along the imagined trajectory (drawn anew
+predictive posterior restricted to the partner's feasible skills, with the branch's own imagined
+filter observing every imagined step so the posterior is the filter's own along the imagined trajectory (drawn anew
 when the partner's skill ends); ``mix`` tempers that draw towards the uniform choice
 (``(1 - mix) posterior + mix uniform``). The ``-belief`` ablation draws the partner's skill
 uniformly over its feasible skills instead (and runs no imagined filter). With more than two
@@ -14,39 +14,69 @@ players, every teammate after the first draws its skill uniformly over its feasi
 continues the same imagined trajectory, so later rounds deepen the branch; the score is the
 progress gain (``Domain.progress``) since the decision.
 
-The agent's gate is borrowed: its state is saved before and restored after every extension,
-so imagining never changes the real belief.
+The imagined filter is functional: a rollout starts from the live gate's state at the decision
+(a :class:`~beliefgate.beliefs.core.GateState` value, :attr:`Gate.state`) and carries its own
+state forward with the gate's functions (:class:`ImaginedFilter`: ``make_gate`` over the gate's
+parameters, and the gate's observer), so no rollout reads, mutates or restores the live gate.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 
+from beliefgate.beliefs.core import make_gate
+from beliefgate.beliefs.gate import Gate, GateState
 from beliefgate.envs.domain import Domain, SkillStatus, State
 
 #: an imagined episode never ends by the horizon
 IMAGINED_HORIZON = 10 ** 7
 
 
-class ForwardModel:
-    """One simulator per agent, reused by every branch (each branch keeps its own state)."""
+class ImaginedFilter:
+    """A gate's filter as pure functions, for imagined trajectories: ``step(gate_state, s, s')``
+    is what ``gate.observe(s, s')`` would do to a gate holding ``gate_state``, returned as a
+    new state and the predictive posterior, and the gate itself is never touched. The states
+    come from the live gate (:attr:`Gate.state`, which carries its completion counts), so the
+    functions are bound to the gate's parameters and skills only."""
 
-    def __init__(self, domain: Domain, layout: str, controller):
+    def __init__(self, gate: Gate):
+        self.functions = make_gate(gate.params, gate.num_skills, gate.skill_names)
+        self.observer = gate.observer
+
+    def step(self, gate_state: GateState, state: State, next_state: State,
+             ego_active: bool) -> Tuple[GateState, np.ndarray]:
+        """The state after observing ``state -> next_state``, and its predictive posterior."""
+        evidence = self.observer.evidence(state, next_state)
+        new_state, info = self.functions.update(gate_state, evidence, ego_active)
+        return new_state, np.asarray(self.functions.decide(info).predictive, dtype=float)
+
+
+class ForwardModel:
+    """One simulator per agent, reused by every branch (each branch keeps its own state), and the
+    imagined filter of the agent's gate (None without a gate)."""
+
+    def __init__(self, domain: Domain, layout: str, controller, gate: Optional[Gate] = None):
         self.domain = domain
         self.sim = domain.make_env(layout, IMAGINED_HORIZON)
         self.players = domain.players(layout)
         self.controller = controller
+        self.filter = ImaginedFilter(gate) if gate is not None else None
         self.steps = 0  # imagined steps this episode (for the logs)
 
 
 class BranchRollout:
-    """One branch's imagined trajectory, extended round by round."""
+    """One branch's imagined trajectory, extended round by round.
+
+    ``gate_state``: the live gate's state at the decision (:attr:`Gate.state`; None: no belief),
+    which the branch's own imagined filter carries forward when ``partner_mode`` is ``"belief"``.
+    """
 
     def __init__(self, model: ForwardModel, state: State, ego: int, first_skill: int,
-                 choose_next: Callable[[State, Optional[int]], Optional[int]], partner_mode: str, gate,
-                 predictive: Optional[np.ndarray], rng: np.random.Generator, mix: float = 0.0):
+                 choose_next: Callable[[State, Optional[int]], Optional[int]], partner_mode: str,
+                 gate_state: Optional[GateState], predictive: Optional[np.ndarray], rng: np.random.Generator,
+                 mix: float = 0.0):
         self.model = model
         self.domain = model.domain
         self.ego = ego
@@ -59,8 +89,9 @@ class BranchRollout:
         self.partner_mode = partner_mode  # "belief" or "uniform"
         #: share of the uniform choice in a belief draw: (1 - mix) posterior + mix uniform
         self.mix = float(mix)
-        self.gate = gate
-        self.gate_state = gate.state if gate is not None else None
+        #: the imagined filter's state (advanced only in ``belief`` mode with the model's filter)
+        self.gate_state = gate_state
+        self.filtering = partner_mode == "belief" and gate_state is not None and model.filter is not None
         self.rng = rng
         ctl = model.controller
         self.ego_ex = self.domain.executor(ctl, ego, rng)
@@ -106,47 +137,37 @@ class BranchRollout:
         """Imagine ``steps`` more steps; the progress gain (``Domain.progress``) since the decision."""
         sim = self.model.sim
         sim.set_state(self.state)
-        saved_gate = None
-        if self.gate is not None and self.partner_mode == "belief":
-            saved_gate = self.gate.state
-            self.gate.restore(self.gate_state)
-        try:
-            for _ in range(steps):
-                s = self.state
-                if self.ego_active is not None:
-                    status = self.ego_ex.update(s, self.events[self.ego])
+        for _ in range(steps):
+            s = self.state
+            if self.ego_active is not None:
+                status = self.ego_ex.update(s, self.events[self.ego])
+                if status is not SkillStatus.RUNNING:
+                    self.ego_active = None
+            if self.ego_active is None:
+                k = self.choose_next(s, self.partner_active)
+                if k is not None:
+                    self.ego_ex.start_in(s, k)
+                    self.ego_active = k
+            for who in self.others:
+                if self.other_active[who] is not None:
+                    status = self.other_ex[who].update(s, self.events[who])
                     if status is not SkillStatus.RUNNING:
-                        self.ego_active = None
-                if self.ego_active is None:
-                    k = self.choose_next(s, self.partner_active)
-                    if k is not None:
-                        self.ego_ex.start_in(s, k)
-                        self.ego_active = k
-                for who in self.others:
-                    if self.other_active[who] is not None:
-                        status = self.other_ex[who].update(s, self.events[who])
-                        if status is not SkillStatus.RUNNING:
-                            self.other_active[who] = None
-                    if self.other_active[who] is None:
-                        self._draw_partner(who)
-                idle = self.domain.idle_action
-                actions = [0] * self.model.players
-                actions[self.ego] = (int(self.ego_ex.act(s)) if self.ego_active is not None
-                                     else idle(s, self.ego, self.rng))
-                for who in self.others:
-                    actions[who] = (int(self.other_ex[who].act(s)) if self.other_active[who] is not None
-                                    else idle(s, who, self.rng))
-                result = sim.step(actions)
-                if saved_gate is not None:
-                    decision = self.gate.observe(s, result.state, ego_active=self.ego_active is not None)
-                    self.predictive = np.asarray(decision.predictive, dtype=float)
-                self.events = result.events
-                self.state = result.state
-                self.depth_steps += 1
-                self.model.steps += 1
-        finally:
-            if saved_gate is not None:
-                self.gate_state = self.gate.state
-                self.gate.restore(saved_gate)
+                        self.other_active[who] = None
+                if self.other_active[who] is None:
+                    self._draw_partner(who)
+            idle = self.domain.idle_action
+            actions = [0] * self.model.players
+            actions[self.ego] = (int(self.ego_ex.act(s)) if self.ego_active is not None
+                                 else idle(s, self.ego, self.rng))
+            for who in self.others:
+                actions[who] = (int(self.other_ex[who].act(s)) if self.other_active[who] is not None
+                                else idle(s, who, self.rng))
+            result = sim.step(actions)
+            if self.filtering:
+                self.gate_state, self.predictive = self.model.filter.step(
+                    self.gate_state, s, result.state, self.ego_active is not None)
+            self.events = result.events
+            self.state = result.state
+            self.depth_steps += 1
+            self.model.steps += 1
         return self.score
-

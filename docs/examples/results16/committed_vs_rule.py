@@ -33,17 +33,18 @@ def traced(self, state, reason, interrupted):
     inp = self.planner_input(state, reason)
     rule = self.planner.choose(inp).skill if inp is not None else None
     play(self, state, reason, interrupted)
-    rec = self._pcm
+    rec = self.record  # this step's PCMDecision (None: nothing was feasible)
     if rec is None:
         return
-    key = ("commit" if rec["committed"] else "unc") + ("-int" if interrupted else "")
+    key = ("commit" if rec.committed else "unc") + ("-int" if interrupted else "")
     stats[key] += 1
-    if rec["skill"] != rule:
+    if rec.skill != rule:
         stats[key + "-differs"] += 1
-        if rec["committed"] and len(examples) < args.show:
-            examples.append({"t": state.timestep, "reason": reason, "rule": rule, "played": rec["best"],
-                             "kappa": round(rec["kappa"], 2), "branches": rec["branches"], "v_imm": rec["v_imm"],
-                             "rounds": rec["rollouts"], "argmax": [round(p, 2) for p in rec["argmax"]]})
+        if rec.committed and len(examples) < args.show:
+            logged = rec.to_log()
+            examples.append({"t": state.timestep, "reason": reason, "rule": rule, "played": logged["best"],
+                             "kappa": round(rec.kappa, 2), "branches": logged["branches"], "v_imm": logged["v_imm"],
+                             "rounds": logged["rollouts"], "argmax": [round(p, 2) for p in rec.argmax]})
 
 
 OverForgeAgent._plan = traced
