@@ -21,6 +21,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from beliefgate.beliefs.gates import ChangePointConfig, CusumConfig, StableMapConfig
 from beliefgate.models.errors import InvalidParameterError
+from beliefgate.models.transitions import MIN_HAZARD  # noqa: F401  (the one constant, re-exported)
 from beliefgate.validation import CheckedModel, ParamError
 
 #: Largest window / change-point horizon: the state holds [W, K] and [L + 1, K] arrays.
@@ -29,8 +30,6 @@ MAX_MEMORY_STEPS = 512
 #: and, near float64's range, overflow the smoothed prior).
 MAX_ALPHA = 1e6
 MAX_PRIOR_COUNT = 1e9
-#: Smallest hazard: every skill keeps a predicted mass of at least h pi0 each step.
-MIN_HAZARD = 1e-9
 
 
 class GateParamError(ParamError, InvalidParameterError):

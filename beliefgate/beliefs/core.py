@@ -48,8 +48,8 @@ from beliefgate.beliefs.errors import (
     UnknownSkillError,
 )
 from beliefgate.beliefs.evidence import StepEvidence
-from beliefgate.models.components import forced_switch, window_push
-from beliefgate.models.forward import condition, hazard_constants, hazard_step
+from beliefgate.models.transitions import get_transition
+from beliefgate.models.transitions.hazard import hazard_constants as _hazard_constants, hazard_step
 from beliefgate.beliefs.gates import (
     REASON_EGO_IDLE,
     ChangePointConfig,
@@ -96,7 +96,7 @@ class GateConfig(NamedTuple):
     hazard: float
     one_minus_h: np.ndarray  # float[K] of 1 - h: array-array products beat scalar ones at K ~ 6
     alpha: float
-    windowed: bool
+    transition: object  # the model's transition component (beliefgate.models.transitions)
     slots: int
     skill_ref: bool
     stable_map: StableMapConfig
@@ -146,7 +146,7 @@ def gate_config(params: Optional[GateParams], num_skills: int,
     counts.setflags(write=False)
     one_minus_h = np.full(num_skills, 1.0 - float(params.hazard))
     one_minus_h.setflags(write=False)
-    windowed = params.model == "windowed"
+    transition = get_transition(params.model)
     track = params.track_changepoint
     return GateConfig(
         params=params,
@@ -155,13 +155,14 @@ def gate_config(params: Optional[GateParams], num_skills: int,
         hazard=float(params.hazard),
         one_minus_h=one_minus_h,
         alpha=float(params.alpha),
-        windowed=windowed,
-        slots=int(params.window) if (windowed and params.window is not None) else 0,
+        transition=transition,
+        slots=transition.window_slots(params.window),
         skill_ref=params.reference == "skill",
         stable_map=params.stable_map_config(),
         changepoint=params.changepoint_config(),
         mode=params.gate,
-        track_cp=(not windowed or params.gate in ("changepoint", "either")) if track is None else bool(track),
+        track_cp=((transition.runs_hazard_filter or params.gate in ("changepoint", "either"))
+                  if track is None else bool(track)),
         prior_counts=counts,
         cusum=params.cusum_config() if params.gate == "cusum" else None,
     )
@@ -199,7 +200,7 @@ class BeliefState(NamedTuple):
     t : int
         Number of steps processed; the next step has index ``t``.
     consts : (float[K], float[K])
-        ``hazard_constants(pi0, h)``, cached with ``pi0`` (they change only with it).
+        ``hazard_constants(np, pi0, h)``, cached with ``pi0`` (they change only with it).
     """
 
     belief: np.ndarray
@@ -604,7 +605,7 @@ def init(config: GateConfig, counts: Optional[np.ndarray] = None) -> GateState:
         window_sum=np.zeros(config.num_skills),
         log_evidence=0.0,
         t=0,
-        consts=hazard_constants(pi0, config.hazard),
+        consts=_hazard_constants(np, pi0, config.hazard),
     )
     return GateState(belief, stable_map_init(),
                      changepoint_init(config.num_skills, config.params.cp_horizon),
@@ -633,15 +634,11 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
     bs, sm_prev, cps, cus = state
     belief, pi0, counts, restart, buf, pos, wsum, log_evidence, t, consts = bs
     if consts is None:
-        consts = hazard_constants(pi0, config.hazard)
+        consts = _hazard_constants(np, pi0, config.hazard)
 
-    # 1. predict + condition. The change-point gate's run-length filter needs the
-    #    hazard step; in the hazard model that step *is* the belief update.
-    if not config.windowed:
-        hs = hazard_step(belief, pi0, feas, restart, config.hazard, ll, consts)
-        prior, post, log_z = hs[0], hs[1], hs[2]
-    else:
-        prior, post, log_z, buf, pos, wsum = _windowed_step(config, bs, ll, feas)
+    # 1. predict + condition by the model's transition. The change-point gate's run-length
+    #    filter needs the hazard step; in the hazard model that step *is* the belief update.
+    prior, post, log_z, buf, pos, wsum, hs = config.transition.online_step(bs, ll, feas, config.hazard, consts)
     if log_z == -_INF:
         raise ImpossibleObservationError(
             "the observation has probability zero under every skill the belief allows")
@@ -656,7 +653,7 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
     if not config.track_cp:
         cp_state, cp = cps, _CP_UNTRACKED
     else:
-        if config.windowed:
+        if hs is None:  # the transition is not the hazard filter: run it for the gate
             hs = hazard_step(cps.belief, pi0, feas, restart, config.hazard, ll, consts)
         cp_state, cp = changepoint_update(config.changepoint, cps, t, hs, pi0, feas, ll)
     if config.cusum is not None:
@@ -686,16 +683,10 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
         next_pi0 = predictive = smoothed / smoothed.sum()
         counts.setflags(write=False)
         next_pi0.setflags(write=False)
-        next_consts = hazard_constants(next_pi0, config.hazard)
+        next_consts = _hazard_constants(np, next_pi0, config.hazard)
     else:
         next_pi0 = pi0
-        if not config.windowed:
-            predictive = post * config.one_minus_h  # (1 - h) post + h pi0
-            predictive += consts[0]
-        elif feas is None:
-            predictive = post
-        else:
-            predictive = condition(pi0, wsum)[0]
+        predictive = config.transition.online_predictive(post, config.one_minus_h, consts, pi0, wsum, feas)
 
     post.setflags(write=False)  # shared by the info and the new state
     # The records are built with tuple.__new__ (every field given, in order): the same
@@ -727,34 +718,6 @@ def decide(config: GateConfig, info: GateInfo) -> Decision:
     cp = info.changepoint
     return _new(Decision, (post, m, config.names[m], confidence, info.stable_map.contradiction,
                            info.interrupt, cp.fired, cp.prob, cp.switch_prob, info.predictive, info))
-
-
-def _windowed_step(config: GateConfig, bs: BeliefState, ll, feas):
-    """Windowed model (docs/model.md): ``b ∝ pi0_seg ∘ feasible ∘ exp(window sum)``.
-
-    A step enters the window only if its tempered log-likelihood row is not
-    identically zero; the pre-update belief is the product without the new row
-    (after evicting the oldest one). Returns
-    ``(prior, post, log_z, window_buf, window_pos, window_sum)``.
-    """
-    restart = bs.restart
-    observed = ll is not None and any(ll.tolist())  # validated (no NaN): a nonzero entry
-    before, buf, pos, wsum = window_push(np, bs.window_buf, bs.window_pos, bs.window_sum,
-                                         ll if observed else 0.0, observed, restart)
-    pi0 = bs.pi0
-    base = forced_switch(np, pi0, feas)  # pi0 restricted to the feasible skills
-    if restart:
-        prior = base
-    else:
-        prior, log_w, _ = condition(base, before)
-        if log_w == -_INF:
-            raise ImpossibleObservationError(
-                "every feasible skill has probability zero in the current window")
-    if observed:
-        post, log_z, _ = condition(prior, ll)
-    else:
-        post, log_z = prior, 0.0
-    return prior, post, log_z, buf, pos, wsum
 
 
 #: What the change-point gate reports when it is not tracked.

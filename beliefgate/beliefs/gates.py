@@ -66,7 +66,8 @@ from typing import NamedTuple, Optional, Union
 import numpy as np
 
 from beliefgate.beliefs.errors import InvalidParameterError
-from beliefgate.models.forward import HazardStep, condition, hazard_constants, hazard_step
+from beliefgate.models.forward import condition
+from beliefgate.models.transitions.hazard import HazardStep, hazard_step
 
 #: ``t_last`` value of a gate that never fired (any ``t - NEVER`` exceeds any cooldown).
 NEVER = -(1 << 62)
@@ -635,7 +636,6 @@ __all__ = [
     "stable_map_update",
     "stable_map_notify_replanned",
     "HazardStep",
-    "hazard_constants",
     "hazard_step",
     "ChangePointConfig",
     "ChangePointState",
