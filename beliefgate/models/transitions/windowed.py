@@ -76,14 +76,16 @@ def segment_log_predict(xp, log_seg_prior, feasible, before):
     ``log_pred(k) = log pi0_seg(k) + before(k) - log_w`` on feasible skills (``-inf`` on the
     others; ``feasible`` bool[K] or ``None`` for all) and ``log_w`` = the log normaliser
     (``-inf`` when every feasible skill is ruled out by the window: ``log_pred`` is then
-    undefined)."""
+    ``-inf`` everywhere; no NaN and no floating-point warning)."""
     unnorm = log_seg_prior + before
     if feasible is not None:
         unnorm = xp.where(feasible, unnorm, -xp.inf)
     top = xp.max(unnorm)
-    shift = xp.where(top > -xp.inf, top, 0.0)
-    log_w = xp.log(xp.sum(xp.exp(unnorm - shift))) + shift
-    return unnorm - log_w, log_w
+    ok = top > -xp.inf  # some feasible skill is left: the normaliser is positive
+    shift = xp.where(ok, top, 0.0)
+    total = xp.sum(xp.exp(unnorm - shift))
+    log_w = xp.where(ok, xp.log(xp.where(ok, total, 1.0)) + shift, -xp.inf)
+    return unnorm - xp.where(ok, log_w, 0.0), log_w
 
 
 class WindowedTransition:
