@@ -522,3 +522,27 @@ def test_cusum_params_are_checked():
     assert GateParams(gate="cusum", track_changepoint=False).gate == "cusum"
     with pytest.raises(G.InvalidParameterError, match="cusum"):
         G.gate_interrupt("bogus", False, False)
+
+
+# --------------------------------------------------------------------------- drivers: how gates combine
+
+
+def test_gates_combine_through_drivers_not_mode_strings():
+    """A driver reads the gates' records by slot; ``any_of`` combines any of them (a new
+    combination needs no change in the core), and the core never branches on the gate's name."""
+    from pathlib import Path
+
+    d = G.any_of("sm_or_cusum", G.STABLE_MAP, G.CUSUM)
+    assert d.slots == (0, 2) and d.joint_replan and not G.CUSUM.joint_replan
+    fired = (np.array([True, False, False]), False, np.array([False, True, True]))
+    assert d.interrupt(fired, np.array([True, True, False])).tolist() == [True, True, False]
+    sm = G.StableMapInfo(0, 0.9, 3, 0.1, math.log(0.1), True, False, "cooldown")
+    cu = G.CusumInfo(5.0, 0, True, None)
+    assert d.decide((sm, None, cu), True) == (True, None)
+    assert d.decide((sm, None, cu), False) == (False, "cooldown")  # the first member's reason
+    assert G.CUSUM.decide((sm, None, cu), False) == (False, G.REASON_EGO_IDLE)
+    assert G.gate_driver("either").decide((sm, G.ChangePointInfo(0.1, 0.0, False, "below_threshold"), None),
+                                          True) == (False, "cooldown")
+    core = (Path(G.__file__).parent / "core.py").read_text()
+    for name in ('"stable_map"', '"changepoint"', '"either"', '"cusum"', '"hazard"', '"windowed"'):
+        assert name not in core, name

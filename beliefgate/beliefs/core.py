@@ -51,7 +51,6 @@ from beliefgate.beliefs.evidence import StepEvidence
 from beliefgate.models.transitions import get_transition
 from beliefgate.models.transitions.hazard import hazard_constants as _hazard_constants, hazard_step
 from beliefgate.beliefs.gates import (
-    REASON_EGO_IDLE,
     ChangePointConfig,
     ChangePointInfo,
     ChangePointState,
@@ -66,7 +65,9 @@ from beliefgate.beliefs.gates import (
     changepoint_update,
     cusum_init,
     cusum_update,
-    gate_interrupt,
+    gate_driver,
+    CHANGEPOINT,
+    CUSUM,
     stable_map_init,
     stable_map_notify_replanned,
     stable_map_update,
@@ -101,7 +102,8 @@ class GateConfig(NamedTuple):
     skill_ref: bool
     stable_map: StableMapConfig
     changepoint: ChangePointConfig
-    mode: str
+    mode: str  # GateParams.gate, the driver's name (messages only: nothing branches on it)
+    driver: object  # which gate(s) drive the interrupt (beliefgate.beliefs.gates.GATES)
     track_cp: bool
     prior_counts: np.ndarray
     cusum: Optional[CusumConfig] = None  # the CUSUM gate's (only computed where it drives the interrupt)
@@ -147,6 +149,7 @@ def gate_config(params: Optional[GateParams], num_skills: int,
     one_minus_h = np.full(num_skills, 1.0 - float(params.hazard))
     one_minus_h.setflags(write=False)
     transition = get_transition(params.model)
+    driver = gate_driver(params.gate)
     track = params.track_changepoint
     return GateConfig(
         params=params,
@@ -161,10 +164,11 @@ def gate_config(params: Optional[GateParams], num_skills: int,
         stable_map=params.stable_map_config(),
         changepoint=params.changepoint_config(),
         mode=params.gate,
-        track_cp=((transition.runs_hazard_filter or params.gate in ("changepoint", "either"))
+        driver=driver,
+        track_cp=((transition.runs_hazard_filter or CHANGEPOINT.slot in driver.slots)
                   if track is None else bool(track)),
         prior_counts=counts,
-        cusum=params.cusum_config() if params.gate == "cusum" else None,
+        cusum=params.cusum_config() if CUSUM.slot in driver.slots else None,
     )
 
 
@@ -217,7 +221,7 @@ class BeliefState(NamedTuple):
 
 class GateState(NamedTuple):
     """Everything the gate carries: the filter and each gate's own counters (``cusum``:
-    ``None`` unless ``GateParams.gate == "cusum"``)."""
+    ``None`` unless the CUSUM gate drives the interrupt)."""
 
     belief: BeliefState
     stable_map: StableMapState
@@ -253,7 +257,7 @@ class GateInfo(NamedTuple):
         Belief about ``z_{t+1}`` before ``a_{t+1}`` is seen (after any completion
         reset, every skill assumed feasible at ``t+1``).
     cusum : CusumInfo or None
-        The CUSUM gate's statistic, reference and alarm (``gate="cusum"`` only).
+        The CUSUM gate's statistic, reference and alarm (when it drives the interrupt).
     """
 
     t: int
@@ -660,19 +664,11 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
         cus, cu = cusum_update(config.cusum, cus, sm.map_skill, ll, feas, completed)
     else:
         cu = None
-    mode = config.mode
-    interrupt = bool(gate_interrupt(mode, sm.interrupt, cp.fired, ego_active, cu is not None and cu.fired))
-    if mode == "stable_map":
-        reason = sm.suppressed_reason
-    elif mode == "changepoint":
-        reason = cp.suppressed_reason if not cp.fired else (None if ego_active else REASON_EGO_IDLE)
-    elif mode == "cusum":
-        reason = cu.suppressed_reason if not cu.fired else (None if ego_active else REASON_EGO_IDLE)
-    else:
-        reason = None if interrupt else sm.suppressed_reason
-        if interrupt:  # one replanning signal: both cooldowns start
-            sm_state = stable_map_notify_replanned(sm_state, t)
-            cp_state = changepoint_notify_replanned(cp_state, t)
+    driver = config.driver
+    interrupt, reason = driver.decide((sm, cp, cu), ego_active)
+    if interrupt and driver.joint_replan:  # one replanning signal: every member's cooldown starts
+        sm_state = stable_map_notify_replanned(sm_state, t)
+        cp_state = changepoint_notify_replanned(cp_state, t)
 
     # 3. completion book-keeping and the prediction for the next step
     next_consts = consts

@@ -600,22 +600,108 @@ def cusum_update(config: CusumConfig, state: CusumState, reference: int, ll: Opt
     return CusumState(sums, ref, state.num_fires + int(fired)), CusumInfo(stat, ref, bool(fired), reason)
 
 
+# --------------------------------------------------------------------------- combining the gates
+
+
+class Drive(NamedTuple):
+    """One gate driving the interrupt on its own (a wrapper's verdict, read after its update).
+
+    ``slot`` is the gate's place among the step's records ``(stable_map, changepoint, cusum)``
+    (the order of :class:`~beliefgate.beliefs.core.GateState`'s gate fields); ``needs_ego``:
+    the gate's own rule ignores whether the ego is active, so the interrupt also needs it
+    (change-point, CUSUM; the stable-MAP rule checks it itself). ``slots`` are the gates it
+    reads, ``joint_replan`` whether an interrupt restarts every member's cooldown (one gate:
+    its own rule already did).
+    """
+
+    name: str
+    slot: int
+    needs_ego: bool
+
+    @property
+    def slots(self) -> tuple:
+        return (self.slot,)
+
+    @property
+    def joint_replan(self) -> bool:
+        return False
+
+    def interrupt(self, fired, ego_active=True):
+        """The interrupt from the gates' ``fired`` flags (a tuple by slot; scalars or ``[C]``
+        arrays)."""
+        f = fired[self.slot]
+        return (f & ego_active) if self.needs_ego else f
+
+    def decide(self, infos, ego_active: bool) -> tuple:
+        """``(interrupt, suppressed_reason)`` of one step from the gates' records (by slot)."""
+        info = infos[self.slot]
+        if not self.needs_ego:
+            return info.interrupt, info.suppressed_reason
+        if not info.fired:
+            return False, info.suppressed_reason
+        return (True, None) if ego_active else (False, REASON_EGO_IDLE)
+
+
+class AnyOf(NamedTuple):
+    """Interrupt when any member does (:func:`any_of`); a suppressed step reports the first
+    member's reason, and an interrupt restarts every member's cooldown (one replanning signal)."""
+
+    name: str
+    members: tuple
+
+    @property
+    def slots(self) -> tuple:
+        return tuple(m.slot for m in self.members)
+
+    @property
+    def joint_replan(self) -> bool:
+        return True
+
+    def interrupt(self, fired, ego_active=True):
+        out = self.members[0].interrupt(fired, ego_active)
+        for member in self.members[1:]:
+            out = out | member.interrupt(fired, ego_active)
+        return out
+
+    def decide(self, infos, ego_active: bool) -> tuple:
+        first = self.members[0].decide(infos, ego_active)
+        if first[0]:
+            return True, None
+        for member in self.members[1:]:
+            if member.decide(infos, ego_active)[0]:
+                return True, None
+        return False, first[1]
+
+
+def any_of(name: str, *members: Drive) -> AnyOf:
+    """The combinator: a gate that interrupts when any of ``members`` does."""
+    return AnyOf(name, tuple(members))
+
+
+#: The stable-MAP gate alone.
+STABLE_MAP = Drive("stable_map", 0, False)
+#: The change-point gate alone (while the ego is active).
+CHANGEPOINT = Drive("changepoint", 1, True)
+#: The CUSUM gate alone (while the ego is active).
+CUSUM = Drive("cusum", 2, True)
+#: The gates ``GateParams.gate`` names. A new gate is one wrapper (its ``*_init``/``*_update``
+#: and a record with ``fired``/``suppressed_reason``) and one entry here.
+GATES = {g.name: g for g in (STABLE_MAP, CHANGEPOINT, any_of("either", STABLE_MAP, CHANGEPOINT), CUSUM)}
+
+
+def gate_driver(name: str):
+    """The driver named ``name`` (:data:`GATES`); :class:`InvalidParameterError` naming it otherwise."""
+    try:
+        return GATES[name]
+    except (KeyError, TypeError):
+        raise InvalidParameterError(
+            f"unknown gate mode {name!r}; use 'stable_map', 'changepoint', 'either' or 'cusum'") from None
+
+
 def gate_interrupt(mode: str, sm_interrupt, cp_fired, ego_active=True, cusum_fired=False):
-    """Whether the gate chosen by ``mode`` interrupts (scalars or ``[C]`` arrays):
-    ``"stable_map"``: the stable-MAP interrupt; ``"changepoint"``: a change-point firing
-    while the ego is active; ``"either"``: one or the other (then both cooldowns restart,
-    see :func:`beliefgate.beliefs.core.advance`); ``"cusum"``: a CUSUM alarm while the ego
-    is active."""
-    if mode == "stable_map":
-        return sm_interrupt
-    if mode == "changepoint":
-        return cp_fired & ego_active
-    if mode == "either":
-        return sm_interrupt | (cp_fired & ego_active)
-    if mode == "cusum":
-        return cusum_fired & ego_active
-    raise InvalidParameterError(
-        f"unknown gate mode {mode!r}; use 'stable_map', 'changepoint', 'either' or 'cusum'")
+    """Whether the gate named ``mode`` interrupts (scalars or ``[C]`` arrays):
+    ``gate_driver(mode).interrupt((sm_interrupt, cp_fired, cusum_fired), ego_active)``."""
+    return gate_driver(mode).interrupt((sm_interrupt, cp_fired, cusum_fired), ego_active)
 
 
 __all__ = [
@@ -645,6 +731,14 @@ __all__ = [
     "changepoint_update",
     "changepoint_decide",
     "gate_interrupt",
+    "gate_driver",
+    "Drive",
+    "AnyOf",
+    "any_of",
+    "GATES",
+    "STABLE_MAP",
+    "CHANGEPOINT",
+    "CUSUM",
     "changepoint_notify_replanned",
     "CusumConfig",
     "CusumState",
