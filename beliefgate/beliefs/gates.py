@@ -102,12 +102,32 @@ _np_exp = np.exp
 _new = tuple.__new__
 
 
+_CONCRETE = (bool, int, float, _ndarray, np.bool_, np.integer, np.floating)
+
+
+def _traced(x) -> bool:
+    """``x`` is an array of another namespace (a JAX array or tracer inside ``jit``/``vmap``),
+    not a Python scalar or NumPy value: the rules then use that namespace's operations."""
+    return not isinstance(x, _CONCRETE)
+
+
+def _xp(x):
+    """The array namespace of a traced ``x`` (``jax.numpy``; imported only when one is met,
+    so the NumPy gate never imports JAX)."""
+    import jax.numpy as jnp
+
+    return jnp
+
+
 def where(cond, a, b):
     """``a`` where ``cond`` holds, else ``b``: Python's conditional for a scalar ``cond``,
-    :func:`numpy.where` (broadcasting) when ``cond`` is an array."""
+    :func:`numpy.where` (broadcasting) when ``cond`` is a NumPy array, ``jax.numpy.where``
+    when it is a JAX array or tracer."""
     if cond.__class__ is _ndarray:
         return np.where(cond, a, b)
-    return a if cond else b
+    if cond is True or cond is False or not _traced(cond):
+        return a if cond else b
+    return _xp(cond).where(cond, a, b)
 
 
 def logical_not(x):
@@ -116,8 +136,12 @@ def logical_not(x):
 
 
 def exp(x):
-    """``exp`` of a float (:func:`math.exp`) or element-wise of an array."""
-    return _np_exp(x) if x.__class__ is _ndarray else _exp(x)
+    """``exp`` of a float (:func:`math.exp`) or element-wise of an array (NumPy or JAX)."""
+    if x.__class__ is _ndarray:
+        return _np_exp(x)
+    if _traced(x):
+        return _xp(x).exp(x)
+    return _exp(x)
 
 
 def first_failure(reasons, *oks):
@@ -138,7 +162,7 @@ def first_failure(reasons, *oks):
         if ok is not True:
             if ok is False:
                 return reasons[i], False
-            if ok.__class__ is _ndarray:
+            if ok.__class__ is _ndarray or _traced(ok):
                 return _first_failure_rows(reasons, oks)
             if not ok:
                 return reasons[i], False
@@ -282,12 +306,18 @@ def stable_map_decide(
     ``weight = 0`` carry no evidence and never contradict.
     """
     lam = config.likelihood_scale
-    if ratio > -_INF:
+    if _traced(ratio):  # JAX: both cases, picked per element
+        possible = ratio > -_INF
+        log_l = where(possible, lam * where(possible, ratio, 0.0) + 0.0, where(lam != 0.0, -_INF, 0.0))
+    elif ratio > -_INF:
         log_l = lam * ratio + 0.0  # + 0.0: lambda = 0 gives 0.0, not -0.0
     else:  # an impossible action: -inf, or 0 for lambda = 0 (not NaN)
         log_l = where(lam != 0.0, -_INF, 0.0)
     evidence = weight > 0.0  # the belief side is shared: one bool for every configuration
-    contradiction = (log_l < config.log_tau) if evidence else False
+    if evidence is True or evidence is False or not _traced(evidence):
+        contradiction = (log_l < config.log_tau) if evidence else False
+    else:
+        contradiction = evidence & (log_l < config.log_tau)
     reason, interrupt = first_failure(_SM_CONTRADICTION, evidence, contradiction)
     if interrupt is False:  # no configuration contradicts: the counters stay
         new_state = _new(StableMapState, (map_skill, stable, state.t_last_interrupt,
@@ -335,14 +365,24 @@ def stable_map_update(
     lowest index on ties; the stable count; ``r_t = score[m_t] - top[m_t]``), the
     decision by :func:`stable_map_decide`.
     """
-    values = prior.tolist()  # finite (the step was checked): max/index = argmax, lowest index on ties
-    confidence = max(values)
-    m = values.index(confidence)
-    stable = state.stable + 1 if m == state.prev_map else 0
-    if score is None:
-        ratio = 0.0
-    else:
-        ratio = float(score[m]) - (top if type(top) is float else float(top[m]))
+    if prior.__class__ is _ndarray:  # NumPy: Python's max/index on the list (~4x np.argmax at K ~ 6)
+        values = prior.tolist()  # finite (the step was checked): max/index = argmax, lowest index on ties
+        confidence = max(values)
+        m = values.index(confidence)
+        stable = state.stable + 1 if m == state.prev_map else 0
+        if score is None:
+            ratio = 0.0
+        else:
+            ratio = float(score[m]) - (top if type(top) is float else float(top[m]))
+    else:  # JAX (under jit / vmap): the same quantities with the array namespace
+        xp = _xp(prior)
+        m = xp.argmax(prior)  # lowest index on ties, as above
+        confidence = prior[m]
+        stable = xp.where(m == state.prev_map, state.stable + 1, 0)
+        if score is None:
+            ratio = 0.0
+        else:
+            ratio = score[m] - (top if xp.ndim(top) == 0 else top[m])
     return stable_map_decide(config, state, t, m, confidence, stable, ratio, weight, ego_active)
 
 
