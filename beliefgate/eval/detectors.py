@@ -4,9 +4,9 @@ The switch benchmark (:mod:`beliefgate.eval.switches`) records, once per episode
 partner's per-step evidence and one pass of a :class:`~beliefgate.Gate` over it, and
 replays both through every detector here:
 
-* :func:`stable_map_alarms` and :func:`threshold_alarms` re-apply the gate's own
-  decision rules (SPEC §4: stable-MAP, and the change-point gate's threshold with
-  hysteresis) to the recorded belief, so one gate pass scores a whole sweep of decision
+* :func:`stable_map_alarms` and :func:`threshold_alarms` step the gate's own decision
+  functions (:func:`~beliefgate.beliefs.gates.stable_map_decide`,
+  :func:`~beliefgate.beliefs.gates.changepoint_decide`) over the recorded belief, so one gate pass scores a whole sweep of decision
   parameters (the belief does not depend on them; ``tests/test_switches.py`` checks the
   replayed alarms against the gate's own ``Decision.interrupt`` / ``Decision.changepoint``);
 * :func:`naive_alarms`: alarm whenever the observed action is unlikely under the
@@ -24,11 +24,20 @@ Everything is NumPy on small arrays in log space; nothing here knows Overcooked.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 import numpy as np
 
+from beliefgate.beliefs.gates import (
+    ChangePointConfig,
+    ChangePointState,
+    StableMapConfig,
+    changepoint_decide,
+    stable_map_decide,
+    stable_map_init,
+)
 from beliefgate.errors import InputError
 
 
@@ -125,45 +134,36 @@ class BeliefTrace:
 
 
 # ------------------------------------------------------------------------------ decision rules
-def spaced(candidates: np.ndarray, cooldown: int) -> np.ndarray:
-    """The earliest candidate, then the earliest one at least ``cooldown`` steps later, and so on."""
-    out = np.zeros(len(candidates), dtype=bool)
-    last = None
-    for t in np.flatnonzero(candidates):
-        if last is None or t - last >= cooldown:
-            out[t] = True
-            last = t
-    return out
-
-
 def stable_map_alarms(b: BeliefTrace, tau_obs: float, confidence_floor: float, n_stable: int, cooldown: int,
                       likelihood_scale: float = 1.0) -> np.ndarray:
-    """The stable-MAP gate's interrupts (SPEC §4) on a recorded belief, ego always active."""
+    """The stable-MAP gate's interrupts (SPEC §4) on a recorded belief, ego always active: the
+    gate's own rule :func:`beliefgate.beliefs.gates.stable_map_decide` stepped over the trace."""
     if not 0.0 <= tau_obs <= 1.0 or likelihood_scale < 0 or cooldown < 0 or n_stable < 0:
         raise DetectorInputError(f"bad stable-MAP parameters tau_obs={tau_obs}, likelihood_scale={likelihood_scale}, "
                                  f"n_stable={n_stable}, cooldown={cooldown}")
-    log_tau = np.log(tau_obs) if tau_obs > 0 else -np.inf
-    log_l = likelihood_scale * b.log_l if likelihood_scale != 0 else np.zeros_like(b.log_l)
-    contradiction = (b.weight > 0) & (log_l < log_tau)
-    candidates = contradiction & (b.stable >= n_stable) & (b.confidence >= confidence_floor)
-    return spaced(candidates, cooldown)
+    config = StableMapConfig.make(tau_obs, likelihood_scale, confidence_floor, n_stable, cooldown)
+    state = stable_map_init()
+    out = np.zeros(len(b.log_l), dtype=bool)
+    columns = zip(b.map_skill.tolist(), b.confidence.tolist(), b.stable.tolist(), b.log_l.tolist(), b.weight.tolist())
+    for t, (m, conf, stable, ratio, weight) in enumerate(columns):
+        state, info = stable_map_decide(config, state, t, m, conf, stable, ratio, weight)
+        out[t] = info.interrupt
+    return out
 
 
 def threshold_alarms(prob: np.ndarray, threshold: float, release: float, cooldown: int = 0) -> np.ndarray:
-    """Fire when ``prob >= threshold`` while armed (then disarm until ``prob < release``), honouring a cooldown.
-
-    The change-point gate's rule; NaN never fires.
-    """
+    """Fire when ``prob >= threshold`` while armed (then disarm until ``prob < release``), honouring a
+    cooldown: the change-point gate's own rule :func:`beliefgate.beliefs.gates.changepoint_decide`
+    stepped over ``prob``. NaN never fires."""
     if not 0.0 < threshold <= 1.0 or not 0.0 <= release <= threshold or cooldown < 0:
         raise DetectorInputError(f"need 0 < threshold <= 1, 0 <= release <= threshold, cooldown >= 0; got "
                                  f"threshold={threshold}, release={release}, cooldown={cooldown}")
+    config = ChangePointConfig(math.nan, 1, float(threshold), float(release), int(cooldown))
+    state = ChangePointState(None, 0, None)  # counters only: the statistic is given
     out = np.zeros(len(prob), dtype=bool)
-    armed, last = True, None
-    for t, p in enumerate(np.asarray(prob, dtype=float)):
-        armed = armed or p < release
-        if p >= threshold and armed and (last is None or t - last >= cooldown):
-            out[t] = True
-            armed, last = False, t
+    for t, p in enumerate(np.asarray(prob, dtype=float).tolist()):
+        state, info = changepoint_decide(config, state, t, p)
+        out[t] = info.fired
     return out
 
 
