@@ -373,15 +373,19 @@ def test_each_transition_predict_is_one_definition_for_numpy_and_jax(x64):
         np.testing.assert_allclose(got_np, got_jx, rtol=1e-12)
         assert got_np[1] == -np.inf
     before = rng.normal(size=4) * 3
-    lp_np, lw_np = TW.segment_log_predict(np, log_pi0, feas, before)
-    lp_jx, lw_jx = TW.segment_log_predict(jnp, jnp.asarray(log_pi0), jnp.asarray(feas), jnp.asarray(before))
+    lp_np, lw_np, p_np = TW.segment_log_predict(np, log_pi0, feas, before)
+    lp_jx, lw_jx, p_jx = TW.segment_log_predict(jnp, jnp.asarray(log_pi0), jnp.asarray(feas), jnp.asarray(before))
     direct = np.where(feas, np.exp(log_pi0 + before), 0.0)
     np.testing.assert_allclose(np.exp(lp_np), direct / direct.sum(), rtol=1e-12)
     np.testing.assert_allclose(np.exp(np.asarray(lp_jx)), direct / direct.sum(), rtol=1e-12)
+    np.testing.assert_allclose(p_np, direct / direct.sum(), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(p_jx), direct / direct.sum(), rtol=1e-12)
     assert float(lw_np) == pytest.approx(float(lw_jx), rel=1e-12)
     # a window that rules out every feasible skill: log_w = -inf (the gate refuses the step)
-    _, lw = TW.segment_log_predict(np, log_pi0, feas, np.where(feas, -np.inf, 0.0))
-    assert lw == -np.inf
+    for xp in (np, jnp):
+        _, lw, _ = TW.segment_log_predict(xp, xp.asarray(log_pi0), xp.asarray(feas),
+                                          xp.asarray(np.where(feas, -np.inf, 0.0)))
+        assert float(lw) == -np.inf
 
 
 def test_filters_dispatch_on_the_transition_component():
