@@ -113,13 +113,18 @@ class EvidenceTrace:
 
 @dataclass
 class BeliefTrace:
-    """What one gate pass reports at every step (from its ``Decision``s).
+    """What one pass of the functional gate over recorded evidence reports at every step
+    (:func:`belief_pass`; float[T] / int[T] / bool[T]). The one trace every replay reads: the
+    switch benchmark's detectors, the sensitivity replays and the tests of both.
 
-    ``map_skill``, ``confidence``, ``stable``: the pre-update MAP skill, its probability
-    and stable count; ``log_l``: the gate's log likelihood ratio at ``likelihood_scale``
-    1 (its ``reference``); ``log_l_action``: log pi(a_t | m_t) / max_a pi(a | m_t) (the
-    naive rule's ratio); ``cp_prob``: the change-point statistic; ``interrupt`` and
-    ``changepoint``: the gate's own alarms (for checking the replayed rules).
+    ``map_skill``, ``confidence``, ``stable``: m_t, b(m_t) and stable_t of the pre-update
+    belief; ``log_l``: r_t, the gate's log likelihood ratio at ``likelihood_scale`` 1 (its
+    ``reference``; 0 where undefined); ``log_l_action``: log pi(a_t | m_t) / max_a pi(a | m_t)
+    (the naive rule's ratio); ``cp_prob``: the change-point statistic (NaN when untracked);
+    ``weight``: tempering weight; ``interrupt``, ``changepoint``: the gate's own alarms (for
+    checking the replayed rules); ``post_map``, ``post_conf``: MAP and its probability after
+    the update; ``switch_prob``: P(z_t != z_{t-1} | a_{0:t}) (NaN when untracked). ``conf`` and
+    ``log_ratio`` are the sensitivity replay's names for ``confidence`` and ``log_l``.
     """
 
     map_skill: np.ndarray
@@ -131,6 +136,63 @@ class BeliefTrace:
     weight: np.ndarray
     interrupt: np.ndarray
     changepoint: np.ndarray
+    post_map: Optional[np.ndarray] = None
+    post_conf: Optional[np.ndarray] = None
+    switch_prob: Optional[np.ndarray] = None
+
+    def __len__(self) -> int:
+        return len(self.stable)
+
+    @property
+    def conf(self) -> np.ndarray:
+        return self.confidence
+
+    @property
+    def log_ratio(self) -> np.ndarray:
+        return self.log_l
+
+
+def belief_pass(evidence: Sequence, skill_names: Sequence[str], params) -> BeliefTrace:
+    """Run the gate's functional core (:func:`beliefgate.beliefs.core.make_gate`) once over
+    recorded :class:`~beliefgate.beliefs.evidence.StepEvidence` and keep every step's
+    :class:`BeliefTrace` columns. The gate's own interrupt starts its cooldown; nothing else is
+    fed back. Raises the core's :class:`~beliefgate.beliefs.errors.BeliefInputError` subclasses."""
+    from beliefgate.beliefs.core import make_gate
+
+    gate = make_gate(params, len(skill_names), skill_names)
+    reduce, advance = gate.reduce, gate.advance
+    state = gate.init()
+    lam = params.likelihood_scale
+    T = len(evidence)
+    map_skill, stable, post_map = (np.empty(T, dtype=np.int64) for _ in range(3))
+    conf, log_l, log_la, cp_prob, weight, post_conf, switch_prob = (np.empty(T) for _ in range(7))
+    interrupt, changepoint = np.empty(T, dtype=bool), np.empty(T, dtype=bool)
+    for t, ev in enumerate(evidence):
+        state, info = advance(state, reduce(ev))
+        sm, cp, post = info.stable_map, info.changepoint, info.posterior
+        m = sm.map_skill
+        map_skill[t], stable[t], conf[t] = m, sm.stable, sm.confidence
+        log_l[t] = sm.log_l / lam if lam != 0 else _log_ratio(ev, m, params.reference)
+        row = np.asarray(ev.logprobs[m], dtype=float)
+        log_la[t] = float(row[np.asarray(ev.action_mask, dtype=bool)].max() - row.max())
+        cp_prob[t], switch_prob[t], weight[t] = cp.prob, cp.switch_prob, info.weight
+        interrupt[t], changepoint[t] = sm.interrupt, cp.fired
+        k = int(post.argmax())
+        post_map[t], post_conf[t] = k, post[k]
+    return BeliefTrace(map_skill, conf, stable, log_l, log_la, cp_prob, weight, interrupt, changepoint,
+                       post_map, post_conf, switch_prob)
+
+
+def _log_ratio(ev, m: int, reference: str) -> float:
+    """r_t (log l_t at lambda = 1) for the given reference, from the evidence (only needed when the
+    pass ran with lambda = 0, where the gate's log l_t is 0)."""
+    lp = np.asarray(ev.logprobs, dtype=float)
+    mask = np.asarray(ev.action_mask, dtype=bool)
+    best = lp[:, mask].max(axis=1)
+    if reference == "action":
+        return float(best[m] - lp[m].max())
+    feas = np.ones(lp.shape[0], dtype=bool) if ev.feasible is None else np.asarray(ev.feasible, dtype=bool)
+    return float(best[m] - best[feas].max())
 
 
 # ------------------------------------------------------------------------------ decision rules
