@@ -49,7 +49,7 @@ from beliefgate.beliefs.errors import (
 )
 from beliefgate.beliefs.evidence import StepEvidence
 from beliefgate.models.transitions import get_transition
-from beliefgate.models.transitions.hazard import hazard_constants as _hazard_constants, hazard_step
+from beliefgate.models.transitions.hazard import hazard_step
 from beliefgate.beliefs.gates import (
     ChangePointConfig,
     ChangePointInfo,
@@ -203,8 +203,9 @@ class BeliefState(NamedTuple):
         ``sum_t log p(a_t | a_{<t})`` (hazard: the log marginal likelihood).
     t : int
         Number of steps processed; the next step has index ``t``.
-    consts : (float[K], float[K])
-        ``hazard_constants(np, pi0, h)``, cached with ``pi0`` (they change only with it).
+    consts : tuple
+        The transition's ``constants(pi0, h)``, cached with ``pi0`` (they change only with
+        it): ``(h pi0, (1-h) + h pi0)``, the windowed model's followed by ``log pi0``.
     """
 
     belief: np.ndarray
@@ -609,7 +610,7 @@ def init(config: GateConfig, counts: Optional[np.ndarray] = None) -> GateState:
         window_sum=np.zeros(config.num_skills),
         log_evidence=0.0,
         t=0,
-        consts=_hazard_constants(np, pi0, config.hazard),
+        consts=config.transition.constants(pi0, config.hazard),
     )
     return GateState(belief, stable_map_init(),
                      changepoint_init(config.num_skills, config.params.cp_horizon),
@@ -638,7 +639,7 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
     bs, sm_prev, cps, cus = state
     belief, pi0, counts, restart, buf, pos, wsum, log_evidence, t, consts = bs
     if consts is None:
-        consts = _hazard_constants(np, pi0, config.hazard)
+        consts = config.transition.constants(pi0, config.hazard)
 
     # 1. predict + condition by the model's transition. The change-point gate's run-length
     #    filter needs the hazard step; in the hazard model that step *is* the belief update.
@@ -679,7 +680,7 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
         next_pi0 = predictive = smoothed / smoothed.sum()
         counts.setflags(write=False)
         next_pi0.setflags(write=False)
-        next_consts = _hazard_constants(np, next_pi0, config.hazard)
+        next_consts = config.transition.constants(next_pi0, config.hazard)
     else:
         next_pi0 = pi0
         predictive = config.transition.online_predictive(post, config.one_minus_h, consts, pi0, wsum, feas)

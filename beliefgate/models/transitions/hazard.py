@@ -63,7 +63,7 @@ def hazard_sticky(xp, belief, pi0, feasible, hazard, consts=None, axis: int = -1
     ``axis`` is the skill axis (``0`` for the batched kernel's ``[K, B]`` layout).
     """
     if feasible is None:
-        hpi0, stay = consts if consts is not None else hazard_constants(xp, pi0, hazard)
+        hpi0, stay = (consts[0], consts[1]) if consts is not None else hazard_constants(xp, pi0, hazard)
         switch = hpi0 - hpi0 * belief  # h pi0 (1 - b), array-array operations only
         # stay * b + switch = (1-h) b + h pi0 for a normalised b: two operations, not four
         return (1.0 - hazard) * belief + hpi0, stay, switch
@@ -157,7 +157,8 @@ def hazard_step(
     ``pi0``: smoothed prior; ``feasible``: bool[K] or ``None`` (all feasible);
     ``restart``: episode start or visible completion (forced switch to
     ``pi0 ∘ feasible``); ``loglik``: tempered float[K] (``None``: excluded step);
-    ``constants``: ``hazard_constants(np, pi0, hazard)`` if already computed.
+    ``constants``: ``hazard_constants(np, pi0, hazard)`` if already computed (a longer tuple
+    starting with them is fine).
     Never raises: an impossible observation gives ``log_z = -inf``.
     """
     if restart:
@@ -198,6 +199,10 @@ class HazardTransition:
         window_pos, window_sum)``; the window fields pass through unchanged."""
         log_pred = log_predict(xp, state.log_belief, log_pi0, feasible, params.hazard, state.reset)
         return log_pred, state.log_seg_prior, state.window_buf, state.window_pos, state.window_sum
+
+    def constants(self, pi0, hazard) -> tuple:
+        """What the NumPy online step caches with ``pi0``: :func:`hazard_constants`."""
+        return hazard_constants(np, pi0, hazard)
 
     def online_step(self, belief, ll, feas, hazard, consts):
         """The NumPy online step on a gate's belief state (fields ``belief, pi0, restart,
