@@ -95,7 +95,6 @@ class GateConfig(NamedTuple):
     num_skills: int
     names: tuple
     hazard: float
-    one_minus_h: np.ndarray  # float[K] of 1 - h: array-array products beat scalar ones at K ~ 6
     alpha: float
     transition: object  # the model's transition component (beliefgate.models.transitions)
     slots: int
@@ -146,8 +145,6 @@ def gate_config(params: Optional[GateParams], num_skills: int,
             raise InvalidParameterError(
                 f"prior_counts must be finite, >= 0 and <= {MAX_PRIOR_COUNT:g}, got {counts.tolist()}")
     counts.setflags(write=False)
-    one_minus_h = np.full(num_skills, 1.0 - float(params.hazard))
-    one_minus_h.setflags(write=False)
     transition = get_transition(params.model)
     driver = gate_driver(params.gate)
     track = params.track_changepoint
@@ -156,7 +153,6 @@ def gate_config(params: Optional[GateParams], num_skills: int,
         num_skills=num_skills,
         names=names,
         hazard=float(params.hazard),
-        one_minus_h=one_minus_h,
         alpha=float(params.alpha),
         transition=transition,
         slots=transition.window_slots(params.window),
@@ -643,7 +639,8 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
 
     # 1. predict + condition by the model's transition. The change-point gate's run-length
     #    filter needs the hazard step; in the hazard model that step *is* the belief update.
-    prior, post, log_z, buf, pos, wsum, hs = config.transition.online_step(bs, ll, feas, config.hazard, consts)
+    prior, post, log_z, buf, pos, wsum, hs, predictive = config.transition.online_step(
+        belief, pi0, restart, buf, pos, wsum, ll, feas, config.hazard, consts)
     if log_z == -_INF:
         raise ImpossibleObservationError(
             "the observation has probability zero under every skill the belief allows")
@@ -683,7 +680,6 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
         next_consts = config.transition.constants(next_pi0, config.hazard)
     else:
         next_pi0 = pi0
-        predictive = config.transition.online_predictive(post, config.one_minus_h, consts, pi0, wsum, feas)
 
     post.setflags(write=False)  # shared by the info and the new state
     # The records are built with tuple.__new__ (every field given, in order): the same

@@ -306,7 +306,7 @@ def stable_map_decide(
     ``weight = 0`` carry no evidence and never contradict.
     """
     lam = config.likelihood_scale
-    if _traced(ratio):  # JAX: both cases, picked per element
+    if ratio.__class__ is not float and _traced(ratio):  # JAX: both cases, picked per element
         possible = ratio > -_INF
         log_l = where(possible, lam * where(possible, ratio, 0.0) + 0.0, where(lam != 0.0, -_INF, 0.0))
     elif ratio > -_INF:
@@ -704,13 +704,11 @@ class AnyOf(NamedTuple):
         return out
 
     def decide(self, infos, ego_active: bool) -> tuple:
-        first = self.members[0].decide(infos, ego_active)
-        if first[0]:
-            return True, None
-        for member in self.members[1:]:
-            if member.decide(infos, ego_active)[0]:
+        for member in self.members:  # a member interrupts: its own rule's verdict (and the ego active)
+            info = infos[member.slot]
+            if info.interrupt if not member.needs_ego else (info.fired and ego_active):
                 return True, None
-        return False, first[1]
+        return False, self.members[0].decide(infos, ego_active)[1]
 
 
 def any_of(name: str, *members: Drive) -> AnyOf:

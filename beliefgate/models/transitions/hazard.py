@@ -25,6 +25,8 @@ import numpy as np
 
 from beliefgate.models.forward import condition
 
+_new = tuple.__new__
+
 #: The one smallest hazard. The fitted model evaluates ``h`` below it at it (an exact 0 gives NaN
 #: gradients in the predict step; the likelihood is the same to rounding), and any ``h >= MIN_HAZARD``
 #: keeps every feasible skill's predicted mass at least ``h pi0`` (a normal float64), so the online
@@ -63,7 +65,10 @@ def hazard_sticky(xp, belief, pi0, feasible, hazard, consts=None, axis: int = -1
     ``axis`` is the skill axis (``0`` for the batched kernel's ``[K, B]`` layout).
     """
     if feasible is None:
-        hpi0, stay = (consts[0], consts[1]) if consts is not None else hazard_constants(xp, pi0, hazard)
+        if consts is None:
+            hpi0, stay = hazard_constants(xp, pi0, hazard)
+        else:
+            hpi0, stay = consts[0], consts[1]
         switch = hpi0 - hpi0 * belief  # h pi0 (1 - b), array-array operations only
         # stay * b + switch = (1-h) b + h pi0 for a normalised b: two operations, not four
         return (1.0 - hazard) * belief + hpi0, stay, switch
@@ -166,12 +171,13 @@ def hazard_step(
         prior = forced_switch(np, pi0, feasible)
     else:
         prior, stay, switch = hazard_sticky(np, belief, pi0, feasible, hazard, constants)
+    # the records are built with tuple.__new__ (every field, in order): no generated __new__ frame
     if loglik is None:
-        return HazardStep(prior, prior, 0.0, stay, switch, None)
+        return _new(HazardStep, (prior, prior, 0.0, stay, switch, None))
     post, log_z, factor = condition(prior, loglik, factor=True)
     if log_z == -math.inf:
-        return HazardStep(prior, prior, log_z, stay, switch, None)
-    return HazardStep(prior, post, log_z, stay, switch, factor)
+        return _new(HazardStep, (prior, prior, log_z, stay, switch, None))
+    return _new(HazardStep, (prior, post, log_z, stay, switch, factor))
 
 
 class HazardTransition:
@@ -201,21 +207,21 @@ class HazardTransition:
         return log_pred, state.log_seg_prior, state.window_buf, state.window_pos, state.window_sum
 
     def constants(self, pi0, hazard) -> tuple:
-        """What the NumPy online step caches with ``pi0``: :func:`hazard_constants`."""
-        return hazard_constants(np, pi0, hazard)
+        """What the NumPy online step caches with ``pi0``: :func:`hazard_constants` and the
+        array ``1 - h`` (array-array products beat scalar ones at K ~ 6)."""
+        return (*hazard_constants(np, pi0, hazard), np.full(pi0.shape, 1.0 - hazard))
 
-    def online_step(self, belief, ll, feas, hazard, consts):
-        """The NumPy online step on a gate's belief state (fields ``belief, pi0, restart,
-        window_buf, window_pos, window_sum``): ``(prior, post, log_z, window_buf, window_pos,
-        window_sum, hazard_step)``."""
-        hs = hazard_step(belief.belief, belief.pi0, feas, belief.restart, hazard, ll, consts)
-        return hs[0], hs[1], hs[2], belief.window_buf, belief.window_pos, belief.window_sum, hs
-
-    def online_predictive(self, post, one_minus_h, consts, pi0, window_sum, feas):
-        """Belief about ``z_{t+1}`` before ``a_{t+1}`` (no completion): ``(1 - h) post + h pi0``."""
-        predictive = post * one_minus_h
+    def online_step(self, belief, pi0, restart, window_buf, window_pos, window_sum, ll, feas, hazard, consts):
+        """The NumPy online step on a gate's belief-state fields (previous posterior, ``pi0``,
+        restart flag, window ring, slot and sum; ``consts`` from :meth:`constants`):
+        ``(prior, post, log_z, window_buf, window_pos, window_sum, hazard_step, predictive)``;
+        the window fields pass through, and ``predictive = (1 - h) post + h pi0`` is the belief
+        about ``z_{t+1}`` before ``a_{t+1}`` if nothing completes at ``t``."""
+        hs = hazard_step(belief, pi0, feas, restart, hazard, ll, consts)
+        post = hs[1]
+        predictive = post * consts[2]
         predictive += consts[0]
-        return predictive
+        return hs[0], post, hs[2], window_buf, window_pos, window_sum, hs, predictive
 
     def __repr__(self) -> str:
         return "HAZARD"

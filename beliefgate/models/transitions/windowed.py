@@ -24,6 +24,10 @@ from beliefgate.models.forward import condition
 from beliefgate.models.transitions.hazard import forced_switch, hazard_constants
 
 _INF = math.inf
+#: |maximum| below which the NumPy segment predict exponentiates without shifting (as
+#: :func:`beliefgate.models.forward.condition`), and the sum below which it shifts after all.
+_SAFE_EXP = 600.0
+_TINY = 1e-280
 
 
 def _pick(xp, cond, a, b):
@@ -71,12 +75,13 @@ def window_push(xp, buf, pos, wsum, row, observed, restart):
     return before, buf, pos, (before if observed is False else _pick(xp, observed, before + row, before))
 
 
-def segment_log_predict(xp, log_seg_prior, feasible, before):
+def segment_log_predict(xp, log_seg_prior, feasible, before, want_log: bool = True):
     """The predicted belief of a segment: ``(log_pred, log_w, pred)`` with
     ``log_pred(k) = log pi0_seg(k) + before(k) - log_w`` on feasible skills (``-inf`` on the
     others; ``feasible`` bool[K] or ``None`` for all), ``log_w`` the log normaliser and
     ``pred = exp(log_pred)``. ``log_w = -inf`` when every feasible skill is ruled out by the
     window (``log_pred`` is then ``-inf`` everywhere; no NaN, no floating-point warning).
+    ``want_log=False`` skips ``log_pred`` (``None``; the online gate needs only ``pred``).
 
     One formula for both namespaces; on NumPy arrays (the online gate) the reductions and the
     two scalar decisions are Python's (~10 us a step saved), on JAX ones ``xp.where``."""
@@ -87,11 +92,18 @@ def segment_log_predict(xp, log_seg_prior, feasible, before):
         top = max(unnorm.tolist())       # ~0.3 us where the array reductions cost ~1 us each
         if top == -_INF:
             return unnorm, -_INF, np.zeros_like(unnorm)
-        e = np.exp(unnorm - top)
+        if -_SAFE_EXP < top < _SAFE_EXP:  # exp cannot overflow and the best term is >= e^-600: no shift
+            e, top = np.exp(unnorm), 0.0
+        else:
+            e = np.exp(unnorm - top)
         total = sum(e.tolist())
+        if not total > _TINY:  # the shift-free sum underflowed: shift by the maximum after all
+            top = max(unnorm.tolist())
+            e = np.exp(unnorm - top)
+            total = sum(e.tolist())
         log_w = math.log(total) + top
         e /= total
-        return unnorm - log_w, log_w, e
+        return (unnorm - log_w if want_log else None), log_w, e
     top = unnorm.max()
     ok = top > -_INF  # some feasible skill is left: the normaliser is positive
     shift = xp.where(ok, top, 0.0)
@@ -132,20 +144,18 @@ class WindowedTransition:
         gate's filter) and ``log pi0`` (the segment prior)."""
         return (*hazard_constants(np, pi0, hazard), np.log(pi0))
 
-    def online_step(self, belief, ll, feas, hazard, consts):
+    def online_step(self, belief, pi0, restart, window_buf, window_pos, window_sum, ll, feas, hazard, consts):
         """The NumPy online step (see :meth:`HazardTransition.online_step`; no hazard step:
-        the last entry is ``None``). An impossible observation gives ``log_z = -inf`` (the
+        that entry is ``None``). An impossible observation gives ``log_z = -inf`` (the
         caller refuses it); a window that rules out every feasible skill raises
         :class:`ImpossibleObservationError`."""
-        restart = belief.restart
         observed = ll is not None and any(ll.tolist())  # validated (no NaN): a nonzero entry
-        before, buf, pos, wsum = window_push(np, belief.window_buf, belief.window_pos, belief.window_sum,
+        before, buf, pos, wsum = window_push(np, window_buf, window_pos, window_sum,
                                              ll if observed else 0.0, observed, restart)
-        pi0 = belief.pi0
         if restart:
             prior = forced_switch(np, pi0, feas)
         else:
-            _, log_w, prior = segment_log_predict(np, consts[2], feas, before)
+            _, log_w, prior = segment_log_predict(np, consts[2], feas, before, False)
             if log_w == -_INF:
                 raise ImpossibleObservationError(
                     "every feasible skill has probability zero in the current window")
@@ -153,14 +163,10 @@ class WindowedTransition:
             post, log_z, _ = condition(prior, ll)
         else:
             post, log_z = prior, 0.0
-        return prior, post, log_z, buf, pos, wsum, None
-
-    def online_predictive(self, post, one_minus_h, consts, pi0, window_sum, feas):
-        """Belief about ``z_{t+1}`` (no completion): the segment product with the current rows,
-        every skill assumed feasible."""
-        if feas is None:
-            return post
-        return segment_log_predict(np, consts[2], None, window_sum)[2]
+        # the belief about z_{t+1} if nothing completes: the segment product with the current rows,
+        # every skill assumed feasible
+        predictive = post if feas is None else segment_log_predict(np, consts[2], None, wsum, False)[2]
+        return prior, post, log_z, buf, pos, wsum, None, predictive
 
     def __repr__(self) -> str:
         return "WINDOWED"
