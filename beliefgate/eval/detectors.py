@@ -123,7 +123,10 @@ class BeliefTrace:
     (the naive rule's ratio); ``cp_prob``: the change-point statistic (NaN when untracked);
     ``weight``: tempering weight; ``interrupt``, ``changepoint``: the gate's own alarms (for
     checking the replayed rules); ``post_map``, ``post_conf``: MAP and its probability after
-    the update; ``switch_prob``: P(z_t != z_{t-1} | a_{0:t}) (NaN when untracked). ``conf`` and
+    the update; ``switch_prob``: P(z_t != z_{t-1} | a_{0:t}) (NaN when untracked);
+    ``posterior``: float[T, K] after each update; ``contradiction``: the stable-MAP gate's
+    ``l_t < tau_obs``; ``l_t``: its ``exp(lambda r_t)``; ``gate_interrupt``: the interrupt of the
+    gate ``GateParams.gate`` chose (``interrupt`` is the stable-MAP gate's own). ``conf`` and
     ``log_ratio`` are the sensitivity replay's names for ``confidence`` and ``log_l``.
     """
 
@@ -139,6 +142,10 @@ class BeliefTrace:
     post_map: Optional[np.ndarray] = None
     post_conf: Optional[np.ndarray] = None
     switch_prob: Optional[np.ndarray] = None
+    posterior: Optional[np.ndarray] = None
+    contradiction: Optional[np.ndarray] = None
+    l_t: Optional[np.ndarray] = None
+    gate_interrupt: Optional[np.ndarray] = None
 
     def __len__(self) -> int:
         return len(self.stable)
@@ -152,12 +159,15 @@ class BeliefTrace:
         return self.log_l
 
 
-def belief_pass(evidence: Sequence, skill_names: Sequence[str], params) -> BeliefTrace:
+def belief_pass(evidence: Sequence, skill_names: Sequence[str], params, replan: bool = False) -> BeliefTrace:
     """Run the gate's functional core (:func:`beliefgate.beliefs.core.make_gate`) once over
     recorded :class:`~beliefgate.beliefs.evidence.StepEvidence` and keep every step's
-    :class:`BeliefTrace` columns. The gate's own interrupt starts its cooldown; nothing else is
-    fed back. Raises the core's :class:`~beliefgate.beliefs.errors.BeliefInputError` subclasses."""
-    from beliefgate.beliefs.core import make_gate
+    :class:`BeliefTrace` columns. The gate's own interrupt starts its cooldown; with ``replan``
+    the ego also replans on every interrupt (every cooldown starts, as
+    :meth:`Gate.notify_replanned <beliefgate.beliefs.gate.Gate.notify_replanned>`), otherwise
+    nothing else is fed back. Raises the core's
+    :class:`~beliefgate.beliefs.errors.BeliefInputError` subclasses."""
+    from beliefgate.beliefs.core import make_gate, notify_replanned
 
     gate = make_gate(params, len(skill_names), skill_names)
     reduce, advance = gate.reduce, gate.advance
@@ -166,10 +176,16 @@ def belief_pass(evidence: Sequence, skill_names: Sequence[str], params) -> Belie
     T = len(evidence)
     map_skill, stable, post_map = (np.empty(T, dtype=np.int64) for _ in range(3))
     conf, log_l, log_la, cp_prob, weight, post_conf, switch_prob = (np.empty(T) for _ in range(7))
-    interrupt, changepoint = np.empty(T, dtype=bool), np.empty(T, dtype=bool)
+    interrupt, changepoint, contradiction, gate_interrupt = (np.empty(T, dtype=bool) for _ in range(4))
+    l_t = np.empty(T)
+    posterior = np.empty((T, len(skill_names)))
     for t, ev in enumerate(evidence):
         state, info = advance(state, reduce(ev))
+        if replan and info.interrupt:
+            state = notify_replanned(state)
         sm, cp, post = info.stable_map, info.changepoint, info.posterior
+        posterior[t] = post
+        contradiction[t], l_t[t], gate_interrupt[t] = sm.contradiction, sm.l_t, info.interrupt
         m = sm.map_skill
         map_skill[t], stable[t], conf[t] = m, sm.stable, sm.confidence
         log_l[t] = sm.log_l / lam if lam != 0 else _log_ratio(ev, m, params.reference)
@@ -180,7 +196,7 @@ def belief_pass(evidence: Sequence, skill_names: Sequence[str], params) -> Belie
         k = int(post.argmax())
         post_map[t], post_conf[t] = k, post[k]
     return BeliefTrace(map_skill, conf, stable, log_l, log_la, cp_prob, weight, interrupt, changepoint,
-                       post_map, post_conf, switch_prob)
+                       post_map, post_conf, switch_prob, posterior, contradiction, l_t, gate_interrupt)
 
 
 def _log_ratio(ev, m: int, reference: str) -> float:
