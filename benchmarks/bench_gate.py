@@ -9,6 +9,7 @@ unless JAX_ENABLE_X64 is set) when that module is importable.
     python benchmarks/bench_gate.py            # 20k timed steps per variant
     python benchmarks/bench_gate.py --quick    # smoke run (a few hundred steps)
     python benchmarks/bench_gate.py --json out.json
+    python benchmarks/bench_gate.py --against /path/to/other/checkout   # A/B in one process
 
 No assertion is made on the numbers; the targets (p50 <= 25 us, p99 <= 100 us
 on the 2-core reference machine) are printed beside them.
@@ -21,6 +22,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 import time
 from typing import Callable, Optional
 
@@ -75,7 +77,10 @@ def time_round_robin(calls: dict, steps: int, warmup: int, rounds: int = 20) -> 
     return {name: np.concatenate(parts) for name, parts in chunks.items()}
 
 
-def gate_variants(tables, actions, lls):
+def gate_variants(tables, actions, lls, api=None):
+    """The timed Gate calls; ``api`` = ``(Gate, GateParams, StepEvidence)`` of another checkout
+    (:func:`load_checkout`), default this one's."""
+    Gate, GateParams, StepEvidence = api or (globals()["Gate"], globals()["GateParams"], globals()["StepEvidence"])
     hazard = Gate.from_logprobs(NUM_SKILLS, GateParams())
     windowed = Gate.from_logprobs(NUM_SKILLS, GateParams(model="windowed", window=5))
     windowed_cp = Gate.from_logprobs(
@@ -93,6 +98,47 @@ def gate_variants(tables, actions, lls):
         "Gate.step_loglik (hazard)": lambda j: hazard_ll.step_loglik(lls[j]),
         "Gate.step_evidence (hazard)": lambda j: evidence.step_evidence(evs[j]),
     }
+
+
+def load_checkout(root: str):
+    """``(Gate, GateParams, StepEvidence)`` of the ``beliefgate`` package under ``root``, imported
+    beside the one this script runs with (whose modules are put back afterwards), so both
+    versions are timed in one process, interleaved: other jobs on the machine weigh on both
+    alike. The other version's per-step path must not import ``beliefgate`` modules lazily."""
+    root = os.path.abspath(root)
+
+    def ours(name: str) -> bool:
+        return name == "beliefgate" or name.startswith("beliefgate.")
+
+    saved = {k: sys.modules.pop(k) for k in list(sys.modules) if ours(k)}
+    sys.path.insert(0, root)
+    try:
+        import beliefgate as other
+        from beliefgate import Gate as OtherGate, GateParams as OtherParams
+        from beliefgate.beliefs.evidence import StepEvidence as OtherEvidence
+
+        if not os.path.abspath(other.__file__).startswith(root + os.sep):
+            raise SystemExit(f"--against {root}: imported beliefgate from {other.__file__}")
+        return OtherGate, OtherParams, OtherEvidence
+    finally:
+        sys.path.remove(root)
+        for k in [k for k in sys.modules if ours(k)]:
+            del sys.modules[k]
+        sys.modules.update(saved)
+
+
+def compare(root: str, steps: int, warmup: int) -> dict:
+    """p50 of every Gate variant here and in the checkout at ``root``, timed interleaved."""
+    tables, actions, lls = make_pool()
+    calls = {f"this: {k}": v for k, v in gate_variants(tables, actions, lls).items()}
+    calls.update({f"other: {k}": v for k, v in gate_variants(tables, actions, lls, load_checkout(root)).items()})
+    res = {k: summarise(v) for k, v in time_round_robin(calls, steps, warmup, rounds=40).items()}
+    out = {}
+    for name in gate_variants(tables, actions, lls):
+        this, other = res[f"this: {name}"]["p50_us"], res[f"other: {name}"]["p50_us"]
+        out[name] = {"this_p50_us": this, "other_p50_us": other, "ratio": this / other}
+        print(f"{name:45s} this {this:7.2f} us   other {other:7.2f} us   this/other {this / other:.3f}")
+    return out
 
 
 def jax_variant(lls) -> Optional[Callable[[int], object]]:
@@ -160,9 +206,18 @@ def main(argv: Optional[list[str]] = None) -> dict:
     parser.add_argument("--quick", action="store_true", help="smoke run with few steps")
     parser.add_argument("--steps", type=int, default=None, help="timed steps per Gate variant")
     parser.add_argument("--json", type=str, default=None, help="write the results here")
+    parser.add_argument("--against", type=str, default=None,
+                        help="another checkout's root: time its Gate and this one's in one process, interleaved")
     args = parser.parse_args(argv)
     steps = args.steps or (300 if args.quick else 20_000)
     warmup = 50 if args.quick else 2_000
+    if args.against:
+        report = {"commit": commit(), "against": args.against, "load_average": load_average(),
+                  "results": compare(args.against, steps, warmup)}
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(report, fh, indent=2)
+        return report
     jax_steps = 50 if args.quick else 2_000
 
     load_before = load_average()

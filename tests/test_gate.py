@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import pickle
+import sys
 
 import numpy as np
 import pytest
@@ -667,6 +668,15 @@ def test_benchmark_smoke(tmp_path):
     report = bench.main(["--quick", "--steps", "200", "--json", str(out)])
     assert "Gate.step (hazard)" in report["results"]
     assert json.loads(out.read_text())["results"]["Gate.step (hazard)"]["steps"] == 200
+    # --against: another checkout's Gate timed in the same process (here: this checkout again,
+    # imported a second time), and this process's own modules put back afterwards
+    before = sys.modules["beliefgate"]
+    ab = bench.main(["--quick", "--steps", "80", "--against", str(path.parents[1])])["results"]
+    assert sys.modules["beliefgate"] is before
+    assert set(ab["Gate.step (hazard)"]) == {"this_p50_us", "other_p50_us", "ratio"}
+    assert all(r["this_p50_us"] > 0 and r["other_p50_us"] > 0 for r in ab.values())
+    with pytest.raises(SystemExit, match="imported beliefgate from"):
+        bench.load_checkout(str(tmp_path))  # no beliefgate there: the one on sys.path would be timed
 
 
 def test_reference_skill_vs_action():

@@ -522,3 +522,105 @@ def test_cusum_params_are_checked():
     assert GateParams(gate="cusum", track_changepoint=False).gate == "cusum"
     with pytest.raises(G.InvalidParameterError, match="cusum"):
         G.gate_interrupt("bogus", False, False)
+
+
+# --------------------------------------------------------------------------- drivers: how gates combine
+
+
+def test_gates_combine_through_drivers_not_mode_strings():
+    """A driver reads the gates' records by slot; ``any_of`` combines any of them (a new
+    combination needs no change in the core), and the core never branches on the gate's name."""
+    from pathlib import Path
+
+    d = G.any_of("sm_or_cusum", G.STABLE_MAP, G.CUSUM)
+    assert d.slots == (0, 2) and d.joint_replan and not G.CUSUM.joint_replan
+    fired = (np.array([True, False, False]), False, np.array([False, True, True]))
+    assert d.interrupt(fired, np.array([True, True, False])).tolist() == [True, True, False]
+    sm = G.StableMapInfo(0, 0.9, 3, 0.1, math.log(0.1), True, False, "cooldown")
+    cu = G.CusumInfo(5.0, 0, True, None)
+    assert d.decide((sm, None, cu), True) == (True, None)
+    assert d.decide((sm, None, cu), False) == (False, "cooldown")  # the first member's reason
+    assert G.CUSUM.decide((sm, None, cu), False) == (False, G.REASON_EGO_IDLE)
+    assert G.gate_driver("either").decide((sm, G.ChangePointInfo(0.1, 0.0, False, "below_threshold"), None),
+                                          True) == (False, "cooldown")
+    core = (Path(G.__file__).parent / "core.py").read_text()
+    for name in ('"stable_map"', '"changepoint"', '"either"', '"cusum"', '"hazard"', '"windowed"'):
+        assert name not in core, name
+
+
+# --------------------------------------------------------------------------- the gate as a wrapper under jit / vmap
+
+
+def _wrapper_case():
+    from beliefgate.beliefs.core import LoglikEvidence, make_gate
+
+    K, T, B = 4, 40, 6
+    rng = np.random.default_rng(0)
+    ll = np.log(rng.dirichlet(np.full(K, 0.5), size=(B, T)))
+    ll[1, 7] = [0.0, -math.inf, 0.0, -2.0]  # an action impossible under one skill
+    params = GateParams(tau_obs=0.3, confidence_floor=0.6, cooldown=3)
+    fns = make_gate(params, K)
+    rows = []
+    for b in range(B):
+        state, row = fns.init(), []
+        for t in range(T):
+            state, info = fns.update(state, LoglikEvidence(ll[b, t]))
+            row.append((info.interrupt, info.suppressed_reason, info.map_skill, info.posterior))
+        rows.append(row)
+    return params, ll, rows
+
+
+def test_jitted_vmapped_stable_map_wrapper_equals_the_numpy_gate(x64):
+    """The stable-MAP rule the NumPy gate runs per step, wrapped around the JAX filter and run on
+    six episodes at once under jit(vmap(scan)), gives the same interrupts, reasons and MAP skills,
+    and the posteriors to rounding."""
+    import jax
+    import jax.numpy as jnp
+
+    from beliefgate.beliefs.wrappers import stable_map_wrapper
+
+    params, ll, rows = _wrapper_case()
+    K = ll.shape[-1]
+    init, update = stable_map_wrapper(params.filter_params(), params.stable_map_config())
+
+    def episode(ll_b):
+        def body(state, row):
+            state, info = update(state, row, row, jnp.max(row), 1.0, jnp.ones(K, bool), -1)
+            sm = info.stable_map
+            return state, (sm.interrupt, sm.suppressed_reason, sm.map_skill, jnp.exp(info.filter.log_posterior))
+        return jax.lax.scan(body, init(jnp.zeros(K)), ll_b)[1]
+
+    interrupts, codes, maps, posts = jax.jit(jax.vmap(episode))(jnp.asarray(ll))
+    want_int = np.array([[r[0] for r in row] for row in rows])
+    assert want_int.sum() >= 10  # the case exercises the gate
+    assert np.asarray(interrupts).tolist() == want_int.tolist()
+    reasons = G.reason_names(G.STABLE_MAP_REASONS, np.asarray(codes))
+    assert reasons.tolist() == [[r[1] for r in row] for row in rows]
+    assert np.asarray(maps).tolist() == [[r[2] for r in row] for row in rows]
+    np.testing.assert_allclose(np.asarray(posts), np.array([[r[3] for r in row] for row in rows]),
+                               rtol=0, atol=1e-12)
+
+
+def test_jitted_wrapper_update_does_not_recompile_in_a_loop(x64):
+    import jax
+    import jax.numpy as jnp
+
+    from beliefgate.beliefs.wrappers import stable_map_wrapper
+
+    params, ll, rows = _wrapper_case()
+    K = ll.shape[-1]
+    init, update = stable_map_wrapper(params.filter_params(), params.stable_map_config())
+    traces = []
+
+    @jax.jit
+    def step(state, row, ego_active):
+        traces.append(1)  # a Python side effect: runs once per trace, never per call
+        return update(state, row, row, jnp.max(row), 1.0, jnp.ones(K, bool), -1, ego_active)
+
+    state = init(jnp.zeros(K))
+    got = []
+    for t in range(ll.shape[1]):
+        state, info = step(state, jnp.asarray(ll[0, t]), jnp.asarray(t % 5 != 0))
+        got.append(bool(info.stable_map.interrupt))
+    assert len(traces) == 1 and step._cache_size() == 1
+    assert sum(got) >= 1

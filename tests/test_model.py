@@ -351,3 +351,58 @@ def test_nuts_recovers_parameters_from_simulated_trajectories():
     for name in ("beta", "hazard"):
         lo, hi = np.quantile(np.asarray(samples[name]), [0.01, 0.99])
         assert lo < truth[name] < hi, (name, lo, hi)
+
+
+# --------------------------------------------------------------------------- transitions as components
+
+
+def test_each_transition_predict_is_one_definition_for_numpy_and_jax(x64):
+    """The hazard and windowed predicts are written once over ``xp``: NumPy and jax.numpy give
+    the same numbers (float64), and the windowed log predict is the direct formula."""
+    from beliefgate.models.transitions import hazard as TH
+    from beliefgate.models.transitions import windowed as TW
+
+    rng = np.random.default_rng(3)
+    log_b = np.log(rng.dirichlet(np.ones(4)))
+    log_pi0 = np.log(rng.dirichlet(np.ones(4)))
+    feas = np.array([True, False, True, True])
+    for reset in (False, True):
+        got_np = TH.log_predict(np, log_b, log_pi0, feas, 0.1, reset)
+        got_jx = np.asarray(TH.log_predict(jnp, jnp.asarray(log_b), jnp.asarray(log_pi0), jnp.asarray(feas),
+                                           0.1, reset))
+        np.testing.assert_allclose(got_np, got_jx, rtol=1e-12)
+        assert got_np[1] == -np.inf
+    before = rng.normal(size=4) * 3
+    lp_np, lw_np, p_np = TW.segment_log_predict(np, log_pi0, feas, before)
+    lp_jx, lw_jx, p_jx = TW.segment_log_predict(jnp, jnp.asarray(log_pi0), jnp.asarray(feas), jnp.asarray(before))
+    direct = np.where(feas, np.exp(log_pi0 + before), 0.0)
+    np.testing.assert_allclose(np.exp(lp_np), direct / direct.sum(), rtol=1e-12)
+    np.testing.assert_allclose(np.exp(np.asarray(lp_jx)), direct / direct.sum(), rtol=1e-12)
+    np.testing.assert_allclose(p_np, direct / direct.sum(), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(p_jx), direct / direct.sum(), rtol=1e-12)
+    assert float(lw_np) == pytest.approx(float(lw_jx), rel=1e-12)
+    # a window that rules out every feasible skill: log_w = -inf (the gate refuses the step)
+    for xp in (np, jnp):
+        _, lw, _ = TW.segment_log_predict(xp, xp.asarray(log_pi0), xp.asarray(feas),
+                                          xp.asarray(np.where(feas, -np.inf, 0.0)))
+        assert float(lw) == -np.inf
+
+
+def test_filters_dispatch_on_the_transition_component():
+    """The model string picks a component once; an unknown one is a one-line error naming it."""
+    from beliefgate.models.transitions import HAZARD, MODELS, WINDOWED, get_transition
+
+    assert get_transition("hazard") is HAZARD and get_transition("windowed") is WINDOWED
+    assert MODELS == ("hazard", "windowed")
+    assert HAZARD.window_slots(5) == 0 and WINDOWED.window_slots(5) == 5 and WINDOWED.window_slots(None) == 0
+    assert HAZARD.has_matrix and not WINDOWED.has_matrix
+    with pytest.raises(InvalidParameterError, match="'sticky'"):
+        get_transition("sticky")
+
+
+def test_one_min_hazard():
+    from beliefgate.beliefs import config
+    from beliefgate.models import components, fit, skill_model, transitions
+
+    assert config.MIN_HAZARD == components.MIN_HAZARD == fit.MIN_HAZARD == skill_model.MIN_HAZARD \
+        == transitions.MIN_HAZARD == 1e-30

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -21,7 +22,6 @@ from beliefgate.eval.detectors import (
     cusum_statistic,
     naive_alarms,
     score_alarms,
-    spaced,
     stable_map_alarms,
     threshold_alarms,
 )
@@ -171,7 +171,14 @@ def test_threshold_and_spacing_rules():
     assert threshold_alarms(p, 0.5, 0.05).tolist() == [0, 1, 0, 0, 0, 0, 0, 1]
     # suppressed by the cooldown at t=4 it stays armed and fires at t=5; t=7 is inside the next cooldown
     assert threshold_alarms(p, 0.5, 0.2, cooldown=4).tolist() == [0, 1, 0, 0, 0, 1, 0, 0]
-    assert spaced(np.array([1, 1, 1, 0, 1, 1], dtype=bool), 2).tolist() == [1, 0, 1, 0, 1, 0]
+    # the stable-MAP rule's cooldown: contradictions at every step but t=3, cooldown 2
+    contra = np.array([1, 1, 1, 0, 1, 1], dtype=bool)
+    n = len(contra)
+    b = BeliefTrace(np.zeros(n, int), np.ones(n), np.full(n, 5), np.where(contra, -10.0, 0.0), np.zeros(n),
+                    np.zeros(n), np.ones(n), np.zeros(n, bool), np.zeros(n, bool))
+    assert stable_map_alarms(b, 0.2, 0.7, 1, 2).tolist() == [1, 0, 1, 0, 1, 0]
+    excluded_first = dataclasses.replace(b, weight=np.where(np.arange(n) == 0, 0.0, 1.0))
+    assert stable_map_alarms(excluded_first, 0.2, 0.7, 1, 2).tolist() == [0, 1, 0, 0, 1, 0]  # weight 0: no alarm
     with pytest.raises(DetectorInputError):
         threshold_alarms(p, 0.5, 0.6)
 

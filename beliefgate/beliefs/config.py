@@ -19,8 +19,9 @@ from typing import Literal, Optional, Union
 import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
-from beliefgate.beliefs.gates import ChangePointConfig, CusumConfig, StableMapConfig
+from beliefgate.beliefs.gates import CHANGEPOINT, ChangePointConfig, CusumConfig, StableMapConfig, gate_driver
 from beliefgate.models.errors import InvalidParameterError
+from beliefgate.models.transitions import MIN_HAZARD  # noqa: F401  (the one constant, re-exported)
 from beliefgate.validation import CheckedModel, ParamError
 
 #: Largest window / change-point horizon: the state holds [W, K] and [L + 1, K] arrays.
@@ -29,8 +30,6 @@ MAX_MEMORY_STEPS = 512
 #: and, near float64's range, overflow the smoothed prior).
 MAX_ALPHA = 1e6
 MAX_PRIOR_COUNT = 1e9
-#: Smallest hazard: every skill keeps a predicted mass of at least h pi0 each step.
-MIN_HAZARD = 1e-9
 
 
 class GateParamError(ParamError, InvalidParameterError):
@@ -104,7 +103,7 @@ class GateParams(CheckedModel):
         if self.cp_release > self.cp_threshold:
             raise ValueError(
                 f"cp_release ({self.cp_release}) must not exceed cp_threshold ({self.cp_threshold})")
-        if self.track_changepoint is False and self.gate in ("changepoint", "either"):
+        if self.track_changepoint is False and CHANGEPOINT.slot in gate_driver(self.gate).slots:
             raise ValueError(f"gate={self.gate!r} needs the change-point statistic; "
                              "track_changepoint cannot be False")
         return self

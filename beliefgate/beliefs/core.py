@@ -48,10 +48,9 @@ from beliefgate.beliefs.errors import (
     UnknownSkillError,
 )
 from beliefgate.beliefs.evidence import StepEvidence
-from beliefgate.models.components import forced_switch, window_push
-from beliefgate.models.forward import condition, hazard_constants, hazard_step
+from beliefgate.models.transitions import get_transition
+from beliefgate.models.transitions.hazard import hazard_step
 from beliefgate.beliefs.gates import (
-    REASON_EGO_IDLE,
     ChangePointConfig,
     ChangePointInfo,
     ChangePointState,
@@ -66,7 +65,9 @@ from beliefgate.beliefs.gates import (
     changepoint_update,
     cusum_init,
     cusum_update,
-    gate_interrupt,
+    gate_driver,
+    CHANGEPOINT,
+    CUSUM,
     stable_map_init,
     stable_map_notify_replanned,
     stable_map_update,
@@ -94,14 +95,14 @@ class GateConfig(NamedTuple):
     num_skills: int
     names: tuple
     hazard: float
-    one_minus_h: np.ndarray  # float[K] of 1 - h: array-array products beat scalar ones at K ~ 6
     alpha: float
-    windowed: bool
+    transition: object  # the model's transition component (beliefgate.models.transitions)
     slots: int
     skill_ref: bool
     stable_map: StableMapConfig
     changepoint: ChangePointConfig
-    mode: str
+    mode: str  # GateParams.gate, the driver's name (messages only: nothing branches on it)
+    driver: object  # which gate(s) drive the interrupt (beliefgate.beliefs.gates.GATES)
     track_cp: bool
     prior_counts: np.ndarray
     cusum: Optional[CusumConfig] = None  # the CUSUM gate's (only computed where it drives the interrupt)
@@ -144,26 +145,26 @@ def gate_config(params: Optional[GateParams], num_skills: int,
             raise InvalidParameterError(
                 f"prior_counts must be finite, >= 0 and <= {MAX_PRIOR_COUNT:g}, got {counts.tolist()}")
     counts.setflags(write=False)
-    one_minus_h = np.full(num_skills, 1.0 - float(params.hazard))
-    one_minus_h.setflags(write=False)
-    windowed = params.model == "windowed"
+    transition = get_transition(params.model)
+    driver = gate_driver(params.gate)
     track = params.track_changepoint
     return GateConfig(
         params=params,
         num_skills=num_skills,
         names=names,
         hazard=float(params.hazard),
-        one_minus_h=one_minus_h,
         alpha=float(params.alpha),
-        windowed=windowed,
-        slots=int(params.window) if (windowed and params.window is not None) else 0,
+        transition=transition,
+        slots=transition.window_slots(params.window),
         skill_ref=params.reference == "skill",
         stable_map=params.stable_map_config(),
         changepoint=params.changepoint_config(),
         mode=params.gate,
-        track_cp=(not windowed or params.gate in ("changepoint", "either")) if track is None else bool(track),
+        driver=driver,
+        track_cp=((transition.runs_hazard_filter or CHANGEPOINT.slot in driver.slots)
+                  if track is None else bool(track)),
         prior_counts=counts,
-        cusum=params.cusum_config() if params.gate == "cusum" else None,
+        cusum=params.cusum_config() if CUSUM.slot in driver.slots else None,
     )
 
 
@@ -198,8 +199,9 @@ class BeliefState(NamedTuple):
         ``sum_t log p(a_t | a_{<t})`` (hazard: the log marginal likelihood).
     t : int
         Number of steps processed; the next step has index ``t``.
-    consts : (float[K], float[K])
-        ``hazard_constants(pi0, h)``, cached with ``pi0`` (they change only with it).
+    consts : tuple
+        The transition's ``constants(pi0, h)``, cached with ``pi0`` (they change only with
+        it): ``(h pi0, (1-h) + h pi0)``, the windowed model's followed by ``log pi0``.
     """
 
     belief: np.ndarray
@@ -216,7 +218,7 @@ class BeliefState(NamedTuple):
 
 class GateState(NamedTuple):
     """Everything the gate carries: the filter and each gate's own counters (``cusum``:
-    ``None`` unless ``GateParams.gate == "cusum"``)."""
+    ``None`` unless the CUSUM gate drives the interrupt)."""
 
     belief: BeliefState
     stable_map: StableMapState
@@ -252,7 +254,7 @@ class GateInfo(NamedTuple):
         Belief about ``z_{t+1}`` before ``a_{t+1}`` is seen (after any completion
         reset, every skill assumed feasible at ``t+1``).
     cusum : CusumInfo or None
-        The CUSUM gate's statistic, reference and alarm (``gate="cusum"`` only).
+        The CUSUM gate's statistic, reference and alarm (when it drives the interrupt).
     """
 
     t: int
@@ -604,7 +606,7 @@ def init(config: GateConfig, counts: Optional[np.ndarray] = None) -> GateState:
         window_sum=np.zeros(config.num_skills),
         log_evidence=0.0,
         t=0,
-        consts=hazard_constants(pi0, config.hazard),
+        consts=config.transition.constants(pi0, config.hazard),
     )
     return GateState(belief, stable_map_init(),
                      changepoint_init(config.num_skills, config.params.cp_horizon),
@@ -633,15 +635,12 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
     bs, sm_prev, cps, cus = state
     belief, pi0, counts, restart, buf, pos, wsum, log_evidence, t, consts = bs
     if consts is None:
-        consts = hazard_constants(pi0, config.hazard)
+        consts = config.transition.constants(pi0, config.hazard)
 
-    # 1. predict + condition. The change-point gate's run-length filter needs the
-    #    hazard step; in the hazard model that step *is* the belief update.
-    if not config.windowed:
-        hs = hazard_step(belief, pi0, feas, restart, config.hazard, ll, consts)
-        prior, post, log_z = hs[0], hs[1], hs[2]
-    else:
-        prior, post, log_z, buf, pos, wsum = _windowed_step(config, bs, ll, feas)
+    # 1. predict + condition by the model's transition. The change-point gate's run-length
+    #    filter needs the hazard step; in the hazard model that step *is* the belief update.
+    prior, post, log_z, buf, pos, wsum, hs, predictive = config.transition.online_step(
+        belief, pi0, restart, buf, pos, wsum, ll, feas, config.hazard, consts)
     if log_z == -_INF:
         raise ImpossibleObservationError(
             "the observation has probability zero under every skill the belief allows")
@@ -656,26 +655,18 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
     if not config.track_cp:
         cp_state, cp = cps, _CP_UNTRACKED
     else:
-        if config.windowed:
+        if hs is None:  # the transition is not the hazard filter: run it for the gate
             hs = hazard_step(cps.belief, pi0, feas, restart, config.hazard, ll, consts)
         cp_state, cp = changepoint_update(config.changepoint, cps, t, hs, pi0, feas, ll)
     if config.cusum is not None:
         cus, cu = cusum_update(config.cusum, cus, sm.map_skill, ll, feas, completed)
     else:
         cu = None
-    mode = config.mode
-    interrupt = bool(gate_interrupt(mode, sm.interrupt, cp.fired, ego_active, cu is not None and cu.fired))
-    if mode == "stable_map":
-        reason = sm.suppressed_reason
-    elif mode == "changepoint":
-        reason = cp.suppressed_reason if not cp.fired else (None if ego_active else REASON_EGO_IDLE)
-    elif mode == "cusum":
-        reason = cu.suppressed_reason if not cu.fired else (None if ego_active else REASON_EGO_IDLE)
-    else:
-        reason = None if interrupt else sm.suppressed_reason
-        if interrupt:  # one replanning signal: both cooldowns start
-            sm_state = stable_map_notify_replanned(sm_state, t)
-            cp_state = changepoint_notify_replanned(cp_state, t)
+    driver = config.driver
+    interrupt, reason = driver.decide((sm, cp, cu), ego_active)
+    if interrupt and driver.joint_replan:  # one replanning signal: every member's cooldown starts
+        sm_state = stable_map_notify_replanned(sm_state, t)
+        cp_state = changepoint_notify_replanned(cp_state, t)
 
     # 3. completion book-keeping and the prediction for the next step
     next_consts = consts
@@ -686,16 +677,9 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
         next_pi0 = predictive = smoothed / smoothed.sum()
         counts.setflags(write=False)
         next_pi0.setflags(write=False)
-        next_consts = hazard_constants(next_pi0, config.hazard)
+        next_consts = config.transition.constants(next_pi0, config.hazard)
     else:
         next_pi0 = pi0
-        if not config.windowed:
-            predictive = post * config.one_minus_h  # (1 - h) post + h pi0
-            predictive += consts[0]
-        elif feas is None:
-            predictive = post
-        else:
-            predictive = condition(pi0, wsum)[0]
 
     post.setflags(write=False)  # shared by the info and the new state
     # The records are built with tuple.__new__ (every field given, in order): the same
@@ -727,34 +711,6 @@ def decide(config: GateConfig, info: GateInfo) -> Decision:
     cp = info.changepoint
     return _new(Decision, (post, m, config.names[m], confidence, info.stable_map.contradiction,
                            info.interrupt, cp.fired, cp.prob, cp.switch_prob, info.predictive, info))
-
-
-def _windowed_step(config: GateConfig, bs: BeliefState, ll, feas):
-    """Windowed model (docs/model.md): ``b ∝ pi0_seg ∘ feasible ∘ exp(window sum)``.
-
-    A step enters the window only if its tempered log-likelihood row is not
-    identically zero; the pre-update belief is the product without the new row
-    (after evicting the oldest one). Returns
-    ``(prior, post, log_z, window_buf, window_pos, window_sum)``.
-    """
-    restart = bs.restart
-    observed = ll is not None and any(ll.tolist())  # validated (no NaN): a nonzero entry
-    before, buf, pos, wsum = window_push(np, bs.window_buf, bs.window_pos, bs.window_sum,
-                                         ll if observed else 0.0, observed, restart)
-    pi0 = bs.pi0
-    base = forced_switch(np, pi0, feas)  # pi0 restricted to the feasible skills
-    if restart:
-        prior = base
-    else:
-        prior, log_w, _ = condition(base, before)
-        if log_w == -_INF:
-            raise ImpossibleObservationError(
-                "every feasible skill has probability zero in the current window")
-    if observed:
-        post, log_z, _ = condition(prior, ll)
-    else:
-        post, log_z = prior, 0.0
-    return prior, post, log_z, buf, pos, wsum
 
 
 #: What the change-point gate reports when it is not tracked.

@@ -69,9 +69,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from beliefgate.beliefs.checks import as_array, as_bool as _as_bool
+from beliefgate.beliefs.boundary import (  # noqa: F401  (observations, filter: the public filter API)
+    check_completed,
+    check_loglik,
+    check_params,
+    filter,
+    filter_result,
+    numbers,
+    observations,
+    refuse_impossible,
+)
+from beliefgate.beliefs.checks import as_bool as _as_bool
+from beliefgate.beliefs.offline import most_likely_path, smoother
+from beliefgate.models.transitions import get_transition
 from beliefgate.models.hmm import (  # noqa: F401  (re-exported: the public filter API)
-    MODELS,
     FilterParams,
     FilterResult,
     FilterState,
@@ -105,113 +116,6 @@ from beliefgate.beliefs.errors import (
 # --------------------------------------------------------------------------------------
 
 
-def _number(value, name: str) -> float:
-    if isinstance(value, (bool, np.bool_, str, bytes)):
-        raise InvalidParameterError(f"{name} must be a number, got {value!r}")
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"{name} must be a number, got {value!r}") from None
-
-
-def _check_params(params: FilterParams) -> FilterParams:
-    if not isinstance(params, FilterParams):
-        raise InvalidParameterError(f"expected FilterParams, got {type(params).__name__}")
-    if params.model not in MODELS:
-        raise InvalidParameterError(f"unknown filter model {params.model!r}; use one of {MODELS}")
-    hazard, alpha = (_number(params.hazard, "hazard"), _number(params.alpha, "alpha"))
-    if not (math.isfinite(hazard) and 0.0 <= hazard <= 1.0):
-        raise InvalidParameterError(f"hazard must lie in [0, 1], got {params.hazard!r}")
-    if not (math.isfinite(alpha) and alpha > 0.0):
-        raise InvalidParameterError(f"alpha must be a finite number > 0, got {params.alpha!r}")
-    window = params.window
-    if window is not None and window != math.inf:
-        if isinstance(window, bool) or int(window) != window or window < 1:
-            raise InvalidParameterError(f"window must be an integer >= 1 or None, got {window!r}")
-        window = int(window)
-    else:
-        window = None
-    return FilterParams(params.model, hazard, alpha, window)
-
-
-def _check_loglik(loglik: np.ndarray, where: np.ndarray, what: str = "loglik") -> None:
-    bad = (np.isnan(loglik) | (loglik == np.inf)) & where
-    if np.any(bad):
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise NonFiniteLoglikError(
-            f"{what} must not contain NaN or +inf (first bad entry at index {idx}: "
-            f"{loglik[idx]!r}); use -inf for probability zero")
-
-
-def _check_completed(completed: np.ndarray, num_skills: int, where: np.ndarray) -> None:
-    if not np.issubdtype(completed.dtype, np.integer):
-        raise CompletedIndexError(f"completed must hold integers, got dtype {completed.dtype}")
-    bad = ((completed < -1) | (completed >= num_skills)) & where
-    if np.any(bad):
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise CompletedIndexError(
-            f"completed must lie in [-1, {num_skills}) (-1 = none); got {completed[idx]} at {idx}")
-
-
-
-
-def _float_dtype(x: np.ndarray):
-    """The JAX float dtype an array becomes (float64 only when x64 is enabled)."""
-    src = x.dtype if np.issubdtype(x.dtype, np.floating) else np.float64
-    return jax.dtypes.canonicalize_dtype(src)
-
-
-def observations(loglik, feasible=None, completed=None, valid=None, prior_counts=None,
-                 *, batched: Optional[bool] = None) -> Observations:
-    """Validate and package a trajectory (``[T, K]``) or a padded batch (``[B, T, K]``).
-
-    Defaults: all skills feasible, no completions, all steps valid, zero prior
-    counts. Raises :class:`ShapeMismatchError`, :class:`NonFiniteLoglikError`,
-    :class:`NoFeasibleSkillError` or :class:`CompletedIndexError` with the first
-    offending index. Returns JAX arrays (float dtype follows JAX's x64 setting).
-    """
-    ll = as_array(loglik, "loglik")
-    if not np.issubdtype(ll.dtype, np.number) or np.iscomplexobj(ll):  # complex: as the gate refuses it
-        raise ShapeMismatchError(f"loglik must be real numbers, got dtype {ll.dtype}")
-    if batched is None:
-        batched = ll.ndim == 3
-    want = 3 if batched else 2
-    if ll.ndim != want or ll.shape[-1] < 1 or ll.shape[-2] < 1:
-        raise ShapeMismatchError(
-            f"loglik must have shape {'[B, T, K]' if batched else '[T, K]'} with T, K >= 1, "
-            f"got {ll.shape}")
-    lead, num_skills = ll.shape[:-1], ll.shape[-1]
-    valid_np = np.ones(lead, bool) if valid is None else _as_bool(valid, "valid")
-    if valid_np.shape != lead:
-        raise ShapeMismatchError(f"valid must have shape {lead}, got {valid_np.shape}")
-    _check_loglik(ll, valid_np[..., None])
-    feas = np.ones(ll.shape, bool) if feasible is None else _as_bool(feasible, "feasible")
-    if feas.shape != ll.shape:
-        raise ShapeMismatchError(f"feasible must have shape {ll.shape}, got {feas.shape}")
-    none_ok = ~np.any(feas, axis=-1) & valid_np
-    if np.any(none_ok):
-        idx = tuple(int(i) for i in np.argwhere(none_ok)[0])
-        raise NoFeasibleSkillError(f"no skill is feasible at step index {idx}")
-    comp = np.full(lead, -1, np.int32) if completed is None else as_array(completed, "completed")
-    if comp.shape != lead:
-        raise ShapeMismatchError(f"completed must have shape {lead}, got {comp.shape}")
-    _check_completed(comp, num_skills, valid_np)
-    counts_shape = lead[:-1] + (num_skills,)
-    counts = np.zeros(counts_shape) if prior_counts is None else as_array(prior_counts, "prior_counts", float)
-    if counts.shape != counts_shape:
-        raise ShapeMismatchError(f"prior_counts must have shape {counts_shape}, got {counts.shape}")
-    if not np.all(np.isfinite(counts)) or np.any(counts < 0):
-        raise InvalidParameterError("prior_counts must be finite and >= 0")
-    fdt = _float_dtype(ll)
-    return Observations(
-        loglik=jnp.asarray(ll, fdt),
-        feasible=jnp.asarray(feas),
-        completed=jnp.asarray(np.where(valid_np, comp, -1), jnp.int32),
-        valid=jnp.asarray(valid_np),
-        prior_counts=jnp.asarray(counts, fdt),
-    )
-
-
 # --------------------------------------------------------------------------------------
 # Jitted entry points (configuration split into static structure + traced numbers)
 # --------------------------------------------------------------------------------------
@@ -224,28 +128,9 @@ def _update_jit(model, window, hazard, alpha, state, loglik, feasible, completed
 
 
 @partial(jax.jit, static_argnames=("model", "window"))
-def _filter_jit(model, window, hazard, alpha, obs):
-    params = FilterParams(model, hazard, alpha, window)
-    return _filter_result(params, obs)
-
-
-@partial(jax.jit, static_argnames=("model", "window"))
 def _filter_batch_jit(model, window, hazard, alpha, obs):
     params = FilterParams(model, hazard, alpha, window)
-    return jax.vmap(partial(_filter_result, params))(obs)
-
-
-def _filter_result(params, obs):
-    state, info = scan_filter(params, obs)
-    return FilterResult(info.log_posterior, info.log_predicted, info.log_normalizer,
-                        state.log_marginal, state)
-
-
-def _numbers(params: FilterParams, dtype):
-    # NumPy 0-d arrays (not jnp.asarray: ~80 us each) with a fixed dtype, so the jit
-    # cache key never changes with the values.
-    dtype = np.dtype(dtype)
-    return np.asarray(params.hazard, dtype), np.asarray(params.alpha, dtype)
+    return jax.vmap(partial(filter_result, params))(obs)
 
 
 def init(params: FilterParams, num_skills: int, prior_counts=None) -> FilterState:
@@ -254,7 +139,7 @@ def init(params: FilterParams, num_skills: int, prior_counts=None) -> FilterStat
     ``prior_counts`` [K] (>= 0): completion counts remembered from earlier
     episodes with the same partner; zeros by default.
     """
-    params = _check_params(params)
+    params = check_params(params)
     if isinstance(num_skills, bool) or int(num_skills) != num_skills or num_skills < 1:
         raise ShapeMismatchError(f"num_skills must be an integer >= 1, got {num_skills!r}")
     counts = np.zeros(int(num_skills)) if prior_counts is None else np.asarray(prior_counts, float)
@@ -281,7 +166,7 @@ def update(params: FilterParams, state: FilterState, loglik, feasible=None, comp
     :class:`BeliefInputError` subclass on malformed input and
     :class:`ImpossibleObservationError` if the step has probability zero.
     """
-    params = _check_params(params)
+    params = check_params(params)
     num_skills = int(state.log_belief.shape[-1])
     if _window_size(params) != state.window_buf.shape[0]:
         raise ShapeMismatchError(
@@ -291,7 +176,7 @@ def update(params: FilterParams, state: FilterState, loglik, feasible=None, comp
     if ll.shape != (num_skills,) or not np.issubdtype(ll.dtype, np.number):
         raise ShapeMismatchError(f"loglik must be a numeric array of shape ({num_skills},), "
                                  f"got {ll.shape} {ll.dtype}")
-    _check_loglik(ll, np.ones(ll.shape, bool))
+    check_loglik(ll, np.ones(ll.shape, bool))
     feas = np.ones(num_skills, bool) if feasible is None else _as_bool(feasible, "feasible")
     if feas.shape != (num_skills,):
         raise ShapeMismatchError(f"feasible must have shape ({num_skills},), got {feas.shape}")
@@ -306,7 +191,7 @@ def update(params: FilterParams, state: FilterState, loglik, feasible=None, comp
     if not -1 <= int(comp) < num_skills:
         raise CompletedIndexError(f"completed must lie in [-1, {num_skills}), got {comp}")
     dtype = state.log_belief.dtype
-    hazard, alpha = _numbers(params, dtype)
+    hazard, alpha = numbers(params, dtype)
     new_state, info = _update_jit(
         params.model, params.window, hazard, alpha, state,
         np.asarray(ll, np.dtype(dtype)), feas, np.asarray(int(comp), np.int32))
@@ -315,38 +200,6 @@ def update(params: FilterParams, state: FilterState, loglik, feasible=None, comp
             "this observation has probability zero under every skill the model allows "
             "(all feasible skills with predicted mass have loglik = -inf)")
     return new_state, info
-
-
-def filter(params: FilterParams, obs) -> FilterResult:  # noqa: A001 - public name by contract
-    """Offline forward filter of one trajectory (``jit`` around ``lax.scan``).
-
-    ``obs`` is an :class:`Observations` with ``[T, ...]`` arrays (build it with
-    :func:`observations`), or a bare ``loglik`` array [T, K] (all feasible, no
-    completions). Returns a :class:`FilterResult`.
-    """
-    params = _check_params(params)
-    if not isinstance(obs, Observations):
-        obs = observations(obs, batched=False)
-    elif obs.loglik.ndim != 2:
-        raise ShapeMismatchError(f"filter expects [T, K] arrays, got loglik {obs.loglik.shape}; "
-                                 "use filter_batch for [B, T, K]")
-    hazard, alpha = _numbers(params, obs.loglik.dtype)
-    return _possible(_filter_jit(params.model, params.window, hazard, alpha, obs))
-
-
-def _possible(result):
-    """``result``, or :class:`ImpossibleObservationError` naming the first step (and row) whose
-    observation has probability zero under every skill the model allows: there the posterior
-    is 0/0 (NaN) and the log marginal -inf, as :func:`update` and the online gate refuse."""
-    ln = np.asarray(result.log_normalizer)
-    bad = ~np.isfinite(ln)
-    if bad.any():
-        where = np.argwhere(bad)[0]
-        at = f"step {where[-1]}" + (f" of row {where[0]}" if ln.ndim == 2 else "")
-        raise ImpossibleObservationError(
-            f"the observation at {at} has probability zero under every skill the model allows (all feasible "
-            "skills with predicted mass have loglik = -inf): the filter has no posterior there")
-    return result
 
 
 def filter_batch(params: FilterParams, obs, *, method: str = "scaled", shards: Optional[int] = None):
@@ -371,7 +224,7 @@ def filter_batch(params: FilterParams, obs, *, method: str = "scaled", shards: O
     every block keeps at least :data:`SHARD_MIN_ROWS` rows (XLA:CPU runs one loop on one
     core); on other devices 1. ``shards=1`` is one device computation, jax arrays out.
     """
-    params = _check_params(params)
+    params = check_params(params)
     if method not in ("scaled", "log"):
         raise InvalidParameterError(f"method must be 'scaled' or 'log', got {method!r}")
     if shards is not None and (isinstance(shards, bool) or not isinstance(shards, (int, np.integer))
@@ -381,15 +234,15 @@ def filter_batch(params: FilterParams, obs, *, method: str = "scaled", shards: O
         obs = observations(obs, batched=True)
     elif obs.loglik.ndim != 3:
         raise ShapeMismatchError(f"filter_batch expects [B, T, K] arrays, got {obs.loglik.shape}")
-    hazard, alpha = _numbers(params, obs.loglik.dtype)
-    if params.model == "hazard" and method == "scaled":
+    hazard, alpha = numbers(params, obs.loglik.dtype)
+    if get_transition(params.model).scaled_kernel and method == "scaled":
         simple = bool(_is_simple(obs.feasible, obs.completed, obs.valid))
         batch = obs.loglik.shape[0]
         count = default_shards(obs.loglik) if shards is None else min(int(shards), batch)
         if count <= 1:
-            return _possible(batch_filter_scaled(hazard, alpha, obs, simple=simple))
-        return _possible(_sharded(hazard, alpha, obs, simple, count))
-    return _possible(_filter_batch_jit(params.model, params.window, hazard, alpha, obs))
+            return refuse_impossible(batch_filter_scaled(hazard, alpha, obs, simple=simple))
+        return refuse_impossible(_sharded(hazard, alpha, obs, simple, count))
+    return refuse_impossible(_filter_batch_jit(params.model, params.window, hazard, alpha, obs))
 
 
 #: Fewest rows per block when :func:`filter_batch` shards a batch by default (a block's
@@ -488,9 +341,7 @@ class BoundFilter(NamedTuple):
 
 def make_filter(params: FilterParams = FilterParams()) -> BoundFilter:
     """Validate ``params`` once and return the functions with it bound (builder layer)."""
-    from beliefgate.beliefs.offline import most_likely_path, smoother
-
-    params = _check_params(params)
+    params = check_params(params)
     return BoundFilter(
         params=params,
         init=partial(init, params),
@@ -502,15 +353,6 @@ def make_filter(params: FilterParams = FilterParams()) -> BoundFilter:
         new_episode=partial(new_episode, params),
     )
 
-
-
-def __getattr__(name: str):
-    """``smoother`` and ``most_likely_path`` live in :mod:`beliefgate.beliefs.offline`; reachable here too."""
-    if name in ("smoother", "most_likely_path"):
-        from beliefgate.beliefs import offline
-
-        return getattr(offline, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

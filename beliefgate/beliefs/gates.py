@@ -66,7 +66,8 @@ from typing import NamedTuple, Optional, Union
 import numpy as np
 
 from beliefgate.beliefs.errors import InvalidParameterError
-from beliefgate.models.forward import HazardStep, condition, hazard_constants, hazard_step
+from beliefgate.models.forward import condition
+from beliefgate.models.transitions.hazard import HazardStep, hazard_step
 
 #: ``t_last`` value of a gate that never fired (any ``t - NEVER`` exceeds any cooldown).
 NEVER = -(1 << 62)
@@ -101,12 +102,32 @@ _np_exp = np.exp
 _new = tuple.__new__
 
 
+_CONCRETE = (bool, int, float, _ndarray, np.bool_, np.integer, np.floating)
+
+
+def _traced(x) -> bool:
+    """``x`` is an array of another namespace (a JAX array or tracer inside ``jit``/``vmap``),
+    not a Python scalar or NumPy value: the rules then use that namespace's operations."""
+    return not isinstance(x, _CONCRETE)
+
+
+def _xp(x):
+    """The array namespace of a traced ``x`` (``jax.numpy``; imported only when one is met,
+    so the NumPy gate never imports JAX)."""
+    import jax.numpy as jnp
+
+    return jnp
+
+
 def where(cond, a, b):
     """``a`` where ``cond`` holds, else ``b``: Python's conditional for a scalar ``cond``,
-    :func:`numpy.where` (broadcasting) when ``cond`` is an array."""
+    :func:`numpy.where` (broadcasting) when ``cond`` is a NumPy array, ``jax.numpy.where``
+    when it is a JAX array or tracer."""
     if cond.__class__ is _ndarray:
         return np.where(cond, a, b)
-    return a if cond else b
+    if cond is True or cond is False or not _traced(cond):
+        return a if cond else b
+    return _xp(cond).where(cond, a, b)
 
 
 def logical_not(x):
@@ -115,8 +136,12 @@ def logical_not(x):
 
 
 def exp(x):
-    """``exp`` of a float (:func:`math.exp`) or element-wise of an array."""
-    return _np_exp(x) if x.__class__ is _ndarray else _exp(x)
+    """``exp`` of a float (:func:`math.exp`) or element-wise of an array (NumPy or JAX)."""
+    if x.__class__ is _ndarray:
+        return _np_exp(x)
+    if _traced(x):
+        return _xp(x).exp(x)
+    return _exp(x)
 
 
 def first_failure(reasons, *oks):
@@ -137,7 +162,7 @@ def first_failure(reasons, *oks):
         if ok is not True:
             if ok is False:
                 return reasons[i], False
-            if ok.__class__ is _ndarray:
+            if ok.__class__ is _ndarray or _traced(ok):
                 return _first_failure_rows(reasons, oks)
             if not ok:
                 return reasons[i], False
@@ -281,12 +306,18 @@ def stable_map_decide(
     ``weight = 0`` carry no evidence and never contradict.
     """
     lam = config.likelihood_scale
-    if ratio > -_INF:
+    if ratio.__class__ is not float and _traced(ratio):  # JAX: both cases, picked per element
+        possible = ratio > -_INF
+        log_l = where(possible, lam * where(possible, ratio, 0.0) + 0.0, where(lam != 0.0, -_INF, 0.0))
+    elif ratio > -_INF:
         log_l = lam * ratio + 0.0  # + 0.0: lambda = 0 gives 0.0, not -0.0
     else:  # an impossible action: -inf, or 0 for lambda = 0 (not NaN)
         log_l = where(lam != 0.0, -_INF, 0.0)
     evidence = weight > 0.0  # the belief side is shared: one bool for every configuration
-    contradiction = (log_l < config.log_tau) if evidence else False
+    if evidence is True or evidence is False or not _traced(evidence):
+        contradiction = (log_l < config.log_tau) if evidence else False
+    else:
+        contradiction = evidence & (log_l < config.log_tau)
     reason, interrupt = first_failure(_SM_CONTRADICTION, evidence, contradiction)
     if interrupt is False:  # no configuration contradicts: the counters stay
         new_state = _new(StableMapState, (map_skill, stable, state.t_last_interrupt,
@@ -334,14 +365,24 @@ def stable_map_update(
     lowest index on ties; the stable count; ``r_t = score[m_t] - top[m_t]``), the
     decision by :func:`stable_map_decide`.
     """
-    values = prior.tolist()  # finite (the step was checked): max/index = argmax, lowest index on ties
-    confidence = max(values)
-    m = values.index(confidence)
-    stable = state.stable + 1 if m == state.prev_map else 0
-    if score is None:
-        ratio = 0.0
-    else:
-        ratio = float(score[m]) - (top if type(top) is float else float(top[m]))
+    if prior.__class__ is _ndarray:  # NumPy: Python's max/index on the list (~4x np.argmax at K ~ 6)
+        values = prior.tolist()  # finite (the step was checked): max/index = argmax, lowest index on ties
+        confidence = max(values)
+        m = values.index(confidence)
+        stable = state.stable + 1 if m == state.prev_map else 0
+        if score is None:
+            ratio = 0.0
+        else:
+            ratio = float(score[m]) - (top if type(top) is float else float(top[m]))
+    else:  # JAX (under jit / vmap): the same quantities with the array namespace
+        xp = _xp(prior)
+        m = xp.argmax(prior)  # lowest index on ties, as above
+        confidence = prior[m]
+        stable = xp.where(m == state.prev_map, state.stable + 1, 0)
+        if score is None:
+            ratio = 0.0
+        else:
+            ratio = score[m] - (top if xp.ndim(top) == 0 else top[m])
     return stable_map_decide(config, state, t, m, confidence, stable, ratio, weight, ego_active)
 
 
@@ -599,22 +640,106 @@ def cusum_update(config: CusumConfig, state: CusumState, reference: int, ll: Opt
     return CusumState(sums, ref, state.num_fires + int(fired)), CusumInfo(stat, ref, bool(fired), reason)
 
 
+# --------------------------------------------------------------------------- combining the gates
+
+
+class Drive(NamedTuple):
+    """One gate driving the interrupt on its own (a wrapper's verdict, read after its update).
+
+    ``slot`` is the gate's place among the step's records ``(stable_map, changepoint, cusum)``
+    (the order of :class:`~beliefgate.beliefs.core.GateState`'s gate fields); ``needs_ego``:
+    the gate's own rule ignores whether the ego is active, so the interrupt also needs it
+    (change-point, CUSUM; the stable-MAP rule checks it itself). ``slots`` are the gates it
+    reads, ``joint_replan`` whether an interrupt restarts every member's cooldown (one gate:
+    its own rule already did).
+    """
+
+    name: str
+    slot: int
+    needs_ego: bool
+
+    @property
+    def slots(self) -> tuple:
+        return (self.slot,)
+
+    @property
+    def joint_replan(self) -> bool:
+        return False
+
+    def interrupt(self, fired, ego_active=True):
+        """The interrupt from the gates' ``fired`` flags (a tuple by slot; scalars or ``[C]``
+        arrays)."""
+        f = fired[self.slot]
+        return (f & ego_active) if self.needs_ego else f
+
+    def decide(self, infos, ego_active: bool) -> tuple:
+        """``(interrupt, suppressed_reason)`` of one step from the gates' records (by slot)."""
+        info = infos[self.slot]
+        if not self.needs_ego:
+            return info.interrupt, info.suppressed_reason
+        if not info.fired:
+            return False, info.suppressed_reason
+        return (True, None) if ego_active else (False, REASON_EGO_IDLE)
+
+
+class AnyOf(NamedTuple):
+    """Interrupt when any member does (:func:`any_of`); a suppressed step reports the first
+    member's reason, and an interrupt restarts every member's cooldown (one replanning signal)."""
+
+    name: str
+    members: tuple
+
+    @property
+    def slots(self) -> tuple:
+        return tuple(m.slot for m in self.members)
+
+    @property
+    def joint_replan(self) -> bool:
+        return True
+
+    def interrupt(self, fired, ego_active=True):
+        out = self.members[0].interrupt(fired, ego_active)
+        for member in self.members[1:]:
+            out = out | member.interrupt(fired, ego_active)
+        return out
+
+    def decide(self, infos, ego_active: bool) -> tuple:
+        for member in self.members:  # a member interrupts: its own rule's verdict (and the ego active)
+            info = infos[member.slot]
+            if info.interrupt if not member.needs_ego else (info.fired and ego_active):
+                return True, None
+        return False, self.members[0].decide(infos, ego_active)[1]
+
+
+def any_of(name: str, *members: Drive) -> AnyOf:
+    """The combinator: a gate that interrupts when any of ``members`` does."""
+    return AnyOf(name, tuple(members))
+
+
+#: The stable-MAP gate alone.
+STABLE_MAP = Drive("stable_map", 0, False)
+#: The change-point gate alone (while the ego is active).
+CHANGEPOINT = Drive("changepoint", 1, True)
+#: The CUSUM gate alone (while the ego is active).
+CUSUM = Drive("cusum", 2, True)
+#: The gates ``GateParams.gate`` names. A new gate is one wrapper (its ``*_init``/``*_update``
+#: and a record with ``fired``/``suppressed_reason``) and one entry here.
+GATES = {g.name: g for g in (STABLE_MAP, CHANGEPOINT, any_of("either", STABLE_MAP, CHANGEPOINT), CUSUM)}
+
+
+def gate_driver(name: str):
+    """The driver named ``name`` (:data:`GATES`); :class:`InvalidParameterError` naming it otherwise."""
+    try:
+        return GATES[name]
+    except (KeyError, TypeError):
+        raise InvalidParameterError(
+            f"unknown gate mode {name!r}; use 'stable_map', 'changepoint', 'either' or 'cusum'") from None
+
+
 def gate_interrupt(mode: str, sm_interrupt, cp_fired, ego_active=True, cusum_fired=False):
-    """Whether the gate chosen by ``mode`` interrupts (scalars or ``[C]`` arrays):
-    ``"stable_map"``: the stable-MAP interrupt; ``"changepoint"``: a change-point firing
-    while the ego is active; ``"either"``: one or the other (then both cooldowns restart,
-    see :func:`beliefgate.beliefs.core.advance`); ``"cusum"``: a CUSUM alarm while the ego
-    is active."""
-    if mode == "stable_map":
-        return sm_interrupt
-    if mode == "changepoint":
-        return cp_fired & ego_active
-    if mode == "either":
-        return sm_interrupt | (cp_fired & ego_active)
-    if mode == "cusum":
-        return cusum_fired & ego_active
-    raise InvalidParameterError(
-        f"unknown gate mode {mode!r}; use 'stable_map', 'changepoint', 'either' or 'cusum'")
+    """Whether the gate named ``mode`` interrupts (scalars or ``[C]`` arrays):
+    ``gate_driver(mode).interrupt((sm_interrupt, cp_fired, cusum_fired), ego_active)``."""
+    return gate_driver(mode).interrupt((sm_interrupt, cp_fired, cusum_fired), ego_active)
 
 
 __all__ = [
@@ -635,7 +760,6 @@ __all__ = [
     "stable_map_update",
     "stable_map_notify_replanned",
     "HazardStep",
-    "hazard_constants",
     "hazard_step",
     "ChangePointConfig",
     "ChangePointState",
@@ -645,6 +769,14 @@ __all__ = [
     "changepoint_update",
     "changepoint_decide",
     "gate_interrupt",
+    "gate_driver",
+    "Drive",
+    "AnyOf",
+    "any_of",
+    "GATES",
+    "STABLE_MAP",
+    "CHANGEPOINT",
+    "CUSUM",
     "changepoint_notify_replanned",
     "CusumConfig",
     "CusumState",

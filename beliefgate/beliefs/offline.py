@@ -3,7 +3,8 @@
 Both use the per-step log transition matrices of the same hazard component the
 online filter predicts with (:func:`beliefgate.models.hmm.log_transition_matrices`,
 O(K^2) per step: fine offline). The windowed model has no transition matrix, so
-both refuse it. Validation reuses :mod:`beliefgate.beliefs.filter`'s boundary checks.
+both refuse it. Validation and the forward filter that names an impossible step come from
+:mod:`beliefgate.beliefs.boundary` (as :mod:`beliefgate.beliefs.filter`'s do).
 """
 
 from __future__ import annotations
@@ -15,18 +16,19 @@ from jax import lax
 from jax.nn import logsumexp
 
 from beliefgate.beliefs.errors import ShapeMismatchError, UnsupportedModelError
-from beliefgate.beliefs.filter import _check_params, _numbers, filter, observations  # noqa: A004
+from beliefgate.beliefs.boundary import check_params, filter, numbers, observations  # noqa: A004
 from beliefgate.models.hmm import (
     FilterParams,
     Observations,
     _correct,
     log_transition_matrices,
 )
+from beliefgate.models.transitions import get_transition
 
 
 def _require_hazard(params: FilterParams, obs) -> tuple[FilterParams, Observations]:
-    params = _check_params(params)
-    if params.model != "hazard":
+    params = check_params(params)
+    if not get_transition(params.model).has_matrix:
         raise UnsupportedModelError(
             f"{params.model!r} is a filter only (no transition matrix); smoothing and "
             "decoding are defined for the hazard model")
@@ -78,7 +80,7 @@ def smoother(params: FilterParams, obs):
     values and should be ignored.
     """
     params, obs = _require_hazard(params, obs)
-    hazard, alpha = _numbers(params, obs.loglik.dtype)
+    hazard, alpha = numbers(params, obs.loglik.dtype)
     return _refuse_impossible(params, obs, _smoother_jit(hazard, alpha, obs))
 
 
@@ -112,7 +114,7 @@ def most_likely_path(params: FilterParams, obs):
     At padding steps the path repeats the neighbouring skill.
     """
     params, obs = _require_hazard(params, obs)
-    hazard, alpha = _numbers(params, obs.loglik.dtype)
+    hazard, alpha = numbers(params, obs.loglik.dtype)
     return _refuse_impossible(params, obs, _viterbi_jit(hazard, alpha, obs))
 
 

@@ -4,9 +4,9 @@ The switch benchmark (:mod:`beliefgate.eval.switches`) records, once per episode
 partner's per-step evidence and one pass of a :class:`~beliefgate.Gate` over it, and
 replays both through every detector here:
 
-* :func:`stable_map_alarms` and :func:`threshold_alarms` re-apply the gate's own
-  decision rules (SPEC §4: stable-MAP, and the change-point gate's threshold with
-  hysteresis) to the recorded belief, so one gate pass scores a whole sweep of decision
+* :func:`stable_map_alarms` and :func:`threshold_alarms` step the gate's own decision
+  functions (:func:`~beliefgate.beliefs.gates.stable_map_decide`,
+  :func:`~beliefgate.beliefs.gates.changepoint_decide`) over the recorded belief, so one gate pass scores a whole sweep of decision
   parameters (the belief does not depend on them; ``tests/test_switches.py`` checks the
   replayed alarms against the gate's own ``Decision.interrupt`` / ``Decision.changepoint``);
 * :func:`naive_alarms`: alarm whenever the observed action is unlikely under the
@@ -24,11 +24,20 @@ Everything is NumPy on small arrays in log space; nothing here knows Overcooked.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 import numpy as np
 
+from beliefgate.beliefs.gates import (
+    ChangePointConfig,
+    ChangePointState,
+    StableMapConfig,
+    changepoint_decide,
+    stable_map_decide,
+    stable_map_init,
+)
 from beliefgate.errors import InputError
 
 
@@ -104,13 +113,21 @@ class EvidenceTrace:
 
 @dataclass
 class BeliefTrace:
-    """What one gate pass reports at every step (from its ``Decision``s).
+    """What one pass of the functional gate over recorded evidence reports at every step
+    (:func:`belief_pass`; float[T] / int[T] / bool[T]). The one trace every replay reads: the
+    switch benchmark's detectors, the sensitivity replays and the tests of both.
 
-    ``map_skill``, ``confidence``, ``stable``: the pre-update MAP skill, its probability
-    and stable count; ``log_l``: the gate's log likelihood ratio at ``likelihood_scale``
-    1 (its ``reference``); ``log_l_action``: log pi(a_t | m_t) / max_a pi(a | m_t) (the
-    naive rule's ratio); ``cp_prob``: the change-point statistic; ``interrupt`` and
-    ``changepoint``: the gate's own alarms (for checking the replayed rules).
+    ``map_skill``, ``confidence``, ``stable``: m_t, b(m_t) and stable_t of the pre-update
+    belief; ``log_l``: r_t, the gate's log likelihood ratio at ``likelihood_scale`` 1 (its
+    ``reference``; 0 where undefined); ``log_l_action``: log pi(a_t | m_t) / max_a pi(a | m_t)
+    (the naive rule's ratio); ``cp_prob``: the change-point statistic (NaN when untracked);
+    ``weight``: tempering weight; ``interrupt``, ``changepoint``: the gate's own alarms (for
+    checking the replayed rules); ``post_map``, ``post_conf``: MAP and its probability after
+    the update; ``switch_prob``: P(z_t != z_{t-1} | a_{0:t}) (NaN when untracked);
+    ``posterior``: float[T, K] after each update; ``contradiction``: the stable-MAP gate's
+    ``l_t < tau_obs``; ``l_t``: its ``exp(lambda r_t)``; ``gate_interrupt``: the interrupt of the
+    gate ``GateParams.gate`` chose (``interrupt`` is the stable-MAP gate's own). ``conf`` and
+    ``log_ratio`` are the sensitivity replay's names for ``confidence`` and ``log_l``.
     """
 
     map_skill: np.ndarray
@@ -122,48 +139,109 @@ class BeliefTrace:
     weight: np.ndarray
     interrupt: np.ndarray
     changepoint: np.ndarray
+    post_map: Optional[np.ndarray] = None
+    post_conf: Optional[np.ndarray] = None
+    switch_prob: Optional[np.ndarray] = None
+    posterior: Optional[np.ndarray] = None
+    contradiction: Optional[np.ndarray] = None
+    l_t: Optional[np.ndarray] = None
+    gate_interrupt: Optional[np.ndarray] = None
+
+    def __len__(self) -> int:
+        return len(self.stable)
+
+    @property
+    def conf(self) -> np.ndarray:
+        return self.confidence
+
+    @property
+    def log_ratio(self) -> np.ndarray:
+        return self.log_l
+
+
+def belief_pass(evidence: Sequence, skill_names: Sequence[str], params, replan: bool = False) -> BeliefTrace:
+    """Run the gate's functional core (:func:`beliefgate.beliefs.core.make_gate`) once over
+    recorded :class:`~beliefgate.beliefs.evidence.StepEvidence` and keep every step's
+    :class:`BeliefTrace` columns. The gate's own interrupt starts its cooldown; with ``replan``
+    the ego also replans on every interrupt (every cooldown starts, as
+    :meth:`Gate.notify_replanned <beliefgate.beliefs.gate.Gate.notify_replanned>`), otherwise
+    nothing else is fed back. Raises the core's
+    :class:`~beliefgate.beliefs.errors.BeliefInputError` subclasses."""
+    from beliefgate.beliefs.core import make_gate, notify_replanned
+
+    gate = make_gate(params, len(skill_names), skill_names)
+    reduce, advance = gate.reduce, gate.advance
+    state = gate.init()
+    lam = params.likelihood_scale
+    T = len(evidence)
+    map_skill, stable, post_map = (np.empty(T, dtype=np.int64) for _ in range(3))
+    conf, log_l, log_la, cp_prob, weight, post_conf, switch_prob = (np.empty(T) for _ in range(7))
+    interrupt, changepoint, contradiction, gate_interrupt = (np.empty(T, dtype=bool) for _ in range(4))
+    l_t = np.empty(T)
+    posterior = np.empty((T, len(skill_names)))
+    for t, ev in enumerate(evidence):
+        state, info = advance(state, reduce(ev))
+        if replan and info.interrupt:
+            state = notify_replanned(state)
+        sm, cp, post = info.stable_map, info.changepoint, info.posterior
+        posterior[t] = post
+        contradiction[t], l_t[t], gate_interrupt[t] = sm.contradiction, sm.l_t, info.interrupt
+        m = sm.map_skill
+        map_skill[t], stable[t], conf[t] = m, sm.stable, sm.confidence
+        log_l[t] = sm.log_l / lam if lam != 0 else _log_ratio(ev, m, params.reference)
+        row = np.asarray(ev.logprobs[m], dtype=float)
+        log_la[t] = float(row[np.asarray(ev.action_mask, dtype=bool)].max() - row.max())
+        cp_prob[t], switch_prob[t], weight[t] = cp.prob, cp.switch_prob, info.weight
+        interrupt[t], changepoint[t] = sm.interrupt, cp.fired
+        k = int(post.argmax())
+        post_map[t], post_conf[t] = k, post[k]
+    return BeliefTrace(map_skill, conf, stable, log_l, log_la, cp_prob, weight, interrupt, changepoint,
+                       post_map, post_conf, switch_prob, posterior, contradiction, l_t, gate_interrupt)
+
+
+def _log_ratio(ev, m: int, reference: str) -> float:
+    """r_t (log l_t at lambda = 1) for the given reference, from the evidence (only needed when the
+    pass ran with lambda = 0, where the gate's log l_t is 0)."""
+    lp = np.asarray(ev.logprobs, dtype=float)
+    mask = np.asarray(ev.action_mask, dtype=bool)
+    best = lp[:, mask].max(axis=1)
+    if reference == "action":
+        return float(best[m] - lp[m].max())
+    feas = np.ones(lp.shape[0], dtype=bool) if ev.feasible is None else np.asarray(ev.feasible, dtype=bool)
+    return float(best[m] - best[feas].max())
 
 
 # ------------------------------------------------------------------------------ decision rules
-def spaced(candidates: np.ndarray, cooldown: int) -> np.ndarray:
-    """The earliest candidate, then the earliest one at least ``cooldown`` steps later, and so on."""
-    out = np.zeros(len(candidates), dtype=bool)
-    last = None
-    for t in np.flatnonzero(candidates):
-        if last is None or t - last >= cooldown:
-            out[t] = True
-            last = t
-    return out
-
-
 def stable_map_alarms(b: BeliefTrace, tau_obs: float, confidence_floor: float, n_stable: int, cooldown: int,
                       likelihood_scale: float = 1.0) -> np.ndarray:
-    """The stable-MAP gate's interrupts (SPEC §4) on a recorded belief, ego always active."""
+    """The stable-MAP gate's interrupts (SPEC §4) on a recorded belief, ego always active: the
+    gate's own rule :func:`beliefgate.beliefs.gates.stable_map_decide` stepped over the trace."""
     if not 0.0 <= tau_obs <= 1.0 or likelihood_scale < 0 or cooldown < 0 or n_stable < 0:
         raise DetectorInputError(f"bad stable-MAP parameters tau_obs={tau_obs}, likelihood_scale={likelihood_scale}, "
                                  f"n_stable={n_stable}, cooldown={cooldown}")
-    log_tau = np.log(tau_obs) if tau_obs > 0 else -np.inf
-    log_l = likelihood_scale * b.log_l if likelihood_scale != 0 else np.zeros_like(b.log_l)
-    contradiction = (b.weight > 0) & (log_l < log_tau)
-    candidates = contradiction & (b.stable >= n_stable) & (b.confidence >= confidence_floor)
-    return spaced(candidates, cooldown)
+    config = StableMapConfig.make(tau_obs, likelihood_scale, confidence_floor, n_stable, cooldown)
+    state = stable_map_init()
+    out = np.zeros(len(b.log_l), dtype=bool)
+    columns = zip(b.map_skill.tolist(), b.confidence.tolist(), b.stable.tolist(), b.log_l.tolist(), b.weight.tolist())
+    for t, (m, conf, stable, ratio, weight) in enumerate(columns):
+        state, info = stable_map_decide(config, state, t, m, conf, stable, ratio, weight)
+        out[t] = info.interrupt
+    return out
 
 
 def threshold_alarms(prob: np.ndarray, threshold: float, release: float, cooldown: int = 0) -> np.ndarray:
-    """Fire when ``prob >= threshold`` while armed (then disarm until ``prob < release``), honouring a cooldown.
-
-    The change-point gate's rule; NaN never fires.
-    """
+    """Fire when ``prob >= threshold`` while armed (then disarm until ``prob < release``), honouring a
+    cooldown: the change-point gate's own rule :func:`beliefgate.beliefs.gates.changepoint_decide`
+    stepped over ``prob``. NaN never fires."""
     if not 0.0 < threshold <= 1.0 or not 0.0 <= release <= threshold or cooldown < 0:
         raise DetectorInputError(f"need 0 < threshold <= 1, 0 <= release <= threshold, cooldown >= 0; got "
                                  f"threshold={threshold}, release={release}, cooldown={cooldown}")
+    config = ChangePointConfig(math.nan, 1, float(threshold), float(release), int(cooldown))
+    state = ChangePointState(None, 0, None)  # counters only: the statistic is given
     out = np.zeros(len(prob), dtype=bool)
-    armed, last = True, None
-    for t, p in enumerate(np.asarray(prob, dtype=float)):
-        armed = armed or p < release
-        if p >= threshold and armed and (last is None or t - last >= cooldown):
-            out[t] = True
-            armed, last = False, t
+    for t, p in enumerate(np.asarray(prob, dtype=float).tolist()):
+        state, info = changepoint_decide(config, state, t, p)
+        out[t] = info.fired
     return out
 
 

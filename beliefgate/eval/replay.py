@@ -17,7 +17,7 @@ from beliefgate.beliefs.evidence import StepEvidence
 from beliefgate.envs.overcooked.dynamics import completed_skills
 from beliefgate.envs.overcooked.observer import OvercookedObserver
 from beliefgate.envs.trajlog import Trajectory
-from beliefgate.eval.detectors import score_alarms
+from beliefgate.eval.detectors import belief_pass, score_alarms
 
 
 @dataclass
@@ -100,36 +100,21 @@ def ground_truth(traj: Trajectory, partner: int, names: Sequence[str], min_segme
 
 def replay(traj: Trajectory, params=None, partner: Optional[int] = None,
            evidence: Optional[List[StepEvidence]] = None) -> ReplayResult:
-    """Run a fresh gate over the partner's logged behaviour."""
-    from beliefgate.beliefs.gate import Gate, GateParams
+    """Run a fresh gate over the partner's logged behaviour: the one belief pass
+    (:func:`beliefgate.eval.detectors.belief_pass`) with the ego replanning on every interrupt,
+    aligned with the partner's ground truth."""
+    from beliefgate.beliefs.gate import GateParams
 
     params = params or GateParams()
     if partner is None:
         partner = 1 - traj.header.seat
     observer_names = OvercookedObserver(traj.header.layout, params, partner=partner).skill_names
     evidence = evidence if evidence is not None else partner_evidence(traj, partner, params)
-    gate = Gate.from_logprobs(len(observer_names), params, observer_names)
-    T, K = len(evidence), len(observer_names)
-    post = np.empty((T, K))
-    cols = {k: np.empty(T, dtype=d) for k, d in [("map", int), ("conf", float), ("contra", bool),
-                                                   ("intr", bool), ("cp", bool), ("cpp", float),
-                                                   ("lt", float), ("w", float), ("la", float)]}
-    for t, ev in enumerate(evidence):
-        d = gate.step_evidence(ev)
-        post[t] = d.posterior
-        cols["map"][t], cols["conf"][t] = d.map_skill, d.confidence
-        cols["contra"][t], cols["intr"][t] = d.contradiction, d.interrupt
-        cols["cp"][t], cols["cpp"][t] = d.changepoint, d.changepoint_prob
-        cols["lt"][t], cols["w"][t] = d.info.l_t, d.info.weight
-        m = d.info.map_skill
-        row = ev.logprobs[m]
-        cols["la"][t] = float(np.exp(row[ev.action_mask].max() - row.max()))
-        if d.interrupt:
-            gate.notify_replanned()  # the ego replans on an interrupt, which starts the cooldown
+    tr = belief_pass(evidence, list(observer_names), params, replan=True)
     truth, hidden = ground_truth(traj, partner, observer_names, evidence=evidence)
-    return ReplayResult(traj.header.layout, partner, observer_names, post, cols["map"], cols["conf"],
-                        cols["contra"], cols["intr"], cols["cp"], cols["cpp"], truth, hidden,
-                        cols["lt"], cols["w"], cols["la"])
+    return ReplayResult(traj.header.layout, partner, observer_names, tr.posterior, tr.post_map, tr.post_conf,
+                        tr.contradiction, tr.gate_interrupt, tr.changepoint, tr.cp_prob, truth, hidden,
+                        tr.l_t, tr.weight, np.exp(tr.log_l_action))
 
 
 @dataclass

@@ -4,9 +4,9 @@ For every (layout, partner, seed) it plays one scripted episode on the real Over
 dynamics (ego ``balanced`` in seat 0), computes the partner's per-step evidence once
 (:func:`beliefgate.eval.replay.partner_evidence`), finds the partner's *hidden* switches
 (a change of its true skill that no visible completion or vanished target announced:
-:func:`beliefgate.eval.replay.ground_truth`), runs one :class:`~beliefgate.Gate` pass
-over the evidence through its public API (``Gate.step_evidence`` and the ``Decision``
-fields), and replays the recording through every detector of
+:func:`beliefgate.eval.replay.ground_truth`), runs one pass of the functional gate over
+the evidence (:func:`beliefgate.eval.detectors.belief_pass`, the one belief trace the
+sensitivity replays read too), and replays the recording through every detector of
 :mod:`beliefgate.eval.detectors`:
 
 * ``stable-MAP gate`` -- swept over ``tau_obs`` (the other fields from the given
@@ -40,6 +40,7 @@ from beliefgate.errors import InputError
 from beliefgate.provenance import git_commit
 from beliefgate.eval.detectors import (
     BeliefTrace,
+    belief_pass,
     EvidenceTrace,
     bocpd_statistic,
     cusum_alarms,
@@ -113,44 +114,10 @@ def trace_of(traj, partner: str, seed: int, params=None) -> EpisodeTrace:
 
 
 def gate_pass(trace: EpisodeTrace, params) -> BeliefTrace:
-    """Run a fresh :class:`~beliefgate.Gate` over the recorded evidence; collect its Decision fields.
-
-    The stable-MAP interrupt starts its own cooldown; nothing else is fed back (the
-    benchmark scores each gate's alarms on their own).
-    """
-    from beliefgate import Gate
-
-    gate = Gate.from_logprobs(len(trace.skill_names), params, list(trace.skill_names))
-    T = len(trace.steps)
-    cols = {k: np.empty(T, dtype=d) for k, d in [("map", int), ("conf", float), ("stable", int), ("logl", float),
-                                                   ("logla", float), ("cp", float), ("w", float),
-                                                   ("intr", bool), ("cpf", bool)]}
-    lam = params.likelihood_scale
-    for t, ev in enumerate(trace.steps):
-        d = gate.step_evidence(ev)
-        info = d.info
-        m = int(info.map_skill)
-        cols["map"][t], cols["conf"][t], cols["stable"][t] = m, info.confidence, info.stable
-        # the gate's log ratio at likelihood_scale 1 (its log_l is lambda * r_t)
-        cols["logl"][t] = info.stable_map.log_l / lam if lam != 0 else _log_ratio(ev, m, params.reference)
-        row = np.asarray(ev.logprobs[m], dtype=float)
-        cols["logla"][t] = float(row[np.asarray(ev.action_mask, dtype=bool)].max() - row.max())
-        cols["cp"][t] = d.changepoint_prob
-        cols["w"][t] = info.weight
-        cols["intr"][t], cols["cpf"][t] = info.stable_map.interrupt, d.changepoint
-    return BeliefTrace(cols["map"], cols["conf"], cols["stable"], cols["logl"], cols["logla"], cols["cp"],
-                       cols["w"], cols["intr"], cols["cpf"])
-
-
-def _log_ratio(ev, m: int, reference: str) -> float:
-    """log l_t at lambda = 1 for the given reference (only needed when the params have lambda = 0)."""
-    lp = np.asarray(ev.logprobs, dtype=float)
-    mask = np.asarray(ev.action_mask, dtype=bool)
-    best = lp[:, mask].max(axis=1)
-    if reference == "action":
-        return float(best[m] - lp[m].max())
-    feas = np.ones(lp.shape[0], dtype=bool) if ev.feasible is None else np.asarray(ev.feasible, dtype=bool)
-    return float(best[m] - best[feas].max())
+    """One pass of the functional gate over the recorded evidence
+    (:func:`beliefgate.eval.detectors.belief_pass`): the stable-MAP interrupt starts its own
+    cooldown; nothing else is fed back (the benchmark scores each gate's alarms on their own)."""
+    return belief_pass(trace.steps, list(trace.skill_names), params)
 
 
 # -------------------------------------------------------------------------------- scoring

@@ -7,10 +7,11 @@ offline filters (:mod:`beliefgate.beliefs.filter`), smoothing and Viterbi
 (:mod:`beliefgate.beliefs.offline`) and the diagnostics all run the *same* step:
 
 * the **skill prior** :func:`log_smoothed_prior` (``pi0 ∝ n + alpha``);
-* the **hazard transition** with its O(K) log-predict :func:`hazard_predict` and its
-  log-matrix form :func:`hazard_log_transition` (per-step matrices:
-  :func:`log_transition_matrices`), and the **windowed** segment product
-  (:func:`_windowed_predict`);
+* the **transition** component of ``FilterParams.model``
+  (:mod:`beliefgate.models.transitions`: hazard, windowed), whose predict
+  :func:`update_step` dispatches on; the hazard transition's JAX forms
+  :func:`hazard_predict` and :func:`hazard_log_transition` (per-step matrices:
+  :func:`log_transition_matrices`);
 * the forward step :func:`update_step` (predict, correct, book-keep completions) and
   its scan :func:`scan_filter`, whose final ``log_marginal`` is the model's log
   density with ``z`` summed out.
@@ -20,7 +21,6 @@ No validation here: callers validate at the boundary (``beliefgate.beliefs.filte
 
 from __future__ import annotations
 
-import math
 from functools import partial
 from typing import NamedTuple, Optional
 
@@ -30,9 +30,8 @@ from jax import lax
 from jax.nn import logsumexp
 
 from beliefgate.models import components as _C
-from beliefgate.models.errors import InvalidParameterError
-
-MODELS = ("hazard", "windowed")
+from beliefgate.models.transitions import MODELS, get_transition  # noqa: F401  (MODELS re-exported)
+from beliefgate.models.transitions import hazard as _hazard
 
 
 # --------------------------------------------------------------------------------------
@@ -186,11 +185,6 @@ class FilterResult(NamedTuple):
 # --------------------------------------------------------------------------------------
 
 
-def _log_mask(feasible):
-    """0 where feasible, -inf elsewhere."""
-    return jnp.where(feasible, 0.0, -jnp.inf)
-
-
 def log_smoothed_prior(counts, alpha):
     """``log pi0(k)`` with ``pi0(k) = (counts(k) + alpha) / sum_j (counts(j) + alpha)``."""
     smoothed = counts + alpha
@@ -198,54 +192,20 @@ def log_smoothed_prior(counts, alpha):
 
 
 def hazard_predict(log_belief, log_pi0, feasible, hazard, reset):
-    """O(K) predict of the hazard model: ``log sum_i b(i) T(i, j)``.
-
-    Parameters are ``log_belief`` [K] (normalised), ``log_pi0`` [K], ``feasible``
-    [K] bool, ``hazard`` scalar, ``reset`` bool (forced switch for every row).
-    Returns the normalised predicted log belief [K] (``-inf`` on infeasible skills).
-
-    The predict is :func:`beliefgate.models.components.hazard_sticky` (one
-    definition for NumPy and JAX) on the belief scaled by its maximum, so relative
-    beliefs stay exact down to float range (1e-308 of the MAP); the result is
-    taken back to log space.
-    """
-    top = jnp.max(log_belief)
-    belief = jnp.exp(log_belief - top)
-    belief = belief / jnp.sum(belief)
-    pi0 = jnp.exp(log_pi0)
-    f = feasible.astype(pi0.dtype)
-    sticky, _, _ = _C.hazard_sticky(jnp, belief, pi0, f, hazard)
-    forced = _C.forced_switch(jnp, pi0, f)
-    pred = jnp.where(reset, forced, sticky)
-    # Infeasible skills get exactly -inf; feed log() a 1 there so no NaN gradient leaks.
-    ok = feasible & (pred > 0)
-    return jnp.where(ok, jnp.log(jnp.where(ok, pred, 1.0)), -jnp.inf)
+    """O(K) log-space predict of the hazard model (JAX):
+    :func:`beliefgate.models.transitions.hazard.log_predict` with ``xp = jax.numpy``."""
+    return _hazard.log_predict(jnp, log_belief, log_pi0, feasible, hazard, reset)
 
 
 def hazard_log_transition(log_pi0, feasible, hazard, reset):
-    """Full log transition matrix ``log T[i, j]`` into a step (offline use, O(K^2)).
-
-    Written directly from ``docs/model.md``: row ``i`` is the forced switch
-    ``pi0 ∘ feasible / S`` if ``reset`` or skill ``i`` is infeasible, else
-    ``[(1-h)[i == j] + h pi0(j)] feasible(j) / Z_i``.
-    """
-    num_skills = log_pi0.shape[-1]
-    pi0 = jnp.exp(log_pi0)
-    f = feasible.astype(pi0.dtype)
-    forced = pi0 * f / jnp.sum(pi0 * f)
-    eye = jnp.eye(num_skills, dtype=pi0.dtype)
-    unnorm = ((1.0 - hazard) * eye + hazard * pi0[None, :]) * f[None, :]
-    z = jnp.sum(unnorm, axis=1, keepdims=True)
-    sticky_ok = feasible[:, None] & ~reset
-    rows = jnp.where(sticky_ok, unnorm / jnp.where(sticky_ok, z, 1.0), forced[None, :])
-    return jnp.log(rows)
+    """Full log transition matrix of the hazard model (JAX, offline use):
+    :func:`beliefgate.models.transitions.hazard.log_transition` with ``xp = jax.numpy``."""
+    return _hazard.log_transition(jnp, log_pi0, feasible, hazard, reset)
 
 
 def _window_size(params: FilterParams) -> int:
-    """Number of ring-buffer slots (0 = no buffer: hazard model or infinite window)."""
-    if params.model != "windowed" or params.window is None or params.window == math.inf:
-        return 0
-    return int(params.window)
+    """Number of ring-buffer slots of ``params``' transition (0: none)."""
+    return get_transition(params.model).window_slots(params.window)
 
 
 def initial_state(params: FilterParams, prior_counts) -> FilterState:
@@ -273,17 +233,6 @@ def _correct(log_pred, loglik):
     return log_joint - log_norm, log_norm
 
 
-def _windowed_predict(params, state, loglik, feasible, observed):
-    """Windowed predict; returns (log_pred, log_seg_prior, buf, pos, window_sum_after)."""
-    log_pi0 = log_smoothed_prior(state.counts, params.alpha)
-    seg_prior = jnp.where(state.reset, log_pi0, state.log_seg_prior)
-    row = jnp.where(observed, loglik, 0.0)
-    before, buf, pos, after = _C.window_push(jnp, state.window_buf, state.window_pos, state.window_sum, row,
-                                             observed, state.reset)
-    unnorm = seg_prior + _log_mask(feasible) + before
-    return unnorm - logsumexp(unnorm), seg_prior, buf, pos, after
-
-
 def update_step(params: FilterParams, state: FilterState, loglik, feasible, completed):
     """One filter step, raw and traceable (no validation): ``(state, UpdateInfo)``.
 
@@ -291,16 +240,9 @@ def update_step(params: FilterParams, state: FilterState, loglik, feasible, comp
     completion updates the counts and sets ``reset`` for the *next* step.
     """
     observed = jnp.any(loglik != 0.0)
-    if params.model == "hazard":
-        log_pi0 = log_smoothed_prior(state.counts, params.alpha)
-        log_pred = hazard_predict(state.log_belief, log_pi0, feasible, params.hazard, state.reset)
-        seg_prior, buf, pos, wsum = (
-            state.log_seg_prior, state.window_buf, state.window_pos, state.window_sum)
-    elif params.model == "windowed":
-        log_pred, seg_prior, buf, pos, wsum = _windowed_predict(
-            params, state, loglik, feasible, observed)
-    else:
-        raise InvalidParameterError(f"unknown filter model {params.model!r}; use one of {MODELS}")
+    log_pi0 = log_smoothed_prior(state.counts, params.alpha)
+    log_pred, seg_prior, buf, pos, wsum = get_transition(params.model).filter_predict(
+        jnp, params, state, log_pi0, loglik, feasible, observed)
     log_post, log_norm = _correct(log_pred, loglik)
     counts, reset = _C.book_completion(jnp, state.counts, state.reset, jnp.asarray(completed))
     new_state = FilterState(
@@ -448,7 +390,7 @@ def _kernel(loglik, feasible, completed, valid, prior_counts, hazard, alpha, lo,
     pi0_0 = _C.smoothed_prior(jnp, prior_counts.astype(dtype), alpha)  # [B, K]
     general = completed is not None
     # fixed prior (no completions) and all feasible: the predict's constants are hoisted
-    consts = None if general or feasible is not None else _C.hazard_constants(jnp, pi0_0, hazard)
+    consts = None if general or feasible is not None else _hazard.hazard_constants(jnp, pi0_0, hazard)
 
     def row(x, t):
         if x is None:
@@ -462,9 +404,9 @@ def _kernel(loglik, feasible, completed, valid, prior_counts, hazard, alpha, lo,
         shift, e_t = _step_inputs(row(loglik, t), f_t, v_t)
         pi0 = _C.smoothed_prior(jnp, counts, alpha) if general else pi0_0
         f = None if f_t is None else f_t.astype(dtype)
-        prior, _, _ = _C.hazard_sticky(jnp, belief, pi0, f, hazard, consts)
+        prior, _, _ = _hazard.hazard_sticky(jnp, belief, pi0, f, hazard, consts)
         if general:
-            prior = jnp.where(reset[:, None], _C.forced_switch(jnp, pi0, f), prior)
+            prior = jnp.where(reset[:, None], _hazard.forced_switch(jnp, pi0, f), prior)
         post, z = _C.scaled_correct(jnp, prior, e_t)
         z = z[:, 0]
         if v_t is not None:

@@ -15,7 +15,9 @@ from beliefgate.beliefs.gates import (
     ChangePointState,
     changepoint_decide,
     changepoint_notify_replanned,
-    gate_interrupt,
+    CHANGEPOINT,
+    STABLE_MAP,
+    gate_driver,
     stable_map_decide,
     stable_map_init,
     stable_map_notify_replanned,
@@ -48,8 +50,8 @@ def vectorised_interrupts(trace: BeliefTrace, dec: DecisionColumns, mode: str = 
     """Interrupts of ``C`` gate configurations on one belief sequence: bool[T, C].
 
     The gate's own decision rules (:func:`beliefgate.beliefs.gates.stable_map_decide`,
-    :func:`~beliefgate.beliefs.gates.changepoint_decide`, the mode by
-    :func:`~beliefgate.beliefs.gates.gate_interrupt`) stepped once per step of the
+    :func:`~beliefgate.beliefs.gates.changepoint_decide`, combined by the mode's driver
+    :func:`~beliefgate.beliefs.gates.gate_driver`) stepped once per step of the
     trace with every configuration field and counter a ``[C]`` array, the ego always
     active and a replan after every interrupt (both cooldowns restart, as
     :meth:`Gate.notify_replanned <beliefgate.beliefs.gate.Gate.notify_replanned>` does in
@@ -62,7 +64,8 @@ def vectorised_interrupts(trace: BeliefTrace, dec: DecisionColumns, mode: str = 
     out = np.zeros((T, C), dtype=bool)
     if T == 0 or C == 0:
         return out
-    use_sm, use_cp = mode != "changepoint", mode != "stable_map"
+    driver = gate_driver(mode)
+    use_sm, use_cp = STABLE_MAP.slot in driver.slots, CHANGEPOINT.slot in driver.slots
     sm_config, cp_config = dec.stable_map, dec.changepoint
     sm_state = stable_map_init()                     # scalar start values broadcast to [C]
     cp_state = ChangePointState(None, 0, None)      # counters only: the trace holds the filter's statistic
@@ -78,7 +81,7 @@ def vectorised_interrupts(trace: BeliefTrace, dec: DecisionColumns, mode: str = 
         if use_cp:
             cp_state, cp_info = changepoint_decide(cp_config, cp_state, t, cp_prob[t])
             cp_fired = cp_info.fired
-        interrupt = gate_interrupt(mode, sm_fired, cp_fired)
+        interrupt = driver.interrupt((sm_fired, cp_fired, False))
         if interrupt is False:
             continue
         out[t] = interrupt

@@ -10,8 +10,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from beliefgate.beliefs.config import GateParams
-from beliefgate.beliefs.core import make_gate
+from beliefgate.beliefs.gates import CHANGEPOINT, gate_driver
 from beliefgate.errors import InputError, LookupFailure
+from beliefgate.eval.detectors import BeliefTrace as _BeliefTrace, belief_pass
 from beliefgate.eval.sensitivity.errors import SensitivityError
 from beliefgate.eval.sensitivity.ranges import BELIEF_PARAMS
 
@@ -120,64 +121,27 @@ def load_episodes(paths: Sequence[Path], partner: Optional[int] = None, base: Op
     return episodes
 
 
-@dataclass
-class BeliefTrace:
-    """What one belief pass gives the decision replay (all float[T] / int[T]).
-
-    The belief side of both gates at every step: ``stable``, ``conf``: stable_t and
-    b(m_t) of the pre-update belief; ``log_ratio``: r_t (the gate's log l_t at
-    λ = 1; 0 where undefined); ``weight``: tempering weight; ``post_map``,
-    ``post_conf``: MAP and its probability after the update; ``cp_prob``: the
-    change-point statistic (NaN when untracked); ``map_skill``: m_t, the pre-update
-    MAP; ``switch_prob``: P(z_t != z_{t-1} | a_{0:t}) (NaN when untracked). None of
-    it depends on the decision parameters.
-    """
-
-    stable: np.ndarray
-    conf: np.ndarray
-    log_ratio: np.ndarray
-    weight: np.ndarray
-    post_map: np.ndarray
-    post_conf: np.ndarray
-    cp_prob: np.ndarray
-    map_skill: Optional[np.ndarray] = None
-    switch_prob: Optional[np.ndarray] = None
-
-    def __len__(self) -> int:
-        return len(self.stable)
+#: The one belief trace (:class:`beliefgate.eval.detectors.BeliefTrace`; ``conf`` and ``log_ratio``
+#: name its ``confidence`` and ``log_l``).
+BeliefTrace = _BeliefTrace
 
 
 def belief_params(base: GateParams, key: Optional[tuple] = None) -> GateParams:
     """Parameters of the belief pass for one belief key (``None``: the base's)."""
     changes = {} if key is None else dict(zip(BELIEF_PARAMS, key))
-    needs_cp = base.gate in ("changepoint", "either")
+    needs_cp = CHANGEPOINT.slot in gate_driver(base.gate).slots
     return base.replace(**changes, likelihood_scale=1.0, track_changepoint=needs_cp)
 
 
 def belief_trace(evidence: list, skill_names: Sequence[str], params: GateParams) -> BeliefTrace:
-    """Run the gate's functional core (:func:`beliefgate.beliefs.core.make_gate`) once over
-    ``evidence`` and keep what the decisions need.
+    """The belief pass the decision replay reads (:func:`beliefgate.eval.detectors.belief_pass`).
 
     ``params.likelihood_scale`` must be 1 so that the logged ``log l_t`` is ``r_t``.
     Raises the core's :class:`~beliefgate.beliefs.errors.BeliefInputError` subclasses.
     """
     if params.likelihood_scale != 1.0:
         raise SensitivityError("belief_trace needs likelihood_scale = 1 (then log l_t = r_t)")
-    gate = make_gate(params, len(skill_names), skill_names)
-    reduce, advance = gate.reduce, gate.advance
-    state = gate.init()
-    T = len(evidence)
-    stable, map_skill, post_map = (np.empty(T, dtype=np.int64) for _ in range(3))
-    conf, log_ratio, weight, post_conf, cp_prob, switch_prob = (np.empty(T) for _ in range(6))
-    for t, ev in enumerate(evidence):
-        state, info = advance(state, reduce(ev))
-        sm, cp, post = info.stable_map, info.changepoint, info.posterior
-        map_skill[t], stable[t], conf[t], log_ratio[t] = sm.map_skill, sm.stable, sm.confidence, sm.log_l
-        weight[t] = info.weight
-        m = int(post.argmax())
-        post_map[t], post_conf[t] = m, post[m]
-        cp_prob[t], switch_prob[t] = cp.prob, cp.switch_prob
-    return BeliefTrace(stable, conf, log_ratio, weight, post_map, post_conf, cp_prob, map_skill, switch_prob)
+    return belief_pass(evidence, skill_names, params)
 
 
 __all__ = ["LoggedEpisode", "prepare_episode", "resolve_log_paths", "load_episodes", "BeliefTrace", "belief_params",
