@@ -74,10 +74,9 @@ GAME_PACKAGES = ("overcooked",)
 #: game-free modules directly under ``envs/``), never through a game's own package under ``envs/``
 SEAM_USERS = ("agents", "eval", "planners", "policytree", "viewer")
 
-#: module cycles allowed for now, each as its sorted modules. beliefs/filter.py <-> beliefs/offline.py
-#: is being removed by the owner of beliefs/ (issue 42); the merge of that work deletes this entry
-#: (test_known_cycles_are_still_cycles says when it is gone).
-KNOWN_CYCLES = [["beliefgate.beliefs.filter", "beliefgate.beliefs.offline"]]
+#: module cycles allowed for now, each as its sorted modules (none: beliefs/filter.py <-> beliefs/offline.py
+#: went with issue 42; test_known_cycles_are_still_cycles says when an entry here is no longer needed)
+KNOWN_CYCLES: list = []
 
 
 def module_name(path: Path, root: Path) -> str:

@@ -270,6 +270,14 @@ class Domain:
         """A short hash of the partner file ``name`` names (None for a registered name)."""
         return None
 
+    def switching_partners(self) -> Tuple[str, ...]:
+        """Partners that change skill at hidden times (the switch benchmark's default population)."""
+        return ()
+
+    def partner_fingerprint(self, name: str) -> str:
+        """Text that changes whenever what partner ``name`` does changes (a cache key part)."""
+        return name
+
     def partner_names(self) -> Tuple[str, ...]:
         """The scripted partners this domain ships."""
         raise NotImplementedError

@@ -14,8 +14,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from beliefgate.beliefs.evidence import StepEvidence
-from beliefgate.envs.overcooked.dynamics import completed_skills
-from beliefgate.envs.overcooked.observer import OvercookedObserver
+from beliefgate.envs.domain import domain_for_layout
 from beliefgate.envs.trajlog import Trajectory
 from beliefgate.eval.detectors import belief_pass, score_alarms
 
@@ -58,7 +57,8 @@ class ReplayResult:
 
 def partner_evidence(traj: Trajectory, partner: int, params=None) -> List[StepEvidence]:
     """Evidence about ``partner`` at every logged step."""
-    observer = OvercookedObserver(traj.header.layout, params, partner=partner)
+    layout = traj.header.layout
+    observer = domain_for_layout(layout).make_observer(params, layout=layout, partner=partner)
     states = traj.states()
     if len(states) < len(traj.steps) + 1:
         raise ValueError("the log needs its final state to replay the last step")
@@ -76,11 +76,12 @@ def ground_truth(traj: Trajectory, partner: int, names: Sequence[str], min_segme
     ``evidence``, a change away from a skill that had become infeasible (its targets
     vanished) is not hidden either: the state announces it.
     """
-    from beliefgate.skills import load_builtin
-
     index = {n: i for i, n in enumerate(names)}
     truth = np.array([index.get(row.skills[partner], -1) if row.skills[partner] else -1 for row in traj.steps])
-    library = load_builtin("overcooked")
+    layout = traj.header.layout
+    domain = domain_for_layout(layout)
+    library = domain.controller(layout).library
+    completed_skills = domain.completed_skills
     hidden = np.zeros(len(truth), dtype=bool)
     for t in range(1, len(truth)):
         prev, cur = truth[t - 1], truth[t]
@@ -106,9 +107,10 @@ def replay(traj: Trajectory, params=None, partner: Optional[int] = None,
     from beliefgate.beliefs.gate import GateParams
 
     params = params or GateParams()
-    if partner is None:
-        partner = 1 - traj.header.seat
-    observer_names = OvercookedObserver(traj.header.layout, params, partner=partner).skill_names
+    if partner is None:  # the ego's first teammate
+        partner = next(i for i in range(len(traj.header.agents)) if i != traj.header.seat)
+    layout = traj.header.layout
+    observer_names = domain_for_layout(layout).make_observer(params, layout=layout, partner=partner).skill_names
     evidence = evidence if evidence is not None else partner_evidence(traj, partner, params)
     tr = belief_pass(evidence, list(observer_names), params, replan=True)
     truth, hidden = ground_truth(traj, partner, observer_names, evidence=evidence)

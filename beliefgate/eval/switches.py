@@ -66,11 +66,11 @@ class SwitchBenchmarkError(InputError):
     """Bad benchmark settings (no episodes, an unknown method, a bad window)."""
 
 
-def default_partners() -> Tuple[str, ...]:
-    """The shipped behaviour-preferring switching population (12 partners)."""
-    from beliefgate.envs.overcooked.partners import shipped_partners
+def default_partners(layouts: Sequence[str] = DEFAULT_LAYOUTS) -> Tuple[str, ...]:
+    """The domain's switching population (Overcooked: the 12 shipped behaviour-preferring switchers)."""
+    from beliefgate.envs.domain import domain_for_layout
 
-    return tuple(shipped_partners())
+    return domain_for_layout(layouts[0]).switching_partners()
 
 
 # ------------------------------------------------------------------------------ recording
@@ -103,11 +103,12 @@ def record_episode(layout: str, partner: str, seed: int, horizon: int = 400, ego
 
 def trace_of(traj, partner: str, seed: int, params=None) -> EpisodeTrace:
     """The partner's (seat 1) evidence and hidden switches in a logged episode."""
-    from beliefgate.envs.overcooked.observer import OvercookedObserver
+    from beliefgate.envs.domain import domain_for_layout
     from beliefgate.eval.replay import ground_truth, partner_evidence
 
     steps = partner_evidence(traj, 1, params)
-    names = tuple(OvercookedObserver(traj.header.layout, params, partner=1).skill_names)
+    layout = traj.header.layout
+    names = tuple(domain_for_layout(layout).make_observer(params, layout=layout, partner=1).skill_names)
     truth, hidden = ground_truth(traj, 1, names, evidence=steps)
     return EpisodeTrace(traj.header.layout, partner, seed, names, steps, EvidenceTrace.from_steps(steps), hidden,
                         truth)
@@ -284,14 +285,14 @@ def play_cached(layout: str, partner: str, seed: int, horizon: int, ego: str, ca
 
     import beliefgate
     from beliefgate.console import one_line
-    from beliefgate.envs.overcooked.partners import PARTNERS
+    from beliefgate.envs.domain import domain_for_layout
     from beliefgate.envs.trajlog import LogFormatError, read_log
     from beliefgate.eval.episode import run_episode
     from beliefgate.eval.grid import slug
 
     if cache_dir is None:
         return run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=0).trajectory
-    spec = json.dumps(PARTNERS[partner].model_dump(mode="json"), sort_keys=True) if partner in PARTNERS else partner
+    spec = domain_for_layout(layout).partner_fingerprint(partner)
     digest = hashlib.sha256(f"{spec}|{beliefgate.__version__}".encode()).hexdigest()[:10]
     path = Path(cache_dir) / f"{layout}__{slug(partner)}__seed{seed}__h{horizon}__{slug(ego)}__{digest}.jsonl"
     if path.exists():
@@ -316,27 +317,36 @@ def play_cached(layout: str, partner: str, seed: int, horizon: int, ego: str, ca
     return traj
 
 
+def check_partner_files(partners: Sequence[str], horizon: int) -> None:
+    """Read and check every partner file among ``partners`` (its switch windows fit ``horizon``)
+    through its domain, before any episode; other names are left to the agent registry."""
+    from beliefgate.envs.domain import partner_domain
+
+    for name in partners:
+        owner = partner_domain(name)
+        if owner is not None:
+            owner.check_partners([name], horizon)
+
+
 def playable(layouts: Sequence[str], partners: Sequence[str]) -> List[Tuple[str, str]]:
     """(layout, partner) pairs to play, layouts resolved; a partner restricted to other layouts
     (its spec's ``layouts``) is left out there."""
-    from beliefgate.envs.overcooked.layouts import resolve_layout
-    from beliefgate.envs.overcooked.partners import layout_restriction
+    from beliefgate.envs.domain import domain_for_layout
 
-    resolved = [resolve_layout(layout) for layout in layouts]
-    return [(layout, p) for layout in resolved for p in partners if layout_restriction(p, layout) is None]
+    domains = {layout: domain_for_layout(layout) for layout in layouts}
+    resolved = [(domains[layout].resolve_layout(layout), domains[layout]) for layout in layouts]
+    return [(layout, p) for layout, d in resolved for p in partners if d.partner_restriction(p, layout) is None]
 
 
 def record_all(layouts: Sequence[str], partners: Sequence[str], seeds: Iterable[int], horizon: int = 400,
                ego: str = "balanced", params=None, progress=None, cache_dir: Optional[Path] = None,
                replaced: Optional[List[str]] = None) -> List[EpisodeTrace]:
     """Record every (layout, partner, seed) episode; partners restricted to other layouts are left out."""
-    from beliefgate.envs.overcooked.partners import check_partners
-
     seeds = list(seeds)
     if not seeds or not partners or not layouts:
         raise SwitchBenchmarkError("give at least one layout, one partner and one seed")
     check_names(partners, ego)
-    check_partners(list(partners), horizon)
+    check_partner_files(partners, horizon)
     jobs = [(layout, p, s) for layout, p in playable(layouts, partners) for s in seeds]
     traces = []
     for i, (layout, partner, seed) in enumerate(jobs):
@@ -425,7 +435,7 @@ def run_benchmark(params=None, layouts: Sequence[str] = DEFAULT_LAYOUTS, partner
     from beliefgate import GateParams
 
     params = params or GateParams()
-    partners = tuple(partners) if partners else default_partners()
+    partners = tuple(partners) if partners else default_partners(layouts)
     seeds = list(seeds)
     replaced: List[str] = []
     traces = record_all(layouts, partners, seeds, horizon, ego, params, progress, cache_dir, replaced)
@@ -494,13 +504,11 @@ def tune_gate(layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Seque
     belief_grid = belief_grid or TUNE_BELIEF
     stable_grid = stable_grid or TUNE_STABLE
     cp_grid = cp_grid or TUNE_CP
-    partners = tuple(partners) if partners else default_partners()
+    partners = tuple(partners) if partners else default_partners(layouts)
     seeds = list(seeds)
     base = GateParams()
-    from beliefgate.envs.overcooked.partners import check_partners
-
     check_names(partners, ego)
-    check_partners(list(partners), horizon)
+    check_partner_files(partners, horizon)
     jobs = [(lay, p, sd) for lay, p in playable(layouts, partners) for sd in seeds]
     if not jobs:
         raise SwitchBenchmarkError("no episodes to tune on: every partner is restricted to other layouts, "

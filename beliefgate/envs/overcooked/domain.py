@@ -218,6 +218,18 @@ class OvercookedDomain(Domain):
         text = json.dumps(PARTNERS[name].model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
+    def switching_partners(self) -> Tuple[str, ...]:
+        from beliefgate.envs.overcooked.partners import shipped_partners
+
+        return tuple(shipped_partners())
+
+    def partner_fingerprint(self, name: str) -> str:
+        import json
+
+        from beliefgate.envs.overcooked.partners import PARTNERS
+
+        return json.dumps(PARTNERS[name].model_dump(mode="json"), sort_keys=True) if name in PARTNERS else name
+
     def partner_names(self) -> Tuple[str, ...]:
         from beliefgate.envs.overcooked.partners import PARTNERS
 

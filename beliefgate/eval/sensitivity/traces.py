@@ -62,7 +62,7 @@ def prepare_episode(trajectory, name: str = "episode", partner: Optional[int] = 
 
     ``partner`` defaults to the player who is not the ego (``1 - header.seat``).
     """
-    from beliefgate.envs.overcooked.observer import OvercookedObserver
+    from beliefgate.envs.domain import domain_for_layout
     from beliefgate.eval.replay import ground_truth
 
     base = base or GateParams()
@@ -78,7 +78,7 @@ def prepare_episode(trajectory, name: str = "episode", partner: Optional[int] = 
     if trajectory.final is None:
         raise SensitivityError(f"{name}: the log has no final state (the last step cannot be replayed)")
     try:  # an unknown layout or an impossible step: said with the log's name (a folder holds many)
-        names = tuple(OvercookedObserver(h.layout, base, partner=partner).skill_names)
+        names = tuple(domain_for_layout(h.layout).make_observer(base, layout=h.layout, partner=partner).skill_names)
         ep = LoggedEpisode(name, trajectory, partner, names, np.zeros(0, int), np.zeros(0, bool), False)
         ev = ep.evidence(base.beta, base.epsilon)
     except (InputError, LookupFailure) as exc:
