@@ -417,7 +417,7 @@ def test_cli_eval_human_json_and_errors(cache, tmp_path):
 # ----------------------------------------------------------------------------- BC proxy
 @pytest.fixture(scope="module")
 def bc_policy(dataset, cache):
-    from beliefgate.agents import bc
+    from beliefgate.envs.overcooked import bc
 
     x, y, g = bc.dataset_from_logs(dataset.logs("train", "cramped_room"), "cramped_room")
     policy = bc.train_policy(x, y, g, "cramped_room", seed=0, max_steps=60)
@@ -427,7 +427,7 @@ def bc_policy(dataset, cache):
 
 
 def test_bc_policy_trains_saves_and_loads(bc_policy, cache, dataset):
-    from beliefgate.agents import bc
+    from beliefgate.envs.overcooked import bc
 
     meta = bc_policy.meta
     assert meta["format"] == bc.ARTEFACT_FORMAT and meta["bc_version"] == bc.BC_VERSION
@@ -441,7 +441,7 @@ def test_bc_policy_trains_saves_and_loads(bc_policy, cache, dataset):
 
 
 def test_bc_artefact_of_another_version_is_refused(bc_policy, tmp_path):
-    from beliefgate.agents import bc
+    from beliefgate.envs.overcooked import bc
 
     stale = bc.BCPolicy(bc_policy.layout, bc_policy.weights, {**bc_policy.meta, "feature_version": 0})
     path = stale.save(tmp_path / "old.npz")
@@ -450,7 +450,7 @@ def test_bc_artefact_of_another_version_is_refused(bc_policy, tmp_path):
 
 
 def test_bc_plays_as_a_registered_partner(bc_policy, cache, monkeypatch):
-    from beliefgate.agents import bc
+    from beliefgate.envs.overcooked import bc
     from beliefgate.agents.registry import make_agent
     from beliefgate.envs.overcooked.partners import UnknownPartnerError
     from beliefgate.eval.episode import run_episode
