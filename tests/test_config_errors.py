@@ -246,10 +246,15 @@ def _grid():
 def _checked_models():
     """``(model, a valid mapping, the error an unknown field raises)`` for every configuration
     and specification model of the package."""
+    from beliefgate.agents.hypothetical_minds import HypothesisConfig
     from beliefgate.agents.overforge.config import OverForgeConfig, OverForgeOptionError
+    from beliefgate.agents.planning import AgentConfigError, JudgeConfig, PeriodicConfig
     from beliefgate.envs.overcooked.partners import PartnerSpec, PartnerStyle, SwitchSpec, UnknownPartnerFieldError
     from beliefgate.eval.grid import GridError, GridSpec, LLMConfig, PartnerEntry, SeedRange
     from beliefgate.models.kappa import KappaFitConfig, KappaFitConfigError
+    from beliefgate.policytree.learn import LearnConfig, LearnConfigError
+    from beliefgate.serve.settings import ServeSettings, ServeSettingsError
+    from beliefgate.viewer.play import PlaySettings, PlaySettingsError
 
     return [
         (GateParams, {}, GateParamError),
@@ -264,10 +269,16 @@ def _checked_models():
         (PartnerSpec, {"name": "p", "styles": {"a": {}}}, UnknownPartnerFieldError),
         (PartnerStyle, {}, UnknownPartnerFieldError),
         (SwitchSpec, {"window": [1, 2], "to": "a"}, UnknownPartnerFieldError),
+        (ServeSettings, {}, ServeSettingsError),
+        (PlaySettings, {"log": "logs/"}, PlaySettingsError),
+        (LearnConfig, {"layout": "cramped_room", "partner": "balanced"}, LearnConfigError),
+        (PeriodicConfig, {}, AgentConfigError),
+        (JudgeConfig, {}, AgentConfigError),
+        (HypothesisConfig, {}, AgentConfigError),
     ]
 
 
-@pytest.mark.parametrize("index", range(12))
+@pytest.mark.parametrize("index", range(18))
 def test_every_config_model_is_checked_and_names_an_unknown_field(index):
     """One contract over every model: a CheckedModel, valid data builds it, and an unknown field
     is its own one-line error (never pydantic's) naming the field, the value and the fields it has,
@@ -284,6 +295,72 @@ def test_every_config_model_is_checked_and_names_an_unknown_field(index):
         assert f"bogus_field: unknown field (fields: {', '.join(model.model_fields)}), got 7" in str(exc)
     exc = _raises(error, lambda: model.from_data({**good, "bogus_field": 7}, "some.yaml"))
     assert str(exc).startswith("some.yaml: bogus_field: unknown field")
+
+
+def _settings_cases():
+    """``(model, values, the model's own error, field, value)``: one bad value of every settings and
+    agent-option model that used to be a dataclass or a plain pydantic model with checks of its own."""
+    from beliefgate.agents.hypothetical_minds import HypothesisConfig
+    from beliefgate.agents.planning import AgentConfigError, JudgeConfig, PeriodicConfig
+    from beliefgate.policytree.learn import LearnConfig, LearnConfigError
+    from beliefgate.serve.settings import ServeSettings, ServeSettingsError
+    from beliefgate.viewer.play import PlaySettings, PlaySettingsError
+
+    learn = {"layout": "cramped_room", "partner": "balanced"}
+    return [
+        (ServeSettings, {"max_sessions": 0}, ServeSettingsError, "max_sessions", "0"),
+        (ServeSettings, {"ttl_s": float("inf")}, ServeSettingsError, "ttl_s", "inf"),
+        (ServeSettings, {"max_body_bytes": 10}, ServeSettingsError, "max_body_bytes", "10"),
+        (ServeSettings, {"body_timeout_s": 0.0}, ServeSettingsError, "body_timeout_s", "0.0"),
+        (ServeSettings, {"token": "  "}, ServeSettingsError, "token", "'  '"),
+        (PlaySettings, {"tick_hz": 100}, PlaySettingsError, "tick_hz", "100"),
+        (PlaySettings, {"human_seat": 2}, PlaySettingsError, "human_seat", "2"),
+        (PlaySettings, {"queue": 0}, PlaySettingsError, "queue", "0"),
+        (PlaySettings, {"log": ""}, PlaySettingsError, "log", "''"),
+        (PlaySettings, {"layout": "cramped_room_3p"}, PlaySettingsError, "layout", "'cramped_room_3p'"),
+        (LearnConfig, {**learn, "rollouts": 0}, LearnConfigError, "rollouts", "0"),
+        (LearnConfig, {**learn, "start": "magic"}, LearnConfigError, "start", "'magic'"),
+        (LearnConfig, {**learn, "repairs": 6}, LearnConfigError, "repairs", "6"),
+        (PeriodicConfig, {"period": 0}, AgentConfigError, "period", "0"),
+        (JudgeConfig, {"duplicate_confidence": 1.5}, AgentConfigError, "duplicate_confidence", "1.5"),
+        (HypothesisConfig, {"top_m": 21}, AgentConfigError, "top_m", "21"),
+    ]
+
+
+@pytest.mark.parametrize("index", range(16))
+def test_every_settings_model_raises_its_own_error_naming_the_field_and_value(index):
+    """The service's, the play page's, the policy-tree run's and the agents' options: a bad value is
+    the model's own error class (an InputError, so ``except ValueError`` callers still catch it) in
+    one line from the one formatter, whichever way the model is built, and a frozen model stays frozen."""
+    model, values, error, field, value = _settings_cases()[index]
+    for build in (lambda: model(**values), lambda: model.model_validate(values), lambda: model.from_data(values)):
+        exc = _raises(error, build)
+        assert type(exc) is error and exc.field == field, (type(exc), str(exc))
+        assert str(exc).startswith(f"{field}: ") and str(exc).endswith(f", got {value}"), str(exc)
+    good = model(**{k: v for k, v in values.items() if k != field})
+    _raises(error, lambda: good.replace(**{field: values[field]}))
+    with pytest.raises(error):
+        setattr(good, field, values[field])
+
+
+def test_settings_models_keep_their_derived_fields_and_call_shapes(tmp_path):
+    from beliefgate.agents.planning import LLMJudgeAgent, PeriodicAgent
+    from beliefgate.policytree.learn import LearnConfig
+    from beliefgate.serve.settings import ServeSettings
+    from beliefgate.viewer.play import PlaySettings
+
+    assert PlaySettings().log_is_dir and PlaySettings(log=f"{tmp_path}/new/").log_is_dir  # a trailing slash
+    assert PlaySettings(log=tmp_path).log_is_dir and not PlaySettings(log=tmp_path / "g.jsonl").log_is_dir
+    assert PlaySettings(log=f"{tmp_path}/new/").log == tmp_path / "new"
+    assert PlaySettings(log=f"{tmp_path}/new/").model_copy().log_is_dir
+    assert PlaySettings(layout="cramped_room").agent_seat == 0
+    cfg = LearnConfig("cramped_room", "balanced", rollouts=3)
+    assert cfg == LearnConfig(layout="cramped_room", partner="balanced", rollouts=3)
+    assert cfg.to_dict()["rollouts"] == 3 and LearnConfig.model_validate(cfg.to_dict()) == cfg
+    with pytest.raises(TypeError):
+        LearnConfig("cramped_room", "balanced", partner="plater")
+    assert ServeSettings(ttl_s=None).sweep_interval() is None and ServeSettings(ttl_s=8.0).sweep_interval() == 2.0
+    assert PeriodicAgent(period=7).config.period == 7 and LLMJudgeAgent(every=3).every == 3
 
 
 def test_kappa_fit_config_lists_every_bad_field():

@@ -505,7 +505,7 @@ def test_play_cli_rejects_bad_settings_before_serving(tmp_path):
     from beliefgate.cli import app
 
     runner = CliRunner()
-    for args, needle in ((["--tick-hz", "100"], "tick rate"), (["--agent", "no-such-agent"], "no-such-agent"),
+    for args, needle in ((["--tick-hz", "100"], "tick_hz: Input should be less than or equal to"), (["--agent", "no-such-agent"], "no-such-agent"),
                          (["--layout", "nowhere"], "nowhere")):
         res = runner.invoke(app, ["play", "--log", f"{tmp_path}/", *args])
         assert res.exit_code == 2 and needle in res.output, res.output

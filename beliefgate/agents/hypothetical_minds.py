@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from beliefgate.agents.planning import PlanningAgent, planner_for, validated
+from beliefgate.agents.planning import AgentConfig, PlanningAgent, planner_for
 from beliefgate.planners.model import ChatModel
 from beliefgate.planners.types import BeliefBlock, Planner
 
@@ -26,11 +26,9 @@ REUSE_THRESHOLD = 0.7
 TOP_M = 3
 
 
-class HypothesisConfig(BaseModel):
+class HypothesisConfig(AgentConfig):
     """Rescorla-Wagner learning rate, the score above which the best hypothesis is reused, and how
     many of the best hypotheses the model is shown."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     learning_rate: float = Field(LEARNING_RATE, gt=0.0, le=1.0)
     reuse_threshold: float = Field(REUSE_THRESHOLD, ge=-1.0, le=1.0)
@@ -53,7 +51,7 @@ class HypotheticalMindsAgent(PlanningAgent):
                  config: Optional[HypothesisConfig] = None):
         super().__init__("hypothetical-minds", planner, params)
         self.client = client
-        self.config = config or validated(HypothesisConfig)
+        self.config = config or HypothesisConfig()
 
     def reset(self, layout, player, seed):
         super().reset(layout, player, seed)

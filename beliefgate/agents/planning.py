@@ -30,10 +30,10 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Sequence, Type, TypeVar
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field
 
 from beliefgate.beliefs.gate import Decision, GateParams
 from beliefgate.envs.domain import SkillStatus, domain_for_layout
@@ -41,21 +41,18 @@ from beliefgate.planners.fallbacks import Fallback, FallbackLog
 from beliefgate.planners.model import Asked, ChatModel, Message, ask
 from beliefgate.planners.rule import MIN_CONFIDENCE, RulePlanner, RulePlannerConfig
 from beliefgate.planners.types import BeliefBlock, PlanDecision, Planner, PlannerInput, Turn
-from beliefgate.validation import ParamError, param_error
-
-C = TypeVar("C", bound=BaseModel)
+from beliefgate.validation import CheckedModel, ParamError
 
 
 class AgentConfigError(ParamError):
     """An agent option out of range (``periodic-0``, ``bayes-belief:sometimes``...)."""
 
 
-def validated(model: Type[C], **values: Any) -> C:
-    """``model(**values)``, a bad value raising :class:`AgentConfigError` naming it."""
-    try:
-        return model(**values)
-    except ValidationError as exc:
-        raise param_error(exc, AgentConfigError, model.__name__) from None
+class AgentConfig(CheckedModel):
+    """Base of the agents' option models: frozen, and a bad value is an :class:`AgentConfigError`."""
+
+    error_type = AgentConfigError
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 def planner_for(llm: Optional[ChatModel]) -> Planner:
@@ -528,10 +525,8 @@ class ProAgentLike(PlanningAgent):
         return BeliefBlock(post, self.intent, self.INTENT_CONFIDENCE, None)
 
 
-class PeriodicConfig(BaseModel):
+class PeriodicConfig(AgentConfig):
     """``periodic-N``: replan every ``period`` steps."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     period: int = Field(10, ge=1, le=100_000)
 
@@ -540,7 +535,7 @@ class PeriodicAgent(PlanningAgent):
     """Belief in the prompt; replans every ``period`` steps instead of on the gate."""
 
     def __init__(self, period: int = 10, planner: Optional[Planner] = None, params: Optional[GateParams] = None):
-        self.config = validated(PeriodicConfig, period=period)
+        self.config = PeriodicConfig(period=period)
         super().__init__(f"periodic-{self.config.period}", planner, params)
         self.period = self.config.period
 
@@ -564,10 +559,8 @@ class CompletionHeldAgent(PlanningAgent):
         return None
 
 
-class JudgeConfig(BaseModel):
+class JudgeConfig(AgentConfig):
     """``llm-judge``: how often the judge is asked, and the offline rule's confidence for a duplicate."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     every: int = Field(5, ge=1, le=100_000)
     duplicate_confidence: float = Field(0.7, ge=0.0, le=1.0)
@@ -586,7 +579,7 @@ class LLMJudgeAgent(PlanningAgent):
                  params: Optional[GateParams] = None, config: Optional[JudgeConfig] = None):
         super().__init__("llm-judge", planner, params)
         self.client = client
-        self.config = config or validated(JudgeConfig, every=every)
+        self.config = config or JudgeConfig(every=every)
         self.every = self.config.every
 
     @property

@@ -43,15 +43,15 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from string import Template
-from typing import Any, Callable, Dict, List, Literal, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Literal, Optional, Tuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 import beliefgate
 from beliefgate.envs.domain import domain_for_layout
 from beliefgate.errors import InputError
 from beliefgate.fileio import atomic_write
-from beliefgate.validation import describe
+from beliefgate.validation import CheckedModel, describe
 from beliefgate.planners.errors import ModelOutputError
 from beliefgate.policytree.sandbox import Sandbox, SandboxError
 from beliefgate.policytree.seeds import seed_code, tree_text
@@ -91,45 +91,59 @@ class LearnConfigError(InputError):
 
 
 # ------------------------------------------------------------------------------ configuration
-@dataclass(frozen=True)
-class LearnConfig:
-    """Everything that determines a learning run (saved as ``config.json``)."""
+class LearnConfig(CheckedModel):
+    """Everything that determines a learning run (saved as ``config.json``; frozen).
+
+    Built as ``LearnConfig(layout, partner, **settings)`` or with keywords only. ``layout`` is
+    resolved to its canonical name and ``partner`` must be one of its domain's partners (an
+    unknown name is that domain's ``LookupFailure``); a bad value is a :class:`LearnConfigError`
+    in one line naming the field and the value.
+    """
+
+    error_type = LearnConfigError
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     layout: str
     partner: str
-    seat: int = 0
-    iterations: int = 10
-    rollouts: int = 5
-    horizon: int = 400
+    seat: int = Field(0, ge=0, le=1)
+    iterations: int = Field(10, ge=1)
+    rollouts: int = Field(5, ge=1)
+    horizon: int = Field(400, ge=1)
     seed: int = 0
-    repairs: int = 2
+    repairs: int = Field(2, ge=0, le=5)
     start: Literal["llm", "seed"] = "llm"
     cpu_ms: float = 50
     memory_mb: int = 256
-    max_prompt_chars: int = 12_000
-    trace_entries: int = 40
-
-    def __post_init__(self):
-        domain = domain_for_layout(self.layout)
-        object.__setattr__(self, "layout", domain.resolve_layout(self.layout))
-        domain.check_partners([self.partner])
-        checks = [(self.seat in (0, 1), f"seat must be 0 or 1, got {self.seat}"),
-                  (self.iterations >= 1, f"iterations must be >= 1, got {self.iterations}"),
-                  (self.rollouts >= 1, f"rollouts must be >= 1, got {self.rollouts}"),
-                  (self.horizon >= 1, f"horizon must be >= 1, got {self.horizon}"),
-                  (0 <= self.repairs <= 5, f"repairs must be in 0..5, got {self.repairs}"),
-                  (self.start in ("llm", "seed"), f"start must be 'llm' or 'seed', got {self.start!r}"),
-                  (self.max_prompt_chars >= 2000, f"max_prompt_chars must be >= 2000, got {self.max_prompt_chars}"),
-                  (self.trace_entries >= 1, f"trace_entries must be >= 1, got {self.trace_entries}")]
-        for ok, message in checks:
-            if not ok:
-                raise LearnConfigError(message)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
+    max_prompt_chars: int = Field(12_000, ge=2000)
+    trace_entries: int = Field(40, ge=1)
 
     #: fields that may differ when a run is resumed (more iterations, a bigger prompt budget)
-    RESUMABLE = ("iterations", "max_prompt_chars")
+    RESUMABLE: ClassVar[Tuple[str, ...]] = ("iterations", "max_prompt_chars")
+
+    def __init__(self, /, *args: Any, **data: Any):
+        # the layout and the partner may come positionally, as when this was a dataclass
+        if len(args) > 2:
+            raise TypeError(f"LearnConfig takes at most 2 positional arguments (layout, partner), got {len(args)}")
+        for name, value in zip(("layout", "partner"), args):
+            if name in data:
+                raise TypeError(f"LearnConfig got {name} both positionally and as a keyword")
+            data[name] = value
+        super().__init__(**data)
+
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]  # as CheckedModel's: not a custom init
+
+    @field_validator("layout")
+    @classmethod
+    def _resolve_layout(cls, layout: str) -> str:
+        return domain_for_layout(layout).resolve_layout(layout)
+
+    @model_validator(mode="after")
+    def _known_partner(self) -> "LearnConfig":
+        domain_for_layout(self.layout).check_partners([self.partner])
+        return self
+
+    def to_dict(self) -> Dict[str, Any]:
+        return self.model_dump()
 
 
 # ------------------------------------------------------------------------------ the LLM boundary

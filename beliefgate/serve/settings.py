@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
+
+from pydantic import ConfigDict, Field, field_validator
+
+from beliefgate.validation import CheckedModel, ParamError
 
 #: the prefix of every route
 API_PREFIX = "/v1"
@@ -15,9 +17,12 @@ DEFAULT_MAX_BODY_BYTES = 1 << 20
 DEFAULT_BODY_TIMEOUT_S = 30.0
 
 
-@dataclass(frozen=True)
-class ServeSettings:
-    """Configuration of one service instance.
+class ServeSettingsError(ParamError):
+    """A bad :class:`ServeSettings` value (one line naming the field and the value; a ``ValueError``)."""
+
+
+class ServeSettings(CheckedModel):
+    """Configuration of one service instance (frozen; a bad value raises :class:`ServeSettingsError`).
 
     ``token``: bearer token every ``/v1`` route but ``healthz`` requires (``None``:
     no auth; only sensible on a loopback host). ``max_sessions``: live sessions at
@@ -29,25 +34,23 @@ class ServeSettings:
     sessions are collected (default ``min(ttl/4, 30)`` seconds).
     """
 
-    token: Optional[str] = None
-    max_sessions: int = 1000
-    ttl_s: Optional[float] = 3600.0
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    snapshot_path: Optional[Path] = None
-    sweep_interval_s: Optional[float] = None
-    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
+    error_type = ServeSettingsError
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    def __post_init__(self):
-        if self.token is not None and not self.token.strip():
+    token: Optional[str] = None
+    max_sessions: int = Field(1000, ge=1)
+    ttl_s: Optional[float] = Field(3600.0, gt=0)
+    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
+    snapshot_path: Optional[Path] = None
+    sweep_interval_s: Optional[float] = Field(None, gt=0)
+    body_timeout_s: float = Field(DEFAULT_BODY_TIMEOUT_S, gt=0)
+
+    @field_validator("token")
+    @classmethod
+    def _token_not_blank(cls, token: Optional[str]) -> Optional[str]:
+        if token is not None and not token.strip():
             raise ValueError("token must not be empty")
-        if self.max_sessions < 1:
-            raise ValueError(f"max_sessions must be >= 1, got {self.max_sessions}")
-        if self.ttl_s is not None and not (self.ttl_s > 0 and math.isfinite(self.ttl_s)):
-            raise ValueError(f"ttl_s must be a positive number or None, got {self.ttl_s}")
-        if self.max_body_bytes < 1024:
-            raise ValueError(f"max_body_bytes must be >= 1024, got {self.max_body_bytes}")
-        if not (self.body_timeout_s > 0 and math.isfinite(self.body_timeout_s)):
-            raise ValueError(f"body_timeout_s must be a positive number, got {self.body_timeout_s}")
+        return token
 
     def sweep_interval(self) -> Optional[float]:
         if self.ttl_s is None:
@@ -63,4 +66,4 @@ def needs_token(path: str) -> bool:
     return path.startswith(API_PREFIX + "/") and path != API_PREFIX + "/healthz"
 
 
-__all__ = ["API_PREFIX", "DEFAULT_BODY_TIMEOUT_S", "DEFAULT_MAX_BODY_BYTES", "ServeSettings", "needs_token"]
+__all__ = ["API_PREFIX", "DEFAULT_BODY_TIMEOUT_S", "DEFAULT_MAX_BODY_BYTES", "ServeSettings", "ServeSettingsError", "needs_token"]

@@ -39,16 +39,16 @@ import re
 import secrets
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Deque, Dict, List, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator,
+                      model_validator)
 
 from beliefgate.errors import BeliefgateError, InputError, RuntimeFailure
 from beliefgate.limits import MAX_TICK_HZ, MIN_TICK_HZ
-from beliefgate.validation import describe
+from beliefgate.validation import CheckedModel, describe
 
 log = logging.getLogger("beliefgate.play")
 
@@ -59,6 +59,8 @@ DEFAULT_MAX_MESSAGE_BYTES = 512
 #: a WebSocket frame above this is refused by the protocol layer (uvicorn), which closes the
 #: connection; everything between ``max_message_bytes`` and this is rejected by the game
 WS_MAX_SIZE = 16 * 1024 * 1024
+#: where the sessions' logs go by default (a directory: one file per session)
+DEFAULT_LOG = "play-logs/"
 
 
 class PlaySettingsError(InputError):
@@ -82,55 +84,65 @@ class PlayLogError(RuntimeFailure):
     """The session's log could not be opened or written."""
 
 
-@dataclass(frozen=True)
-class PlaySettings:
-    """One play server: the kitchen, the agent, the clock and where logs go.
+class PlaySettings(CheckedModel):
+    """One play server: the kitchen, the agent, the clock and where logs go (frozen; a bad value
+    raises :class:`PlaySettingsError` in one line naming the field and the value).
 
-    ``log``: a file path (the first session writes it; later sessions, or a path that already
-    exists, get ``NAME-2.jsonl``, ``NAME-3.jsonl``, ... so no game overwrites another) or a
-    directory (an existing one, or a path ending in ``/``; each session gets its own file there).
+    ``layout`` is resolved to its canonical name. ``log``: a file path (the first session writes
+    it; later sessions, or a path that already exists, get ``NAME-2.jsonl``, ``NAME-3.jsonl``, ...
+    so no game overwrites another) or a directory (an existing one, or a path ending in ``/``;
+    each session gets its own file there): :attr:`log_is_dir`, derived from ``log`` when built.
     """
+
+    error_type = PlaySettingsError
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     layout: str = "cramped_room"
     agent: str = "bayes-belief"
-    seed: int = 0
-    tick_hz: float = 6.0
-    horizon: int = 400
-    human_seat: int = 1
-    log: Union[str, Path] = "play-logs/"
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    max_sessions: int = 4
-    queue: int = 3
-    #: derived: ``log`` names a directory (set from ``log``, not given)
-    log_is_dir: bool = field(default=False, init=False)
+    seed: int = Field(0, ge=0)
+    tick_hz: float = Field(6.0, ge=MIN_TICK_HZ, le=MAX_TICK_HZ)
+    horizon: int = Field(400, ge=1)
+    human_seat: int = Field(1, ge=0, le=1)
+    log: Path = Path(DEFAULT_LOG)
+    max_message_bytes: int = Field(DEFAULT_MAX_MESSAGE_BYTES, ge=64, le=65536)
+    max_sessions: int = Field(4, ge=1)
+    queue: int = Field(3, ge=1)
+    _log_is_dir: bool = PrivateAttr(False)
 
-    def __post_init__(self):
+    @field_validator("layout")
+    @classmethod
+    def _two_player_layout(cls, layout: str) -> str:
         from beliefgate.envs.domain import domain_for_layout
 
-        domain = domain_for_layout(self.layout)
-        object.__setattr__(self, "layout", domain.resolve_layout(self.layout))
-        if domain.players(self.layout) != 2:
-            raise PlaySettingsError(f"the play page seats one person and one agent: {self.layout} has "
-                                    f"{domain.players(self.layout)} players")
-        text = str(self.log)
-        if not text.strip():
-            raise PlaySettingsError("log path must not be empty")
-        object.__setattr__(self, "log_is_dir", text.endswith(("/", "\\")) or Path(text).is_dir())
-        object.__setattr__(self, "log", Path(text))
-        if not (MIN_TICK_HZ <= self.tick_hz <= MAX_TICK_HZ):
-            raise PlaySettingsError(f"tick rate must be in [{MIN_TICK_HZ:g}, {MAX_TICK_HZ:g}] Hz, got {self.tick_hz}")
-        if self.horizon < 1:
-            raise PlaySettingsError(f"horizon must be >= 1, got {self.horizon}")
-        if self.human_seat not in (0, 1):
-            raise PlaySettingsError(f"human seat must be 0 or 1, got {self.human_seat}")
-        if self.seed < 0:
-            raise PlaySettingsError(f"seed must be >= 0, got {self.seed}")
-        if not (64 <= self.max_message_bytes <= 65536):
-            raise PlaySettingsError(f"max_message_bytes must be in [64, 65536], got {self.max_message_bytes}")
-        if self.max_sessions < 1:
-            raise PlaySettingsError(f"max_sessions must be >= 1, got {self.max_sessions}")
-        if self.queue < 1:
-            raise PlaySettingsError(f"queue must be >= 1, got {self.queue}")
+        domain = domain_for_layout(layout)  # an unknown layout: its LookupFailure, as everywhere
+        layout = domain.resolve_layout(layout)
+        if domain.players(layout) != 2:
+            raise ValueError(f"the play page seats one person and one agent: {layout} has "
+                             f"{domain.players(layout)} players")
+        return layout
+
+    @field_validator("log", mode="before")
+    @classmethod
+    def _log_not_empty(cls, log: Any) -> Any:
+        if isinstance(log, (str, Path)) and not str(log).strip():
+            raise ValueError("log path must not be empty")
+        return log
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _derive_log_is_dir(cls, data: Any, handler) -> "PlaySettings":
+        # the raw value is needed: Path("play-logs/") forgets the slash that makes it a directory
+        given = data.get("log", DEFAULT_LOG) if isinstance(data, dict) else None
+        settings = handler(data)
+        if settings is not data:
+            text = str(given if isinstance(given, (str, Path)) else settings.log)
+            settings._log_is_dir = text.endswith(("/", "\\")) or settings.log.is_dir()
+        return settings
+
+    @property
+    def log_is_dir(self) -> bool:
+        """Whether ``log`` names a directory (a path ending in ``/``, or an existing directory when built)."""
+        return self._log_is_dir
 
     @property
     def agent_seat(self) -> int:
