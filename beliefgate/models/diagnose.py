@@ -56,6 +56,7 @@ import numpy as np
 from beliefgate.calibration import confidence_and_correct, reliability_table
 from beliefgate.calibration import scores as calibration_scores
 from beliefgate.figures import pyplot, save_figure
+from beliefgate.models.transitions import unused_params
 from beliefgate.models.data import FitData
 from beliefgate.models.fit import FitConfig, FitError, fit_config, fit_record, point_values, prepare
 from beliefgate.fileio import finite_or_none as _finite_or_none
@@ -536,8 +537,8 @@ def calibration(idata, data: Optional[FitData] = None, *, point: str = "median",
     defaults = default_values()
     if config.fit_weight:
         defaults["ambiguous_weight"] = float(data.meta.get("ambiguous_weight", 0.35))
-    if config.model == "windowed":
-        defaults.pop("hazard")
+    for name in unused_params(config.model):  # e.g. the windowed model has no hazard
+        defaults.pop(name)
     rows = []
     for vals in (values, defaults):
         post = filtered_posterior(data, config, vals)
