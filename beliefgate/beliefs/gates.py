@@ -53,9 +53,13 @@ One rule, two shapes
     step); called with configuration fields and counters that are NumPy arrays of
     shape ``[C]`` they evaluate ``C`` configurations on one belief sequence at once,
     element for element the same (``beliefgate.eval.sensitivity`` replays sweeps this
-    way; ``tests/test_gates.py`` checks the equality). Only operators that Python
-    scalars and NumPy arrays share are used; :func:`where`, :func:`first_failure`
-    and two one-line helpers dispatch the rest.
+    way; ``tests/test_gates.py`` checks the equality). Called with JAX arrays they run
+    under ``jax.jit``/``jax.vmap``: :func:`stable_map_update`, the run-length filter
+    :func:`changepoint_filter` with :func:`changepoint_decide`, and :func:`cusum_update`
+    are what :func:`beliefgate.beliefs.wrappers.gate_wrapper` wraps around the JAX filter
+    (``tests/test_gate_wrappers.py``). Only operators that Python scalars, NumPy and JAX
+    arrays share are used; :func:`where`, :func:`first_failure` and small one-line helpers
+    dispatch the rest (a Python branch on a Python flag, ``where`` on a traced one).
 """
 
 from __future__ import annotations
