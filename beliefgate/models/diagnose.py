@@ -300,7 +300,9 @@ def _draws(idata, config: FitConfig, num: int, dtype) -> dict:
         arr = np.asarray(post[name].values)
         out[name] = arr.reshape((total,) + arr.shape[2:])[pick].astype(dtype)
     point = point_values(idata)
-    for name in ("beta", "epsilon", "hazard", "alpha", "ambiguous_weight"):
+    from beliefgate.models.params import PARAMS
+
+    for name in (*(s.name for s in PARAMS), "ambiguous_weight"):
         if name not in out and name in point:
             out[name] = np.full(len(pick), point[name], dtype)
     return out

@@ -116,7 +116,9 @@ class FitConfig(CheckedModel):
     @field_validator("fixed")
     @classmethod
     def _known(cls, fixed: Dict[str, float]) -> Dict[str, float]:
-        known = {"beta", "epsilon", "hazard", "alpha", "ambiguous_weight"}
+        from beliefgate.models.params import PARAMS
+
+        known = {s.name for s in PARAMS} | {"ambiguous_weight"}  # every model parameter (a transition's too)
         unknown = set(fixed) - known
         if unknown:
             raise ValueError(f"cannot fix unknown parameter(s) {sorted(unknown)}; known: {sorted(known)}")
