@@ -53,9 +53,13 @@ One rule, two shapes
     step); called with configuration fields and counters that are NumPy arrays of
     shape ``[C]`` they evaluate ``C`` configurations on one belief sequence at once,
     element for element the same (``beliefgate.eval.sensitivity`` replays sweeps this
-    way; ``tests/test_gates.py`` checks the equality). Only operators that Python
-    scalars and NumPy arrays share are used; :func:`where`, :func:`first_failure`
-    and two one-line helpers dispatch the rest.
+    way; ``tests/test_gates.py`` checks the equality). Called with JAX arrays they run
+    under ``jax.jit``/``jax.vmap``: :func:`stable_map_update`, the run-length filter
+    :func:`changepoint_filter` with :func:`changepoint_decide`, and :func:`cusum_update`
+    are what :func:`beliefgate.beliefs.wrappers.gate_wrapper` wraps around the JAX filter
+    (``tests/test_gate_wrappers.py``). Only operators that Python scalars, NumPy and JAX
+    arrays share are used; :func:`where`, :func:`first_failure` and small one-line helpers
+    dispatch the rest (a Python branch on a Python flag, ``where`` on a traced one).
 """
 
 from __future__ import annotations
@@ -90,6 +94,8 @@ STABLE_MAP_REASONS = (REASON_EXCLUDED, REASON_NO_CONTRADICTION, REASON_UNSTABLE,
 _SM_CONTRADICTION = STABLE_MAP_REASONS[:2]
 #: The change-point gate's conditions in the order they are checked.
 CHANGEPOINT_REASONS = (REASON_BELOW_THRESHOLD, REASON_DISARMED, REASON_COOLDOWN)
+#: The CUSUM gate's reasons in the order they are checked (an excluded step, a sum below ``h``).
+CUSUM_REASONS = (REASON_EXCLUDED, REASON_BELOW_THRESHOLD)
 
 # --------------------------------------------------------------------------- scalar / [C] helpers
 
@@ -472,6 +478,69 @@ def changepoint_joint(state: ChangePointState) -> np.ndarray:
     return state.joint[order]
 
 
+def _set_row(buf, pos, row):
+    """``buf`` with row ``pos`` set to ``row``: in place for a NumPy array the caller owns (a fresh
+    result), a functional ``.at[].set`` for a JAX array."""
+    if buf.__class__ is _ndarray:
+        buf[pos] = row
+        return buf
+    return buf.at[pos].set(row)
+
+
+def _total(x):
+    """``sum(x)``: Python's sum of the list for a NumPy vector (as the online gate always summed),
+    the array method otherwise."""
+    return sum(x.tolist()) if x.__class__ is _ndarray else x.sum()
+
+
+def _clip0(x):
+    """``max(0, x)`` of a float or an array."""
+    return max(0.0, x) if x.__class__ is float else _xp(x).maximum(0.0, x)
+
+
+def changepoint_filter(xp, joint, head, restart, impossible, post, stay=None, switch=None, factor=None):
+    """One step of the run-length filter, written once over ``xp`` (``numpy`` or ``jax.numpy``):
+    ``(joint, head, prob, switch_prob)``.
+
+    ``joint``/``head``: the ring of :class:`ChangePointState`; ``stay``, ``switch``: the hazard
+    predict's factors (:func:`~beliefgate.models.transitions.hazard.hazard_sticky`) and ``factor``
+    = ``exp(loglik - log_z)`` (``None``: no evidence), so with ``keep = stay * factor``::
+
+        P'(r=0, j)   = switch(j) * factor(j)
+        P'(r+1, j)   = P(r, j) * keep(j)                 (r + 1 < L)
+        P'(L, j)     = (P(L-1, j) + P(L, j)) * keep(j)
+
+    ``restart`` (episode start, visible completion) puts the posterior ``post`` on ``r = L``;
+    ``impossible`` (the observation ruled out by the prediction, only with ``h = 0``) restarts with a
+    certain switch: ``post`` (then the forced-switch posterior) on ``r = 0``. The flags are Python
+    bools (the NumPy gate: only the branch taken is computed) or traced booleans (all three are
+    computed and selected). ``prob = P(r < L)``, ``switch_prob = P(r = 0)``.
+    """
+    horizon = joint.shape[0] - 1
+    if restart is True:
+        return _set_row(xp.zeros_like(joint), horizon, post), 0, 0.0, 0.0
+    if impossible is True:
+        return _set_row(xp.zeros_like(joint), 0, post), 0, 1.0, _total(post)
+    if factor is None:
+        keep, enter = stay, switch
+    else:
+        keep, enter = stay * factor, switch * factor
+    new_head = (head - 1) % horizon  # ring row of run length L-1, about to age out
+    out = joint * keep
+    out = _set_row(out, horizon, out[horizon] + out[new_head])
+    out = _set_row(out, new_head, enter)
+    prob = _clip0(1.0 - _total(out[horizon]))
+    switch_prob = _total(enter)
+    if restart is False and impossible is False:
+        return out, new_head, prob, switch_prob
+    zeros = xp.zeros_like(joint)
+    out = xp.where(restart, _set_row(zeros, horizon, post), xp.where(impossible, _set_row(zeros, 0, post), out))
+    head = xp.where(restart | impossible, 0, new_head)
+    prob = xp.where(restart, 0.0, xp.where(impossible, 1.0, prob))
+    switch_prob = xp.where(restart, 0.0, xp.where(impossible, post.sum(), switch_prob))
+    return out, head, prob, switch_prob
+
+
 def changepoint_update(
     config: ChangePointConfig,
     state: ChangePointState,
@@ -495,28 +564,14 @@ def changepoint_update(
     observation is impossible under the filter's own prediction (only possible
     with ``h = 0``) the filter restarts with a certain switch at ``t``.
     """
-    horizon = state.joint.shape[0] - 1
     if step.stay is None:  # episode start or visible completion: no hidden switch
-        joint, head, enter = np.zeros_like(state.joint), 0, None
-        joint[horizon] = step.post
+        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, True, False, step.post)
     elif step.log_z == -math.inf:
         step = hazard_step(step.prior, pi0, feasible, True, config.hazard, loglik)
-        joint, head = np.zeros_like(state.joint), 0
-        enter = joint[0] = step.post
+        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, False, True, step.post)
     else:
-        _, _, _, stay, switch, f = step
-        if f is None:
-            keep, enter = stay, switch
-        else:
-            keep, enter = stay * f, switch * f
-        head = (state.head - 1) % horizon  # ring row of run length L-1, about to age out
-        joint = state.joint * keep
-        settled = joint[horizon]  # a view: the += below writes into joint
-        settled += joint[head]
-        joint[head] = enter
-    settled = joint[horizon]
-    prob = 0.0 if enter is None else max(0.0, 1.0 - sum(settled.tolist()))
-    switch_prob = sum(enter.tolist()) if enter is not None else 0.0
+        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, False, False, step.post,
+                                                            step.stay, step.switch, step.factor)
     return changepoint_decide(config, state, t, prob, switch_prob, (joint, head, step.post))
 
 
@@ -608,7 +663,8 @@ def cusum_init(num_skills: int) -> CusumState:
 
 
 def cusum_update(config: CusumConfig, state: CusumState, reference: int, ll: Optional[np.ndarray],
-                 feasible: Optional[np.ndarray], completed: int = -1) -> tuple[CusumState, CusumInfo]:
+                 feasible: Optional[np.ndarray], completed: int = -1, observed=None
+                 ) -> tuple[CusumState, CusumInfo]:
     """One step of the CUSUM gate on the step's tempered log-likelihood ``ll`` (float[K];
     ``None``: excluded step) with the pre-update MAP ``reference``.
 
@@ -619,25 +675,39 @@ def cusum_update(config: CusumConfig, state: CusumState, reference: int, ll: Opt
     when it reaches ``h`` (``h = inf``: never, the statistic only). Every ``S``
     restarts at 0 when the reference changes (the belief has absorbed the change), after an
     alarm and after a visible completion (a new segment). Pure: ``state`` is not touched.
+
+    Written once for both array namespaces: on the NumPy gate ``ll is None`` marks an excluded
+    step; under ``jax.jit``/``vmap`` (a JAX ``state``, :func:`beliefgate.beliefs.wrappers.gate_wrapper`)
+    ``ll`` is always an array and ``observed`` (a traced bool) says whether the step counts; the
+    reason is then an int8 code into :data:`CUSUM_REASONS` (:func:`reason_names`).
     """
+    traced = _traced(state.sums) or _traced(reference)
+    xp = _xp(None) if traced else np
+    ref = reference if traced else int(reference)
     sums = state.sums
-    ref = int(reference)
-    if ref != state.reference:
-        sums = np.zeros_like(sums)
+    restart = ref != state.reference
+    if restart is not False:
+        sums = where(restart, xp.zeros_like(sums), sums)
+    if observed is None:
+        observed = ll is not None
     if ll is not None:
         with np.errstate(invalid="ignore"):  # -inf - -inf: a skill the observation rules out too
             llr = ll - ll[ref]
-        keep = llr == llr
+        keep = _set_row(llr == llr, ref, False)
         if feasible is not None:
-            keep &= feasible
-        keep[ref] = False
-        sums = np.where(keep, np.maximum(0.0, sums + np.where(keep, llr, 0.0)), 0.0)
-    stat = float(sums.max())
-    fired = math.isfinite(config.h) and stat >= config.h
-    if fired or completed >= 0:
-        sums = np.zeros_like(sums)
-    reason = None if fired else (REASON_EXCLUDED if ll is None else REASON_BELOW_THRESHOLD)
-    return CusumState(sums, ref, state.num_fires + int(fired)), CusumInfo(stat, ref, bool(fired), reason)
+            keep = keep & feasible
+        stepped = xp.where(keep, xp.maximum(0.0, sums + xp.where(keep, llr, 0.0)), 0.0)
+        sums = stepped if observed is True else xp.where(observed, stepped, sums)
+    stat = sums.max()
+    if not traced:
+        stat = float(stat)
+    hit = (stat >= config.h) if math.isfinite(config.h) else False
+    done = hit | (completed >= 0)
+    if done is not False:
+        sums = where(done, xp.zeros_like(sums), sums)
+    # in the order of CUSUM_REASONS: an excluded step that does not fire, then a sum below h
+    reason, fired = first_failure(CUSUM_REASONS, observed | hit, hit)
+    return _new(CusumState, (sums, ref, state.num_fires + fired)), _new(CusumInfo, (stat, ref, fired, reason))
 
 
 # --------------------------------------------------------------------------- combining the gates
@@ -750,6 +820,8 @@ __all__ = [
     "StableMapInfo",
     "STABLE_MAP_REASONS",
     "CHANGEPOINT_REASONS",
+    "CUSUM_REASONS",
+    "changepoint_filter",
     "where",
     "logical_not",
     "exp",

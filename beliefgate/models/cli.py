@@ -17,12 +17,15 @@ from rich.text import Text
 
 from beliefgate.console import check_not_input, check_output_path, console, err_console, fail as _fail, progress_bar, say
 from beliefgate.limits import MAX_CHAINS, MAX_DRAWS, MAX_SVI_STEPS
+from beliefgate.models.transitions import TRANSITIONS
 
 
-class ModelChoice(str, Enum):
-    hazard = "hazard"
-    windowed = "windowed"
-    kappa = "kappa"
+#: ``--model``: every transition component's name (``models.transitions``), then ``kappa``.
+ModelChoice = Enum("ModelChoice", {**{name: name for name in TRANSITIONS}, "kappa": "kappa"}, type=str)
+
+
+_MODEL_HELP = (" or ".join(f"{t.name} ({t.summary})" for t in TRANSITIONS.values())
+               + " skill model, or kappa (OverForge branch utilities: mu0, sigma0, tau, sigma_r)")
 
 
 class MethodChoice(str, Enum):
@@ -126,9 +129,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         ctx: typer.Context,
         logs: List[Path] = typer.Argument(..., help="trajectory logs (JSONL, `beliefgate episode --log`); "
                                           "with --model kappa: decisions JSONL (docs/kappa.md)"),
-        model: ModelChoice = typer.Option(ModelChoice.hazard, help="hazard (sticky switching) or windowed "
-                                          "(paper-faithful segment window) skill model, or kappa (OverForge "
-                                          "branch utilities: mu0, sigma0, tau, sigma_r)"),
+        model: ModelChoice = typer.Option(ModelChoice.hazard, help=_MODEL_HELP),
         method: MethodChoice = typer.Option(MethodChoice.nuts, help="nuts (MCMC) or svi (variational)"),
         out: Path = typer.Option(..., "--out", "-o", help="write the fit here (ArviZ NetCDF, e.g. fit.nc)"),
         partner_side: Optional[int] = typer.Option(None, min=0, help="player whose actions are modelled "

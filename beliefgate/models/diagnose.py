@@ -56,6 +56,7 @@ import numpy as np
 from beliefgate.calibration import confidence_and_correct, reliability_table
 from beliefgate.calibration import scores as calibration_scores
 from beliefgate.figures import pyplot, save_figure
+from beliefgate.models.transitions import unused_params
 from beliefgate.models.data import FitData
 from beliefgate.models.fit import FitConfig, FitError, fit_config, fit_record, point_values, prepare
 from beliefgate.fileio import finite_or_none as _finite_or_none
@@ -299,7 +300,9 @@ def _draws(idata, config: FitConfig, num: int, dtype) -> dict:
         arr = np.asarray(post[name].values)
         out[name] = arr.reshape((total,) + arr.shape[2:])[pick].astype(dtype)
     point = point_values(idata)
-    for name in ("beta", "epsilon", "hazard", "alpha", "ambiguous_weight"):
+    from beliefgate.models.params import PARAMS
+
+    for name in (*(s.name for s in PARAMS), "ambiguous_weight"):
         if name not in out and name in point:
             out[name] = np.full(len(pick), point[name], dtype)
     return out
@@ -536,8 +539,8 @@ def calibration(idata, data: Optional[FitData] = None, *, point: str = "median",
     defaults = default_values()
     if config.fit_weight:
         defaults["ambiguous_weight"] = float(data.meta.get("ambiguous_weight", 0.35))
-    if config.model == "windowed":
-        defaults.pop("hazard")
+    for name in unused_params(config.model):  # e.g. the windowed model has no hazard
+        defaults.pop(name)
     rows = []
     for vals in (values, defaults):
         post = filtered_posterior(data, config, vals)

@@ -55,6 +55,7 @@ from beliefgate.limits import MAX_CHAINS, MAX_DRAWS, MAX_SVI_STEPS
 from beliefgate.validation import CheckedModel, ParamError
 
 from beliefgate.models.components import MIN_HAZARD  # re-exported
+from beliefgate.models.transitions import MODELS, get_transition, models_with_option, unused_params
 #: attribute of the InferenceData that holds the fit configuration (JSON)
 CONFIG_ATTR = "beliefgate_fit"
 FORMAT = "beliefgate.fit/1"
@@ -95,7 +96,7 @@ class FitConfig(CheckedModel):
     error_type = FitConfigError
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    model: Literal["hazard", "windowed"] = "hazard"
+    model: Literal[MODELS] = "hazard"  # the transition components' names (Literal of a tuple = of its items)
     window: Optional[int] = Field(None, ge=1)
     per_skill_beta: bool = False
     fit_weight: bool = False
@@ -115,7 +116,9 @@ class FitConfig(CheckedModel):
     @field_validator("fixed")
     @classmethod
     def _known(cls, fixed: Dict[str, float]) -> Dict[str, float]:
-        known = {"beta", "epsilon", "hazard", "alpha", "ambiguous_weight"}
+        from beliefgate.models.params import PARAMS
+
+        known = {s.name for s in PARAMS} | {"ambiguous_weight"}  # every model parameter (a transition's too)
         unknown = set(fixed) - known
         if unknown:
             raise ValueError(f"cannot fix unknown parameter(s) {sorted(unknown)}; known: {sorted(known)}")
@@ -126,10 +129,12 @@ class FitConfig(CheckedModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> "FitConfig":
-        if self.model == "hazard" and self.window is not None:
-            raise ValueError("window applies to the windowed model only")
-        if self.model == "windowed" and "hazard" in self.fixed:
-            raise ValueError("the windowed model has no hazard to fix")
+        transition = get_transition(self.model)
+        if self.window is not None and "window" not in transition.options:
+            raise ValueError(f"window applies to the {' or '.join(models_with_option('window'))} model only")
+        for name in unused_params(self.model):
+            if name in self.fixed:
+                raise ValueError(f"the {self.model} model has no {name} to fix")
         if self.per_skill_beta and "beta" in self.fixed:
             raise ValueError("per_skill_beta and a fixed beta exclude each other")
         if "ambiguous_weight" in self.fixed and not self.fit_weight:
@@ -387,8 +392,8 @@ def point_values(idata, point: str = "median") -> dict:
 
     for spec in PARAMS:
         out.setdefault(spec.name, float(config.fixed.get(spec.name, spec.default)))
-    if config.model == "windowed":
-        out.pop("hazard", None)
+    for name in unused_params(config.model):  # e.g. the windowed model has no hazard
+        out.pop(name, None)
     if config.fit_weight:
         out.setdefault("ambiguous_weight", float(config.fixed.get("ambiguous_weight", 0.35)))
     return out

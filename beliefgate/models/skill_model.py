@@ -62,6 +62,7 @@ from beliefgate.models.hmm import (
 from beliefgate.models import components as _C
 from beliefgate.models.controllers.boltzmann import boltzmann_logprobs_jax
 from beliefgate.models.params import PARAMS, ParamSpec, check_values, sample_params
+from beliefgate.models.transitions import MODELS, TRANSITIONS, unused_params
 
 Controller = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
 
@@ -216,12 +217,12 @@ MIN_HAZARD = _C.MIN_HAZARD
 
 def filter_params(model: str, values: Mapping[str, jax.Array], window: Optional[int] = None) -> FilterParams:
     """The filter's :class:`FilterParams` at parameter ``values`` for ``model``
-    (``"hazard"``: ``h`` floored at :data:`MIN_HAZARD`; ``"windowed"``: no hazard)."""
-    if model == "hazard":
-        return FilterParams("hazard", jnp.maximum(values["hazard"], MIN_HAZARD), values["alpha"], None)
-    if model == "windowed":
-        return FilterParams("windowed", 0.0, values["alpha"], window)
-    raise InvalidParameterError(f"model must be 'hazard' or 'windowed', got {model!r}")
+    (the transition component's ``filter_fields``: the hazard model's ``h`` floored at
+    :data:`MIN_HAZARD`; the windowed model has no hazard)."""
+    if model not in TRANSITIONS:
+        raise InvalidParameterError(f"model must be {' or '.join(map(repr, MODELS))}, got {model!r}")
+    hazard, window = TRANSITIONS[model].filter_fields(jnp, values, window)
+    return FilterParams(model, hazard, values["alpha"], window)
 
 
 def trajectory_log_likelihood(data, values: Mapping[str, jax.Array],
@@ -258,8 +259,9 @@ def trajectory_log_likelihood(data, values: Mapping[str, jax.Array],
 def model_param_specs(specs: tuple[ParamSpec, ...] = PARAMS, model: str = "hazard",
                       per_skill_beta: bool = False) -> tuple[ParamSpec, ...]:
     """The scalar parameters of ``specs`` the model samples or fixes: no ``hazard`` in the
-    windowed model, no scalar ``beta`` when it is per skill (a ``skill`` plate instead)."""
-    drop = ({"beta"} if per_skill_beta else set()) | ({"hazard"} if model == "windowed" else set())
+    windowed model (nor any transition parameter the model's component lacks,
+    :func:`~beliefgate.models.transitions.unused_params`), no scalar ``beta`` when it is per skill (a ``skill`` plate instead)."""
+    drop = ({"beta"} if per_skill_beta else set()) | set(unused_params(model))
     return tuple(s for s in specs if s.name not in drop)
 
 

@@ -28,6 +28,7 @@ from beliefgate.eval.sensitivity.errors import IrrelevantParameterError, RangeSp
 from beliefgate.fileio import finite_or_none
 from beliefgate.limits import MAX_OAT_VALUES
 from beliefgate.validation import first_problem
+from beliefgate.models.transitions import models_with_option
 
 # --------------------------------------------------------------------------- parameters
 
@@ -49,7 +50,9 @@ class ParamSpec:
     kind: Kind
     integer: bool
     symbol: str
-    needs: Optional[str] = None  # "stable_map", "changepoint" or "windowed"
+    # "stable_map", "changepoint" or "transition" (applies to the models whose transition
+    # component lists it in ``options``, e.g. window: the windowed model)
+    needs: Optional[str] = None
 
 
 PARAMETERS: Dict[str, ParamSpec] = {
@@ -65,7 +68,7 @@ PARAMETERS: Dict[str, ParamSpec] = {
         ParamSpec("cp_cooldown", "decision", True, "cp_cooldown", "changepoint"),
         ParamSpec("hazard", "belief", False, "h"),
         ParamSpec("alpha", "belief", False, "α"),
-        ParamSpec("window", "belief", True, "window", "windowed"),
+        ParamSpec("window", "belief", True, "window", "transition"),
         ParamSpec("cp_horizon", "belief", True, "L", "changepoint"),
         ParamSpec("beta", "evidence", False, "β"),
         ParamSpec("epsilon", "evidence", False, "ε"),
@@ -276,9 +279,11 @@ def parse_range(text: str, mode: Literal["oat", "global"], base: Optional[GatePa
 
 
 def _check_relevant(info: ParamSpec, base: GateParams) -> None:
-    if info.needs == "windowed" and base.model != "windowed":
+    models = models_with_option(info.name) if info.needs == "transition" else ()
+    if models and base.model not in models:
         raise IrrelevantParameterError(
-            f"{info.name} only matters for model='windowed' (the base uses model={base.model!r}; "
+            f"{info.name} only matters for {' or '.join(f'model={m!r}' for m in models)} "
+            f"(the base uses model={base.model!r}; "
             "set it with --base PARAMS.json)")
     if info.needs == "changepoint" and base.gate == "stable_map":
         raise IrrelevantParameterError(

@@ -17,6 +17,9 @@ from beliefgate.models.transitions.windowed import WINDOWED, WindowedTransition
 TRANSITIONS = {t.name: t for t in (HAZARD, WINDOWED)}
 #: The model names, in a fixed order.
 MODELS = tuple(TRANSITIONS)
+#: Model parameters some transition reads (``component.params``); a transition without one of
+#: them has no such parameter (it is neither sampled, fixed nor reported).
+TRANSITION_PARAMS = tuple(dict.fromkeys(p for t in TRANSITIONS.values() for p in t.params))
 
 
 def get_transition(model: str):
@@ -27,5 +30,17 @@ def get_transition(model: str):
         raise InvalidParameterError(f"unknown filter model {model!r}; use one of {MODELS}") from None
 
 
-__all__ = ["TRANSITIONS", "MODELS", "get_transition", "HAZARD", "WINDOWED", "HazardTransition",
+def unused_params(model: str) -> tuple:
+    """The transition parameters (:data:`TRANSITION_PARAMS`) the model ``model`` does not have
+    (``("hazard",)`` for the windowed model)."""
+    own = get_transition(model).params
+    return tuple(p for p in TRANSITION_PARAMS if p not in own)
+
+
+def models_with_option(option: str) -> tuple:
+    """The models to which the configuration field ``option`` applies (``component.options``)."""
+    return tuple(name for name, t in TRANSITIONS.items() if option in t.options)
+
+
+__all__ = ["TRANSITIONS", "MODELS", "TRANSITION_PARAMS", "unused_params", "models_with_option", "get_transition", "HAZARD", "WINDOWED", "HazardTransition",
            "WindowedTransition", "MIN_HAZARD"]

@@ -191,7 +191,11 @@ class HazardTransition:
     """
 
     name = "hazard"
+    #: what ``beliefgate fit --help`` says the model is
+    summary = "sticky switching"
     params = ("hazard", "alpha")
+    #: configuration fields (``GateParams``/``FitConfig``) that apply to this transition only
+    options = ()
     has_matrix = True
     scaled_kernel = True
     runs_hazard_filter = True
@@ -199,6 +203,11 @@ class HazardTransition:
     def window_slots(self, window) -> int:
         """Rows of the window ring the filter state carries: none."""
         return 0
+
+    def filter_fields(self, xp, values, window) -> tuple:
+        """``(hazard, window)`` of the filter's ``FilterParams`` at parameter ``values`` (traceable):
+        ``h`` evaluated at :data:`MIN_HAZARD` below it (no NaN gradient at an exact 0), no window."""
+        return xp.maximum(values["hazard"], MIN_HAZARD), None
 
     def filter_predict(self, xp, params, state, log_pi0, loglik, feasible, observed):
         """The log-space filter's predict (traceable): ``(log_pred, log_seg_prior, window_buf,

@@ -118,7 +118,9 @@ class WindowedTransition:
     :class:`~beliefgate.models.transitions.hazard.HazardTransition` for the attributes)."""
 
     name = "windowed"
+    summary = "paper-faithful segment window"
     params = ("alpha",)
+    options = ("window",)
     has_matrix = False
     scaled_kernel = False
     runs_hazard_filter = False
@@ -128,6 +130,10 @@ class WindowedTransition:
         if window is None or window == math.inf:
             return 0
         return int(window)
+
+    def filter_fields(self, xp, values, window) -> tuple:
+        """``(hazard, window)`` of the filter's ``FilterParams``: no hazard (0), the window."""
+        return 0.0, window
 
     def filter_predict(self, xp, params, state, log_pi0, loglik, feasible, observed):
         """The log-space filter's predict (traceable): ``(log_pred, log_seg_prior, window_buf,
