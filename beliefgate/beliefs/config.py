@@ -21,7 +21,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from beliefgate.beliefs.gates import CHANGEPOINT, ChangePointConfig, CusumConfig, StableMapConfig, gate_driver
 from beliefgate.models.errors import InvalidParameterError
-from beliefgate.models.transitions import MIN_HAZARD  # noqa: F401  (the one constant, re-exported)
+from beliefgate.models.transitions import MIN_HAZARD, get_transition  # noqa: F401  (MIN_HAZARD re-exported)
 from beliefgate.validation import CheckedModel, ParamError
 
 #: Largest window / change-point horizon: the state holds [W, K] and [L + 1, K] arrays.
@@ -152,7 +152,7 @@ class GateParams(CheckedModel):
         config = fit_config(idata)
         estimates = point_values(idata, point)  # fitted or pinned, exactly as the fit used them
         values: dict = {"model": config.model}
-        if config.model == "windowed":
+        if "window" in get_transition(config.model).options:
             values["window"] = config.window
         for name in ("beta", "epsilon", "hazard", "alpha"):
             if name not in estimates:  # the windowed model has no hazard
