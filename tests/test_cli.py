@@ -36,7 +36,9 @@ def test_partners_json_schema():
 def test_layouts_json():
     rows = json.loads(run("layouts", "--json").stdout)
     assert [r["name"] for r in rows] == ["cramped_room", "asymmetric_advantages", "coordination_ring",
-                                         "forced_coordination", "counter_circuit"]
+                                         "forced_coordination", "counter_circuit", "cramped_room_3p",
+                                         "asymmetric_advantages_3p"]
+    assert [r["players"] for r in rows] == [2, 2, 2, 2, 2, 3, 3] and {r["backend"] for r in rows} == {"classic"}
 
 
 def test_episode_json_and_log(tmp_path):
