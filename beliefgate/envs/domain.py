@@ -379,15 +379,16 @@ def domain_for_layout(layout: str) -> Domain:
     with _LOCK:
         local = list(_LOCAL.values())
     # the domains registered in process are asked first, so they load no entry point
-    found = local + [d for d in domains() if d not in local] if not any(d.owns_layout(layout) for d in local) \
-        else local
-    for domain in found:
-        if domain.owns_layout(layout):
-            with _LOCK:
-                _BY_LAYOUT[layout] = domain
-            return domain
-    known = [name for d in found for name in d.layouts()]
-    raise UnknownLayoutError(f"unknown layout {layout!r}; supported layouts: {', '.join(known)}")
+    owner = next((d for d in local if d.owns_layout(layout)), None)
+    if owner is None:
+        found = domains()  # in process first, then the entry points
+        owner = next((d for d in found if d.owns_layout(layout)), None)
+        if owner is None:
+            known = [name for d in found for name in d.layouts()]
+            raise UnknownLayoutError(f"unknown layout {layout!r}; supported layouts: {', '.join(known)}")
+    with _LOCK:
+        _BY_LAYOUT[layout] = owner
+    return owner
 
 
 def resolve_layout(layout: str) -> str:

@@ -59,8 +59,7 @@ def partner_list(partner: str | Sequence[str]) -> List[str]:
 
 def seat_names(ego: str, partners: Sequence[str], seat: int) -> List[str]:
     """Every player's agent in seat order: the partners fill the seats other than the ego's."""
-    names = list(partners[:seat]) + [ego] + list(partners[seat:])
-    return names
+    return list(partners[:seat]) + [ego] + list(partners[seat:])
 
 
 def partner_label(partners: Sequence[str]) -> str:
