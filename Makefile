@@ -17,11 +17,11 @@ export PYGAME_HIDE_SUPPORT_PROMPT := 1
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[test,serve,sensitivity,data,dist,look]"
+	$(BIN)/python -m pip install -q -e ".[test,serve,sensitivity,data,dist,look,v2]"
 	touch $(STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e ".[test,serve,sensitivity,data,dist,look,bench]"
+	$(BIN)/python -m pip install -q -e ".[test,serve,sensitivity,data,dist,look,v2,bench]"
 	touch $(BENCH_STAMP)
 
 $(LLM_STAMP): $(STAMP)
