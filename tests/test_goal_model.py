@@ -502,3 +502,17 @@ def test_nuts_fit_recovers_hazard_and_beta_from_simulated_episodes():
         draws = np.asarray(idata.posterior[name]).ravel()
         lo, hi = np.quantile(draws, [0.01, 0.99])
         assert lo < truth[name] < hi, (name, lo, hi)
+
+
+def test_the_docs_example_runs_and_infers_the_onion_recipe():
+    """docs/goal.md's wiring example runs as written; two onion pickups make the two-onion recipe the MAP."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "goal.md").read_text(encoding="utf-8")
+    code = re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)[0]
+    scope: dict = {}
+    exec(compile(code, "docs/goal.md", "exec"), scope)  # noqa: S102  (our own documentation)
+    info = scope["info"]
+    assert scope["recipes"][info.map_goal] == ("onion", "onion")
+    assert info.confidence > 0.5 and abs(info.goal_posterior.sum() - 1.0) < 1e-12

@@ -211,6 +211,8 @@ class GoalFilter:
             raise ShapeMismatchError(f"evidence must be GoalEvidence, got {type(evidence).__name__}")
         num_skills, num_goals = self.num_skills, self.num_goals
         step = evidence.step
+        if not isinstance(step, StepEvidence):
+            raise ShapeMismatchError(f"evidence.step must be StepEvidence, got {type(step).__name__}")
         feasible = (np.ones(num_skills, bool) if step.feasible is None
                     else as_bool(step.feasible, "feasible", (num_skills,)))
         if not feasible.any():

@@ -196,9 +196,9 @@ def check_log_weights(log_weights, lead: tuple, num_skills: int, feasible: np.nd
     usable = np.isfinite(w) & feasible[..., None, :]
     empty = ~np.any(usable, axis=-1) & keep[..., None]
     if np.any(empty):
-        raise GoalSkillPriorError(
-            f"{name}: goal {_first(empty)[-1]} gives no feasible skill a finite weight at step "
-            f"{_first(empty)[:-1]}")
+        where = _first(empty)
+        at = f" at step {where[:-1] if len(where) > 2 else where[0]}" if len(where) > 1 else ""
+        raise GoalSkillPriorError(f"{name}: goal {where[-1]} gives no feasible skill a finite weight{at}")
     return w
 
 
