@@ -438,10 +438,10 @@ def test_bad_configuration_and_data_raise_specific_errors():
 
 def test_an_impossible_observation_is_refused():
     filt = GoalFilter(2, num_goals=1)
-    ev = GoalEvidence(StepEvidence(np.log([[1.0, 0.0], [1.0, 0.0]]), np.array([False, True])), np.zeros((1, 2)))
+    never = np.array([[0.0, -np.inf], [0.0, -np.inf]])  # action 1 has probability 0 under both skills
+    ev = GoalEvidence(StepEvidence(never, np.array([False, True])), np.zeros((1, 2)))
     with pytest.raises(ImpossibleObservationError, match="step 0"):
-        with np.errstate(divide="ignore"):
-            filt.update(filt.init(), ev)
+        filt.update(filt.init(), ev)
 
 
 def test_evidence_loglik_is_the_skill_models_row():
@@ -460,19 +460,28 @@ def test_evidence_loglik_is_the_skill_models_row():
 
 
 def test_jitted_forward_does_not_recompile_for_same_shaped_inputs():
-    @jax.jit
-    def forward(hazard, goal_hazard, obs):
-        return GM.scan_goal(hazard, goal_hazard, obs).log_marginal
-
+    """``filter_goal`` (the jitted JAX forward) compiles once for a loop over same-shaped problems
+    with different parameter values, and gives the scan's numbers."""
     outs = []
+    before = None
     for seed in range(5):
         data, values = random_problem(20 + seed)
-        loglik = controller_loglik(data.skill, values["beta"], values["epsilon"])
-        obs = GM.goal_observations(data, loglik)
-        outs.append(float(forward(values["hazard"], values["goal_hazard"], obs)))
-        assert forward._cache_size() == 1
+        result = GM.filter_goal(data, values)
+        size = GM._filter_jit._cache_size()
+        before = size if before is None else before
+        assert size == before, (seed, size, before)
+        outs.append(float(result.log_marginal))
         assert outs[-1] == pytest.approx(float(scan(data, values).log_marginal), abs=1e-12)
     assert len(set(outs)) == 5
+    # a batch is another shape: one more compilation, then none
+    both = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), *[random_problem(s)[0] for s in (1, 2)])
+    GM.filter_goal(both, values)
+    GM.filter_goal(both, {**values, "hazard": 0.3})
+    assert GM._filter_jit._cache_size() == before + 1
+    with pytest.raises(ShapeMismatchError, match="GoalData"):
+        GM.filter_goal({"q": 1}, values)
+    with pytest.raises(InvalidParameterError, match="hazard"):
+        GM.filter_goal(both, {"hazard": 1.5})
 
 
 # ----------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from beliefgate.models.goal.step import *  # noqa: F401,F403
 from beliefgate.models.goal.step import __all__ as _step_all
 
 _MODEL_NAMES = (
-    "GOAL_HAZARD", "GOAL_PARAMS", "GoalObs", "GoalData", "goal_data", "goal_observations", "GoalScan", "scan_goal",
+    "GOAL_HAZARD", "GOAL_PARAMS", "GoalObs", "GoalData", "goal_data", "goal_observations", "GoalScan", "scan_goal", "filter_goal",
     "goal_trajectory_log_likelihood", "partner_goal_model", "partner_goal_model_explicit",
     "sample_goal_paths", "GoalFitConfig", "GoalFitError", "fit_goal",
 )

@@ -107,8 +107,6 @@ def goal_data(q, action_mask, log_weights, goal_prior=None, goal_change=None, go
     :class:`GoalPriorError`, :class:`GoalSkillPriorError` or :class:`InvalidParameterError`
     naming the array. ``goal_prior``: probability weights ``[G]`` (or ``[B, G]``), uniform if None.
     """
-
-
     skill = skill_data(q, action_mask, weight, feasible, completed, None, valid)
     lead = tuple(skill.valid.shape)
     valid_np = np.asarray(skill.valid)
@@ -163,7 +161,6 @@ def scan_goal(hazard, goal_hazard, obs: GoalObs) -> GoalScan:
     """Traceable forward pass of the goal model over one trajectory (``lax.scan`` of :func:`goal_step`
     with ``xp = jax.numpy``); no validation. ``hazard`` and ``goal_hazard`` are evaluated at
     :data:`MIN_HAZARD` below it (an exact 0 gives NaN gradients)."""
-
     hazard = jnp.maximum(hazard, MIN_HAZARD)
     goal_hazard = jnp.maximum(goal_hazard, MIN_HAZARD)
     num_skills = obs.loglik.shape[-1]
@@ -188,6 +185,31 @@ def scan_goal(hazard, goal_hazard, obs: GoalObs) -> GoalScan:
     return GoalScan(log_pred, log_post, log_z, log_z.sum())
 
 
+def _filter(data: GoalData, values):
+    loglik = controller_loglik(data.skill, values["beta"], values["epsilon"])
+    obs = goal_observations(data, loglik)
+
+    def one(o):
+        return scan_goal(values["hazard"], values["goal_hazard"], o)
+
+    return jax.vmap(one)(obs) if loglik.ndim == 3 else one(obs)
+
+
+_filter_jit = jax.jit(_filter)
+
+
+def filter_goal(data: GoalData, values: Optional[Mapping[str, float]] = None) -> GoalScan:
+    """Offline goal filter of validated :class:`GoalData` (one trajectory or a batch, with the
+    leading batch axis on every field of the result) at parameter ``values`` (``beta, epsilon,
+    hazard, goal_hazard``; defaults for missing ones, checked against their supports).
+    Jitted: one compilation per data shape and dtype, whatever the values."""
+    if not isinstance(data, GoalData):
+        raise ShapeMismatchError(f"data must be GoalData (see goal_data), got {type(data).__name__}")
+    vals = check_values(values or {}, GOAL_PARAMS)
+    dtype = data.skill.q.dtype
+    return _filter_jit(data, {k: jnp.asarray(v, dtype) for k, v in vals.items()})
+
+
 # --------------------------------------------------------------------------------------
 # NumPyro models
 # --------------------------------------------------------------------------------------
@@ -196,8 +218,6 @@ def scan_goal(hazard, goal_hazard, obs: GoalObs) -> GoalScan:
 def goal_trajectory_log_likelihood(data: GoalData, values: Mapping[str, object], controller=boltzmann_logprobs_jax):
     """Traceable ``log p(a | theta)`` with ``(g, k)`` summed out; ``[B]`` or scalar. ``values`` holds
     ``beta, epsilon, hazard, goal_hazard``; ``controller`` as in the skill model."""
-
-
     loglik = controller_loglik(data.skill, values["beta"], values["epsilon"], controller)
     obs = goal_observations(data, loglik)
 
@@ -212,8 +232,6 @@ def partner_goal_model(data: GoalData, fixed: Optional[Mapping[str, float]] = No
     """Marginalised goal model (NUTS/SVI): one sample site per non-fixed parameter of ``specs``,
     ``"log_lik"`` (deterministic, per trajectory) and the factor ``"obs"`` (their sum). The
     likelihood is :func:`scan_goal`, the online filter's own step."""
-
-
     values = sample_params(specs, fixed)
     log_lik = goal_trajectory_log_likelihood(data, values, controller)
     numpyro.deterministic("log_lik", log_lik)
@@ -225,8 +243,6 @@ def partner_goal_model_explicit(data: GoalData, fixed: Optional[Mapping[str, flo
     """Explicit discrete-latent goal model for one trajectory: per valid step ``t`` the sites
     ``"g_{t}"`` ~ ``p(g_t | g_{t-1})`` and ``"z_{t}"`` ~ ``p(k_t | g_t, g_{t-1}, k_{t-1})`` (both
     from the dense :func:`goal_log_transition`) and the factor ``"a_{t}"``. For brute force."""
-
-
     if data.skill.q.ndim != 3:
         raise ShapeMismatchError(f"the explicit model takes one trajectory [T, K, A], got {data.skill.q.shape}")
     values = sample_params(specs, fixed)
@@ -265,8 +281,6 @@ def sample_goal_paths(rng_key, data: GoalData, values: Optional[Mapping[str, flo
     int32 ``[S, T]``. Actions come from the untempered controller; at the steps where
     ``data`` completes a skill, the sampled skill is the one completed (``completed = z_t``,
     -1 elsewhere) so the forced switches happen where the data put them."""
-
-
     if data.skill.q.ndim != 3:
         raise ShapeMismatchError(f"sample_goal_paths takes one trajectory [T, K, A], got {data.skill.q.shape}")
     if int(num_samples) != num_samples or num_samples < 1:
@@ -279,7 +293,6 @@ def sample_goal_paths(rng_key, data: GoalData, values: Optional[Mapping[str, flo
 
 
 def _sample_one(key, logp, data: GoalData, values):
-
     hazard = jnp.maximum(values["hazard"], MIN_HAZARD)
     goal_hazard = jnp.maximum(values["goal_hazard"], MIN_HAZARD)
     log_rho = data.log_goal_prior
@@ -390,7 +403,7 @@ def fit_goal(data: GoalData, config: Optional["GoalFitConfig"] = None, *, progre
 
 
 __all__ = [
-    "GOAL_HAZARD", "GOAL_PARAMS", "GoalObs", "GoalData", "goal_data", "goal_observations", "GoalScan", "scan_goal",
+    "GOAL_HAZARD", "GOAL_PARAMS", "GoalObs", "GoalData", "goal_data", "goal_observations", "GoalScan", "scan_goal", "filter_goal",
     "goal_trajectory_log_likelihood", "partner_goal_model", "partner_goal_model_explicit",
     "sample_goal_paths", "GoalFitConfig", "GoalFitError", "fit_goal",
 ]
