@@ -493,8 +493,8 @@ def test_jitted_forward_does_not_recompile_for_same_shaped_inputs():
 def test_nuts_fit_recovers_hazard_and_beta_from_simulated_episodes():
     truth = {"beta": 3.0, "epsilon": 0.1, "hazard": 0.1, "goal_hazard": 0.002}
     rng = np.random.default_rng(0)
-    batch, steps = 8, 60
-    q = -rng.integers(0, 5, size=(batch, steps, SERVES.shape[1], A)).astype(float)
+    batch, steps = 10, 80
+    q = -rng.integers(0, 8, size=(batch, steps, SERVES.shape[1], A)).astype(float)
     weights = np.broadcast_to(goal_skill_log_weights(SERVES, 8.0), (batch, steps) + SERVES.shape)
     completed = np.where(rng.random((batch, steps)) < 1 / 8, 0, -1)
     masks, comps = [], []
@@ -507,6 +507,7 @@ def test_nuts_fit_recovers_hazard_and_beta_from_simulated_episodes():
     idata = GM.fit_goal(data, GM.GoalFitConfig(draws=200, warmup=200, seed=1, fixed={"epsilon": 0.1}))
     assert idata.log_likelihood["log_lik"].shape == (1, 200, batch)
     assert "epsilon" not in idata.posterior
+    # measured (docs/goal.md): beta 2.93 [2.21, 3.76], hazard 0.082 [0.053, 0.128] (mean [1%, 99%])
     for name in ("beta", "hazard"):
         draws = np.asarray(idata.posterior[name]).ravel()
         lo, hi = np.quantile(draws, [0.01, 0.99])
