@@ -526,3 +526,41 @@ def test_the_docs_example_runs_and_infers_the_onion_recipe():
     info = scope["info"]
     assert scope["recipes"][info.map_goal] == ("onion", "onion")
     assert info.confidence > 0.5 and abs(info.goal_posterior.sum() - 1.0) < 1e-12
+
+
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_with_one_goal_it_is_the_skill_models_hazard_filter(seed):
+    """G = 1, no goal redraw and the skill model's smoothed prior pi0_t ∝ n_t + alpha as the
+    goal's skill log-weights: the goal filter is the skill model's hazard filter (models/hmm.py)."""
+    from beliefgate.models.hmm import FilterParams, Observations, scan_filter
+
+    rng = np.random.default_rng(100 + seed)
+    steps = 12
+    loglik = np.where(rng.random((steps, K)) < 0.1, -np.inf, rng.normal(size=(steps, K)) * 2)
+    loglik[:, 0] = np.maximum(loglik[:, 0], -5.0)
+    loglik[rng.random(steps) < 0.2] = 0.0  # excluded steps
+    feasible = rng.random((steps, K)) < 0.7
+    feasible[np.arange(steps), rng.integers(0, K, steps)] = True
+    feasible[:, 0] = True
+    completed = np.where(rng.random(steps) < 0.3, rng.integers(0, K, steps), -1)
+    prior_counts, alpha, hazard = rng.integers(0, 3, K).astype(float), 0.7, 0.15
+    counts, log_weights = prior_counts.copy(), []
+    for t in range(steps):
+        log_weights.append(np.log(counts + alpha)[None, :])
+        if completed[t] >= 0:
+            counts[completed[t]] += 1
+    skill_state, skill_info = scan_filter(
+        FilterParams("hazard", hazard, alpha, None),
+        Observations(jnp.asarray(loglik), jnp.asarray(feasible), jnp.asarray(completed, jnp.int32),
+                     jnp.ones(steps, bool), jnp.asarray(prior_counts)))
+    filt = GoalFilter(K, [1.0], params=GoalParams(hazard=hazard, goal_hazard=0.0))
+    belief = filt.init()
+    for t in range(steps):
+        before = belief.log_joint.copy()
+        new, info = filt.update_arrays(belief, loglik[t], log_weights[t], feasible[t], int(completed[t]))
+        np.testing.assert_array_equal(belief.log_joint, before)  # update is pure
+        belief = new
+        np.testing.assert_allclose(np.exp(info.log_posterior[0]), np.exp(np.asarray(skill_info.log_posterior[t])),
+                                   atol=1e-12)
+        assert info.log_z == pytest.approx(float(skill_info.log_normalizer[t]), abs=1e-10)
+    assert belief.log_marginal == pytest.approx(float(skill_state.log_marginal), abs=1e-9)
