@@ -11,6 +11,7 @@ log density against the filter, a seeded simulation for the goal posterior, bad 
 from __future__ import annotations
 
 import itertools
+import json
 from functools import partial
 
 import jax
@@ -28,6 +29,7 @@ from beliefgate.beliefs.goal import (
     GoalParamError,
     GoalParams,
     evidence_loglik,
+    goal_block,
     steps_to_confidence,
 )
 from beliefgate.models.controllers import boltzmann_logprobs
@@ -473,15 +475,10 @@ def test_jitted_forward_does_not_recompile_for_same_shaped_inputs():
         outs.append(float(result.log_marginal))
         assert outs[-1] == pytest.approx(float(scan(data, values).log_marginal), abs=1e-12)
     assert len(set(outs)) == 5
-    # a batch is another shape: one more compilation, then none
-    both = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), *[random_problem(s)[0] for s in (1, 2)])
-    GM.filter_goal(both, values)
-    GM.filter_goal(both, {**values, "hazard": 0.3})
-    assert GM._filter_jit._cache_size() == before + 1
     with pytest.raises(ShapeMismatchError, match="GoalData"):
         GM.filter_goal({"q": 1}, values)
     with pytest.raises(InvalidParameterError, match="hazard"):
-        GM.filter_goal(both, {"hazard": 1.5})
+        GM.filter_goal(data, {"hazard": 1.5})
 
 
 # ----------------------------------------------------------------------------------------
@@ -526,6 +523,15 @@ def test_the_docs_example_runs_and_infers_the_onion_recipe():
     info = scope["info"]
     assert scope["recipes"][info.map_goal] == ("onion", "onion")
     assert info.confidence > 0.5 and abs(info.goal_posterior.sum() - 1.0) < 1e-12
+    # the planners' summary of the step, by name
+    names = ["+".join(r) for r in scope["recipes"]]
+    block = goal_block(info, names, scope["skills"])
+    assert block["map_goal"] == "onion+onion" and block["confidence"] == pytest.approx(info.confidence)
+    assert block["map_skill"] == scope["skills"][info.map_skill]
+    assert sum(block["goal_posterior"].values()) == pytest.approx(1.0)
+    json.dumps(block)
+    with pytest.raises(ShapeMismatchError, match="goal_names"):
+        goal_block(info, names[:2])
 
 
 @pytest.mark.parametrize("seed", SEEDS[:3])

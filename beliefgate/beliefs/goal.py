@@ -274,6 +274,27 @@ class GoalFilter:
                          stack("map_goal"), stack("confidence"), belief.log_marginal, belief)
 
 
+def goal_block(info: GoalInfo, goal_names: Optional[Sequence[str]] = None,
+               skill_names: Optional[Sequence[str]] = None) -> dict:
+    """A JSON-ready summary of one step for planners and logs: ``map_goal`` and ``map_skill``
+    (names when given, else indices), ``confidence`` (the MAP goal's probability), both
+    posteriors as ``{name: probability}`` and ``log_z``. Names must match the posteriors' lengths."""
+    goals = [str(i) for i in range(len(info.goal_posterior))] if goal_names is None else list(goal_names)
+    skills = [str(i) for i in range(len(info.skill_posterior))] if skill_names is None else list(skill_names)
+    if len(goals) != len(info.goal_posterior):
+        raise ShapeMismatchError(f"goal_names has {len(goals)} names for {len(info.goal_posterior)} goals")
+    if len(skills) != len(info.skill_posterior):
+        raise ShapeMismatchError(f"skill_names has {len(skills)} names for {len(info.skill_posterior)} skills")
+    return {
+        "map_goal": goals[info.map_goal] if goal_names is not None else info.map_goal,
+        "confidence": float(info.confidence),
+        "goal_posterior": {n: float(p) for n, p in zip(goals, info.goal_posterior)},
+        "map_skill": skills[info.map_skill] if skill_names is not None else info.map_skill,
+        "skill_posterior": {n: float(p) for n, p in zip(skills, info.skill_posterior)},
+        "log_z": float(info.log_z),
+    }
+
+
 def goal_marginals(belief: GoalBelief) -> tuple:
     """``(goal posterior [G], skill posterior [K])`` of a belief."""
     joint = np.exp(belief.log_joint)
@@ -292,4 +313,4 @@ def steps_to_confidence(goal_posterior: Sequence, goal: int, level: float = 0.9)
 
 
 __all__ = ["GoalParams", "GoalParamError", "GoalBelief", "GoalInfo", "GoalEvidence", "GoalTrace", "GoalFilter",
-           "evidence_loglik", "goal_marginals", "steps_to_confidence"]
+           "evidence_loglik", "goal_block", "goal_marginals", "steps_to_confidence"]
