@@ -62,7 +62,9 @@ class GoalParams(CheckedModel):
     ``hazard`` h in [0, 1]: per-step probability that the partner redraws its skill (from
     the goal-conditioned skill prior), as in the skill model; ``goal_hazard`` eta in [0, 1]:
     per-step probability that it redraws its goal unprompted (the domain's per-step
-    ``goal_change`` adds to it: ``r = 1 - (1 - eta)(1 - c)``).
+    ``goal_change`` adds to it: ``r = 1 - (1 - eta)(1 - c)``). Any ``eta > 0`` keeps every
+    goal's predicted mass at least ``eta rho(g)``, so no goal with prior mass is ever ruled
+    out for good; with ``eta = 0`` a goal whose mass underflows stays at 0 until a flagged change.
     """
 
     error_type = GoalParamError
