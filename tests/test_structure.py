@@ -59,7 +59,7 @@ LAYERS = (
     ("models",),
     ("beliefs",),
     ("planners",),
-    ("envs",),
+    ("envs", "rl"),
     ("agents",),
     ("eval", "policytree", "viewer", "serve"),
     ("experiments", "cli"),
