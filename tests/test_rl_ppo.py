@@ -166,3 +166,26 @@ def test_fcp_pool_errors_before_training(tmp_path):
         load_pool(str(tmp_path / "empty"), "v2/cramped_room", (4, 5, 30))
     with pytest.raises(CheckpointError, match="not a directory"):
         load_pool(str(tmp_path / "nope"), "v2/cramped_room", (4, 5, 30))
+
+
+@pytest.mark.slow
+def test_bp_conditioned_and_fcp_train_on_the_real_dynamics(tmp_path):
+    """A reward-conditioned BP network over two weight sets, then an FCP ego against snapshots of
+    an SP run (two more compilations: slow-marked)."""
+    from beliefgate.rl.ppo import train
+    from beliefgate.rl.policy import load_policy
+
+    sp = train(small(snapshots=2), tmp_path / "sp")
+    snaps = sorted((tmp_path / "sp" / "snapshots").glob("*.msgpack"))
+    assert len(snaps) == 2
+    grid = [{"plate_pickup": 3.0, "delivery": 1.0}, {"ingredient_pickup": 3.0, "counter_placement": -1.0}]
+    bp = train(small(kind="bp", event_weights=grid, total_steps=2 * 256), tmp_path / "bp")
+    assert all(math.isfinite(r["loss"]) for r in bp.curve)
+    with pytest.raises(CheckpointError, match="give event weights"):
+        load_policy(bp.policy)
+    policy = load_policy(bp.policy, layout="v2/cramped_room", weights=grid[0])
+    assert 0 <= policy(np.zeros((4, 5, 30), np.uint8)) < 6
+    fcp = train(small(kind="fcp", pool_dir=str(tmp_path / "sp" / "snapshots"), total_steps=2 * 256), tmp_path / "fcp")
+    card = json.loads((tmp_path / "fcp" / "policy.json").read_text())
+    assert card["kind"] == "fcp" and len(card["pool"]) == 2 and fcp.updates == 2
+    assert sp.updates == 6

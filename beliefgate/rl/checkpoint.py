@@ -40,6 +40,9 @@ def atomic_write(path: Path, data: bytes) -> Path:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make shipped files private
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from beliefgate.errors import RuntimeFailure
 from beliefgate.rl.checkpoint import (CheckpointError, atomic_write, find_policies, load_params, save_policy,
                                       versions)
 from beliefgate.rl.config import EVENTS, PPOConfig
@@ -36,6 +37,10 @@ def make_env(layout: str, horizon: int):
 
     name, spec = resolve_layout(layout)
     return name, OvercookedV2(layout=spec, max_steps=horizon)
+
+
+class TrainingDiverged(RuntimeFailure):
+    """A loss became NaN or infinite (the state saved before it is kept)."""
 
 
 def _strong(tree):
@@ -424,7 +429,8 @@ def train(config: PPOConfig, out: Path, resume: bool = False, stop_after: Option
         curve.append(row)
         done_this_call += 1
         if not all(math.isfinite(v) for v in row[4:7]):
-            raise FloatingPointError(f"update {u + 1}: a non-finite loss ({row[4]}, {row[5]}, {row[6]})")
+            raise TrainingDiverged(f"update {u + 1}: a non-finite loss ({row[4]}, {row[5]}, {row[6]}); the last "
+                                   f"good state is {state_file} (update {last_saved})")
         if u + 1 in snapshot_at:
             wall = wall_before + time.perf_counter() - t0
             snap = out / "snapshots" / f"update_{u + 1:06d}{'.msgpack'}"
