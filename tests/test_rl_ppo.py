@@ -123,6 +123,7 @@ def test_events_from_state_pairs_on_the_real_dynamics():
     _, state = env.reset(jax.random.PRNGKey(0))
     key = jax.random.PRNGKey(1)
     step = jax.jit(env.step_env)
+    events = jax.jit(step_events)
     R, D, L, U, S, I = range(6)  # right, down, left, up, stay, interact
     counts = np.zeros((2, len(EVENTS)))
     # agent_0 starts at (3,1) (swap_agents), agent_1 at (1,1): agent_1 fetches onions (left), agent_0 idles
@@ -132,7 +133,7 @@ def test_events_from_state_pairs_on_the_real_dynamics():
     positions = []
     for a1 in plan:
         obs, nxt, *_ = step(key, state, {"agent_0": S, "agent_1": a1})
-        counts += np.asarray(step_events(static, state, nxt))
+        counts += np.asarray(events(static, state, nxt))
         positions.append((int(nxt.agents.pos.x[1]), int(nxt.agents.pos.y[1])))
         state = nxt
     got = dict(zip(EVENTS, counts[1]))

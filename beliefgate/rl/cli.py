@@ -62,6 +62,9 @@ def ppo(
     if snapshots is not None:
         fields["snapshots"] = snapshots
     cfg = PPOConfig.from_data(fields, source=str(config) if config else None)
+    from beliefgate.rl.layouts import resolve_layout
+
+    resolve_layout(cfg.layout)  # a misspelt layout is refused before JAX and the trainer load
 
     from beliefgate.rl.ppo import Trainer, train  # JAX loads here
 

@@ -28,12 +28,12 @@ class LayoutNameError(InputError):
 def resolve_layout(name: str) -> Tuple[str, object]:
     """``(canonical name, jaxmarl Layout)`` of ``v2/<name>``; :class:`LayoutNameError` naming the
     layout and the known ones otherwise."""
-    from jaxmarl.environments.overcooked_v2.layouts import overcooked_v2_layouts
-
     text = str(name).strip()
     if not text.startswith(PREFIX):
         raise LayoutNameError(f"layout {name!r}: the trainer takes OvercookedV2 layouts as v2/<name> "
                               f"(e.g. v2/cramped_room)")
+    from jaxmarl.environments.overcooked_v2.layouts import overcooked_v2_layouts  # imports every JaxMARL env
+
     short = CLASSIC_ALIASES.get(text[len(PREFIX):], text[len(PREFIX):])
     if short not in overcooked_v2_layouts:
         known = ", ".join(sorted(overcooked_v2_layouts))

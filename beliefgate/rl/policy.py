@@ -102,7 +102,7 @@ def _layout_obs_shape(spec) -> tuple:
     """JaxMARL's default observation shape of a layout (its environment says it)."""
     from jaxmarl.environments.overcooked_v2 import OvercookedV2
 
-    return tuple(int(s) for s in OvercookedV2(layout=spec).obs_shape)
+    return tuple(int(s) for s in OvercookedV2(layout=spec, max_steps=1).obs_shape)
 
 
 __all__ = ["Policy", "load_policy"]

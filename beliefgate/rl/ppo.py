@@ -9,6 +9,7 @@ import csv
 import math
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
@@ -31,8 +32,9 @@ CURVE_COLUMNS = ("update", "env_steps", "mean_return", "episodes", "loss", "valu
                  "steps_per_s") + tuple(f"{e}_per_episode" for e in EVENTS)
 
 
+@lru_cache(maxsize=32)
 def make_env(layout: str, horizon: int):
-    """``(canonical layout name, OvercookedV2 env)``."""
+    """``(canonical layout name, OvercookedV2 env)`` (cached: building one costs seconds)."""
     from jaxmarl.environments.overcooked_v2 import OvercookedV2
 
     name, spec = resolve_layout(layout)
@@ -105,11 +107,17 @@ class Trainer:
         self.ego_seat = (env_ids // (pool_size := (1 if pool is None else len(pool.files)))) % self.num_agents
         self.partner_idx = env_ids % pool_size
         self._update = jax.jit(self._update_fn)
+        self._init = jax.jit(self._init_fn)
 
     # ------------------------------------------------------------------ state
     def init(self, seed: Optional[int] = None) -> Dict[str, Any]:
+        """The training state of ``seed`` (the config's by default), built by one jitted function
+        (JaxMARL's reset run op by op costs tens of seconds of dispatch)."""
         cfg = self.config
-        key = jax.random.PRNGKey(cfg.seed if seed is None else seed)
+        return self._init(jax.random.PRNGKey(cfg.seed if seed is None else seed))
+
+    def _init_fn(self, key):
+        cfg = self.config
         key, k_net, k_env = jax.random.split(key, 3)
         params = self.net.init(k_net, jnp.zeros((1, self.input_size)))
         obs, env_state = jax.vmap(self.env.reset)(jax.random.split(k_env, cfg.num_envs))
