@@ -121,24 +121,23 @@ def test_events_from_state_pairs_on_the_real_dynamics():
     env = OvercookedV2(layout=resolve_layout("v2/cramped_room")[1], max_steps=400)
     static = jax.numpy.asarray(env.layout.static_objects)
     _, state = env.reset(jax.random.PRNGKey(0))
-    key = jax.random.PRNGKey(1)
-    step = jax.jit(env.step_env)
-    events = jax.jit(step_events)
     R, D, L, U, S, I = range(6)  # right, down, left, up, stay, interact
-    counts = np.zeros((2, len(EVENTS)))
-    # agent_0 starts at (3,1) (swap_agents), agent_1 at (1,1): agent_1 fetches onions (left), agent_0 idles
-    # from (1,1): face the onion pile (0,1), then three times: pick, step right to (2,1), face the pot
+    # agent_0 starts at (3,1) (swap_agents), agent_1 at (1,1): agent_1 cooks and serves, agent_0 stays.
+    # From (1,1): face the onion pile (0,1), then three times: pick, step right to (2,1), face the pot
     # (2,0), place, step back; a plate from the pile (1,3); wait for the soup; plate it; deliver at (3,3)
-    plan = [L] + [I, R, U, I, L] * 3 + [D, I] + [S] * 25 + [U, R, U, I] + [D, R, D, I]
-    positions = []
-    for a1 in plan:
-        obs, nxt, *_ = step(key, state, {"agent_0": S, "agent_1": a1})
-        counts += np.asarray(events(static, state, nxt))
-        positions.append((int(nxt.agents.pos.x[1]), int(nxt.agents.pos.y[1])))
-        state = nxt
+    # then another onion, put down on the counter (0,2) and taken back
+    plan = [L] + [I, R, U, I, L] * 3 + [D, I] + [S] * 25 + [U, R, U, I] + [D, R, D, I] + [L, L, U, L, I, D, L, I, I]
+
+    def body(state, a1):
+        _, nxt, *_ = env.step_env(jax.random.PRNGKey(1), state, {"agent_0": S, "agent_1": a1})
+        return nxt, step_events(static, state, nxt)
+
+    _, per_step = jax.jit(lambda s0, acts: jax.lax.scan(body, s0, acts))(state, jax.numpy.asarray(plan))
+    counts = np.asarray(per_step).sum(0)
     got = dict(zip(EVENTS, counts[1]))
-    assert got["ingredient_pickup"] == 3 and got["pot_placement"] == 3, (got, positions)
-    assert got["plate_pickup"] == 1 and got["soup_pickup"] == 1 and got["delivery"] == 1, (got, positions)
+    assert got["ingredient_pickup"] == 5 and got["pot_placement"] == 3, got
+    assert got["plate_pickup"] == 1 and got["soup_pickup"] == 1 and got["delivery"] == 1, got
+    assert got["counter_placement"] == 1, got
     assert counts[0].sum() == 0
 
 

@@ -92,7 +92,7 @@ def ppo(
     summary = {"policy": str(result.policy), "layout": trainer.layout, "kind": cfg.kind, "seed": cfg.seed,
                "updates": result.updates, "env_steps": result.env_steps,
                "final_return": None if math.isnan(result.final_return) else round(result.final_return, 2),
-               "wall_time_s": round(result.wall_time_s, 1), "steps_per_s": round(result.steps_per_s),
+               "wall_time_s": round(result.wall_time_s, 1), "compile_s": round(result.compile_s, 1), "steps_per_s": round(result.steps_per_s),
                "resumed_from_update": result.resumed_from}
     if as_json:
         print(json.dumps(summary, indent=2))

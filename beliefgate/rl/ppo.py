@@ -108,6 +108,7 @@ class Trainer:
         self.partner_idx = env_ids % pool_size
         self._update = jax.jit(self._update_fn)
         self._init = jax.jit(self._init_fn)
+        self._compiled = None
 
     # ------------------------------------------------------------------ state
     def init(self, seed: Optional[int] = None) -> Dict[str, Any]:
@@ -139,8 +140,19 @@ class Trainer:
     def _stack(self, obs: Dict[str, Any]):
         return jnp.stack([obs[f"agent_{i}"] for i in range(self.num_agents)], axis=1)  # (N, A, H, W, C)
 
+    def compile(self, state) -> float:
+        """Compile the update for ``state``'s shapes ahead of time (once per trainer); the seconds it took."""
+        if self._compiled is not None:
+            return 0.0
+        t0 = time.perf_counter()
+        self._compiled = self._update.lower(state, None if self.pool is None else self.pool.params).compile()
+        return time.perf_counter() - t0
+
     def update(self, state):
-        return self._update(state, None if self.pool is None else self.pool.params)
+        """One update. After :meth:`compile` the compiled executable runs, which refuses (rather than
+        recompiles for) a state of other shapes or dtypes."""
+        fn = self._compiled if self._compiled is not None else self._update
+        return fn(state, None if self.pool is None else self.pool.params)
 
     # ------------------------------------------------------------------ the jitted update
     def _inputs(self, obs):
@@ -291,6 +303,7 @@ class TrainResult:
     steps_per_s: float
     resumed_from: int
     curve: List[Dict[str, float]]
+    compile_s: float = 0.0
 
 
 def _config_json(config: PPOConfig) -> Dict[str, Any]:
@@ -414,6 +427,7 @@ def train(config: PPOConfig, out: Path, resume: bool = False, stop_after: Option
     snapshot_at = ({max(1, round(total * (k + 1) / config.snapshots)) for k in range(config.snapshots)}
                    if config.snapshots else set())
     t0 = time.perf_counter()
+    compile_s = trainer.compile(state) if start < total else 0.0  # in the wall time, not in steps/s
     last_saved = start
     done_this_call = 0
 
@@ -453,12 +467,13 @@ def train(config: PPOConfig, out: Path, resume: bool = False, stop_after: Option
     if last_saved != int(state["update"]) and stop_after is None:
         save(state, int(state["update"]))
     elapsed = time.perf_counter() - t0
+    train_s = elapsed - compile_s
     trained = int(state["update"]) - start
     return TrainResult(out=out, policy=out / POLICY_FILE, updates=int(state["update"]),
                        env_steps=int(state["update"]) * config.steps_per_update, final_return=_final_return(curve),
                        wall_time_s=wall_before + elapsed,
-                       steps_per_s=trained * config.steps_per_update / elapsed if elapsed > 0 and trained else 0.0,
-                       resumed_from=start, curve=[dict(zip(CURVE_COLUMNS, r)) for r in curve])
+                       steps_per_s=trained * config.steps_per_update / train_s if train_s > 0 and trained else 0.0,
+                       resumed_from=start, curve=[dict(zip(CURVE_COLUMNS, r)) for r in curve], compile_s=compile_s)
 
 
 __all__ = ["Trainer", "train", "load_pool", "load_state", "make_env", "TrainResult", "CURVE_COLUMNS", "STATE_FILE",
