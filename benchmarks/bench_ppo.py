@@ -17,7 +17,6 @@ import time
 
 def _bare_env(layout: str, num_envs: int, steps: int, repeats: int) -> float:
     import jax
-    import jax.numpy as jnp
 
     from beliefgate.rl.ppo import make_env
 

@@ -23,7 +23,7 @@ from beliefgate.rl.checkpoint import (CheckpointError, atomic_write, find_polici
                                       versions)
 from beliefgate.rl.config import EVENTS, PPOConfig
 from beliefgate.rl.events import step_events
-from beliefgate.rl.layouts import resolve_layout
+from beliefgate.rl.layouts import LayoutNameError, resolve_layout
 from beliefgate.rl.network import ActorCritic
 
 STATE_FILE = "state.msgpack"
@@ -94,6 +94,9 @@ class Trainer:
         self.static_grid = jnp.asarray(self.env.layout.static_objects)
         self.weights = jnp.asarray(config.weight_matrix() or [[0.0] * len(EVENTS)], jnp.float32)
         self.n_cond = len(EVENTS) if config.conditioned else 0
+        if config.kind == "fcp" and self.num_agents != 2:
+            raise LayoutNameError(f"layout {config.layout}: FCP here pairs an ego with one partner; the layout "
+                                  f"seats {self.num_agents}")
         if config.kind == "fcp" and pool is None:
             pool = load_pool(config.pool_dir, self.layout, self.obs_shape)
         self.pool = pool
