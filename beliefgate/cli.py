@@ -367,6 +367,7 @@ eval_app = typer.Typer(help="Evaluate agents and beliefs (episode grids, human d
 app.add_typer(eval_app, name="eval")
 app.add_typer(__import__("beliefgate.policytree.cli", fromlist=["app"]).app, name="policytree")  # learn|run|show
 app.add_typer(__import__("beliefgate.experiments.overforge_report", fromlist=["app"]).app, name="overforge")  # run|report
+app.add_typer(__import__("beliefgate.rl.cli", fromlist=["app"]).app, name="train")  # ppo
 
 #: modules that add their commands with ``register(app, eval_app)``; each keeps heavy
 #: imports inside its command functions so that ``beliefgate --help`` stays fast

@@ -12,7 +12,7 @@ may import from its own layer and the layers below it, never from a layer above:
 4. ``beliefs``: the online filter, the gates, kappa;
 5. ``planners``: LLM planners (prompts, parsing, fallbacks);
 6. ``envs``: the domains (Overcooked's state, dynamics, controllers, partners; trajectory logs;
-   the human data);
+   the human data); ``rl``: PPO on the JaxMARL dynamics and trained policies (game-side, beside them);
 7. ``agents``: players built from beliefs, planners and a domain, and the agent table;
 8. ``eval``, ``policytree``, ``viewer``, ``serve``: siblings, which may import each other as
    long as no two of them do so both ways (directly or around a loop): today policytree and
@@ -59,7 +59,7 @@ LAYERS = (
     ("models",),
     ("beliefs",),
     ("planners",),
-    ("envs",),
+    ("envs", "rl"),
     ("agents",),
     ("eval", "policytree", "viewer", "serve"),
     ("experiments", "cli"),

@@ -1,0 +1,15 @@
+"""PPO in JAX on JaxMARL's OvercookedV2 dynamics: self-play (``sp``), behaviour-preference agents
+trained with event-reward shaping (``bp``) and fictitious co-play (``fcp``), shipped as small
+checkpoints with a JSON card.
+
+* :mod:`beliefgate.rl.layouts` -- ``v2/<name>`` layout names (one resolver function);
+* :mod:`beliefgate.rl.config` -- :class:`PPOConfig` and the game's events;
+* :mod:`beliefgate.rl.network` -- the actor-critic MLP;
+* :mod:`beliefgate.rl.events` -- per-player events derived from state pairs (jittable);
+* :mod:`beliefgate.rl.checkpoint` -- policy files, cards, resumable training state (atomic writes);
+* :mod:`beliefgate.rl.policy` -- :func:`load_policy` (no training code imported);
+* :mod:`beliefgate.rl.ppo` -- the trainer (vmapped envs, ``lax.scan`` rollouts, GAE, clipped loss);
+* :mod:`beliefgate.rl.cli` -- ``beliefgate train ppo``.
+
+Nothing here is imported by the package root: JAX loads only when training or loading a policy.
+"""

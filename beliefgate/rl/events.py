@@ -1,0 +1,54 @@
+"""Per-player events of one OvercookedV2 step, derived from the state pair inside the jitted step.
+
+JaxMARL returns only a summed shaped reward per player (no events), so each player's events are
+read off its held item before and after the step and the static object it faces (an interaction
+never moves or turns a player, so the facing cell after the step is the one it acted on):
+
+==================  ===============================================  =========================
+event               held before -> after                             facing
+==================  ===============================================  =========================
+ingredient_pickup   nothing -> an ingredient                         a pile or a counter
+pot_placement       an ingredient -> nothing                         a pot
+plate_pickup        nothing -> a clean plate                         the plate pile or a counter
+soup_pickup         a clean plate -> a plated (cooked) dish          a pot
+delivery            a cooked dish -> nothing                         a serving cell
+counter_placement   anything -> nothing                              a counter
+==================  ===============================================  =========================
+
+A cooked dish taken back from a counter counts as no event (not a soup pickup from a pot).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from beliefgate.rl.config import EVENTS
+
+
+def step_events(static_grid, prev_state, next_state):
+    """``(players, len(EVENTS))`` float counts (0/1) of each player's events in ``prev -> next``.
+
+    ``static_grid``: the layout's ``(height, width)`` static objects (they never change)."""
+    from jaxmarl.environments.overcooked_v2.common import DynamicObject, StaticObject
+
+    before = prev_state.agents.inventory
+    after = next_state.agents.inventory
+    fwd = jax.vmap(lambda agent: agent.get_fwd_pos())(next_state.agents)  # one agent at a time: it is not batched
+    faced = static_grid[fwd.y, fwd.x]
+    empty_before, empty_after = before == 0, after == 0
+    ingredient_before = DynamicObject.is_ingredient(before)
+    cooked_before = (before & DynamicObject.COOKED) != 0
+    columns = {
+        "ingredient_pickup": empty_before & DynamicObject.is_ingredient(after),
+        "pot_placement": ingredient_before & empty_after & (faced == StaticObject.POT),
+        "plate_pickup": empty_before & (after == DynamicObject.PLATE),
+        "soup_pickup": (before == DynamicObject.PLATE) & ((after & DynamicObject.COOKED) != 0)
+                       & (faced == StaticObject.POT),
+        "delivery": cooked_before & empty_after & (faced == StaticObject.GOAL),
+        "counter_placement": ~empty_before & empty_after & (faced == StaticObject.WALL),
+    }
+    return jnp.stack([columns[e] for e in EVENTS], axis=-1).astype(jnp.float32)
+
+
+__all__ = ["step_events"]

@@ -1,0 +1,191 @@
+"""PPO on JaxMARL's OvercookedV2 (beliefgate.rl): a smoke run on the real dynamics, determinism,
+resume after a simulated kill, no recompiles, the events, BP and FCP wiring.
+
+One small config is compiled once per module (the trainer is shared) so the file stays fast."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+pytest.importorskip("jaxmarl")
+pytest.importorskip("optax")
+
+from beliefgate.rl.config import EVENTS, PPOConfig, PPOConfigError, parse_weights  # noqa: E402
+from beliefgate.rl.checkpoint import CheckpointError  # noqa: E402
+from beliefgate.rl.layouts import LayoutNameError, resolve_layout  # noqa: E402
+
+SMALL = dict(layout="v2/cramped_room", horizon=64, num_envs=8, rollout_len=32, hidden=(32,), epochs=2,
+             minibatches=2, checkpoint_every=2)
+
+
+def small(**kw) -> PPOConfig:
+    return PPOConfig(**{**SMALL, "total_steps": 6 * 8 * 32, **kw})
+
+
+@pytest.fixture(scope="module")
+def trainer():
+    from beliefgate.rl.ppo import Trainer
+
+    return Trainer(small())
+
+
+@pytest.fixture(scope="module")
+def full_run(trainer, tmp_path_factory):
+    from beliefgate.rl.ppo import train
+
+    out = tmp_path_factory.mktemp("full")
+    return train(small(), out, trainer=trainer)
+
+
+def _params(path):
+    from beliefgate.rl.checkpoint import load_params
+
+    return load_params(path)[0]
+
+
+def _same(a, b) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+
+def test_smoke_run_logs_finite_losses_returns_and_a_card(full_run):
+    out = full_run.out
+    assert full_run.updates == 6 and full_run.env_steps == 6 * 256
+    rows = full_run.curve
+    assert len(rows) == 6
+    for row in rows:
+        assert math.isfinite(row["loss"]) and math.isfinite(row["value_loss"]) and row["entropy"] > 0
+    # horizon 64 and 32-step rollouts: an episode ends every other update
+    assert sum(r["episodes"] for r in rows) == 8 * 3
+    assert all(math.isfinite(r["mean_return"]) and r["mean_return"] >= 0 for r in rows if r["episodes"])
+    card = json.loads((out / "policy.json").read_text())
+    for key in ("layout", "kind", "event_weights", "seed", "steps", "final_return", "wall_time_s", "commit",
+                "versions", "obs_shape", "sha256"):
+        assert key in card
+    assert card["layout"] == "v2/cramped_room" and card["kind"] == "sp" and card["steps"] == 6 * 256
+    assert card["obs_shape"] == [4, 5, 30] and card["versions"]["jaxmarl"]
+    assert (out / "policy.msgpack").stat().st_size <= 1 << 20
+    header = (out / "curve.csv").read_text().splitlines()
+    assert header[0].startswith("update,env_steps,mean_return") and len(header) == 7
+    assert (out / "curve.png").stat().st_size > 1000
+
+
+def test_same_seed_same_params_other_seed_differs(trainer, full_run, tmp_path):
+    from beliefgate.rl.ppo import train
+
+    again = train(small(), tmp_path / "again", trainer=trainer)
+    assert _same(_params(again.policy), _params(full_run.policy))
+    assert [r["loss"] for r in again.curve] == [r["loss"] for r in full_run.curve]
+    state = trainer.init(seed=1)
+    state, _ = trainer.update(state)
+    assert not _same(state["params"], _params(full_run.policy))
+
+
+def test_resume_after_a_kill_matches_the_uninterrupted_run(trainer, full_run, tmp_path):
+    from beliefgate.rl.ppo import STATE_FILE, train
+
+    out = tmp_path / "killed"
+    killed = train(small(), out, stop_after=3, trainer=trainer)  # killed during update 4: update 3 unsaved
+    assert killed.updates == 3
+    with pytest.raises(CheckpointError, match="--resume"):
+        train(small(), out, trainer=trainer)
+    resumed = train(small(), out, resume=True, trainer=trainer)
+    assert resumed.resumed_from == 2  # the last checkpoint; at most one update lost
+    assert _same(_params(resumed.policy), _params(full_run.policy))
+    assert [r["loss"] for r in resumed.curve] == [r["loss"] for r in full_run.curve]
+    with pytest.raises(CheckpointError, match="seed=0, this one 1"):
+        train(small(seed=1), out, resume=True, trainer=trainer)
+    (out / STATE_FILE).write_bytes(b"\x00garbage")
+    with pytest.raises(CheckpointError, match=STATE_FILE):
+        train(small(), out, resume=True, trainer=trainer)
+
+
+def test_the_update_is_traced_once(trainer, full_run):
+    # the fixture runs, determinism, resume and reload all went through one compiled update
+    state = trainer.init()
+    for _ in range(2):
+        state, _ = trainer.update(state)
+    assert trainer.traces == 1
+
+
+def test_events_from_state_pairs_on_the_real_dynamics():
+    """Scripted cramped_room play: onion to the pot three times, a plate, the soup, the delivery."""
+    from jaxmarl.environments.overcooked_v2 import OvercookedV2
+
+    from beliefgate.rl.events import step_events
+
+    env = OvercookedV2(layout=resolve_layout("v2/cramped_room")[1], max_steps=400)
+    static = jax.numpy.asarray(env.layout.static_objects)
+    _, state = env.reset(jax.random.PRNGKey(0))
+    R, D, L, U, S, I = range(6)  # right, down, left, up, stay, interact
+    # agent_0 starts at (3,1) (swap_agents), agent_1 at (1,1): agent_1 cooks and serves, agent_0 stays.
+    # From (1,1): face the onion pile (0,1), then three times: pick, step right to (2,1), face the pot
+    # (2,0), place, step back; a plate from the pile (1,3); wait for the soup; plate it; deliver at (3,3)
+    # then another onion, put down on the counter (0,2) and taken back
+    plan = [L] + [I, R, U, I, L] * 3 + [D, I] + [S] * 25 + [U, R, U, I] + [D, R, D, I] + [L, L, U, L, I, D, L, I, I]
+
+    def body(state, a1):
+        _, nxt, *_ = env.step_env(jax.random.PRNGKey(1), state, {"agent_0": S, "agent_1": a1})
+        return nxt, step_events(static, state, nxt)
+
+    _, per_step = jax.jit(lambda s0, acts: jax.lax.scan(body, s0, acts))(state, jax.numpy.asarray(plan))
+    counts = np.asarray(per_step).sum(0)
+    got = dict(zip(EVENTS, counts[1]))
+    assert got["ingredient_pickup"] == 5 and got["pot_placement"] == 3, got
+    assert got["plate_pickup"] == 1 and got["soup_pickup"] == 1 and got["delivery"] == 1, got
+    assert got["counter_placement"] == 1, got
+    assert counts[0].sum() == 0
+
+
+def test_bad_settings_are_one_line_input_errors():
+    with pytest.raises(PPOConfigError, match="total_steps"):
+        PPOConfig(total_steps=0)
+    with pytest.raises(PPOConfigError, match="unknown event 'chopping'"):
+        PPOConfig(kind="bp", event_weights=[{"chopping": 1.0}])
+    with pytest.raises(PPOConfigError, match="unknown event 'chop'"):
+        parse_weights("delivery=1,chop=2")
+    with pytest.raises(PPOConfigError, match="event_weights"):
+        PPOConfig(kind="bp")
+    with pytest.raises(PPOConfigError, match="pool_dir"):
+        PPOConfig(kind="fcp")
+    with pytest.raises(LayoutNameError, match="v2/kitchen"):
+        resolve_layout("v2/kitchen")
+    assert resolve_layout("v2/coordination_ring")[0] == "v2/coord_ring"
+    assert parse_weights("delivery=1, plate_pickup=3") == {"delivery": 1.0, "plate_pickup": 3.0}
+
+
+def test_fcp_pool_errors_before_training(tmp_path):
+    from beliefgate.rl.ppo import load_pool
+
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CheckpointError, match="no policy checkpoints"):
+        load_pool(str(tmp_path / "empty"), "v2/cramped_room", (4, 5, 30))
+    with pytest.raises(CheckpointError, match="not a directory"):
+        load_pool(str(tmp_path / "nope"), "v2/cramped_room", (4, 5, 30))
+
+
+@pytest.mark.slow
+def test_bp_conditioned_and_fcp_train_on_the_real_dynamics(tmp_path):
+    """A reward-conditioned BP network over two weight sets, then an FCP ego against snapshots of
+    an SP run (two more compilations: slow-marked)."""
+    from beliefgate.rl.ppo import train
+    from beliefgate.rl.policy import load_policy
+
+    sp = train(small(snapshots=2), tmp_path / "sp")
+    snaps = sorted((tmp_path / "sp" / "snapshots").glob("*.msgpack"))
+    assert len(snaps) == 2
+    grid = [{"plate_pickup": 3.0, "delivery": 1.0}, {"ingredient_pickup": 3.0, "counter_placement": -1.0}]
+    bp = train(small(kind="bp", event_weights=grid, total_steps=2 * 256), tmp_path / "bp")
+    assert all(math.isfinite(r["loss"]) for r in bp.curve)
+    with pytest.raises(CheckpointError, match="give event weights"):
+        load_policy(bp.policy)
+    policy = load_policy(bp.policy, layout="v2/cramped_room", weights=grid[0])
+    assert 0 <= policy(np.zeros((4, 5, 30), np.uint8)) < 6
+    fcp = train(small(kind="fcp", pool_dir=str(tmp_path / "sp" / "snapshots"), total_steps=2 * 256), tmp_path / "fcp")
+    card = json.loads((tmp_path / "fcp" / "policy.json").read_text())
+    assert card["kind"] == "fcp" and len(card["pool"]) == 2 and fcp.updates == 2
+    assert sp.updates == 6
