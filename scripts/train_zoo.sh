@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The self-play zoo of issue 44: 3 seeds x the five classic kitchens as v2/ layouts, each a
+# resumable run under runs/ppo/zoo/ (rerun the script after a kill: finished runs are skipped,
+# an interrupted one continues from its last saved update). Snapshots at 4 stages feed FCP.
+#
+#   scripts/train_zoo.sh                       # everything, in order
+#   TIME_LIMIT=3600 scripts/train_zoo.sh       # stop after an hour; rerun to continue
+#   LAYOUTS="cramped_room" SEEDS="0 1" STEPS=2000000 scripts/train_zoo.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LAYOUTS=${LAYOUTS:-"cramped_room asymm_advantages coord_ring forced_coord counter_circuit"}
+SEEDS=${SEEDS:-"0 1 2"}
+STEPS=${STEPS:-3000000}
+ROOT=${ROOT:-runs/ppo/zoo}
+PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python )}
+deadline=$(( $(date +%s) + ${TIME_LIMIT:-1000000000} ))
+for layout in $LAYOUTS; do
+  for seed in $SEEDS; do
+    out="$ROOT/sp_${layout}_seed${seed}"
+    if [ -f "$out/DONE" ]; then continue; fi
+    left=$(( deadline - $(date +%s) ))
+    if [ "$left" -le 60 ]; then echo "time limit reached; rerun to continue"; exit 0; fi
+    mkdir -p "$out"
+    echo "== sp v2/$layout seed $seed -> $out"
+    rc=0
+    PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout "$left" nice -n "${NICE:-15}" "$PY" -m beliefgate.cli \
+      train ppo --layout "v2/$layout" --kind sp --steps "$STEPS" --seed "$seed" --out "$out" \
+      --resume --snapshots 4 || rc=$?
+    if [ "$rc" = 124 ]; then echo "time limit reached inside $out; rerun to continue"; exit 0; fi
+    if [ "$rc" != 0 ]; then exit "$rc"; fi
+    touch "$out/DONE"
+  done
+done
+echo "zoo complete under $ROOT"
