@@ -53,7 +53,8 @@ def interact_acts(state: V2State, player: int, start_cooking: bool = False) -> b
 
 def fidget(state: V2State, player: int, rng: np.random.Generator) -> int:
     """A visible way to wait: turn towards a blocked neighbour (no step), else step to a free
-    neighbour, else STAY."""
+    neighbour, else STAY; next to a teammate it steps aside half of the time (a waiting player
+    must not seal a corridor)."""
     me = state.players[player]
     info = state.info
     others = {p.position for i, p in enumerate(state.players) if i != player}
@@ -66,9 +67,10 @@ def fidget(state: V2State, player: int, rng: np.random.Generator) -> int:
             turns.append(a)
         elif free:
             steps.append(a)
-    if turns:
-        return int(rng.choice(turns))
-    return int(rng.choice(steps)) if steps else STAY
+    crowded = any(abs(p[0] - me.position[0]) + abs(p[1] - me.position[1]) == 1 for p in others)
+    if steps and (crowded and rng.random() < 0.5 or not turns):
+        return int(rng.choice(steps))  # a teammate next to it may need the cell: step aside at times
+    return int(rng.choice(turns)) if turns else STAY
 
 
 def give_way(state: V2State, player: int, rng: np.random.Generator) -> int:
@@ -152,6 +154,9 @@ class V2Executor:
         if faced >= 0 and mask[faced]:
             if interact_acts(state, self.player, self.start_cooking):
                 return INTERACT
+            front = tables.interactables[faced]
+            if state.info.code(front) == POT and state.cell(front)[1] == 0 and self.rng.random() < 0.5:
+                return give_way(state, self.player, self.rng)  # a pot still filling: do not block it
             return fidget(state, self.player, self.rng)  # e.g. the soup is still cooking
         others = frozenset(p.position for i, p in enumerate(state.players) if i != self.player)
         move = self._best_move(tables, me, mask)

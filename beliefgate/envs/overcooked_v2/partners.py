@@ -184,7 +184,7 @@ class RecipeCook:
             nxt = self._next_ingredient(state, recipe)
             if nxt is not None:
                 wants.append(f"pickup_ingredient_{nxt}")
-        if role == "server" and not wants and any(p.ingredients for p in state.pots) and not plated:
+        if role == "server" and not wants and any(p.full for p in state.pots) and not plated:
             wants.append("pickup_plate")
         return wants
 
