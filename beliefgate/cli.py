@@ -81,6 +81,11 @@ def partners(
     except PartnerSpecError as exc:
         _fail(str(exc))
     rows = [p.summary() for p in [*PARTNERS.values(), *extra]]
+    from beliefgate.envs.domain import domains
+
+    for d in domains():  # other backends' partners (OvercookedV2's recipe-seeing cooks)
+        if hasattr(d, "partner_summaries"):
+            rows += d.partner_summaries()
     if as_json:
         print(json.dumps(rows, indent=2))
         return

@@ -51,9 +51,24 @@ class _Compiled:
             indicate_successful_delivery=options.indicate_successful_delivery)
         env = self.env
 
+        common = mod.common
+        starts = info.starts
+        static = jax.numpy.asarray(info.static, dtype=jax.numpy.int32)
+
         def _reset(key):
-            _, state = env.reset(key)
-            return state
+            # OvercookedV2.reset for these options (no random reset, no ingredient permutations)
+            # without its observation: the same key split, the same recipe draw, the same state
+            key, sub = jax.random.split(key)
+            jnp = jax.numpy
+            agents = common.Agent(
+                pos=common.Position(x=jnp.asarray([p[0] for p in starts], dtype=jnp.int32),
+                                    y=jnp.asarray([p[1] for p in starts], dtype=jnp.int32)),
+                dir=jnp.full((len(starts),), common.Direction.UP, dtype=jnp.int32),
+                inventory=jnp.zeros((len(starts),), dtype=jnp.int32))
+            grid = jnp.stack([static, jnp.zeros_like(static), jnp.zeros_like(static)], axis=-1)
+            return mod.env.State(agents=agents, grid=grid, step=jnp.asarray(0, dtype=jnp.int32),
+                                 done=jnp.asarray(False), recipe=env._sample_recipe(sub),
+                                 new_correct_delivery=jnp.asarray(False), ingredient_permutations=None)
 
         def _step(key, state, actions):
             key, sub = jax.random.split(key)
@@ -117,8 +132,7 @@ class V2Env:
 
         if seed is not None:
             self.seed = int(seed)
-        key = jax.random.PRNGKey(self.seed)
-        key, sub = jax.random.split(key)
+        key, sub = jax.random.split(jax.random.PRNGKey(self.seed))
         self._key = key
         self._jstate = strong_types(self._c.reset(sub))
         self.score = 0.0
