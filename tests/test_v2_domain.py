@@ -335,3 +335,16 @@ def test_missing_jaxmarl_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "jaxmarl", None)
     with pytest.raises(_jaxmarl.MissingExtraError, match=r'pip install -e "\.\[v2\]"'):
         _jaxmarl.jaxmarl_v2()
+
+
+@pytest.mark.parametrize("option, field", [("agent_view_size=0", "agent_view_size"),
+                                           ("recipes=[[0,0,7]]", "recipes"), ("colour=3", "colour")])
+def test_cli_refuses_a_bad_env_option_with_exit_2(option, field):
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+
+    res = CliRunner().invoke(app, ["episode", "--layout", LAYOUT, "--ego", "v2-cook", "--partner", "v2-cook",
+                                   "--horizon", "5", "--env-option", option])
+    assert res.exit_code == 2, res.output
+    assert field in res.output and "Traceback" not in res.output

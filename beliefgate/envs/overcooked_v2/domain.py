@@ -66,6 +66,10 @@ class OvercookedV2Domain(Domain):
 
         return json.loads(self.options(**options).model_dump_json())
 
+    def check_env_options(self, layout: str, old_dynamics: bool = True, **options) -> None:
+        """Refuse bad options for ``layout`` before any episode (one line naming the field)."""
+        self.options(layout, **options)
+
     def state_from_json(self, data: Any):
         from beliefgate.envs.overcooked_v2.state import V2State
 
