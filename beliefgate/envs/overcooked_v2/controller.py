@@ -98,6 +98,11 @@ class V2PoseTables:
 
 
 @lru_cache(maxsize=None)
+def _inter_index(layout: str) -> Dict[Pos, int]:
+    return {c: i for i, c in enumerate(layout_info(layout).interactables)}
+
+
+@lru_cache(maxsize=None)
 def _cell_index(layout: str) -> Dict[Pos, int]:
     return {c: i for i, c in enumerate(layout_info(layout).floor)}
 
@@ -220,7 +225,7 @@ class V2Controller:
     def target_mask(self, state: V2State) -> np.ndarray:
         """bool[K, C]: the active target cells of each skill in ``state``."""
         info = layout_info(self.layout)
-        index = {c: i for i, c in enumerate(self.tables.interactables)}
+        index = _inter_index(self.layout)
         mask = np.zeros((self.library.num_skills, len(index)), dtype=bool)
         rows: Dict[str, np.ndarray] = {}
         for k, skill in enumerate(self.library.skills):
@@ -232,6 +237,15 @@ class V2Controller:
                 rows[skill.targets] = row
             mask[k] = row
         return mask
+
+    def target_row(self, state: V2State, skill: int) -> np.ndarray:
+        """bool[C]: the active target cells of one skill (``target_mask(state)[skill]``, computed alone)."""
+        index = _inter_index(self.layout)
+        row = np.zeros(len(index), dtype=bool)
+        cells = [index[c] for c in TARGET_PREDICATES[self.library.skills[skill].targets](state, layout_info(self.layout))
+                 if c in index]
+        row[cells] = True
+        return row
 
     def q_values(self, state: V2State, player: int, targets: Optional[np.ndarray] = None) -> np.ndarray:
         """float[K, 6] action values of ``player`` for every skill (JaxMARL's action order)."""

@@ -123,8 +123,9 @@ class V2Env:
         self.score = 0.0
         self.state = self.reset(self.seed)
 
-    def _sync(self) -> V2State:
-        self.state = from_arrays(self.layout, host_arrays(self._jstate), self.score, self.options.agent_view_size)
+    def _sync(self, arrays=None) -> V2State:
+        arrays = host_arrays(self._jstate) if arrays is None else arrays
+        self.state = from_arrays(self.layout, arrays, self.score, self.options.agent_view_size)
         return self.state
 
     def reset(self, seed: Optional[int] = None) -> V2State:
@@ -158,9 +159,10 @@ class V2Env:
                 raise InvalidActionError(f"action {a!r} is not an integer in 0..{NUM_ACTIONS - 1}")
         prev = self.state
         self._key, self._jstate, reward = self._c.step(self._key, self._jstate, jnp.asarray(joint_action, jnp.int32))
-        reward = float(reward)  # a host copy (the step's leaves follow in one transfer)
+        *arrays, reward = host_arrays(self._jstate, reward)   # one transfer
+        reward = float(reward)
         self.score += reward
-        state = self._sync()
+        state = self._sync(arrays)
         return StepResult(state, reward, state.timestep >= self.horizon, detect_events(prev, state))
 
     def describe(self) -> Dict[str, object]:

@@ -122,11 +122,11 @@ class V2Executor:
         inter = self.controller.tables.interactables
         if self.override is not None:
             return np.array([c in self.override for c in inter])
-        return self.controller.target_mask(state)[self.skill]
+        return self.controller.target_row(state, self.skill)
 
     def reachable(self, state: V2State, skill) -> bool:
         k = self.library.index(skill)
-        mask = self.controller.target_mask(state)[k]
+        mask = self.controller.target_row(state, k)
         me = state.players[self.player]
         t = self.controller.tables
         return bool(mask.any() and np.isfinite(t.dist[mask, t.pose(me.position, me.direction)]).any())

@@ -14,6 +14,8 @@ Events between two states (per player): ``pickup:ingredient_<i>``, ``pickup:plat
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -59,7 +61,8 @@ class V2Player(BaseModel):
         return (self.position[0] + d[0], self.position[1] + d[1])
 
 
-class V2Pot(BaseModel):
+@dataclass(frozen=True)
+class V2Pot:
     """A derived view of one pot."""
 
     position: Tuple[int, int]
@@ -108,7 +111,7 @@ class V2State(BaseModel):
         return self
 
     # -------------------------------------------------------------- views
-    @property
+    @cached_property
     def info(self) -> V2Layout:
         return layout_info(self.layout)
 
@@ -123,16 +126,15 @@ class V2State(BaseModel):
                 return content, timer
         return 0, 0
 
-    @property
+    @cached_property
     def pots(self) -> Tuple[V2Pot, ...]:
         out = []
         for pos in self.info.pots:
             content, timer = self.cell(pos)
-            out.append(V2Pot(position=pos, ingredients=decode_ingredients(content), timer=timer,
-                             cooked=bool(content & COOKED)))
+            out.append(V2Pot(pos, decode_ingredients(content), timer, bool(content & COOKED)))
         return tuple(out)
 
-    @property
+    @cached_property
     def counters(self) -> Dict[Pos, str]:
         """Counter cell -> the object lying on it."""
         info = self.info
@@ -184,13 +186,13 @@ def from_arrays(layout: str, arrays, score: float, agent_view_size: Optional[int
                                    agent_view_size=agent_view_size)
 
 
-def host_arrays(jstate):
-    """Host copies of the leaves :func:`from_arrays` reads (one transfer)."""
+def host_arrays(jstate, *extra):
+    """Host copies of the leaves :func:`from_arrays` reads, then of ``extra`` (one transfer)."""
     import jax
 
     a = jstate.agents
     return jax.device_get((a.pos.x, a.pos.y, a.dir, a.inventory, jstate.grid, jstate.recipe, jstate.step,
-                           jstate.new_correct_delivery))
+                           jstate.new_correct_delivery, *extra))
 
 
 def to_jax(state: V2State, template):
