@@ -19,7 +19,8 @@ class OvercookedV2Domain(Domain):
     name = "overcooked_v2"
     backend = "v2"
     default_horizon = 400
-    action_names = ("right", "down", "left", "up", "stay", "interact")
+    #: JaxMARL's action order (right, down, left, up, stay, interact) in the classic backend's words
+    action_names = ("east", "south", "west", "north", "stay", "interact")
     delivery_events = ("deliver:correct", "deliver:wrong")
     interact_action = 5
 

@@ -39,7 +39,7 @@ DIR_VEC: Tuple[Pos, ...] = ((0, -1), (0, 1), (1, 0), (-1, 0))
 ACTION_DIR: Tuple[int, ...] = (2, 1, 3, 0)
 RIGHT, DOWN, LEFT, UP, STAY, INTERACT = 0, 1, 2, 3, 4, 5
 NUM_ACTIONS = 6
-ACTION_NAMES = ("right", "down", "left", "up", "stay", "interact")
+ACTION_NAMES = ("east", "south", "west", "north", "stay", "interact")   # right, down, left, up
 #: the pot's cooking time and the button indicator's time (JaxMARL's settings, checked in the tests)
 POT_COOK_TIME, INDICATOR_TIME = 20, 10
 
