@@ -106,7 +106,7 @@ def episode(
                             "policy-tree:FILE, any partner name (`beliefgate partners`) or a partner file"),
     partner: Optional[List[str]] = typer.Option(
         None, help="partner name (see `beliefgate partners`) or partner file path; repeat it once per other "
-        "player, in seat order (default: balanced in every other seat)"),
+        "player, in seat order (default: balanced in every other seat, or the domain's first partner)"),
     seed: int = typer.Option(0, min=0, help="episode seed (>= 0)"),
     horizon: int = typer.Option(400, min=1, max=MAX_HORIZON, help="episode length in steps"),
     seat: int = typer.Option(0, min=0, help="player slot of the ego (0 .. players - 1)"),
@@ -138,7 +138,8 @@ def episode(
         _fail(f"--layout: {exc}")
     env_options = _env_options(env_option or [], domain, layout)
     players = domain.players(layout)
-    partners = list(partner) if partner else ["balanced"] * (players - 1)
+    default = "balanced" if domain.is_partner("balanced") else domain.partner_names()[0]
+    partners = list(partner) if partner else [default] * (players - 1)
     try:
         domain.check_players(layout, len(partners) + 1)
         check_seat(seat, players)

@@ -348,3 +348,17 @@ def test_cli_refuses_a_bad_env_option_with_exit_2(option, field):
                                    "--horizon", "5", "--env-option", option])
     assert res.exit_code == 2, res.output
     assert field in res.output and "Traceback" not in res.output
+
+
+def test_a_person_plays_a_v2_kitchen_on_the_play_page(tmp_path):
+    """The play page's game (no server): keys in the classic words move the person the right way."""
+    from beliefgate.viewer.play import PlayGame, PlaySettings
+
+    settings = PlaySettings(layout=LAYOUT, agent="bayes-belief", horizon=6, human_seat=1, log=str(tmp_path / "p"))
+    game = PlayGame(settings, tmp_path / "play.jsonl")
+    start = game.state.players[1]
+    assert game.press("south")
+    msg = game.tick()
+    assert msg["frame"][2][1][:2] == [start.position[0], start.position[1] + 1]   # south is down: y + 1
+    assert game.trajectory.steps[0].actions[1] == DOMAIN.action_names.index("south")
+    assert game.press("north") and game.tick()["frame"][2][1][:2] == list(start.position)
