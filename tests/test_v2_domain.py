@@ -362,3 +362,40 @@ def test_a_person_plays_a_v2_kitchen_on_the_play_page(tmp_path):
     assert msg["frame"][2][1][:2] == [start.position[0], start.position[1] + 1]   # south is down: y + 1
     assert game.trajectory.steps[0].actions[1] == DOMAIN.action_names.index("south")
     assert game.press("north") and game.tick()["frame"][2][1][:2] == list(start.position)
+
+
+def test_skill_library_is_typed_by_ingredient_with_roles_and_complements():
+    lib = DOMAIN.controller(LAYOUT).library
+    assert lib.names == ("pickup_ingredient_0", "put_ingredient_0_in_pot", "pickup_ingredient_1",
+                         "put_ingredient_1_in_pot", "pickup_plate", "plate_soup", "deliver_dish", "place_on_counter")
+    assert lib.is_complementary("pickup_ingredient_1", "pickup_ingredient_0")
+    assert not lib.is_complementary("put_ingredient_0_in_pot", "pickup_ingredient_0")   # the same role
+    assert lib.is_complementary("pickup_plate", "pickup_ingredient_0")
+    assert lib.requirement_met("put_ingredient_1_in_pot", "ingredient_1")
+    assert not lib.requirement_met("put_ingredient_1_in_pot", "ingredient_0")
+    button = DOMAIN.controller("v2/grounded_coord_simple").library
+    assert "press_recipe_button" in button.names and "press_recipe_button" not in lib.names
+    assert [n for n in button.names if n.startswith("pickup_ingredient_")] == \
+        [f"pickup_ingredient_{i}" for i in DOMAIN.layout_info("v2/grounded_coord_simple").ingredients]
+
+
+def test_needs_and_scene_use_the_recipe_only_where_the_player_sees_it(rollout):
+    from beliefgate.envs.overcooked_v2.kitchen import skill_needs
+
+    _, states, _ = rollout
+    s = states[0]
+    ctrl = DOMAIN.controller(LAYOUT)
+    recipe = s.recipe_ingredients
+    seen = skill_needs(s, 0, ctrl)
+    for i in (0, 1):
+        assert seen[f"pickup_ingredient_{i}"] == recipe.count(i)
+    assert "Recipe: " + "+".join(f"ingredient_{i}" for i in recipe) in DOMAIN.scene_text(s, 0)
+    blind = s.model_copy(update={"agent_view_size": 1})
+    far = [i for i in range(2) if not blind.sees_recipe(i)]
+    assert far == [0]   # the indicator (4, 2) is two cells beyond player 0's view of one
+    # out of view, it reasons over every recipe an empty pot can become
+    need = skill_needs(blind, 0, ctrl)
+    assert need["pickup_ingredient_0"] == 3 and need["pickup_ingredient_1"] == 3
+    assert "not visible to you" in DOMAIN.scene_text(blind, 0)
+    assert DOMAIN.flat_state(blind, 0)["recipe"] == "unknown"
+    assert 0.0 <= DOMAIN.progress(s) <= DOMAIN.progress(s.model_copy(update={"score": 20.0}))
