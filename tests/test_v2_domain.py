@@ -277,7 +277,12 @@ def test_three_player_episode():
     from beliefgate.eval.episode import run_episode
 
     res = run_episode("v2/cramped_room_v2_3p", "bayes-belief:full", ["v2-cook", "v2-server"], seed=0, horizon=60)
-    assert len(res.trajectory.steps[0].actions) == 3 and res.summary["partners"] == ["v2-cook", "v2-server"]
+    steps = res.trajectory.steps
+    assert len(steps[0].actions) == 3 and res.summary["partners"] == ["v2-cook", "v2-server"]
+    assert "beliefs" in steps[-1].info[0] or any("belief" in k for k in steps[-1].info[0])
+    obs = DOMAIN.make_observer(layout="v2/cramped_room_v2_3p", partner=2)   # the third player's gate
+    for a, b in zip(steps, steps[1:]):
+        assert obs.evidence(a.state, b.state).action_mask[a.actions[2]]
 
 
 def test_partners_listed_as_scripted():
@@ -399,3 +404,35 @@ def test_needs_and_scene_use_the_recipe_only_where_the_player_sees_it(rollout):
     assert "not visible to you" in DOMAIN.scene_text(blind, 0)
     assert DOMAIN.flat_state(blind, 0)["recipe"] == "unknown"
     assert 0.0 <= DOMAIN.progress(s) <= DOMAIN.progress(s.model_copy(update={"score": 20.0}))
+
+
+def test_the_entry_point_names_the_domain():
+    import importlib.metadata as md
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    value = re.search(r'^overcooked_v2 = "([^"]+)"', text, re.M).group(1)
+    assert md.EntryPoint("overcooked_v2", value, "beliefgate.domains").load() is DOMAIN
+
+
+def test_the_adaptive_cook_changes_course_when_the_recipe_changes(rollout):
+    from beliefgate.envs.overcooked_v2.layouts import ingredient_code, recipe_code
+
+    _, states, _ = rollout
+    s0 = states[0]
+    pot = DOMAIN.layout_info(LAYOUT).pots[0]
+    items = tuple(it for it in s0.items if (it[0], it[1]) != pot) + ((pot[0], pot[1], ingredient_code(0), 0),)
+    players = tuple(p.model_copy(update={"inventory": 0}) for p in s0.players)
+    before = s0.model_copy(update={"recipe": recipe_code([0, 0, 0]), "items": items, "players": players})
+    after = before.model_copy(update={"recipe": recipe_code([0, 1, 1]), "timestep": before.timestep + 1})
+    wants = {}
+    for name in ("v2-cook", "v2-cook-adaptive"):
+        cook = DOMAIN.make_partner(name)
+        cook.reset(LAYOUT, 1, 0)
+        cook.act(before)
+        first = cook.active_skill
+        cook.act(after)
+        wants[name] = (first, cook.active_skill)
+    assert wants["v2-cook"] == ("pickup_ingredient_0", "pickup_ingredient_0")           # commits per dish
+    assert wants["v2-cook-adaptive"] == ("pickup_ingredient_0", "pickup_ingredient_1")  # re-reads the recipe

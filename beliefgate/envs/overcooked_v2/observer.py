@@ -6,7 +6,8 @@ counter, which staging and passing both explain).
 
 Action inference (JaxMARL's motion): a changed cell is the move in that direction; a changed
 direction in place is a move that only turned; an unchanged pose is STAY, an INTERACT (the only
-action when the inventory changed) or a move into the faced cell when that cell is not free floor.
+action when the inventory changed) or a move into the faced cell when that cell is not free floor,
+holds a teammate, or a teammate who stayed put next to it may have collided with the move.
 """
 
 from __future__ import annotations
@@ -42,8 +43,13 @@ def infer_actions(s0: V2State, s1: V2State, player: int) -> frozenset:
     front = p0.front
     others = {q.position for i, q in enumerate(s0.players) if i != player} | \
              {q.position for i, q in enumerate(s1.players) if i != player}
-    if not layout_info(s0.layout).is_floor(front) or front in others:
-        out.add(ACTION_DIR.index(p0.direction))  # a move into a counter or a teammate only keeps the pose
+    # a move into a counter or a teammate keeps the pose; so does one that collided with a teammate
+    # who stayed where it was next to the same cell (both moves are undone)
+    contested = any(i != player and q0.position == q1.position and
+                    abs(q0.position[0] - front[0]) + abs(q0.position[1] - front[1]) == 1
+                    for i, (q0, q1) in enumerate(zip(s0.players, s1.players)))
+    if not layout_info(s0.layout).is_floor(front) or front in others or contested:
+        out.add(ACTION_DIR.index(p0.direction))
     return frozenset(out)
 
 
