@@ -436,3 +436,17 @@ def test_the_adaptive_cook_changes_course_when_the_recipe_changes(rollout):
         wants[name] = (first, cook.active_skill)
     assert wants["v2-cook"] == ("pickup_ingredient_0", "pickup_ingredient_0")           # commits per dish
     assert wants["v2-cook-adaptive"] == ("pickup_ingredient_0", "pickup_ingredient_1")  # re-reads the recipe
+
+
+def test_a_bad_logged_state_is_one_line_naming_the_field(rollout):
+    from beliefgate.envs.overcooked_v2.state import V2StateError
+
+    data = json.loads(rollout[1][5].to_json())
+    data["players"][1]["direction"] = 7
+    with pytest.raises(V2StateError, match=r"players\.1\.direction") as exc:
+        DOMAIN.state_from_json(data)
+    assert "\n" not in str(exc.value)
+    data["players"][1]["direction"] = 0
+    data["players"][0]["position"] = [0, 0]   # a wall
+    with pytest.raises(V2StateError, match=r"players\.0\.position: \[0, 0\] is not a floor cell"):
+        DOMAIN.state_from_json(json.dumps(data))
