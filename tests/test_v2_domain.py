@@ -184,6 +184,9 @@ def _setup(state, skill, player, info):
     items = [it for it in state.items if (it[0], it[1]) not in info.pots]
     if skill == "plate_soup":
         items += [(x, y, recipe | COOKED, 0) for x, y in info.pots]
+    if skill == "start_cooking":   # only where pots cook by interaction: a filled pot waits for a hand
+        items += [(x, y, recipe, 0) for x, y in info.pots]
+        state = state.model_copy(update={"start_cooking_interaction": True})
     players = list(state.players)
     players[player] = players[player].model_copy(update={"inventory": inv})
     return state.model_copy(update={"players": tuple(players), "items": tuple(items)})
@@ -191,10 +194,12 @@ def _setup(state, skill, player, info):
 
 def _reaches_every_skill(layout: str, steps: int = 40):
     from beliefgate.envs.overcooked_v2.env import V2Env
+    from beliefgate.envs.overcooked_v2.layouts import V2Options
 
     info = DOMAIN.layout_info(layout)
-    env = V2Env(layout, 1000, seed=0)
-    start = env.state
+    plain = V2Env(layout, 1000, seed=0)
+    cooking = V2Env(layout, 1000, options=V2Options(start_cooking_interaction=True), seed=0)
+    start = plain.state
     ctrl = DOMAIN.controller(layout)
     tables = ctrl.tables
     for skill in ctrl.library.names:
@@ -210,6 +215,7 @@ def _reaches_every_skill(layout: str, steps: int = 40):
             pytest.fail(f"{layout}: no player reaches a target of {skill}")
         _, player, state = best
         ex = DOMAIN.executor(ctrl, player, np.random.default_rng(1))
+        env = cooking if state.start_cooking_interaction else plain
         env.set_state(state)
         ex.start_in(state, skill)
         status, t = None, 0
@@ -242,7 +248,7 @@ def test_every_skill_has_a_reachable_target_on_every_layout():
         info = DOMAIN.layout_info(name)
         tables = pose_tables(name)
         index = {c: i for i, c in enumerate(tables.interactables)}
-        kinds = {"pots_open": info.pots, "pots_with_soup": info.pots, "plate_sources": info.plate_piles,
+        kinds = {"pots_open": info.pots, "pots_with_soup": info.pots, "pots_to_start": info.pots, "plate_sources": info.plate_piles,
                  "goals": info.goals, "empty_counters": info.counters, "recipe_buttons": info.buttons,
                  **{f"ingredient_sources_{i}": info.ingredient_piles(i) for i in info.ingredients}}
         for skill in DOMAIN.controller(name).library.skills:
@@ -372,7 +378,8 @@ def test_a_person_plays_a_v2_kitchen_on_the_play_page(tmp_path):
 def test_skill_library_is_typed_by_ingredient_with_roles_and_complements():
     lib = DOMAIN.controller(LAYOUT).library
     assert lib.names == ("pickup_ingredient_0", "put_ingredient_0_in_pot", "pickup_ingredient_1",
-                         "put_ingredient_1_in_pot", "pickup_plate", "plate_soup", "deliver_dish", "place_on_counter")
+                         "put_ingredient_1_in_pot", "pickup_plate", "plate_soup", "deliver_dish", "start_cooking",
+                         "place_on_counter")
     assert lib.is_complementary("pickup_ingredient_1", "pickup_ingredient_0")
     assert not lib.is_complementary("put_ingredient_0_in_pot", "pickup_ingredient_0")   # the same role
     assert lib.is_complementary("pickup_plate", "pickup_ingredient_0")

@@ -171,6 +171,12 @@ def _pots_with_soup(s: V2State, info: V2Layout) -> List[Pos]:
     return [p.position for p in s.pots if p.ingredients]
 
 
+def _pots_to_start(s: V2State, info: V2Layout) -> List[Pos]:
+    if not s.start_cooking_interaction:
+        return []   # pots start by themselves when full
+    return [p.position for p in s.pots if p.idle and p.ingredients]
+
+
 def _goals(s: V2State, info: V2Layout) -> List[Pos]:
     return list(info.goals)
 
@@ -187,7 +193,7 @@ def _recipe_buttons(s: V2State, info: V2Layout) -> List[Pos]:
 TARGET_PREDICATES: Dict[str, TargetFn] = {
     **{f"ingredient_sources_{i}": _ingredient_sources(i) for i in range(10)},
     "pots_open": _pots_open, "plate_sources": _plate_sources, "pots_with_soup": _pots_with_soup,
-    "goals": _goals, "empty_counters": _empty_counters, "recipe_buttons": _recipe_buttons,
+    "pots_to_start": _pots_to_start, "goals": _goals, "empty_counters": _empty_counters, "recipe_buttons": _recipe_buttons,
 }
 
 

@@ -21,8 +21,10 @@ from beliefgate.envs.overcooked_v2.layouts import (ACTION_DIR, BUTTON_INDICATOR,
 from beliefgate.envs.overcooked_v2.state import V2State, completion_matches
 
 
-def interact_acts(state: V2State, player: int, start_cooking: bool = False) -> bool:
+def interact_acts(state: V2State, player: int, start_cooking: Optional[bool] = None) -> bool:
     """Whether INTERACT by ``player`` would change something now (JaxMARL's ``process_interact``)."""
+    if start_cooking is None:
+        start_cooking = state.start_cooking_interaction
     me = state.players[player]
     info = state.info
     front = me.front
@@ -91,14 +93,12 @@ def give_way(state: V2State, player: int, rng: np.random.Generator) -> int:
 class V2Executor:
     """Low-level control of one player for one skill at a time."""
 
-    def __init__(self, controller: V2Controller, player: int, rng: np.random.Generator, timeout: int = 80,
-                 start_cooking: bool = False):
+    def __init__(self, controller: V2Controller, player: int, rng: np.random.Generator, timeout: int = 80):
         self.controller = controller
         self.library = controller.library
         self.player = player
         self.rng = rng
         self.timeout = timeout
-        self.start_cooking = start_cooking
         self.skill: Optional[int] = None
         self.override: Optional[frozenset] = None
         self.steps = 0
@@ -152,7 +152,7 @@ class V2Executor:
         pose = tables.pose(me.position, me.direction)
         faced = tables.facing[pose]
         if faced >= 0 and mask[faced]:
-            if interact_acts(state, self.player, self.start_cooking):
+            if interact_acts(state, self.player):
                 return INTERACT
             front = tables.interactables[faced]
             if state.info.code(front) == POT and state.cell(front)[1] == 0 and self.rng.random() < 0.5:

@@ -88,6 +88,8 @@ def skill_needs(state: V2State, player: int, controller: V2Controller,
             soups = sum(1 for p in pots if p.cooking or p.cooked or p.full)
             plates = sum(1 for p in others if p.held in ("plate", "dish"))
             need["pickup_plate"] = float(max(soups - plates, 0))
+        if "start_cooking" in need:   # a full pot waits for a hand only where pots cook by interaction
+            need["start_cooking"] = float(any(p.idle and p.full for p in pots))
         if "press_recipe_button" in need:
             need["press_recipe_button"] = 1.0 if known_recipe(state, player) is None else 0.0
         return need

@@ -176,6 +176,9 @@ class RecipeCook:
         if held is not None and held.startswith("ingredient_"):
             return [f"put_{held}_in_pot", "place_on_counter"]
         wants: List[str] = []
+        if state.start_cooking_interaction and role in ("cook", "fetcher") and \
+                any(p.idle and (p.full or tuple(sorted(p.ingredients)) == tuple(sorted(recipe))) for p in state.pots):
+            wants.append("start_cooking")   # pots cook only when started by hand
         soup = any(p.cooking or p.cooked for p in state.pots)
         plated = any(p.held in ("plate", "dish") for i, p in enumerate(state.players) if i != self.player)
         if role in ("cook", "server") and soup and not plated:
