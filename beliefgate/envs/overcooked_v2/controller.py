@@ -25,7 +25,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from beliefgate.envs.overcooked_v2.layouts import (ACTION_DIR, COOKED, DIR_VEC, INTERACT, NUM_ACTIONS, STAY, Pos,
+from beliefgate.envs.overcooked_v2.layouts import (ACTION_DIR, DIR_VEC, INTERACT, NUM_ACTIONS, STAY, Pos,
                                                    V2Layout, layout_info)
 from beliefgate.envs.overcooked_v2.state import V2State
 from beliefgate.skills.library import SkillLibrary, SkillLibraryError

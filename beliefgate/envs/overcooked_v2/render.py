@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from beliefgate.envs.overcooked_v2.layouts import (BUTTON_INDICATOR, EMPTY, GOAL, INGREDIENT_PILE_BASE, PLATE_PILE,
+from beliefgate.envs.overcooked_v2.layouts import (EMPTY, GOAL, INGREDIENT_PILE_BASE, PLATE_PILE,
                                                    POT, layout_info)
 from beliefgate.envs.overcooked_v2.state import V2State
 

@@ -13,7 +13,6 @@ Events between two states (per player): ``pickup:ingredient_<i>``, ``pickup:plat
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Dict, List, Optional, Tuple
@@ -23,8 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from beliefgate.errors import InputError
 from beliefgate.envs.overcooked_v2.layouts import (BUTTON_INDICATOR, COOKED, DIR_VEC, GOAL, INDICATOR_TIME, PLATE,
-                                                   POT, RECIPE_INDICATOR, WALL, Pos, V2Layout, decode_ingredients,
-                                                   ingredient_code, layout_info)
+                                                   POT, WALL, Pos, V2Layout, decode_ingredients, layout_info)
 
 
 class V2StateError(InputError):
