@@ -10,7 +10,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
@@ -81,6 +81,11 @@ def partners(
     except PartnerSpecError as exc:
         _fail(str(exc))
     rows = [p.summary() for p in [*PARTNERS.values(), *extra]]
+    from beliefgate.envs.domain import domains
+
+    for d in domains():  # other backends' partners (OvercookedV2's recipe-seeing cooks)
+        if hasattr(d, "partner_summaries"):
+            rows += d.partner_summaries()
     if as_json:
         print(json.dumps(rows, indent=2))
         return
@@ -101,7 +106,7 @@ def episode(
                             "policy-tree:FILE, any partner name (`beliefgate partners`) or a partner file"),
     partner: Optional[List[str]] = typer.Option(
         None, help="partner name (see `beliefgate partners`) or partner file path; repeat it once per other "
-        "player, in seat order (default: balanced in every other seat)"),
+        "player, in seat order (default: balanced in every other seat, or the domain's first partner)"),
     seed: int = typer.Option(0, min=0, help="episode seed (>= 0)"),
     horizon: int = typer.Option(400, min=1, max=MAX_HORIZON, help="episode length in steps"),
     seat: int = typer.Option(0, min=0, help="player slot of the ego (0 .. players - 1)"),
@@ -115,6 +120,10 @@ def episode(
                                                "(default: no limit); once spent, plans fall back to the rule"),
     llm_cache: Optional[Path] = typer.Option(None, help="directory for an on-disk LLM response cache"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
+    env_option: Optional[List[str]] = typer.Option(
+        None, "--env-option", help="an environment option of the layout's domain as KEY=VALUE (VALUE read as "
+        "JSON where it parses, else text), repeatable; OvercookedV2: sample_recipe_on_delivery, agent_view_size, "
+        "start_cooking_interaction, negative_rewards, indicate_successful_delivery, recipes"),
 ) -> None:
     """Play one episode on the real dynamics of the layout's domain and summarise it."""
     from beliefgate.envs.domain import (PartnerSpecError, PlayerCountError, UnknownLayoutError,
@@ -127,8 +136,10 @@ def episode(
         layout = domain.resolve_layout(layout)
     except UnknownLayoutError as exc:
         _fail(f"--layout: {exc}")
+    env_options = _env_options(env_option or [], domain, layout)
     players = domain.players(layout)
-    partners = list(partner) if partner else ["balanced"] * (players - 1)
+    default = "balanced" if domain.is_partner("balanced") else domain.partner_names()[0]
+    partners = list(partner) if partner else [default] * (players - 1)
     try:
         domain.check_players(layout, len(partners) + 1)
         check_seat(seat, players)
@@ -154,7 +165,8 @@ def episode(
             _fail(str(exc))
     _check_episode_inputs(ego, partners, log, llm, domain)
     try:
-        result = run_episode(layout, ego, partners, seed=seed, horizon=horizon, seat=seat, log_path=log, llm=llm)
+        result = run_episode(layout, ego, partners, seed=seed, horizon=horizon, seat=seat, log_path=log, llm=llm,
+                             env_options=env_options or None)
     except (UnknownLayoutError, UnknownPartnerError, PlannerConfigError) as exc:
         _fail(str(exc))
     summary = dict(result.summary)
@@ -176,6 +188,28 @@ def episode(
     if log is not None:
         table.add_row("log", str(log))
     console.print(table)
+
+
+def _env_options(items: List[str], domain, layout: str) -> Dict[str, Any]:
+    """``--env-option KEY=VALUE`` items as a dict, checked by the layout's domain before anything runs."""
+    from beliefgate.errors import InputError
+
+    out: Dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            _fail(f"--env-option must be KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            out[key.strip()] = text
+    if out:
+        try:
+            check = getattr(domain, "check_env_options", None)
+            check(layout, **out) if check is not None else domain.env_options(**out)
+        except InputError as exc:
+            _fail(f"--env-option: {exc}")
+    return out
 
 
 def _check_episode_inputs(ego: str, partners: List[str], log: Optional[Path], llm=None, domain=None) -> None:

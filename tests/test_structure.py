@@ -68,7 +68,7 @@ LAYER = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 
 #: the layers below this one are domain-free: they import no game package
 DOMAIN_LAYER = LAYER["envs"]
-GAME_PACKAGES = ("overcooked",)
+GAME_PACKAGES = ("overcooked", "overcooked_v2")
 
 #: the users of the domain seam: they reach a game only through ``beliefgate.envs.domain`` (and the
 #: game-free modules directly under ``envs/``), never through a game's own package under ``envs/``

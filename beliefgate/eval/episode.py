@@ -70,7 +70,8 @@ def partner_label(partners: Sequence[str]) -> str:
 
 def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int = 0, horizon: Optional[int] = None,
                 seat: int = 0, log_path: Optional[str | Path] = None, old_dynamics: bool = True,
-                config: Optional[Dict[str, Any]] = None, llm=None, gate_params=None) -> EpisodeResult:
+                config: Optional[Dict[str, Any]] = None, llm=None, gate_params=None,
+                env_options: Optional[Dict[str, Any]] = None) -> EpisodeResult:
     """Play ``ego`` (in player slot ``seat``) with ``partner`` for ``horizon`` steps.
 
     ``partner`` is one agent name, or a list with one name per other player of the layout (in
@@ -81,7 +82,11 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
     :class:`~beliefgate.planners.client.LLMClient`) is given to the ego when its agent uses
     one; its per-episode budget is reset first (``start_episode``). ``gate_params`` (a :class:`~beliefgate.beliefs.gate.GateParams`)
     replaces the ego's gate defaults; it is an error for an ego without a gate. The
-    parameters used are written into the log header's config (``gate_params``).
+    parameters used are written into the log header's config (``gate_params``). ``env_options``
+    are the domain's environment options (OvercookedV2's recipe sampling, view size...), checked
+    before any episode and written into the header's config with their defaults
+    (``Domain.env_options``); an environment whose ``reset_takes_seed`` is true draws its own
+    randomness (the recipe) from ``seed``.
     """
     domain = domain_for_layout(layout)
     layout = domain.resolve_layout(layout)
@@ -94,7 +99,8 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
         why = domain.partner_restriction(name, layout)
         if why is not None:  # grids skip such a cell (and say so); a single episode refuses it
             raise PartnerLayoutError(f"partner {name} does not play {layout}: {why}")
-    env = domain.make_env(layout, horizon, old_dynamics=old_dynamics)
+    options = dict(env_options or {})
+    env = domain.make_env(layout, horizon, old_dynamics=old_dynamics, **options)
     names = seat_names(ego, partners, seat)
     agents = [make_agent(n, llm if i == seat else None, gate_params if i == seat else None, domain=domain)
               for i, n in enumerate(names)]
@@ -106,13 +112,13 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
     header = LogHeader(
         layout=layout, horizon=horizon, seed=seed, seat=seat, agents=names, ego=ego, partner=label,
         version=beliefgate.__version__,
-        config={"old_dynamics": old_dynamics, **(config or {}),
+        config={**domain.env_options(old_dynamics=old_dynamics, **options), **(config or {}),
                 **({"gate_params": gate_params.model_dump(mode="json")} if gate_params is not None else {}),
                 **(llm.describe() if llm is not None else {})},
     )
     traj = Trajectory(header)
     writer = LogWriter(log_path, header) if log_path is not None else None
-    state = env.reset()
+    state = env.reset(seed) if getattr(env, "reset_takes_seed", False) else env.reset()
     events: List[List[str]] = [[] for _ in agents]
     deliveries = 0
     started = time.perf_counter()

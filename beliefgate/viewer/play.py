@@ -264,7 +264,8 @@ class PlayGame:
         if len(self.pending) >= self.settings.queue:
             self.dropped_keys += 1
             return False
-        self.pending.append(ACTION_NAMES.index(action))
+        names = tuple(self.domain.action_names)  # the domain's index of the named move (V2: east is 0)
+        self.pending.append(names.index(action) if action in names else ACTION_NAMES.index(action))
         return True
 
     def reject(self, kind: str) -> None:

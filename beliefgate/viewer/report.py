@@ -239,6 +239,7 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
         "true_skill": true_skill,
         "ego_skill": ego_skill,
         "actions": [r.actions for r in steps],
+        "action_names": list(domain_for_layout(h.layout).action_names),
         "rewards": [r.reward for r in steps],
         "events": [r.events for r in steps],
         "reasons": [(r.info[seat].get("reason") if seat < len(r.info) else None) for r in steps],

@@ -289,7 +289,7 @@
 
   // ------------------------------------------------------------------ step panel
   var stepTable = document.getElementById("step-table"), bars = document.getElementById("bars");
-  var ACTIONS = ["north", "south", "east", "west", "stay", "interact"];
+  var ACTIONS = D.action_names || ["north", "south", "east", "west", "stay", "interact"];
   function panel(f) {
     var t = Math.min(f, T - 1), fr = D.frames[f], rowsHtml = [];
     function add(k, v) { rowsHtml.push("<tr><td>" + k + "</td><td>" + escapeHtml(v) + "</td></tr>"); }

@@ -1,0 +1,210 @@
+"""OvercookedV2 (JaxMARL) as a :class:`~beliefgate.envs.domain.Domain` (``backend: v2``).
+
+``DOMAIN`` is registered under the entry-point group ``beliefgate.domains`` as ``overcooked_v2``; it
+plays the ``v2/`` layouts (:mod:`.layouts`) on JaxMARL's own dynamics (:mod:`.env`). Listing its
+layouts imports nothing heavy; anything that needs geometry or dynamics imports JaxMARL once
+(:func:`._jaxmarl.jaxmarl_v2`, which names the ``v2`` extra when it is missing).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from beliefgate.envs.domain import Domain
+
+
+class OvercookedV2Domain(Domain):
+    """OvercookedV2 on JaxMARL (``backend: v2``)."""
+
+    name = "overcooked_v2"
+    backend = "v2"
+    default_horizon = 400
+    #: JaxMARL's action order (right, down, left, up, stay, interact) in the classic backend's words
+    action_names = ("east", "south", "west", "north", "stay", "interact")
+    delivery_events = ("deliver:correct", "deliver:wrong")
+    interact_action = 5
+
+    # ------------------------------------------------------------------ layouts
+    def layouts(self) -> Tuple[str, ...]:
+        from beliefgate.envs.overcooked_v2.layouts import layout_names
+
+        return layout_names()
+
+    def resolve_layout(self, name: str) -> str:
+        from beliefgate.envs.overcooked_v2.layouts import resolve_layout
+
+        return resolve_layout(name)
+
+    def layout_info(self, layout: str):
+        from beliefgate.envs.overcooked_v2.layouts import layout_info
+
+        return layout_info(layout)
+
+    def players(self, layout: str) -> int:
+        from beliefgate.envs.overcooked_v2.layouts import players
+
+        return players(layout)
+
+    def describe_layout(self, layout: str) -> Dict[str, Any]:
+        return {**self.layout_info(layout).describe(), "backend": self.backend, "players": self.players(layout)}
+
+    # ---------------------------------------------------------------- dynamics
+    def options(self, layout: Optional[str] = None, **options):
+        """The :class:`~.layouts.V2Options` of ``options`` (checked against ``layout`` when given)."""
+        from beliefgate.envs.overcooked_v2.layouts import V2Options
+
+        opts = V2Options(**options)
+        return opts.checked_for(self.layout_info(layout)) if layout is not None else opts
+
+    def make_env(self, layout: str, horizon: int, old_dynamics: bool = True, seed: int = 0, **options):
+        from beliefgate.envs.overcooked_v2.env import V2Env
+
+        # old_dynamics is the classic backend's option (the runner passes it to every domain)
+        return V2Env(layout, horizon, self.options(layout, **options), seed=seed)
+
+    def env_options(self, old_dynamics: bool = True, **options) -> Dict[str, Any]:
+        import json
+
+        return json.loads(self.options(**options).model_dump_json())
+
+    def check_env_options(self, layout: str, old_dynamics: bool = True, **options) -> None:
+        """Refuse bad options for ``layout`` before any episode (one line naming the field)."""
+        self.options(layout, **options)
+
+    def state_from_json(self, data: Any):
+        from beliefgate.envs.overcooked_v2.state import V2State
+
+        return data if isinstance(data, V2State) else V2State.from_json(data)
+
+    def detect_events(self, prev, state) -> List[List[str]]:
+        from beliefgate.envs.overcooked_v2.state import detect_events
+
+        return detect_events(prev, state)
+
+    def completed_skills(self, events: Sequence[str], library) -> List[int]:
+        from beliefgate.envs.overcooked_v2.observer import completed_skills
+
+        return completed_skills(events, library)
+
+    def move_blocked(self, state, next_state, player: int, action: int) -> Optional[bool]:
+        from beliefgate.envs.overcooked_v2.layouts import ACTION_DIR, DIR_VEC
+
+        if action >= 4:
+            return None
+        pos = state.players[player].position
+        d = DIR_VEC[ACTION_DIR[action]]
+        return bool(self.layout_info(state.layout).is_floor((pos[0] + d[0], pos[1] + d[1]))
+                    and next_state.players[player].position == pos)
+
+    # ------------------------------------------------------------------ beliefs
+    def make_observer(self, params=None, layout: Optional[str] = None, partner: int = 1, **options):
+        from beliefgate.envs.overcooked_v2.observer import V2Observer
+
+        return V2Observer(layout if layout is not None else "v2/cramped_room_v2", params, partner=partner, **options)
+
+    # ------------------------------------------------------- skills and control
+    def controller(self, layout: str):
+        from beliefgate.envs.overcooked_v2.controller import controller_for
+
+        return controller_for(self.resolve_layout(layout))
+
+    def executor(self, controller, player: int, rng):
+        from beliefgate.envs.overcooked_v2.executor import V2Executor
+
+        return V2Executor(controller, player, rng)
+
+    def idle_action(self, state, player: int, rng) -> int:
+        from beliefgate.envs.overcooked_v2.executor import fidget
+
+        return fidget(state, player, rng)
+
+    def skill_needs(self, state, player: int, controller, feasible=None, **options) -> Mapping[str, float]:
+        from beliefgate.envs.overcooked_v2.kitchen import skill_needs
+
+        return skill_needs(state, player, controller, feasible)
+
+    # ------------------------------------------------- planners, trees, metrics
+    def scene_text(self, state, ego: int) -> str:
+        from beliefgate.envs.overcooked_v2.kitchen import scene_text
+
+        return scene_text(state, ego)
+
+    def progress(self, state) -> float:
+        from beliefgate.envs.overcooked_v2.kitchen import progress
+
+        return progress(state)
+
+    def flat_state(self, state, player: int, **options) -> Dict[str, Any]:
+        from beliefgate.envs.overcooked_v2.kitchen import flat_state
+
+        return flat_state(state, player, **options)
+
+    # ------------------------------------------------------------ recipes (for the recipe belief)
+    def recipe_set(self, layout: str) -> Tuple[Tuple[int, ...], ...]:
+        """The recipes ``layout`` draws from."""
+        from beliefgate.envs.overcooked_v2.kitchen import recipe_set
+
+        return recipe_set(self.resolve_layout(layout))
+
+    def active_recipe(self, state) -> Tuple[int, ...]:
+        """The recipe active in ``state``."""
+        return tuple(state.recipe_ingredients)
+
+    def recipe_viewers(self, state) -> List[int]:
+        """The players whose observation shows the recipe in ``state``."""
+        from beliefgate.envs.overcooked_v2.kitchen import recipe_viewers
+
+        return recipe_viewers(state)
+
+    # ---------------------------------------------------------------- rendering
+    def render_layout(self, layout: str) -> Dict[str, Any]:
+        from beliefgate.envs.overcooked_v2.render import layout_record
+
+        return layout_record(layout)
+
+    def render_frame(self, state) -> List[Any]:
+        from beliefgate.envs.overcooked_v2.render import encode_frame
+
+        return encode_frame(state)
+
+    # ------------------------------------------------------------------ partners
+    def partner_names(self) -> Tuple[str, ...]:
+        from beliefgate.envs.overcooked_v2.partners import PARTNERS
+
+        return tuple(PARTNERS)
+
+    def partner_summaries(self) -> List[Dict[str, object]]:
+        """The rows ``beliefgate partners --json`` lists for this backend."""
+        from beliefgate.envs.overcooked_v2.partners import PARTNERS
+
+        return [p.summary() for p in PARTNERS.values()]
+
+    def partner_group(self, name: str) -> Optional[str]:
+        from beliefgate.envs.overcooked_v2.partners import PARTNERS
+
+        spec = PARTNERS.get(name)
+        return spec.role if spec is not None else None
+
+    def partner_fingerprint(self, name: str) -> str:
+        import json
+
+        from beliefgate.envs.overcooked_v2.partners import PARTNERS
+
+        spec = PARTNERS.get(name)
+        return json.dumps(spec.model_dump(mode="json"), sort_keys=True) if spec is not None else name
+
+    def make_partner(self, name: str):
+        from beliefgate.envs.overcooked_v2.partners import make_scripted
+
+        return make_scripted(name)
+
+    def partner_restriction(self, name: str, layout: str) -> Optional[str]:
+        from beliefgate.envs.overcooked_v2.partners import layout_restriction
+
+        return layout_restriction(name, layout)
+
+
+#: the registered instance (entry point ``beliefgate.domains: overcooked_v2``)
+DOMAIN = OvercookedV2Domain()
+
+__all__ = ["DOMAIN", "OvercookedV2Domain"]

@@ -1,0 +1,170 @@
+"""The OvercookedV2 environment the episode runner drives: JaxMARL's dynamics, jitted once per layout.
+
+:class:`V2Env` holds a JaxMARL ``State`` on the device and its :class:`~.state.V2State` on the host.
+``step`` runs JaxMARL's own ``step_agents`` (the transition of ``OvercookedV2.step_env`` without the
+observation, which the symbolic layer does not read) and advances the step counter, under one
+``jax.jit`` per (layout, options) kept for the process: no step recompiles it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from beliefgate.envs.overcooked_v2.layouts import NUM_ACTIONS, V2Layout, V2Options, layout_info
+from beliefgate.envs.overcooked_v2.state import V2State, V2StateError, detect_events, from_arrays, host_arrays, to_jax
+from beliefgate.errors import InputError
+
+
+class InvalidActionError(InputError):
+    """A joint action of the wrong length or with an action outside 0..5."""
+
+
+@dataclass
+class StepResult:
+    state: V2State
+    reward: float
+    done: bool
+    events: List[List[str]]
+
+
+class _Compiled:
+    """JaxMARL's env for one (layout, options) with its jitted reset and step."""
+
+    def __init__(self, info: V2Layout, options: V2Options):
+        import dataclasses
+
+        import jax
+
+        from beliefgate.envs.overcooked_v2._jaxmarl import jaxmarl_v2
+
+        mod = jaxmarl_v2()
+        layout = info.jax_layout
+        if options.recipes is not None:
+            layout = dataclasses.replace(layout, possible_recipes=[list(r) for r in options.recipes])
+        self.env = mod.env.OvercookedV2(
+            layout=layout, max_steps=10**9, agent_view_size=options.agent_view_size,
+            start_cooking_interaction=options.start_cooking_interaction, negative_rewards=options.negative_rewards,
+            sample_recipe_on_delivery=options.sample_recipe_on_delivery,
+            indicate_successful_delivery=options.indicate_successful_delivery)
+        env = self.env
+
+        common = mod.common
+        starts = info.starts
+        static = jax.numpy.asarray(info.static, dtype=jax.numpy.int32)
+
+        def _reset(key):
+            # OvercookedV2.reset for these options (no random reset, no ingredient permutations)
+            # without its observation: the same key split, the same recipe draw, the same state
+            key, sub = jax.random.split(key)
+            jnp = jax.numpy
+            agents = common.Agent(
+                pos=common.Position(x=jnp.asarray([p[0] for p in starts], dtype=jnp.int32),
+                                    y=jnp.asarray([p[1] for p in starts], dtype=jnp.int32)),
+                dir=jnp.full((len(starts),), common.Direction.UP, dtype=jnp.int32),
+                inventory=jnp.zeros((len(starts),), dtype=jnp.int32))
+            grid = jnp.stack([static, jnp.zeros_like(static), jnp.zeros_like(static)], axis=-1)
+            return mod.env.State(agents=agents, grid=grid, step=jnp.asarray(0, dtype=jnp.int32),
+                                 done=jnp.asarray(False), recipe=env._sample_recipe(sub),
+                                 new_correct_delivery=jnp.asarray(False), ingredient_permutations=None)
+
+        def _step(key, state, actions):
+            key, sub = jax.random.split(key)
+            state, reward, _shaped = env.step_agents(sub, state, actions)
+            return key, state.replace(step=state.step + 1), reward
+
+        self.reset = jax.jit(_reset)
+        self.step = jax.jit(_step)
+
+
+_CACHE: Dict[Tuple[str, str], _Compiled] = {}
+_LOCK = threading.Lock()
+
+
+def compiled(info: V2Layout, options: V2Options) -> _Compiled:
+    """The jitted JaxMARL env of ``info`` under ``options`` (built once per process)."""
+    key = (info.name, options.model_dump_json())
+    found = _CACHE.get(key)
+    if found is None:
+        found = _Compiled(info, options)
+        with _LOCK:
+            _CACHE.setdefault(key, found)
+            found = _CACHE[key]
+    return found
+
+
+def strong_types(jstate):
+    """``jstate`` with no weakly typed leaf (JaxMARL's reset leaves ``step`` and ``dir`` weak; a
+    state built by ``set_state`` is not), so every state the jitted step sees has one signature."""
+    import jax
+    import jax.numpy as jnp
+
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=x.dtype), jstate)
+
+
+class V2Env:
+    """One OvercookedV2 episode at a time: ``reset``, ``step``, ``set_state``, ``score``."""
+
+    #: ``reset`` takes the episode seed (the recipe is drawn from it)
+    reset_takes_seed = True
+
+    def __init__(self, layout: str, horizon: int, options: Optional[V2Options] = None, seed: int = 0):
+        if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon <= 0:
+            raise InputError(f"horizon must be a positive integer, got {horizon!r}")
+        self.info = layout_info(layout)
+        self.layout = self.info.name
+        self.horizon = horizon
+        self.options = (options or V2Options()).checked_for(self.info)
+        self.num_players = self.info.players
+        self.seed = int(seed)
+        self._c = compiled(self.info, self.options)
+        self.score = 0.0
+        self.state = self.reset(self.seed)
+
+    def _sync(self, arrays=None) -> V2State:
+        arrays = host_arrays(self._jstate) if arrays is None else arrays
+        self.state = from_arrays(self.layout, arrays, self.score, self.options.agent_view_size,
+                                 self.options.start_cooking_interaction)
+        return self.state
+
+    def reset(self, seed: Optional[int] = None) -> V2State:
+        import jax
+
+        if seed is not None:
+            self.seed = int(seed)
+        key, sub = jax.random.split(jax.random.PRNGKey(self.seed))
+        self._key = key
+        self._jstate = strong_types(self._c.reset(sub))
+        self.score = 0.0
+        return self._sync()
+
+    def set_state(self, state: V2State) -> V2State:
+        """Continue from a given symbolic state (scenario set-up, forward models)."""
+        if not isinstance(state, V2State):
+            state = V2State.from_json(state)
+        if state.layout != self.layout:
+            raise V2StateError(f"state is for layout {state.layout!r}, this env runs {self.layout!r}")
+        self._jstate = to_jax(state, self._jstate)
+        self.score = float(state.score)
+        return self._sync()
+
+    def step(self, joint_action: Sequence[int]) -> StepResult:
+        import jax.numpy as jnp
+
+        if len(joint_action) != self.num_players:
+            raise InvalidActionError(f"expected {self.num_players} actions, got {len(joint_action)}")
+        for a in joint_action:
+            if isinstance(a, bool) or not isinstance(a, int) or not 0 <= a < NUM_ACTIONS:
+                raise InvalidActionError(f"action {a!r} is not an integer in 0..{NUM_ACTIONS - 1}")
+        prev = self.state
+        self._key, self._jstate, reward = self._c.step(self._key, self._jstate, jnp.asarray(joint_action, jnp.int32))
+        *arrays, reward = host_arrays(self._jstate, reward)   # one transfer
+        reward = float(reward)
+        self.score += reward
+        state = self._sync(arrays)
+        return StepResult(state, reward, state.timestep >= self.horizon, detect_events(prev, state))
+
+    def describe(self) -> Dict[str, object]:
+        return json.loads(self.options.model_dump_json())
