@@ -328,13 +328,24 @@ def write_episode_reports(run_dir: str | Path, out_dir: Optional[str | Path] = N
         except (LogFormatError, ReportInputError) as exc:
             failed.append({"log": str(log), "error": str(exc)})
             continue
-        rows.append({**written, "log": str(log), "href": str(target.relative_to(out_dir))})
+        rows.append({**written, "log": str(log), "href": _relative_href(target.relative_to(out_dir))})
     index = out_dir / "index.html"
     try:
         atomic_write(index, _index_html(run_dir, rows, failed).encode("utf-8"))
     except OSError as exc:
         raise ReportWriteError(f"cannot write report index {index}: {exc}") from exc
     return {"index": str(index), "reports": rows, "failed": failed}
+
+
+def _relative_href(rel: Path) -> str:
+    """A link to the file ``rel`` (relative to the index) that can only be that file: every path
+    segment percent-encoded (a folder named ``javascript:...`` gives ``javascript%3A...``, no
+    scheme, query or fragment), never absolute and never climbing out with ``..``."""
+    from urllib.parse import quote
+
+    if rel.is_absolute() or any(part in ("", ".", "..") for part in rel.parts):
+        raise ReportInputError(f"report path {rel} is not a plain relative path")
+    return "/".join(quote(part, safe="") for part in rel.parts)
 
 
 def _index_html(run_dir: Path, rows: List[Dict[str, Any]], failed: List[Dict[str, str]]) -> str:
