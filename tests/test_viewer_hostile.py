@@ -87,3 +87,73 @@ def test_index_link_named_javascript_opens_the_report_in_chromium(tmp_path, shor
         assert driver.execute_script("return document.querySelector('script[type=\"application/json\"]') !== null")
     finally:
         driver.quit()
+
+
+# --------------------------------------------------------------------------- the play page (finding 2)
+ORIGIN = "http://127.0.0.1:8770"
+WS = "ws://127.0.0.1:8770/ws"  # the test client names the host in the URL
+
+
+def _play_client(tmp_path, **settings):
+    from starlette.testclient import TestClient
+
+    from beliefgate.viewer.play import PlaySettings, create_play_app
+
+    app = create_play_app(PlaySettings(agent=AGENT, tick_hz=50, horizon=30, log=f"{tmp_path}/", **settings))
+    return TestClient(app, base_url=ORIGIN)
+
+
+def test_play_page_refuses_a_foreign_host_header(tmp_path):
+    with _play_client(tmp_path) as client:
+        assert client.get("/").status_code == 200
+        assert client.get("/", headers={"host": "localhost:8770"}).status_code == 200
+        for host in ("evil.example", "evil.example:8770", "127.0.0.1.evil.example"):
+            res = client.get("/", headers={"host": host})
+            assert res.status_code == 400, host
+            assert "beliefgate" not in res.text
+        assert client.get("/healthz", headers={"host": "evil.example"}).status_code == 400
+
+
+def test_play_socket_refuses_foreign_origins_before_taking_a_slot(tmp_path):
+    from starlette.websockets import WebSocketDisconnect
+
+    with _play_client(tmp_path, max_sessions=1) as client:
+        for origin in ("http://evil.example", "null", "http://127.0.0.1:9999", "https://127.0.0.1:8770"):
+            with pytest.raises(WebSocketDisconnect):
+                with client.websocket_connect(WS, headers={"origin": origin}) as ws:
+                    ws.receive_json()
+        with pytest.raises(WebSocketDisconnect):  # DNS rebinding: the right origin's name, a foreign Host
+            with client.websocket_connect("ws://evil.example:8770/ws",
+                                          headers={"origin": "http://evil.example:8770"}) as ws:
+                ws.receive_json()
+        with client.websocket_connect(WS, headers={"origin": ORIGIN}) as ws:  # the real player still gets a game
+            hello = ws.receive_json()
+            assert hello["type"] == "hello"
+            assert not Path(hello["log"]).is_absolute() and str(tmp_path) not in json.dumps(hello)
+            ws.send_json({"type": "end"})
+            while ws.receive_json()["type"] != "done":
+                pass
+
+
+def test_play_connections_without_a_move_write_no_log(tmp_path):
+    with _play_client(tmp_path) as client:
+        for _ in range(6):  # connect and leave without a move (the test client needs the "end" to part cleanly)
+            with client.websocket_connect(WS, headers={"origin": ORIGIN}) as ws:
+                assert ws.receive_json()["type"] == "hello"
+                ws.send_json({"type": "end"})
+                done = ws.receive_json()
+                assert done["type"] == "done" and done["log"] is None
+        assert list(tmp_path.iterdir()) == []
+        with client.websocket_connect(WS, headers={"origin": ORIGIN}) as ws:
+            hello = ws.receive_json()
+            ws.send_json({"type": "key", "action": "west"})
+            m = ws.receive_json()
+            while m["type"] != "state":
+                m = ws.receive_json()
+            ws.send_json({"type": "end"})
+            while m["type"] != "done":
+                m = ws.receive_json()
+        assert [p.name for p in tmp_path.iterdir()] == [hello["log"]] == [m["log"]]
+        from beliefgate.envs.trajlog import read_log
+
+        assert read_log(tmp_path / hello["log"]).final.summary["ended"] == "player"
