@@ -157,3 +157,86 @@ def test_play_connections_without_a_move_write_no_log(tmp_path):
         from beliefgate.envs.trajlog import read_log
 
         assert read_log(tmp_path / hello["log"]).final.summary["ended"] == "player"
+
+
+# --------------------------------------------------------------------------- non-finite numbers (finding 4)
+def _edit_log(src: Path, dst: Path, edit) -> Path:
+    """``src`` with ``edit(n, row) -> text or None`` applied to each parsed line (None: keep the line)."""
+    out = []
+    for n, line in enumerate(src.read_text(encoding="utf-8").splitlines()):
+        text = edit(n, json.loads(line))
+        out.append(line if text is None else text)
+    dst.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return dst
+
+
+def _report_cli(*args):
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+
+    return CliRunner().invoke(app, ["report", *map(str, args)])
+
+
+def _page_data(html_path: Path):
+    text = html_path.read_text(encoding="utf-8")
+    start = text.index('<script id="report-data"')
+    body = text[text.index(">", start) + 1:text.index("</script>", start)]
+    return json.loads(body, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c} in the page"))
+
+
+@pytest.mark.parametrize("case", ["nan_step", "huge_reward", "nan_summary"])
+def test_report_shows_non_finite_values_as_missing(tmp_path, short_log, case):
+    def edit(n, row):
+        if case == "nan_step" and row["kind"] == "step" and row["t"] == 4:
+            row["reward"] = math.nan
+            row["info"][0]["kappa"] = math.inf
+            return json.dumps(row)
+        if case == "huge_reward" and row["kind"] == "step" and row["t"] == 7:
+            row["reward"] = 12345.5
+            return json.dumps(row).replace("12345.5", "1e999")
+        if case == "nan_summary" and row["kind"] == "final":
+            row["summary"]["reward"] = math.nan
+            return json.dumps(row)
+        return None
+
+    log = _edit_log(short_log, tmp_path / "bad.jsonl", edit)
+    res = _report_cli(log, "-o", tmp_path / "bad.html")
+    assert res.exit_code == 0, res.output
+    where = {"nan_step": "step 4: reward", "huge_reward": "step 7: reward", "nan_summary": "final: summary.reward"}[case]
+    assert "not finite" in res.output and where in res.output, res.output
+    data = _page_data(tmp_path / "bad.html")
+    if case == "nan_summary":
+        assert data["summary"]["reward"] is None
+    else:
+        assert data["rewards"][4 if case == "nan_step" else 7] is None
+    assert data["nonfinite"]["count"] == (2 if case == "nan_step" else 1) and data["nonfinite"]["first"] == where
+
+
+def test_report_with_non_finite_values_draws_in_chromium(tmp_path, short_log):
+    from beliefgate.viewer.browser import BrowserUnavailable, find_browser, headless_chromium
+
+    try:
+        paths = find_browser()
+    except BrowserUnavailable as exc:
+        pytest.skip(f"no headless browser: {exc}")
+
+    def edit(n, row):
+        if row["kind"] == "step" and row["t"] in (3, 5):
+            row["reward"] = math.nan if row["t"] == 3 else -math.inf
+            return json.dumps(row)
+        if row["kind"] == "final":
+            row["summary"]["reward"] = math.inf
+            return json.dumps(row)
+        return None
+
+    log = _edit_log(short_log, tmp_path / "bad.jsonl", edit)
+    assert _report_cli(log, "-o", tmp_path / "bad.html").exit_code == 0
+    driver = headless_chromium(paths=paths)
+    try:
+        driver.get((tmp_path / "bad.html").as_uri())
+        notes = driver.find_element("id", "notes").text
+        assert "3 logged values were not finite" in notes and "step 3: reward" in notes
+        assert [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"] == []
+    finally:
+        driver.quit()

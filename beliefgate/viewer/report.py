@@ -109,8 +109,36 @@ def _kappa_fields(info: Dict[str, Any]):
     return _finite(k), (bool(commit) if commit is not None else None)
 
 
+def nonfinite_fields(traj) -> List[str]:
+    """Where the log holds a number that is not finite (NaN, ±infinity: JSON has neither, Python's
+    reader takes ``NaN``, ``Infinity`` and ``1e999``), as ``"step 4: reward"``,
+    ``"step 9: info[0].kappa"``, ``"final: summary.reward"`` or ``"header: config.x"``, in log order."""
+    found: List[str] = []
+
+    def walk(value: Any, path: str, where: str) -> None:
+        if isinstance(value, float) and not math.isfinite(value):
+            found.append(f"{where}: {path}")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else str(key), where)
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                walk(item, f"{path}[{i}]", where)
+
+    walk(traj.header.config, "config", "header")
+    for row in traj.steps:
+        walk(row.reward, "reward", f"step {row.t}")
+        walk(row.info, "info", f"step {row.t}")
+    if traj.final is not None:
+        walk(traj.final.summary, "summary", "final")
+    return found
+
+
 def report_data(traj, source: str = "") -> Dict[str, Any]:
-    """Everything the report draws, as one JSON-ready dict (see the module docstring)."""
+    """Everything the report draws, as one JSON-ready dict (see the module docstring).
+
+    A number that is not finite (NaN, ±infinity) is drawn as missing (``None``, like an
+    absent field) and counted in ``nonfinite`` (its first place named), never a crash."""
     from beliefgate.envs.domain import domain_for_layout
     from beliefgate.viewer.frames import encode_frame, layout_record
 
@@ -222,7 +250,7 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
                   for e in ev if e in delivered]
     frames = [encode_frame(s) for s in traj.states()]
     summary = traj.final.summary if traj.final is not None else {}
-    return {
+    data = {
         "format": REPORT_FORMAT,
         "source": source,
         "title": f"{h.layout}: {h.ego or h.agents[seat]} (seat {seat}) + {h.partner or '?'}, seed {h.seed}",
@@ -254,6 +282,13 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
         "present": present,
         "renormalised_steps": renormalised,
     }
+    bad = nonfinite_fields(traj)
+    if bad:
+        from beliefgate.fileio import json_safe
+
+        data = json_safe(data)
+    data["nonfinite"] = {"count": len(bad), "first": bad[0] if bad else None}
+    return data
 
 
 def render_report(traj, source: str = "") -> str:
@@ -287,10 +322,13 @@ def write_report(log_path: str | Path, out: str | Path, allow_incomplete: bool =
         atomic_write(out, data)
     except OSError as exc:
         raise ReportWriteError(f"cannot write report {out}: {exc}") from exc
+    from beliefgate.fileio import json_safe
+
     h = traj.header
     return {"path": str(out), "bytes": len(data), "steps": len(traj.steps), "complete": traj.complete,
             "seconds": round(time.perf_counter() - started, 3), "layout": h.layout, "ego": h.ego, "partner": h.partner,
-            "seed": h.seed, "seat": h.seat, "summary": traj.final.summary if traj.final is not None else {}}
+            "seed": h.seed, "seat": h.seat, "nonfinite": nonfinite_fields(traj),
+            "summary": json_safe(traj.final.summary) if traj.final is not None else {}}
 
 
 def write_episode_reports(run_dir: str | Path, out_dir: Optional[str | Path] = None,
