@@ -221,18 +221,39 @@ def _pairs_without_duplicates(pairs):
     return out
 
 
-def parse_data(text: str, fmt: str):
+def _parser_gave_up(exc: BaseException) -> DataSyntaxError:
+    """One line for what Python's JSON/YAML parsers raise beyond their syntax errors: nesting deeper
+    than the interpreter's recursion limit (``RecursionError``) and an integer of more digits than
+    ``int()`` converts (``ValueError: Exceeds the limit (4300 digits)...``)."""
+    import sys
+
+    if isinstance(exc, RecursionError):
+        return DataSyntaxError("nested too deeply (lists or mappings inside each other beyond Python's "
+                               f"recursion limit of {sys.getrecursionlimit()})")
+    if "integer string conversion" in str(exc):
+        return DataSyntaxError(f"an integer has more than {sys.get_int_max_str_digits()} digits")
+    return DataSyntaxError(str(exc).replace("\n", "; "))
+
+
+def parse_data(text: str, fmt: str, duplicates: bool = True):
     """Parse ``text`` as ``"json"`` or ``"yaml"`` (safe loader), refusing a key repeated within
-    one mapping; any failure is a :class:`DataSyntaxError` with the parser's message."""
+    one mapping (JSON: unless ``duplicates=False``, which parses at C speed: trajectory logs); any
+    failure is a :class:`DataSyntaxError` with one line: the parser's message, or "nested too
+    deeply" / "an integer has more than 4300 digits" where the parser gives up. The one guard
+    of every JSON/YAML file a user names (partner, grid, kappa data, log files)."""
     import json
 
     if fmt == "json":
         try:
+            if not duplicates:
+                return json.loads(text)
             return json.loads(text, object_pairs_hook=_pairs_without_duplicates)
         except DataSyntaxError:
             raise
         except (ValueError, RecursionError) as exc:  # also an integer of > 4300 digits, nesting too deep
-            raise DataSyntaxError(str(exc)) from None
+            if isinstance(exc, json.JSONDecodeError):
+                raise DataSyntaxError(str(exc)) from None
+            raise _parser_gave_up(exc) from None
     import yaml
 
     class _Loader(yaml.SafeLoader):
@@ -251,8 +272,12 @@ def parse_data(text: str, fmt: str):
 
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+    except DataSyntaxError:
+        raise
     except yaml.YAMLError as exc:
         raise DataSyntaxError(str(exc)) from None
+    except (ValueError, RecursionError) as exc:  # an integer of > 4300 digits, nesting too deep, a bad date
+        raise _parser_gave_up(exc) from None
 
 
 def duplicate_json_key(text) -> Optional[str]:

@@ -1,0 +1,68 @@
+"""Hostile files and runs at the command line (issue #47, red-team findings 5, 7, 8, 9): each refused with exit 2
+and one line, before any work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from beliefgate.cli import app
+
+DEPTH = 100_000
+DIGITS = 5_000
+
+
+def _cli(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def _one_line_exit_2(res, *needles):
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), res.output
+    assert "internal error" not in res.output and "Traceback" not in res.output
+    for needle in needles:
+        assert needle in lines[0], res.output
+    return lines[0]
+
+
+def _hostile_data_files(folder: Path) -> dict:
+    """Files that Python's parsers give up on: nesting deeper than the recursion limit, an integer of more
+    than 4,300 digits; in YAML (flow and block) and JSON."""
+    block = "".join("  " * i + "k:\n" for i in range(3000)) + "  " * 3000 + "v\n"
+    files = {
+        "deep_flow.yaml": "horizon: 10\nx: " + "[" * DEPTH + "]" * DEPTH + "\n",
+        "deep_block.yaml": block,
+        "bigint.yaml": "horizon: " + "9" * DIGITS + "\n",
+        "deep.json": '{"x": ' + "[" * DEPTH + "]" * DEPTH + "}",
+        "bigint.json": '{"horizon": ' + "9" * DIGITS + "}",
+    }
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return {name: folder / name for name in files}
+
+
+@pytest.mark.parametrize("command", ["partners", "eval run"])
+def test_deep_or_huge_data_files_are_refused_in_one_line(tmp_path, command):
+    for name, path in _hostile_data_files(tmp_path).items():
+        args = [path] if command == "partners" else ["run", path, "--out", tmp_path / "out"]
+        res = _cli(*(["partners"] if command == "partners" else ["eval"]), *args)
+        line = _one_line_exit_2(res, name)
+        assert ("nested too deeply" in line) if "deep" in name else ("more than 4300 digits" in line), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_deep_or_huge_lines_in_a_log_are_refused_by_report(tmp_path):
+    header = '{"kind": "header", "layout": "cramped_room", "horizon": 5, "seed": 0, "agents": ["a", "b"], '
+    cases = {
+        "deep.jsonl": header + '"version": "x", "config": {"x": ' + "[" * DEPTH + "]" * DEPTH + "}}\n",
+        "bigint.jsonl": header + '"version": "x", "seed2": ' + "9" * DIGITS + "}\n",
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        line = _one_line_exit_2(_cli("report", tmp_path / name, "-o", tmp_path / "r.html"), f"{name}:1:")
+        assert ("nested too deeply" in line) if "deep" in name else ("more than 4300 digits" in line), line
+    assert not (tmp_path / "r.html").exists()
