@@ -66,3 +66,51 @@ def test_deep_or_huge_lines_in_a_log_are_refused_by_report(tmp_path):
         line = _one_line_exit_2(_cli("report", tmp_path / name, "-o", tmp_path / "r.html"), f"{name}:1:")
         assert ("nested too deeply" in line) if "deep" in name else ("more than 4300 digits" in line), line
     assert not (tmp_path / "r.html").exists()
+
+
+# --------------------------------------------------------------------------- diagnose --strict (finding 7)
+def test_convergence_warnings_name_a_summary_that_is_not_finite():
+    import math
+
+    from beliefgate.models.diagnose import ParameterSummary, convergence_warnings
+
+    nan = math.nan
+    ok = ParameterSummary(1.0, 0.1, 0.8, 1.2, 1500.0, 1200.0, 1.002)
+    for method in ("svi", "nuts"):
+        assert convergence_warnings({"beta": ok}, 0, 4, 1000, method) == []
+        all_nan = ParameterSummary(nan, nan, nan, nan, nan, nan, nan)
+        warnings = convergence_warnings({"beta": all_nan, "epsilon": ok}, 0, 4, 1000, method)
+        assert any(w.startswith("beta: posterior summary not finite (mean nan") for w in warnings), warnings
+        assert not any(w.startswith("epsilon") for w in warnings)
+        inf_sd = ok._replace(sd=math.inf)
+        assert any("not finite (sd inf)" in w for w in convergence_warnings({"hazard": inf_sd}, 0, 4, 1000, method))
+
+
+@pytest.mark.slow  # an SVI fit and three diagnose runs: ~70 s on the 2-core machine
+def test_diagnose_strict_fails_on_a_posterior_of_nan(tmp_path):
+    import numpy as np
+
+    from beliefgate.eval.episode import run_episode
+    from beliefgate.models.data import load_logs
+    from beliefgate.models.fit import FitConfig, fit, save_fit
+
+    log = tmp_path / "ep.jsonl"
+    run_episode("cramped_room", "balanced", "switch-sourcer-to-plater", seed=4, horizon=80, log_path=log)
+    idata = fit(load_logs([log]), FitConfig(method="svi", chains=2, draws=40, svi_steps=200, seed=0))
+    good = save_fit(idata, tmp_path / "good.nc")
+    res = _cli("diagnose", good, "--no-ppc", "--no-calibration", "--strict")
+    assert "not finite" not in res.output, res.output
+    clean = {name: idata.posterior[name].copy(deep=True) for name in idata.posterior.data_vars}
+    for name in idata.posterior.data_vars:
+        idata.posterior[name] = clean[name].copy(data=np.full(clean[name].shape, np.nan))
+    res = _cli("diagnose", save_fit(idata, tmp_path / "nan.nc"), "--no-ppc", "--no-calibration", "--strict")
+    assert res.exit_code == 1, res.output
+    assert "not finite" in res.output and "beta" in res.output, res.output
+    # one parameter's summary alone is not finite (a single bad draw): still a failure
+    for name in idata.posterior.data_vars:
+        idata.posterior[name] = clean[name]
+    values = clean["epsilon"].values.copy()
+    values[0, 3] = np.inf
+    idata.posterior["epsilon"] = clean["epsilon"].copy(data=values)
+    res = _cli("diagnose", save_fit(idata, tmp_path / "inf.nc"), "--no-ppc", "--no-calibration", "--strict")
+    assert res.exit_code == 1 and "epsilon" in res.output and "not finite" in res.output, res.output
