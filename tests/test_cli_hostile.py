@@ -114,3 +114,24 @@ def test_diagnose_strict_fails_on_a_posterior_of_nan(tmp_path):
     idata.posterior["epsilon"] = clean["epsilon"].copy(data=values)
     res = _cli("diagnose", save_fit(idata, tmp_path / "inf.nc"), "--no-ppc", "--no-calibration", "--strict")
     assert res.exit_code == 1 and "epsilon" in res.output and "not finite" in res.output, res.output
+
+
+# --------------------------------------------------------------------------- eval run: refused trees (finding 8)
+TREE_THAT_IMPORTS = '''import os
+
+
+def PredictTeammateThenPlan(state):
+    return "wait"
+'''
+
+
+def test_eval_run_refuses_a_tree_the_sandbox_refuses_before_any_episode(tmp_path):
+    tree = tmp_path / "imports.py"
+    tree.write_text(TREE_THAT_IMPORTS, encoding="utf-8")
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(f"agents: [balanced, 'policy-tree:{tree}']\nlayouts: [cramped_room]\npartners: [balanced]\n"
+                    "seeds: {start: 0, count: 1}\nseats: [0]\nhorizon: 20\n", encoding="utf-8")
+    out = tmp_path / "run"
+    line = _one_line_exit_2(_cli("eval", "run", grid, "--out", out, "--workers", 1), str(tree))
+    assert "import" in line, line
+    assert not out.exists()
