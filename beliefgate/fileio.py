@@ -118,7 +118,10 @@ def atomic_write(path: str | Path, data: bytes, mode: int = 0o644, make_parents:
 
 
 class LockHeldError(OSError):
-    """A non-blocking :class:`FileLock` found the lock held by another process."""
+    """A non-blocking :class:`FileLock` found the lock held by another process; ``holder_pid`` is
+    the holder's process id when the lock records it (``record_pid=True``), else None."""
+
+    holder_pid: Optional[int] = None
 
 
 class FileLock:
@@ -128,14 +131,19 @@ class FileLock:
     :class:`LockHeldError` at once. Use as a context manager or call :meth:`acquire` /
     :meth:`release` (the lock is held until released or the process exits; the kernel
     drops it with the descriptor, so a killed holder never leaves a stale lock).
-    Acquiring twice is a no-op.
+    Acquiring twice is a no-op. ``record_pid=True`` writes the holder's process id into the file
+    once the lock is taken, so that a refused process can name the holder
+    (:attr:`LockHeldError.holder_pid`); the file stays after release (a stale pid in it means
+    nothing: only the kernel's lock counts).
     """
 
-    def __init__(self, path: str | Path, blocking: bool = True, mode: int = 0o600, make_parents: bool = True):
+    def __init__(self, path: str | Path, blocking: bool = True, mode: int = 0o600, make_parents: bool = True,
+                 record_pid: bool = False):
         self.path = Path(path)
         self.blocking = blocking
         self.mode = mode
         self.make_parents = make_parents
+        self.record_pid = record_pid
         self._fd: int | None = None
 
     @property
@@ -154,13 +162,25 @@ class FileLock:
             fcntl.flock(fd, fcntl.LOCK_EX if self.blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise LockHeldError(f"{self.path} is locked by another process") from None
+            error = LockHeldError(f"{self.path} is locked by another process")
+            error.holder_pid = self._recorded_pid() if self.record_pid else None
+            raise error from None
         except BaseException:
             os.close(fd)
             raise
         os.chmod(self.path, self.mode)
+        if self.record_pid:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
         return self
+
+    def _recorded_pid(self) -> Optional[int]:
+        try:
+            text = self.path.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return int(text) if text.isdigit() else None  # None: the holder has not written it yet
 
     def release(self) -> None:
         import fcntl

@@ -135,3 +135,56 @@ def test_eval_run_refuses_a_tree_the_sandbox_refuses_before_any_episode(tmp_path
     line = _one_line_exit_2(_cli("eval", "run", grid, "--out", out, "--workers", 1), str(tree))
     assert "import" in line, line
     assert not out.exists()
+
+
+# --------------------------------------------------------------------------- eval run: one run per --out (finding 9)
+SMALL_GRID = ("agents: [balanced]\nlayouts: [cramped_room]\npartners: [balanced]\nseeds: {start: 0, count: 1}\n"
+              "seats: [0]\nhorizon: 10\n")
+
+
+def _hold_run_lock(out: Path):
+    """Another process holding the run directory's lock as ``eval run`` takes it (until its stdin closes)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom beliefgate.eval.runner import lock_run_dir\n"
+            f"with lock_run_dir({str(out)!r}):\n    print('held', flush=True)\n    sys.stdin.read()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_two_eval_runs_on_one_out_exclude_each_other(tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(SMALL_GRID, encoding="utf-8")
+    out = tmp_path / "run"
+    holder = _hold_run_lock(out)
+    try:
+        line = _one_line_exit_2(_cli("eval", "run", grid, "--out", out, "--workers", 1), str(out), str(holder.pid))
+        assert "another" in line
+        assert not list(out.rglob("*.jsonl")) and not (out / "grid.json").exists()
+        from beliefgate.eval.runner import RunLockedError, run_grid
+        from beliefgate.eval.grid import load_grid
+
+        with pytest.raises(RunLockedError, match=str(holder.pid)):  # the library refuses too
+            run_grid(load_grid(grid), out)
+    finally:
+        holder.stdin.close()
+        holder.wait(10)
+    res = _cli("eval", "run", grid, "--out", out, "--workers", 1)
+    assert res.exit_code == 0, res.output
+    assert len(list(out.rglob("*.jsonl"))) == 1
+
+
+def test_a_killed_runs_lock_is_not_stale(tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(SMALL_GRID, encoding="utf-8")
+    out = tmp_path / "run"
+    holder = _hold_run_lock(out)
+    holder.kill()  # no clean-up: the lock file stays, with the dead process's pid
+    holder.wait(10)
+    holder.stdin.close()
+    holder.stdout.close()
+    assert any(p.name.endswith(".lock") for p in out.iterdir())
+    res = _cli("eval", "run", grid, "--out", out, "--workers", 1)
+    assert res.exit_code == 0, res.output
