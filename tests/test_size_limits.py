@@ -53,3 +53,22 @@ def test_the_service_caps_are_the_same_constants():
     from beliefgate.serve import schemas
 
     assert schemas.MAX_SKILLS is MAX_SKILLS and schemas.MAX_BRANCHES is MAX_BRANCHES
+
+
+def test_gate_reset_takes_only_a_bool():
+    """``reset(keep_memory='x')`` was read as true: a typo kept the last partner's counts."""
+    import numpy as np
+
+    from beliefgate.beliefs.errors import BeliefInputError
+
+    gate = Gate.from_logprobs(3)
+    gate.step_loglik(np.log([0.7, 0.2, 0.1]), completed=0)
+    counts = np.asarray(gate.state.belief.counts).copy()
+    for bad in ("x", "", "False", 1, 0, None, np.array([True])):
+        with pytest.raises(BeliefInputError, match="keep_memory must be True or False"):
+            gate.reset(keep_memory=bad)
+    assert np.array_equal(np.asarray(gate.state.belief.counts), counts)  # a refused reset changes nothing
+    gate.reset(keep_memory=True)
+    assert np.array_equal(np.asarray(gate.state.belief.counts), counts)
+    gate.reset(keep_memory=np.bool_(False))
+    assert not np.array_equal(np.asarray(gate.state.belief.counts), counts)

@@ -192,8 +192,11 @@ class Gate:
 
         ``keep_memory=True`` keeps the completion counts (same partner: they seed the
         smoothed prior of the next episode); ``False`` returns to the counts the gate
-        was built with.
+        was built with. Anything but a bool is an :class:`InvalidParameterError` (a string such
+        as ``"no"`` would read as true).
         """
+        if not isinstance(keep_memory, (bool, np.bool_)):
+            raise InvalidParameterError(f"keep_memory must be True or False, got {keep_memory!r}")
         self._state = _core.init(self._config, self._state.belief.counts if keep_memory else None)
 
     def save_params(self, path: Union[str, Path]) -> Path:
