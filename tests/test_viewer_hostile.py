@@ -240,3 +240,41 @@ def test_report_with_non_finite_values_draws_in_chromium(tmp_path, short_log):
         assert [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"] == []
     finally:
         driver.quit()
+
+
+# --------------------------------------------------------------------------- logs that cannot be drawn (finding 10)
+def _one_error_line(res):
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "internal error" not in res.output, res.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("where", ["step", "final"])
+def test_report_refuses_an_off_grid_position(tmp_path, short_log, where):
+    def edit(n, row):
+        if (where == "step" and row["kind"] == "step" and row["t"] == 3) or (where == "final" and row["kind"] == "final"):
+            row["state"]["players"][1]["position"] = [40, -7]
+            return json.dumps(row)
+        return None
+
+    log = _edit_log(short_log, tmp_path / "off.jsonl", edit)
+    line = _one_error_line(_report_cli(log, "-o", tmp_path / "off.html"))
+    assert ("step 3" in line if where == "step" else "final" in line) and "player 1" in line and "(40, -7)" in line
+    assert not (tmp_path / "off.html").exists()
+
+
+@pytest.mark.parametrize("bad", ["0.5", None, True, [0.5], {"p": 1}, "x"])
+def test_report_refuses_a_belief_that_is_not_numbers(tmp_path, short_log, bad):
+    def edit(n, row):
+        if row["kind"] == "step" and row["t"] == 6:
+            belief = [1.0 / 6] * 6
+            belief[2] = bad
+            row["info"][0]["belief"] = belief if bad != "x" else "not a list"
+            return json.dumps(row)
+        return None
+
+    log = _edit_log(short_log, tmp_path / "b.jsonl", edit)
+    line = _one_error_line(_report_cli(log, "-o", tmp_path / "b.html"))
+    assert "step 6" in line and "info[0].belief" in line, line
+    assert not (tmp_path / "b.html").exists()

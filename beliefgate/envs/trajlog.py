@@ -218,7 +218,8 @@ def read_log(path: str | Path, allow_incomplete: bool = False) -> Trajectory:
         except LogFormatError:
             raise
         except InputError as exc:  # the domain refused the state (or the header's layout)
-            raise LogFormatError(path, n, f"invalid {kind} row: {exc}") from None
+            where = f" (step {row['t']})" if kind == "step" and isinstance(row.get("t"), int) else ""
+            raise LogFormatError(path, n, f"invalid {kind} row{where}: {exc}") from None
     if cut_last:
         raise TruncatedLogError(path, len(lines), "last line is incomplete (no newline)")
     if traj.final is None and not allow_incomplete:

@@ -109,6 +109,19 @@ def _kappa_fields(info: Dict[str, Any]):
     return _finite(k), (bool(commit) if commit is not None else None)
 
 
+def _check_belief(belief: Any, where: str) -> None:
+    """A logged posterior is absent (None) or a list of numbers; anything else (a string, a dict, a
+    list holding a string, a bool or null) is a :class:`ReportInputError` naming ``where``.
+    A NaN or infinite entry is a number (drawn as missing, see :func:`nonfinite_fields`)."""
+    if belief is None:
+        return
+    if not isinstance(belief, list):
+        raise ReportInputError(f"{where} must be a list of probabilities, got {type(belief).__name__} {belief!r:.60}")
+    for k, value in enumerate(belief):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ReportInputError(f"{where}[{k}] must be a number, got {value!r:.60}")
+
+
 def nonfinite_fields(traj) -> List[str]:
     """Where the log holds a number that is not finite (NaN, ±infinity: JSON has neither, Python's
     reader takes ``NaN``, ``Infinity`` and ``1e999``), as ``"step 4: reward"``,
@@ -159,6 +172,7 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
     for row in steps:
         info = row.info[seat] if seat < len(row.info) else {}
         b = info.get("belief")
+        _check_belief(b, f"{source or 'log'}: step {row.t}: info[{seat}].belief")
         if isinstance(b, list) and b and all(_finite(v) is not None and v >= 0 for v in b):
             total = float(sum(b))
             if total <= 0:
