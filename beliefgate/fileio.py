@@ -248,19 +248,50 @@ def _parser_gave_up(exc: BaseException) -> DataSyntaxError:
     import sys
 
     if isinstance(exc, RecursionError):
-        return DataSyntaxError("nested too deeply (lists or mappings inside each other beyond Python's "
-                               f"recursion limit of {sys.getrecursionlimit()})")
+        from beliefgate.limits import MAX_DATA_DEPTH
+
+        return DataSyntaxError("nested too deeply (lists or mappings inside each other more than "
+                               f"{MAX_DATA_DEPTH} levels)")
     if "integer string conversion" in str(exc):
         return DataSyntaxError(f"an integer has more than {sys.get_int_max_str_digits()} digits")
     return DataSyntaxError(str(exc).replace("\n", "; "))
+
+
+def _too_deep(data, limit: int) -> bool:
+    """Whether lists and mappings nest deeper than ``limit`` in ``data`` (walked without recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def parse_data(text: str, fmt: str, duplicates: bool = True):
     """Parse ``text`` as ``"json"`` or ``"yaml"`` (safe loader), refusing a key repeated within
     one mapping (JSON: unless ``duplicates=False``, which parses at C speed: trajectory logs); any
     failure is a :class:`DataSyntaxError` with one line: the parser's message, or "nested too
-    deeply" / "an integer has more than 4300 digits" where the parser gives up. The one guard
-    of every JSON/YAML file a user names (partner, grid, kappa data, log files)."""
+    deeply" / "an integer has more than 4300 digits" where the parser gives up, and "nested too
+    deeply" for data nested deeper than :data:`~beliefgate.limits.MAX_DATA_DEPTH` whatever the
+    interpreter's recursion limit. The one guard of every JSON/YAML file a user names (partner,
+    grid, kappa data, log files)."""
+    from beliefgate.limits import MAX_DATA_DEPTH
+
+    data = _parse(text, fmt, duplicates)
+    if _too_deep(data, MAX_DATA_DEPTH):
+        raise DataSyntaxError(f"nested too deeply (lists or mappings inside each other more than {MAX_DATA_DEPTH} "
+                              "levels)")
+    return data
+
+
+def _parse(text: str, fmt: str, duplicates: bool):
     import json
 
     if fmt == "json":

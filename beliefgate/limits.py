@@ -31,6 +31,9 @@ MAX_TICK_HZ = 60.0
 MAX_PLAYERS = 9
 #: bootstrap resamples of a confidence interval (``--bootstrap``, ``--n-boot``, ``--resamples``)
 MAX_RESAMPLES = 1_000_000
+#: lists and mappings inside each other in a JSON/YAML file a user names (grid, partner, kappa data,
+#: trajectory log lines; :func:`beliefgate.fileio.parse_data`): the deepest real one nests about 8
+MAX_DATA_DEPTH = 100
 #: skills of one gate (``Gate.from_logprobs(num_skills)``; the service's ``num_skills`` and table rows)
 MAX_SKILLS = 64
 #: branches of one kappa decision (``Kappa(branches)``, kappa data records, the service's ``branches``):
@@ -50,5 +53,5 @@ def check_count(count: int, limit: int, what: str, error: type = SizeLimitError,
     if count > limit:
         raise error(f"{what} is over the limit (at most {limit})", **fields)
 
-__all__ = ["MAX_SKILLS", "MAX_BRANCHES", "SizeLimitError", "check_count", "MAX_HORIZON", "MAX_PLAYERS", "MAX_SEED_COUNT", "MAX_CHAINS", "MAX_DRAWS", "MAX_SVI_STEPS", "MAX_OAT_VALUES",
+__all__ = ["MAX_DATA_DEPTH", "MAX_SKILLS", "MAX_BRANCHES", "SizeLimitError", "check_count", "MAX_HORIZON", "MAX_PLAYERS", "MAX_SEED_COUNT", "MAX_CHAINS", "MAX_DRAWS", "MAX_SVI_STEPS", "MAX_OAT_VALUES",
            "MAX_GLOBAL_N", "MAX_RESAMPLES", "MIN_TICK_HZ", "MAX_TICK_HZ"]

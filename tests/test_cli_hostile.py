@@ -38,6 +38,7 @@ def _hostile_data_files(folder: Path) -> dict:
         "deep_block.yaml": block,
         "bigint.yaml": "horizon: " + "9" * DIGITS + "\n",
         "deep.json": '{"x": ' + "[" * DEPTH + "]" * DEPTH + "}",
+        "deep_150.json": '{"x": ' + "[" * 150 + "]" * 150 + "}",  # within Python's recursion limit, over ours
         "bigint.json": '{"horizon": ' + "9" * DIGITS + "}",
     }
     for name, text in files.items():
