@@ -118,7 +118,10 @@ def atomic_write(path: str | Path, data: bytes, mode: int = 0o644, make_parents:
 
 
 class LockHeldError(OSError):
-    """A non-blocking :class:`FileLock` found the lock held by another process."""
+    """A non-blocking :class:`FileLock` found the lock held by another process; ``holder_pid`` is
+    the holder's process id when the lock records it (``record_pid=True``), else None."""
+
+    holder_pid: Optional[int] = None
 
 
 class FileLock:
@@ -128,14 +131,19 @@ class FileLock:
     :class:`LockHeldError` at once. Use as a context manager or call :meth:`acquire` /
     :meth:`release` (the lock is held until released or the process exits; the kernel
     drops it with the descriptor, so a killed holder never leaves a stale lock).
-    Acquiring twice is a no-op.
+    Acquiring twice is a no-op. ``record_pid=True`` writes the holder's process id into the file
+    once the lock is taken, so that a refused process can name the holder
+    (:attr:`LockHeldError.holder_pid`); the file stays after release (a stale pid in it means
+    nothing: only the kernel's lock counts).
     """
 
-    def __init__(self, path: str | Path, blocking: bool = True, mode: int = 0o600, make_parents: bool = True):
+    def __init__(self, path: str | Path, blocking: bool = True, mode: int = 0o600, make_parents: bool = True,
+                 record_pid: bool = False):
         self.path = Path(path)
         self.blocking = blocking
         self.mode = mode
         self.make_parents = make_parents
+        self.record_pid = record_pid
         self._fd: int | None = None
 
     @property
@@ -154,13 +162,25 @@ class FileLock:
             fcntl.flock(fd, fcntl.LOCK_EX if self.blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise LockHeldError(f"{self.path} is locked by another process") from None
+            error = LockHeldError(f"{self.path} is locked by another process")
+            error.holder_pid = self._recorded_pid() if self.record_pid else None
+            raise error from None
         except BaseException:
             os.close(fd)
             raise
         os.chmod(self.path, self.mode)
+        if self.record_pid:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
         return self
+
+    def _recorded_pid(self) -> Optional[int]:
+        try:
+            text = self.path.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return int(text) if text.isdigit() else None  # None: the holder has not written it yet
 
     def release(self) -> None:
         import fcntl
@@ -221,18 +241,70 @@ def _pairs_without_duplicates(pairs):
     return out
 
 
-def parse_data(text: str, fmt: str):
+def _parser_gave_up(exc: BaseException) -> DataSyntaxError:
+    """One line for what Python's JSON/YAML parsers raise beyond their syntax errors: nesting deeper
+    than the interpreter's recursion limit (``RecursionError``) and an integer of more digits than
+    ``int()`` converts (``ValueError: Exceeds the limit (4300 digits)...``)."""
+    import sys
+
+    if isinstance(exc, RecursionError):
+        from beliefgate.limits import MAX_DATA_DEPTH
+
+        return DataSyntaxError("nested too deeply (lists or mappings inside each other more than "
+                               f"{MAX_DATA_DEPTH} levels)")
+    if "integer string conversion" in str(exc):
+        return DataSyntaxError(f"an integer has more than {sys.get_int_max_str_digits()} digits")
+    return DataSyntaxError(str(exc).replace("\n", "; "))
+
+
+def _too_deep(data, limit: int) -> bool:
+    """Whether lists and mappings nest deeper than ``limit`` in ``data`` (walked without recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def parse_data(text: str, fmt: str, duplicates: bool = True):
     """Parse ``text`` as ``"json"`` or ``"yaml"`` (safe loader), refusing a key repeated within
-    one mapping; any failure is a :class:`DataSyntaxError` with the parser's message."""
+    one mapping (JSON: unless ``duplicates=False``, which parses at C speed: trajectory logs); any
+    failure is a :class:`DataSyntaxError` with one line: the parser's message, or "nested too
+    deeply" / "an integer has more than 4300 digits" where the parser gives up, and "nested too
+    deeply" for data nested deeper than :data:`~beliefgate.limits.MAX_DATA_DEPTH` whatever the
+    interpreter's recursion limit. The one guard of every JSON/YAML file a user names (partner,
+    grid, kappa data, log files)."""
+    from beliefgate.limits import MAX_DATA_DEPTH
+
+    data = _parse(text, fmt, duplicates)
+    if _too_deep(data, MAX_DATA_DEPTH):
+        raise DataSyntaxError(f"nested too deeply (lists or mappings inside each other more than {MAX_DATA_DEPTH} "
+                              "levels)")
+    return data
+
+
+def _parse(text: str, fmt: str, duplicates: bool):
     import json
 
     if fmt == "json":
         try:
+            if not duplicates:
+                return json.loads(text)
             return json.loads(text, object_pairs_hook=_pairs_without_duplicates)
         except DataSyntaxError:
             raise
         except (ValueError, RecursionError) as exc:  # also an integer of > 4300 digits, nesting too deep
-            raise DataSyntaxError(str(exc)) from None
+            if isinstance(exc, json.JSONDecodeError):
+                raise DataSyntaxError(str(exc)) from None
+            raise _parser_gave_up(exc) from None
     import yaml
 
     class _Loader(yaml.SafeLoader):
@@ -251,8 +323,12 @@ def parse_data(text: str, fmt: str):
 
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+    except DataSyntaxError:
+        raise
     except yaml.YAMLError as exc:
         raise DataSyntaxError(str(exc)) from None
+    except (ValueError, RecursionError) as exc:  # an integer of > 4300 digits, nesting too deep, a bad date
+        raise _parser_gave_up(exc) from None
 
 
 def duplicate_json_key(text) -> Optional[str]:

@@ -8,6 +8,8 @@ exponent) is refused at once instead of running for days or asking for terabytes
 
 from __future__ import annotations
 
+from beliefgate.errors import InputError
+
 #: longest episode, in steps (``--horizon``; ``horizon`` of grid and partner files)
 MAX_HORIZON = 100_000
 #: most episodes per setting (``--seeds N``, ``--episodes``, ``count`` of a grid's seed range)
@@ -29,6 +31,27 @@ MAX_TICK_HZ = 60.0
 MAX_PLAYERS = 9
 #: bootstrap resamples of a confidence interval (``--bootstrap``, ``--n-boot``, ``--resamples``)
 MAX_RESAMPLES = 1_000_000
+#: lists and mappings inside each other in a JSON/YAML file a user names (grid, partner, kappa data,
+#: trajectory log lines; :func:`beliefgate.fileio.parse_data`): the deepest real one nests about 8
+MAX_DATA_DEPTH = 100
+#: skills of one gate (``Gate.from_logprobs(num_skills)``; the service's ``num_skills`` and table rows)
+MAX_SKILLS = 64
+#: branches of one kappa decision (``Kappa(branches)``, kappa data records, the service's ``branches``):
+#: the state holds K x K matrices and a K-column design, its posterior K x 64 draws
+MAX_BRANCHES = 64
 
-__all__ = ["MAX_HORIZON", "MAX_PLAYERS", "MAX_SEED_COUNT", "MAX_CHAINS", "MAX_DRAWS", "MAX_SVI_STEPS", "MAX_OAT_VALUES",
+
+class SizeLimitError(InputError):
+    """A count above one of these limits, refused before anything of that size is allocated; the
+    message names the count and the limit."""
+
+
+def check_count(count: int, limit: int, what: str, error: type = SizeLimitError, **fields) -> None:
+    """Refuse ``count`` above ``limit`` with ``error(message, **fields)``; ``what`` names the count
+    with its value (``f"num_skills {n}"``, ``f"{n} branches"``): ``num_skills 100000000 is over
+    the limit (at most 64)``."""
+    if count > limit:
+        raise error(f"{what} is over the limit (at most {limit})", **fields)
+
+__all__ = ["MAX_DATA_DEPTH", "MAX_SKILLS", "MAX_BRANCHES", "SizeLimitError", "check_count", "MAX_HORIZON", "MAX_PLAYERS", "MAX_SEED_COUNT", "MAX_CHAINS", "MAX_DRAWS", "MAX_SVI_STEPS", "MAX_OAT_VALUES",
            "MAX_GLOBAL_N", "MAX_RESAMPLES", "MIN_TICK_HZ", "MAX_TICK_HZ"]

@@ -169,9 +169,8 @@ def test_a_tree_refused_at_load_is_an_error_naming_its_file_whatever_the_rule(tm
     with pytest.raises(TreeSpecError, match=f"{slow}: \\[(wall-clock|cpu-per-call)\\]"):
         check_tree_source(str(slow))
     for path, rule in ((slow, "(wall-clock|cpu-per-call)"), (forbidden, "import")):
-        agent = make_policy_tree_agent(str(path))
-        with pytest.raises(TreeSpecError, match=f"policy-tree:{path}: \\[{rule}\\]"):
-            agent.reset("cramped_room", 0, 0)
+        with pytest.raises(TreeSpecError, match=f"policy tree file {path}: \\[{rule}\\]"):
+            make_policy_tree_agent(str(path))  # refused when the agent is built, before any episode
 
 
 def _cli(*args, cwd):
@@ -182,19 +181,21 @@ def _cli(*args, cwd):
                           timeout=300)
 
 
-def test_text_from_a_tree_is_printed_as_written_and_the_grid_goes_on(tmp_path):
-    """A failing tree whose error text looks like rich markup (``[/red]``, ``[import]``) neither crashes
-    `eval run` (the healthy episodes are played and kept) nor loses its rule tag on the console."""
+def test_text_from_a_tree_is_printed_as_written_and_the_grid_is_refused(tmp_path):
+    """A tree the sandbox refuses at load, whose error text looks like rich markup (``[/red]``, ``[import]``),
+    neither crashes `eval run` nor loses its rule tag on the console: the grid is refused (exit 2, one line)
+    before any episode or run directory."""
     (tmp_path / "markup.py").write_text("x = {}['[/red]']\ndef PredictTeammateThenPlan(state):\n"
                                         "    return 'pickup_onion', 'pickup_onion'\n")
     (tmp_path / "grid.yaml").write_text(
         "name: mk\nagents: ['policy-tree:markup.py', 'policy-tree:seed:cramped_room']\nlayouts: [cramped_room]\n"
         "partners: [balanced]\nseeds: {start: 0, count: 1}\nseats: [0]\nhorizon: 10\n")
     proc = _cli("eval", "run", "grid.yaml", "--out", "out", "--workers", "1", cwd=tmp_path)
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 2, proc.stderr
     assert "internal error" not in proc.stderr and "MarkupError" not in proc.stderr
-    assert "FAILED policy-tree:markup.py" in proc.stderr and "[runtime-error] KeyError: '[/red]'" in proc.stderr
-    assert len(list((tmp_path / "out" / "episodes").rglob("*.jsonl"))) == 1  # the seed tree's episode
+    assert proc.stderr.strip().startswith("error: agent 'policy-tree:markup.py'") and len(proc.stderr.splitlines()) == 1
+    assert "[runtime-error] KeyError: '[/red]'" in proc.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_repeated_layout_or_partner_is_refused_not_pooled(tmp_path):

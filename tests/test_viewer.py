@@ -397,8 +397,10 @@ def test_play_rejects_bad_messages_and_isolates_sessions(play_server):
         b.send(json.dumps({"type": "end"}))
         mb = json.loads(b.recv(timeout=5))
         assert mb["type"] == "done" and mb["summary"]["steps"] == 0 and mb["summary"]["rejected"]["malformed"] == 0
-    ta, tb = read_log(ha["log"]), read_log(hb["log"])
-    assert ta.steps[0].actions[1] == 3 and len(tb.steps) == 0 and ta.final.summary["session"] == ha["session"]
+        assert mb["log"] is None  # no step, no log file
+    ta = read_log(logs / ha["log"])
+    assert ta.steps[0].actions[1] == 3 and ta.final.summary["session"] == ha["session"]
+    assert not (logs / hb["log"]).exists()
 
 
 def test_report_zoomed_tracks_follow_the_cursor(browser, episode_log, tmp_path):
@@ -446,10 +448,10 @@ def test_a_failing_game_ends_only_its_session(tmp_path, monkeypatch):
 
     monkeypatch.setattr(registry, "make_agent", lambda name, *a, **k: Failing(real(name, *a, **k)))
     app = create_play_app(PlaySettings(agent=AGENT, tick_hz=50, horizon=50, log=f"{tmp_path}/", max_sessions=1))
-    with TestClient(app) as client:
-        with client.websocket_connect("/ws") as ws:
+    with TestClient(app, base_url="http://127.0.0.1") as client:  # the play page answers only to local names
+        with client.websocket_connect("ws://127.0.0.1/ws") as ws:
             hello = ws.receive_json()
-            with client.websocket_connect("/ws") as busy:  # max_sessions=1: a second game is refused
+            with client.websocket_connect("ws://127.0.0.1/ws") as busy:  # max_sessions=1: a second game is refused
                 assert busy.receive_json()["error"] == "busy"
             ws.send_json({"type": "key", "action": "west"})
             kinds = []
@@ -460,7 +462,7 @@ def test_a_failing_game_ends_only_its_session(tmp_path, monkeypatch):
                     break
         assert kinds[-2:] == ["error", "done"] and kinds.count("state") == 2
         assert m["summary"]["ended"].startswith("error: RuntimeError: planner exploded")
-        traj = read_log(hello["log"])
+        traj = read_log(tmp_path / hello["log"])  # the page is told the file name, not the server's path
         assert len(traj.steps) == 2 and traj.final.summary["ended"] == m["summary"]["ended"]
         assert client.get("/healthz").json()["sessions"] == 0  # the server is still up, the session is gone
 

@@ -40,6 +40,7 @@ from beliefgate.beliefs.core import (
     TableEvidence,  # noqa: F401  (re-exported)
 )
 from beliefgate.plugins import make_observer
+from beliefgate.limits import MAX_SKILLS, check_count
 from beliefgate.beliefs.errors import (
     ActionIndexError,
     BeliefInputError,
@@ -87,7 +88,10 @@ class Gate:
         skill_names: Optional[Sequence[str]] = None,
         prior_counts=None,
     ) -> "Gate":
-        """A domain-agnostic gate fed with per-step action log-probability tables."""
+        """A domain-agnostic gate fed with per-step action log-probability tables (at most
+        :data:`~beliefgate.limits.MAX_SKILLS` skills: more is a :class:`~beliefgate.limits.SizeLimitError`)."""
+        if isinstance(num_skills, (int, np.integer)) and not isinstance(num_skills, bool):
+            check_count(int(num_skills), MAX_SKILLS, f"num_skills {num_skills}")
         return cls(num_skills, params, skill_names, prior_counts)
 
     @classmethod
@@ -188,8 +192,11 @@ class Gate:
 
         ``keep_memory=True`` keeps the completion counts (same partner: they seed the
         smoothed prior of the next episode); ``False`` returns to the counts the gate
-        was built with.
+        was built with. Anything but a bool is an :class:`InvalidParameterError` (a string such
+        as ``"no"`` would read as true).
         """
+        if not isinstance(keep_memory, (bool, np.bool_)):
+            raise InvalidParameterError(f"keep_memory must be True or False, got {keep_memory!r}")
         self._state = _core.init(self._config, self._state.belief.counts if keep_memory else None)
 
     def save_params(self, path: Union[str, Path]) -> Path:

@@ -25,6 +25,7 @@ from typing import Any, Dict, IO, List, Optional
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from beliefgate.envs.domain import Domain, UnknownLayoutError, domain_for_layout
+from beliefgate.fileio import DataSyntaxError, parse_data
 
 FORMAT = "beliefgate.trajectory/1"
 
@@ -181,10 +182,12 @@ def read_log(path: str | Path, allow_incomplete: bool = False) -> Trajectory:
     traj: Optional[Trajectory] = None
     for n, line in enumerate(lines, start=1):
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
+            row = parse_data(line, "json", duplicates=False)
+        except DataSyntaxError as exc:
             cls = TruncatedLogError if (n == len(lines) and cut_last) else LogFormatError
-            raise cls(path, n, f"not valid JSON ({exc.msg})") from None
+            cause = exc.__context__
+            msg = cause.msg if isinstance(cause, json.JSONDecodeError) else str(exc)
+            raise cls(path, n, f"not valid JSON ({msg})") from None
         if not isinstance(row, dict) or "kind" not in row:
             raise LogFormatError(path, n, "each line must be a JSON object with a 'kind'")
         kind = row["kind"]
@@ -215,7 +218,8 @@ def read_log(path: str | Path, allow_incomplete: bool = False) -> Trajectory:
         except LogFormatError:
             raise
         except InputError as exc:  # the domain refused the state (or the header's layout)
-            raise LogFormatError(path, n, f"invalid {kind} row: {exc}") from None
+            where = f" (step {row['t']})" if kind == "step" and isinstance(row.get("t"), int) else ""
+            raise LogFormatError(path, n, f"invalid {kind} row{where}: {exc}") from None
     if cut_last:
         raise TruncatedLogError(path, len(lines), "last line is incomplete (no newline)")
     if traj.final is None and not allow_incomplete:

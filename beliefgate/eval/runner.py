@@ -37,6 +37,7 @@ import os
 import tempfile
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -65,6 +66,52 @@ class RunError(InputError):
 
 class RunDirMismatchError(RunError):
     """The run directory holds the results of another grid (rerun with ``force`` to move them aside)."""
+
+
+class RunLockedError(RunError):
+    """Another process is running a grid into the same run directory (its lock is held)."""
+
+
+#: the run directory's lock file (an ``flock`` held for the whole run, with the holder's pid)
+RUN_LOCK = ".beliefgate-run.lock"
+#: the locks this process holds, by run directory (a nested ``lock_run_dir`` of the same one is free)
+_HELD_RUN_LOCKS: Dict[Path, Any] = {}
+
+
+@contextmanager
+def lock_run_dir(out: str | Path):
+    """Hold ``out``'s run lock (``out/.beliefgate-run.lock``; ``out`` is created) for the block:
+    two runs into one directory would play the same episodes and one's start-up clean-up could
+    delete the other's files in flight. Another process holding it is a :class:`RunLockedError`
+    naming the directory and the holder's pid. The lock is the kernel's (``flock``, see
+    :class:`~beliefgate.fileio.FileLock`): a killed run leaves its file but never a stale lock.
+    Nested in one process (the CLI, then :func:`run_grid`) the outer hold serves both."""
+    from beliefgate.fileio import FileLock, LockHeldError
+
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunError(f"cannot create the run directory {out}: {exc.strerror or exc}") from None
+    key = out.resolve()
+    if key in _HELD_RUN_LOCKS:
+        yield
+        return
+    lock = FileLock(out / RUN_LOCK, blocking=False, mode=0o644, make_parents=False, record_pid=True)
+    try:
+        lock.acquire()
+    except LockHeldError as exc:
+        who = f"process {exc.holder_pid}" if exc.holder_pid is not None else "another process"
+        raise RunLockedError(f"{out} is in use by another eval run ({who} holds {out / RUN_LOCK}); wait for it "
+                             "to finish or use another --out") from None
+    except OSError as exc:
+        raise RunError(f"cannot lock the run directory {out}: {exc.strerror or exc}") from None
+    _HELD_RUN_LOCKS[key] = lock
+    try:
+        yield
+    finally:
+        del _HELD_RUN_LOCKS[key]
+        lock.release()
 
 
 # ------------------------------------------------------------------------------ worker side
@@ -515,16 +562,23 @@ def run_grid(grid: GridSpec | ResolvedGrid, out: str | Path, executor=None, prog
     played episodes (tests use it to simulate an interrupted run). When ``out`` holds
     another grid's results, ``other_grid="aside"`` (the default) moves them into
     ``out/superseded-*/`` and reports it, ``"refuse"`` raises :class:`RunDirMismatchError`
-    (``beliefgate eval run`` refuses unless ``--force``); nothing is ever deleted.
+    (``beliefgate eval run`` refuses unless ``--force``); nothing is ever deleted. The run holds
+    ``out``'s lock throughout (:func:`lock_run_dir`: another run into ``out`` is a :class:`RunLockedError`).
     """
-    from beliefgate.eval.executors import InlineExecutor
-
     started = time.perf_counter()
     resolved = grid if isinstance(grid, ResolvedGrid) else resolve_grid(grid)
-    spec = resolved.spec
     out = Path(out)
     if other_grid not in ("aside", "refuse"):
         raise RunError(f"other_grid must be 'aside' or 'refuse', got {other_grid!r}")
+    with lock_run_dir(out):  # one run per directory, from before its start-up clean-up to the last table
+        return _run_locked(resolved, out, executor, progress, report, api_key, stop_after, other_grid, started)
+
+
+def _run_locked(resolved: ResolvedGrid, out: Path, executor, progress, report, api_key, stop_after, other_grid,
+                started: float) -> RunSummary:
+    from beliefgate.eval.executors import InlineExecutor
+
+    spec = resolved.spec
     aside = check_run_dir(out, resolved, force=other_grid == "aside")
     prepare_out(out, resolved)
     say = report or (lambda line: None)

@@ -96,7 +96,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         check_output_path("--report", report)
 
         from beliefgate.eval.grid import GridError, load_grid, resolve_grid
-        from beliefgate.eval.runner import RunError, check_run_dir, run_grid
+        from contextlib import ExitStack
+
+        from beliefgate.eval.runner import RunError, check_run_dir, lock_run_dir, run_grid
         from beliefgate.eval.ui import progress_columns, start_executor
 
         try:
@@ -108,16 +110,19 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             _fail(f"{grid}: the grid has no playable episode ({'; '.join(resolved.skipped) or 'empty'})")
         if baseline is not None and baseline not in resolved.conditions:
             _fail(f"--baseline {baseline!r} is not an agent of the grid; choose from {', '.join(resolved.conditions)}")
-        if not force:
-            try:  # before any worker starts
+        run_lock = ExitStack()  # one run per --out: taken before any worker starts, held to the end
+        try:
+            run_lock.enter_context(lock_run_dir(out))
+            if not force:
                 check_run_dir(out, resolved)
-            except RunError as exc:
-                _fail(str(exc))
+        except RunError as exc:
+            run_lock.close()
+            _fail(str(exc))
         api_key = os.environ.get("OPENAI_API_KEY") if spec.llm is not None else None
         executor = start_executor(workers, scheduler, resolved.skipped)
         columns = progress_columns()
         try:
-            with executor, progress_bar(*columns) as bar:
+            with run_lock, executor, progress_bar(*columns) as bar:
                 task = bar.add_task("episodes", total=None)
                 err_console.print(f"{len(resolved.episodes)} episodes on {executor.description} -> {out}")
 

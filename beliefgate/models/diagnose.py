@@ -227,8 +227,16 @@ def count_divergences(idata) -> int:
 
 def convergence_warnings(parameters: Dict[str, ParameterSummary], divergences: int, chains: int,
                          draws: int, method: str) -> List[str]:
-    """Explicit warnings: r_hat > 1.01, ESS < 400, divergences, fewer than two chains."""
+    """Explicit warnings: a summary that is not finite (NaN or infinite draws), r_hat > 1.01,
+    ESS < 400, divergences, fewer than two chains. Every check is written so that NaN fails it
+    (a comparison with NaN is false, so each one asks ``isfinite`` first)."""
     out: List[str] = []
+    for name, row in parameters.items():
+        bad = [f"{field} {value}" for field, value in (("mean", row.mean), ("sd", row.sd), ("hdi_low", row.hdi_low),
+                                                        ("hdi_high", row.hdi_high)) if not math.isfinite(value)]
+        if bad:
+            out.append(f"{name}: posterior summary not finite ({', '.join(bad)}): some draws are NaN or "
+                       "infinite, the fit failed; refit (check the data and the priors)")
     if method == "nuts" and chains < 2:
         out.append(f"only {chains} chain: r_hat cannot be computed; run at least 2 chains (--chains)")
     # with one NUTS chain r_hat is undefined (said above); SVI draws are independent by construction
@@ -269,6 +277,9 @@ def svi_warnings(idata, method: str) -> List[str]:
         return ["SVI fit without its ELBO loss trace: convergence cannot be checked (r_hat and ESS of "
                 "guide draws do not show it)"]
     losses = np.asarray(idata.sample_stats["loss"].values, dtype=np.float64).ravel()
+    if not np.isfinite(losses).all():
+        return [f"SVI: the ELBO loss is not finite at {int((~np.isfinite(losses)).sum())} of {len(losses)} steps: "
+                "the optimisation failed; refit (lower --learning-rate)"]
     half = losses[len(losses) // 2:]
     if len(half) < 10:
         return [f"SVI fit of {len(losses)} steps: too few to check the ELBO loss for convergence"]

@@ -234,18 +234,27 @@ def load_tree_code(source: str) -> str:
     return read_text(source, TreeSpecError, "policy tree file")
 
 
+#: digests of the tree codes the sandbox has loaded in this process (each is checked once)
+_ACCEPTED: set = set()
+
+
 def check_tree_source(source: str) -> str:
     """The code of ``source`` (a tree file or ``seed:LAYOUT``), checked as the sandbox checks it
     when an agent loads it (syntax, allowed statements and names, the entry function), without
-    playing: a :class:`TreeSpecError` naming the file for code the sandbox would refuse."""
+    playing: a :class:`TreeSpecError` naming the file for code the sandbox would refuse. A code
+    once accepted is not started again in this process."""
     code = load_tree_code(source)
     if not code.strip():
         raise TreeSpecError(f"policy tree file {source}: empty (a tree needs a function {ENTRY})")
+    digest = hashlib.sha256(code.encode()).hexdigest()
+    if digest in _ACCEPTED:
+        return code
     try:
         with Sandbox(code, ENTRY):
             pass
     except (SandboxViolation, SandboxTimeout) as exc:  # a module body over the time limits is refused too
         raise TreeSpecError(f"policy tree file {source}: {exc}") from None
+    _ACCEPTED.add(digest)
     return code
 
 
@@ -271,7 +280,9 @@ def make_policy_tree_agent(spec: str, llm=None, gate_params=None, **limits) -> P
         from beliefgate.agents.registry import GateParamsNotUsedError
 
         raise GateParamsNotUsedError(f"agent {PREFIX}:{spec} runs no gate; use {PREFIX}:{source}:bayes")
-    return PolicyTreeAgent(load_tree_code(source), bayes=bayes, name=f"{PREFIX}:{spec}", params=gate_params,
+    # checked as the sandbox will load it, now: a grid that names a refused tree fails when its
+    # agents are built, before any episode or run directory (once per code and process)
+    return PolicyTreeAgent(check_tree_source(source), bayes=bayes, name=f"{PREFIX}:{spec}", params=gate_params,
                            **limits)
 
 

@@ -81,6 +81,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         max_body_bytes: int = typer.Option(1 << 20, "--max-body-bytes", min=1024, help="request body limit (413)"),
         body_timeout: float = typer.Option(30.0, "--body-timeout", min=0.001,
                                            help="seconds a request body may take to arrive (408 beyond)"),
+        header_timeout: float = typer.Option(10.0, "--header-timeout", min=0.001,
+                                             help="seconds a connection may take to send a request's headers "
+                                                  "(closed beyond)"),
         access_log: bool = typer.Option(False, "--access-log", help="log every request"),
         log_level: str = typer.Option("info", "--log-level", help="uvicorn log level: " + ", ".join(LOG_LEVELS)),
         print_openapi: bool = typer.Option(False, "--print-openapi", help="print the OpenAPI document and exit"),
@@ -120,7 +123,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         try:
             settings = ServeSettings(token=token, max_sessions=max_sessions, ttl_s=ttl or None,
                                      max_body_bytes=max_body_bytes, snapshot_path=snapshot,
-                                     body_timeout_s=body_timeout)
+                                     body_timeout_s=body_timeout, header_timeout_s=header_timeout)
             application = create_app(settings)
         except (ValueError, SnapshotError) as exc:
             _fail(str(exc))
@@ -131,12 +134,20 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         sock = _bind(host, port)  # bound here so that the real port is known (--port 0)
         port = sock.getsockname()[1]
         shown = f"[{host.strip('[]')}]" if ":" in host else host
-        say("", f"beliefgate serve: http://{shown}:{port}/v1  auth={'on' if token else 'off'}  "
-                f"max_sessions={max_sessions}  ttl={'never' if not ttl else f'{ttl:g}s'}  "
-                f"snapshot={snapshot or 'off'}" + (f" ({restored} session(s) restored)" if snapshot else ""))
         config = uvicorn_config(application, host=host, port=port, log_level=log_level, access_log=access_log,
                                 lifespan="on", timeout_graceful_shutdown=5)
-        server = uvicorn.Server(config)
+
+        class AnnouncingServer(uvicorn.Server):
+            """Says the address once the socket accepts (a client that connects on reading it is served)."""
+
+            async def startup(self, sockets=None) -> None:
+                await super().startup(sockets=sockets)
+                if self.started:
+                    say("", f"beliefgate serve: http://{shown}:{port}/v1  auth={'on' if token else 'off'}  "
+                            f"max_sessions={max_sessions}  ttl={'never' if not ttl else f'{ttl:g}s'}  "
+                            f"snapshot={snapshot or 'off'}" + (f" ({restored} session(s) restored)" if snapshot else ""))
+
+        server = AnnouncingServer(config)
         # everything built so far lives as long as the server: move it out of the collector's
         # sight, so that a full collection scans only what requests allocate (~50 ms -> ~0)
         gc.freeze()

@@ -15,9 +15,15 @@ unusual header, a body that does not validate, a missing token -- is handed unch
 uvicorn's h11 protocol and so to the guard and FastAPI: every answer, and every error
 answer, is the one the plain h11 protocol gives (``tests/test_serve_protocol.py`` compares the bytes).
 
+Every connection has a deadline for each request's head (``ServeSettings.header_timeout_s``,
+from the connection's opening or the request's first byte): a connection that has not sent a
+whole request line and header block by then is closed (with a 408 when part of a head came),
+so connections that never finish their headers (slowloris) cannot hold the server. Bodies have
+their own limit in the guard (``body_timeout_s``) and idle kept-alive connections uvicorn's.
+
 ``uvicorn_config(app, ...)`` is the uvicorn configuration the CLI (and the tests) run the
-service with. ``fast=False`` (or ``access_log=True``: the short cut writes no access log)
-gives uvicorn's own choice of protocol (h11 unless httptools is installed).
+service with: always this protocol, so always h11's parsing. ``fast=False``, an access log
+or a concurrency limit (both of which the short cut would bypass) turn only the short cut off.
 """
 
 from __future__ import annotations
@@ -75,10 +81,13 @@ class ServiceProtocol(H11Protocol):
     """
 
     service_app = None  # the FastAPI app (set on the bound subclass)
+    use_short_cut = True  # False: plain h11 plus the header timeout (set on the bound subclass)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         settings = self.service_app.state.settings
+        self._head_timeout_s = settings.header_timeout_s
+        self._head_timer = None  # armed while a request's head is awaited
         self._token = None if settings.token is None else settings.token.encode()
         self._max_body = settings.max_body_bytes
         self._busy = False      # a short-cut request is being answered
@@ -86,13 +95,55 @@ class ServiceProtocol(H11Protocol):
         self._close_after = False
         # the short cut reads uvicorn's h11-protocol internals (tested with uvicorn 0.54); a
         # release without them gets plain h11 for every request, never a broken answer
-        self._short_cut = all(hasattr(self, name) for name in _UVICORN_INTERNALS)
-        if not self._short_cut:
+        self._short_cut = self.use_short_cut and all(hasattr(self, name) for name in _UVICORN_INTERNALS)
+        if self.use_short_cut and not self._short_cut:
             _warn_no_short_cut()
+
+    # ----------------------------------------------------------------- the header timeout
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._arm_head_timer()
+
+    def connection_lost(self, exc) -> None:
+        self._cancel_head_timer()
+        super().connection_lost(exc)
+
+    def _awaiting_head(self) -> bool:
+        """Whether the connection is between requests or inside an incomplete request head."""
+        return not self._busy and self.conn.their_state is h11.IDLE
+
+    def _arm_head_timer(self) -> None:
+        if self._head_timer is None:
+            self._head_timer = self.loop.call_later(self._head_timeout_s, self._head_timed_out)
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self.transport.is_closing() or not self._awaiting_head():
+            return
+        counts = self.service_app.state.__dict__.setdefault("header_timeouts", {"closed": 0})
+        counts["closed"] += 1
+        self.logger.debug("closing %s: no complete request head within %g s", self.client, self._head_timeout_s)
+        if self.conn.trailing_data[0]:  # part of a head came: say why before closing
+            self.transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                                 b"content-length: 21\r\nconnection: close\r\n\r\nrequest head too slow")
+        self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        if self._awaiting_head():  # the first byte of a request starts its deadline
+            self._arm_head_timer()
+        self._receive(data)
+        if not self._awaiting_head() or self.transport.is_closing():
+            self._cancel_head_timer()
 
     # ----------------------------------------------------------------- the short cut
 
-    def data_received(self, data: bytes) -> None:
+    def _receive(self, data: bytes) -> None:
         if self._busy:
             self._held += data
             self.flow.pause_reading()
@@ -193,9 +244,10 @@ class ServiceProtocol(H11Protocol):
             super().shutdown()
 
 
-def service_protocol(app) -> type:
-    """A :class:`ServiceProtocol` subclass bound to ``app`` (uvicorn's ``http=`` option)."""
-    return type("ServiceProtocol", (ServiceProtocol,), {"service_app": app})
+def service_protocol(app, short_cut: bool = True) -> type:
+    """A :class:`ServiceProtocol` subclass bound to ``app`` (uvicorn's ``http=`` option);
+    ``short_cut=False``: h11 for every request (still with the header timeout)."""
+    return type("ServiceProtocol", (ServiceProtocol,), {"service_app": app, "use_short_cut": short_cut})
 
 
 #: seconds the server keeps an idle keep-alive connection open (uvicorn's default, made explicit:
@@ -205,12 +257,14 @@ SERVER_KEEP_ALIVE_S = 5.0
 
 def uvicorn_config(app, host: str, port: int, *, fast: bool = True, access_log: bool = False,
                    **options) -> uvicorn.Config:
-    """The uvicorn configuration of the service (``fast``: the step short cut; not with an
-    access log or a concurrency limit, which it would bypass)."""
+    """The uvicorn configuration of the service: always :class:`ServiceProtocol` (h11 and the
+    header timeout; never uvicorn's "auto" choice, which is httptools where it is installed and
+    parses requests differently). ``fast``: the step short cut; not with an access log or a
+    concurrency limit, which it would bypass."""
     short_cut = fast and not access_log and options.get("limit_concurrency") is None
     options.setdefault("timeout_keep_alive", SERVER_KEEP_ALIVE_S)
     return uvicorn.Config(app, host=host, port=port, access_log=access_log,
-                          http=service_protocol(app) if short_cut else "auto", **options)
+                          http=service_protocol(app, short_cut=short_cut), **options)
 
 
 __all__ = ["SERVER_KEEP_ALIVE_S", "ServiceProtocol", "service_protocol", "uvicorn_config"]

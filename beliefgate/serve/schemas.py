@@ -55,10 +55,8 @@ from beliefgate.beliefs.gate import Decision, Gate, GateParams
 from beliefgate.beliefs.kappa import Kappa, KappaParamFields, KappaParams
 from beliefgate.models.kappa import MAX_DEPTH, SCORE_BOUND, SCORE_RANGE  # the one bound: API, service and fits
 
-#: most skills a session may have
-MAX_SKILLS = 64
-#: most branches a kappa session may have
-MAX_BRANCHES = 64
+#: most skills a session may have, most branches a kappa session may have: the library's own limits
+from beliefgate.limits import MAX_BRANCHES, MAX_SKILLS
 #: most pieces of evidence in one kappa request
 MAX_EVIDENCE = 256
 #: points of kappa's quasi-random rule a session may use (the largest rollout depth is the model's)

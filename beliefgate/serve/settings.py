@@ -15,6 +15,9 @@ API_PREFIX = "/v1"
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 #: default time a request's whole body may take to arrive (408 beyond)
 DEFAULT_BODY_TIMEOUT_S = 30.0
+#: default time a connection may take to send a request's head (request line and headers) once it
+#: opens or starts a request; beyond it the connection is closed (408 when part of a head came)
+DEFAULT_HEADER_TIMEOUT_S = 10.0
 
 
 class ServeSettingsError(ParamError):
@@ -28,7 +31,9 @@ class ServeSettings(CheckedModel):
     no auth; only sensible on a loopback host). ``max_sessions``: live sessions at
     most (429 beyond). ``ttl_s``: idle seconds before a session expires (``None``:
     never). ``max_body_bytes``: request body limit (413 beyond). ``body_timeout_s``: time
-    the whole body may take to arrive once the headers are in (408 beyond). ``snapshot_path``:
+    the whole body may take to arrive once the headers are in (408 beyond). ``header_timeout_s``:
+    time a connection may take to send a request's head, from its opening or its request's first
+    byte (closed beyond: stalled connections cannot hold the server). ``snapshot_path``:
     file the sessions are snapshotted to after every change and restored from at
     start (``None``: in memory only). ``sweep_interval_s``: how often expired
     sessions are collected (default ``min(ttl/4, 30)`` seconds).
@@ -44,6 +49,7 @@ class ServeSettings(CheckedModel):
     snapshot_path: Optional[Path] = None
     sweep_interval_s: Optional[float] = Field(None, gt=0)
     body_timeout_s: float = Field(DEFAULT_BODY_TIMEOUT_S, gt=0)
+    header_timeout_s: float = Field(DEFAULT_HEADER_TIMEOUT_S, gt=0)
 
     @field_validator("token")
     @classmethod
@@ -66,4 +72,4 @@ def needs_token(path: str) -> bool:
     return path.startswith(API_PREFIX + "/") and path != API_PREFIX + "/healthz"
 
 
-__all__ = ["API_PREFIX", "DEFAULT_BODY_TIMEOUT_S", "DEFAULT_MAX_BODY_BYTES", "ServeSettings", "ServeSettingsError", "needs_token"]
+__all__ = ["API_PREFIX", "DEFAULT_BODY_TIMEOUT_S", "DEFAULT_HEADER_TIMEOUT_S", "DEFAULT_MAX_BODY_BYTES", "ServeSettings", "ServeSettingsError", "needs_token"]

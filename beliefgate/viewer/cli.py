@@ -39,6 +39,10 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             _fail(str(exc))
         except BeliefgateError as exc:
             _fail(str(exc), code=1)
+        if written["nonfinite"]:
+            bad = written["nonfinite"]
+            err_console.print(f"warning: {log}: {len(bad)} value(s) not finite (NaN or infinity), shown as missing; "
+                              f"first at {bad[0]}", markup=False, highlight=False, soft_wrap=True)
         if as_json:
             print(json.dumps(written))
             return

@@ -15,9 +15,12 @@ Protocol (JSON text messages):
   ``{"type": "end"}``. A message longer than ``max_message_bytes``, not JSON, or not one of
   these is answered ``{"type": "error", "error": "oversized|malformed", "detail": ...}``,
   counted in the episode summary (``rejected``), and the game goes on.
-* server → client: ``hello`` (layout, skill names, seats, tick rate, log path, first frame),
+* server → client: ``hello`` (layout, skill names, seats, tick rate, the log's file name, first frame),
   ``state`` once per tick (frame, the agent's belief about the person, its skill, MAP and
-  replan reason), ``done`` (summary and log path), ``error``.
+  replan reason), ``done`` (summary and the log's file name, None when no step was played), ``error``.
+
+Only local pages: requests whose ``Host`` is not a local name get 400 and a WebSocket from another
+origin is refused before it takes a slot (:class:`LocalOnly`); the log is created on the first step.
 
 Timing: the clock starts with the person's first key; then the server steps the game
 ``tick_hz`` times a second. Each tick takes the oldest queued key of the person (at most
@@ -232,10 +235,8 @@ class PlayGame:
         )
         self.trajectory = Trajectory(self.header)
         self.log_path = Path(log_path)
-        try:
-            self.writer = LogWriter(self.log_path, self.header)
-        except OSError as exc:
-            raise PlayLogError(f"cannot open play log {self.log_path}: {exc}") from exc
+        #: opened on the first step: a connection that never plays writes no file
+        self.writer: Optional[LogWriter] = None
         self.state = self.env.reset()
         self.events: List[List[str]] = [[], []]
         self.pending: Deque[int] = deque()
@@ -280,6 +281,8 @@ class PlayGame:
             raise GameOverError(f"session {self.session or '-'}: the episode is over ({self.summary['ended']})")
         if self.started_at is None:
             self.started_at = time.perf_counter()
+        if self.writer is None:
+            self._open_log()
         t = self.t
         if self.pending:
             human_action, source = self.pending.popleft(), "key"
@@ -310,6 +313,20 @@ class PlayGame:
             self.finish("horizon")
         return message
 
+    def _open_log(self) -> None:
+        from beliefgate.envs.trajlog import LogWriter
+
+        try:
+            self.writer = LogWriter(self.log_path, self.header)
+        except OSError as exc:
+            raise PlayLogError(f"cannot open play log {self.log_path}: {exc}") from exc
+
+    @property
+    def log_name(self) -> Optional[str]:
+        """The log's file name, as told to the page (never the server's absolute path); None while
+        nothing is written (no step played yet)."""
+        return self.log_path.name if self.writer is not None else None
+
     def state_message(self, reward: float = 0.0) -> Dict[str, Any]:
         from beliefgate.viewer.frames import encode_frame
 
@@ -326,7 +343,7 @@ class PlayGame:
         return {"type": "hello", "session": self.session, "layout": layout_record(self.settings.layout),
                 "names": self.names, "agent": self.settings.agent, "agent_seat": self.seat,
                 "human_seat": self.human, "tick_hz": self.settings.tick_hz, "horizon": self.settings.horizon,
-                "log": str(self.log_path), "frame": encode_frame(self.state),
+                "log": self.log_path.name, "frame": encode_frame(self.state),
                 "max_message_bytes": self.settings.max_message_bytes}
 
     # ------------------------------------------------------------------ the end
@@ -348,6 +365,8 @@ class PlayGame:
         }
         final = FinalRow(state=self.state, summary=self.summary)
         self.trajectory.final = final
+        if self.writer is None:  # no step was played: no log is written
+            return self.summary
         try:
             self.writer.final(final)
         except (OSError, ValueError) as exc:
@@ -369,8 +388,63 @@ def render_play_page(settings: PlaySettings) -> str:
     })
 
 
-def create_play_app(settings: PlaySettings):
-    """The FastAPI app of ``beliefgate play`` (sessions in ``app.state.sessions``)."""
+#: the host names the play page answers to (the ``Host`` header; a bound host is added)
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def _host_name(host: str) -> Optional[str]:
+    """The name part of a ``Host`` header (``[::1]:8770`` -> ``::1``); None when it has none."""
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit("//" + host).hostname
+    except ValueError:  # a malformed port or bracket
+        return None
+
+
+class LocalOnly:
+    """ASGI middleware of the play page: a request whose ``Host`` is not one of ``names`` gets 400
+    (a foreign site that rebinds its DNS name to 127.0.0.1 is refused), and a WebSocket whose
+    ``Origin`` is not the page's own (``http://`` + its ``Host``) is refused before it is accepted,
+    so a foreign page never takes a game slot. A client that sends no ``Origin`` (not a browser)
+    is let in. Each refusal is counted in ``refused`` and logged."""
+
+    def __init__(self, app, names):
+        self.app = app
+        self.names = {n.lower() for n in names}
+        self.refused = {"host": 0, "origin": 0}
+
+    def problem(self, scope) -> Optional[str]:
+        headers = {k.lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        host = headers.get(b"host", "")
+        if (_host_name(host) or "").lower() not in self.names:
+            return "host"
+        origin = headers.get(b"origin")
+        if scope["type"] == "websocket" and origin is not None and origin.lower() != f"http://{host}".lower():
+            return "origin"
+        return None
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] in ("http", "websocket"):
+            problem = self.problem(scope)
+            if problem is not None:
+                from starlette.responses import PlainTextResponse
+                from starlette.websockets import WebSocketClose
+
+                self.refused[problem] += 1
+                log.warning("refused a %s request with a foreign %s (%d so far)", scope["type"], problem,
+                            self.refused[problem])
+                if scope["type"] == "http":
+                    await PlainTextResponse(f"foreign {problem}", status_code=400)(scope, receive, send)
+                else:
+                    await WebSocketClose(code=1008)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def create_play_app(settings: PlaySettings, hosts=LOCAL_HOSTS):
+    """The FastAPI app of ``beliefgate play`` (sessions in ``app.state.sessions``); it answers only
+    requests whose ``Host`` is one of ``hosts`` and WebSockets from its own page (:class:`LocalOnly`)."""
     from fastapi import FastAPI, WebSocket
     from fastapi.responses import HTMLResponse, JSONResponse
     from starlette.websockets import WebSocketDisconnect, WebSocketState
@@ -385,6 +459,7 @@ def create_play_app(settings: PlaySettings):
     app.state.sessions = sessions
     app.state.finished = []
     page = render_play_page(settings)
+    app.add_middleware(LocalOnly, names=hosts)
 
     @app.get("/", response_class=HTMLResponse)
     async def index() -> HTMLResponse:
@@ -428,7 +503,7 @@ def create_play_app(settings: PlaySettings):
             due += period
             if not await send(ws, message):
                 return
-        await send(ws, {"type": "done", "summary": game.summary, "log": str(game.log_path)})
+        await send(ws, {"type": "done", "summary": game.summary, "log": game.log_name})
         await close(ws, 1000)
 
     @app.websocket("/ws")
@@ -493,12 +568,13 @@ def create_play_app(settings: PlaySettings):
                 log.error("session %s: %s", session, exc)
                 summary = {"ended": ended, "steps": game.t, "log_error": str(exc)}
             sessions.pop(session, None)
-            app.state.finished.append({"session": session, "log": str(game.log_path), "ended": summary["ended"]})
+            app.state.finished.append({"session": session, "log": str(game.log_path) if game.log_name else None,
+                                       "ended": summary["ended"]})
             log.info("session %s ended (%s) after %d steps, log %s", session, summary["ended"], game.t, game.log_path)
             if ended == "player" or ended.startswith("error"):
                 if ended.startswith("error"):
                     await send(ws, {"type": "error", "error": "game", "detail": ended})
-                await send(ws, {"type": "done", "summary": summary, "log": str(game.log_path)})
+                await send(ws, {"type": "done", "summary": summary, "log": game.log_name})
                 await close(ws, 1000 if ended == "player" else 1011)
 
     return app
@@ -511,7 +587,7 @@ def serve_play(settings: PlaySettings, port: int = 8770, host: str = "127.0.0.1"
 
     import uvicorn
 
-    app = create_play_app(settings)
+    app = create_play_app(settings, hosts=(*LOCAL_HOSTS, host))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:

@@ -109,8 +109,49 @@ def _kappa_fields(info: Dict[str, Any]):
     return _finite(k), (bool(commit) if commit is not None else None)
 
 
+def _check_belief(belief: Any, where: str) -> None:
+    """A logged posterior is absent (None) or a list of numbers; anything else (a string, a dict, a
+    list holding a string, a bool or null) is a :class:`ReportInputError` naming ``where``.
+    A NaN or infinite entry is a number (drawn as missing, see :func:`nonfinite_fields`)."""
+    if belief is None:
+        return
+    if not isinstance(belief, list):
+        raise ReportInputError(f"{where} must be a list of probabilities, got {type(belief).__name__} {belief!r:.60}")
+    for k, value in enumerate(belief):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ReportInputError(f"{where}[{k}] must be a number, got {value!r:.60}")
+
+
+def nonfinite_fields(traj) -> List[str]:
+    """Where the log holds a number that is not finite (NaN, ±infinity: JSON has neither, Python's
+    reader takes ``NaN``, ``Infinity`` and ``1e999``), as ``"step 4: reward"``,
+    ``"step 9: info[0].kappa"``, ``"final: summary.reward"`` or ``"header: config.x"``, in log order."""
+    found: List[str] = []
+
+    def walk(value: Any, path: str, where: str) -> None:
+        if isinstance(value, float) and not math.isfinite(value):
+            found.append(f"{where}: {path}")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else str(key), where)
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                walk(item, f"{path}[{i}]", where)
+
+    walk(traj.header.config, "config", "header")
+    for row in traj.steps:
+        walk(row.reward, "reward", f"step {row.t}")
+        walk(row.info, "info", f"step {row.t}")
+    if traj.final is not None:
+        walk(traj.final.summary, "summary", "final")
+    return found
+
+
 def report_data(traj, source: str = "") -> Dict[str, Any]:
-    """Everything the report draws, as one JSON-ready dict (see the module docstring)."""
+    """Everything the report draws, as one JSON-ready dict (see the module docstring).
+
+    A number that is not finite (NaN, ±infinity) is drawn as missing (``None``, like an
+    absent field) and counted in ``nonfinite`` (its first place named), never a crash."""
     from beliefgate.envs.domain import domain_for_layout
     from beliefgate.viewer.frames import encode_frame, layout_record
 
@@ -131,6 +172,7 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
     for row in steps:
         info = row.info[seat] if seat < len(row.info) else {}
         b = info.get("belief")
+        _check_belief(b, f"{source or 'log'}: step {row.t}: info[{seat}].belief")
         if isinstance(b, list) and b and all(_finite(v) is not None and v >= 0 for v in b):
             total = float(sum(b))
             if total <= 0:
@@ -222,7 +264,7 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
                   for e in ev if e in delivered]
     frames = [encode_frame(s) for s in traj.states()]
     summary = traj.final.summary if traj.final is not None else {}
-    return {
+    data = {
         "format": REPORT_FORMAT,
         "source": source,
         "title": f"{h.layout}: {h.ego or h.agents[seat]} (seat {seat}) + {h.partner or '?'}, seed {h.seed}",
@@ -255,6 +297,13 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
         "present": present,
         "renormalised_steps": renormalised,
     }
+    bad = nonfinite_fields(traj)
+    if bad:
+        from beliefgate.fileio import json_safe
+
+        data = json_safe(data)
+    data["nonfinite"] = {"count": len(bad), "first": bad[0] if bad else None}
+    return data
 
 
 def render_report(traj, source: str = "") -> str:
@@ -288,10 +337,13 @@ def write_report(log_path: str | Path, out: str | Path, allow_incomplete: bool =
         atomic_write(out, data)
     except OSError as exc:
         raise ReportWriteError(f"cannot write report {out}: {exc}") from exc
+    from beliefgate.fileio import json_safe
+
     h = traj.header
     return {"path": str(out), "bytes": len(data), "steps": len(traj.steps), "complete": traj.complete,
             "seconds": round(time.perf_counter() - started, 3), "layout": h.layout, "ego": h.ego, "partner": h.partner,
-            "seed": h.seed, "seat": h.seat, "summary": traj.final.summary if traj.final is not None else {}}
+            "seed": h.seed, "seat": h.seat, "nonfinite": nonfinite_fields(traj),
+            "summary": json_safe(traj.final.summary) if traj.final is not None else {}}
 
 
 def write_episode_reports(run_dir: str | Path, out_dir: Optional[str | Path] = None,
@@ -329,13 +381,24 @@ def write_episode_reports(run_dir: str | Path, out_dir: Optional[str | Path] = N
         except (LogFormatError, ReportInputError) as exc:
             failed.append({"log": str(log), "error": str(exc)})
             continue
-        rows.append({**written, "log": str(log), "href": str(target.relative_to(out_dir))})
+        rows.append({**written, "log": str(log), "href": _relative_href(target.relative_to(out_dir))})
     index = out_dir / "index.html"
     try:
         atomic_write(index, _index_html(run_dir, rows, failed).encode("utf-8"))
     except OSError as exc:
         raise ReportWriteError(f"cannot write report index {index}: {exc}") from exc
     return {"index": str(index), "reports": rows, "failed": failed}
+
+
+def _relative_href(rel: Path) -> str:
+    """A link to the file ``rel`` (relative to the index) that can only be that file: every path
+    segment percent-encoded (a folder named ``javascript:...`` gives ``javascript%3A...``, no
+    scheme, query or fragment), never absolute and never climbing out with ``..``."""
+    from urllib.parse import quote
+
+    if rel.is_absolute() or any(part in ("", ".", "..") for part in rel.parts):
+        raise ReportInputError(f"report path {rel} is not a plain relative path")
+    return "/".join(quote(part, safe="") for part in rel.parts)
 
 
 def _index_html(run_dir: Path, rows: List[Dict[str, Any]], failed: List[Dict[str, str]]) -> str:

@@ -64,8 +64,11 @@ class OvercookedDomain(Domain):
 
         if isinstance(data, SymbolicState):
             return data
-        # a dict is validated as such, so a log's bad state is pydantic's error located in the state
-        return SymbolicState.model_validate(data) if isinstance(data, dict) else SymbolicState.from_json(data)
+        # a dict is validated as such, so a log's bad state is pydantic's error located in the state;
+        # then against its layout (players on floor cells, pots and counter objects where they can be),
+        # so that a log with an off-grid position is refused when read, not drawn or replayed
+        state = SymbolicState.model_validate(data) if isinstance(data, dict) else SymbolicState.from_json(data)
+        return state.validate_against_layout()
 
     def detect_events(self, prev, state) -> List[List[str]]:
         from beliefgate.envs.overcooked.dynamics import detect_events

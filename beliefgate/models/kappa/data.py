@@ -38,8 +38,10 @@ from beliefgate.models.kappa.errors import (
     KappaInputError,
     NoBranchError,
     NonFiniteScoreError,
+    TooManyBranchesError,
     UnknownBranchError,
 )
+from beliefgate.limits import MAX_BRANCHES, check_count
 
 #: largest magnitude of a rollout score, everywhere a score enters (the API, the service, the
 #: decisions a fit reads). Utilities far beyond it only lose float64 (and float32) precision:
@@ -67,6 +69,7 @@ def check_branch_names(branches) -> tuple:
                               "branches") from None
     if len(names) < 1:
         raise NoBranchError("a decision needs at least one branch, got none", "branches")
+    check_count(len(names), MAX_BRANCHES, f"{len(names)} branches", TooManyBranchesError, field="branches")
     for n in names:
         if not isinstance(n, str) or not n:
             raise BranchNameError(f"branch names must be non-empty strings, got {n!r}", "branches")

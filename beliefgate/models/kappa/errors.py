@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Optional
 
 from beliefgate.errors import InputError, LookupFailure
+from beliefgate.limits import SizeLimitError
 from beliefgate.validation import ParamError
 
 
@@ -56,6 +57,10 @@ class DepthError(KappaInputError):
 
 class DuplicateBranchError(KappaInputError):
     """Two branches share a name (or one branch appears twice in a rollout round)."""
+
+
+class TooManyBranchesError(KappaInputError, SizeLimitError):
+    """More branches than :data:`beliefgate.limits.MAX_BRANCHES` (refused before the state is allocated)."""
 
 
 class NoBranchError(KappaInputError):
@@ -115,6 +120,7 @@ __all__ = [
     "DepthError",
     "DuplicateBranchError",
     "NoBranchError",
+    "TooManyBranchesError",
     "BranchNameError",
     "KappaParamError",
     "KappaStateError",

@@ -283,6 +283,7 @@
         "Effective replan: the ego's active skill after the replan differs from the one before (derived from the logged skills).");
     }
     if (D.renormalised_steps) { notes.push(D.renormalised_steps + " logged posteriors did not sum to one and were normalised."); }
+    if (D.nonfinite && D.nonfinite.count) { notes.push(D.nonfinite.count + " logged values were not finite numbers (NaN or infinity) and are shown as missing; the first at " + D.nonfinite.first + "."); }
     notes.push("Click or drag on the tracks to jump to a step; arrow keys step, space plays.");
     document.getElementById("notes").textContent = notes.join(" ");
   })();
