@@ -143,7 +143,10 @@ def logical_not(x):
 
 def exp(x):
     """``exp`` of a float (:func:`math.exp`) or element-wise of an array (NumPy or JAX)."""
-    if x.__class__ is _ndarray:
+    cls = x.__class__
+    if cls is float:  # the online gate's case, checked first: no isinstance on the hot path
+        return _exp(x)
+    if cls is _ndarray:
         return _np_exp(x)
     if _traced(x):
         return _xp(x).exp(x)
@@ -493,11 +496,6 @@ def _total(x):
     return sum(x.tolist()) if x.__class__ is _ndarray else x.sum()
 
 
-def _clip0(x):
-    """``max(0, x)`` of a float or an array."""
-    return max(0.0, x) if x.__class__ is float else _xp(x).maximum(0.0, x)
-
-
 def changepoint_filter(xp, joint, head, restart, impossible, post, stay=None, switch=None, factor=None):
     """One step of the run-length filter, written once over ``xp`` (``numpy`` or ``jax.numpy``):
     ``(joint, head, prob, switch_prob)``.
@@ -527,10 +525,19 @@ def changepoint_filter(xp, joint, head, restart, impossible, post, stay=None, sw
         keep, enter = stay * factor, switch * factor
     new_head = (head - 1) % horizon  # ring row of run length L-1, about to age out
     out = joint * keep
-    out = _set_row(out, horizon, out[horizon] + out[new_head])
-    out = _set_row(out, new_head, enter)
-    prob = _clip0(1.0 - _total(out[horizon]))
-    switch_prob = _total(enter)
+    settled = out[horizon] + out[new_head]
+    # Writing two rows and summing two vectors are the only operations the namespaces spell
+    # differently; they are picked once here (not by a helper call each: ~0.6 us a NumPy step).
+    if out.__class__ is _ndarray:  # NumPy: rows in place (``out`` is fresh), Python's sums of the lists
+        out[horizon] = settled
+        out[new_head] = enter
+        prob = 1.0 - sum(settled.tolist())
+        prob = prob if prob > 0.0 else 0.0
+        switch_prob = sum(enter.tolist())
+    else:
+        out = out.at[horizon].set(settled).at[new_head].set(enter)
+        prob = xp.maximum(0.0, 1.0 - settled.sum())
+        switch_prob = enter.sum()
     if restart is False and impossible is False:
         return out, new_head, prob, switch_prob
     zeros = xp.zeros_like(joint)
@@ -658,6 +665,15 @@ class CusumInfo(NamedTuple):
     suppressed_reason: Optional[str]
 
 
+def _zeros_like(x, traced: bool):
+    """Zeros shaped as ``x``: :func:`numpy.zeros` for a NumPy array (``numpy.zeros_like``'s Python
+    wrapper costs ~1 us a call), the namespace's ``zeros_like`` for a traced one."""
+    return _xp(x).zeros_like(x) if traced else np.zeros(x.shape)
+
+
+_max_reduce = np.maximum.reduce
+
+
 def cusum_init(num_skills: int) -> CusumState:
     return CusumState(np.zeros(num_skills))
 
@@ -681,30 +697,41 @@ def cusum_update(config: CusumConfig, state: CusumState, reference: int, ll: Opt
     ``ll`` is always an array and ``observed`` (a traced bool) says whether the step counts; the
     reason is then an int8 code into :data:`CUSUM_REASONS` (:func:`reason_names`).
     """
-    traced = _traced(state.sums) or _traced(reference)
-    xp = _xp(None) if traced else np
-    ref = reference if traced else int(reference)
     sums = state.sums
+    traced = not (sums.__class__ is _ndarray and reference.__class__ is int) and (
+        _traced(sums) or _traced(reference))
+    if traced:
+        xp = _xp(None)
+        ref = reference
+    else:
+        xp = np
+        ref = int(reference)
     restart = ref != state.reference
     if restart is not False:
-        sums = where(restart, xp.zeros_like(sums), sums)
+        sums = where(restart, _zeros_like(sums, traced), sums)
     if observed is None:
         observed = ll is not None
     if ll is not None:
-        with np.errstate(invalid="ignore"):  # -inf - -inf: a skill the observation rules out too
+        if traced or ll[ref] > -_INF:
             llr = ll - ll[ref]
-        keep = _set_row(llr == llr, ref, False)
+        else:  # the reference rules the observation out: -inf - -inf for the skills that do too
+            with np.errstate(invalid="ignore"):
+                llr = ll - ll[ref]
+        keep = llr == llr
+        if traced:
+            keep = keep.at[ref].set(False)
+        else:
+            keep[ref] = False
         if feasible is not None:
             keep = keep & feasible
         stepped = xp.where(keep, xp.maximum(0.0, sums + xp.where(keep, llr, 0.0)), 0.0)
         sums = stepped if observed is True else xp.where(observed, stepped, sums)
-    stat = sums.max()
-    if not traced:
-        stat = float(stat)
+    # NumPy: the ufunc's reduce itself (ndarray.max adds a Python wrapper's ~1 us; same NaN rule)
+    stat = sums.max() if traced else float(_max_reduce(sums))
     hit = (stat >= config.h) if math.isfinite(config.h) else False
     done = hit | (completed >= 0)
     if done is not False:
-        sums = where(done, xp.zeros_like(sums), sums)
+        sums = where(done, _zeros_like(sums, traced), sums)
     # in the order of CUSUM_REASONS: an excluded step that does not fire, then a sum below h
     reason, fired = first_failure(CUSUM_REASONS, observed | hit, hit)
     return _new(CusumState, (sums, ref, state.num_fires + fired)), _new(CusumInfo, (stat, ref, fired, reason))
