@@ -129,9 +129,13 @@ def where(cond, a, b):
     """``a`` where ``cond`` holds, else ``b``: Python's conditional for a scalar ``cond``,
     :func:`numpy.where` (broadcasting) when ``cond`` is a NumPy array, ``jax.numpy.where``
     when it is a JAX array or tracer."""
+    if cond is True:  # the online gate's Python bools first
+        return a
+    if cond is False:
+        return b
     if cond.__class__ is _ndarray:
         return np.where(cond, a, b)
-    if cond is True or cond is False or not _traced(cond):
+    if not _traced(cond):
         return a if cond else b
     return _xp(cond).where(cond, a, b)
 
@@ -348,8 +352,8 @@ def stable_map_decide(
             state.num_contradictions + contradiction,
             state.num_interrupts + interrupt,
         ))
-    info = _new(StableMapInfo, (map_skill, confidence, stable, exp(log_l), log_l, contradiction, interrupt,
-                                reason))
+    l_t = _exp(log_l) if log_l.__class__ is float else exp(log_l)  # a float: math.exp without a call of exp()
+    info = _new(StableMapInfo, (map_skill, confidence, stable, l_t, log_l, contradiction, interrupt, reason))
     return new_state, info
 
 
@@ -571,15 +575,16 @@ def changepoint_update(
     observation is impossible under the filter's own prediction (only possible
     with ``h = 0``) the filter restarts with a certain switch at ``t``.
     """
-    if step.stay is None:  # episode start or visible completion: no hidden switch
-        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, True, False, step.post)
-    elif step.log_z == -math.inf:
-        step = hazard_step(step.prior, pi0, feasible, True, config.hazard, loglik)
-        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, False, True, step.post)
+    prior, post, log_z, stay, switch, factor = step
+    if stay is None:  # episode start or visible completion: no hidden switch
+        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, True, False, post)
+    elif log_z == -_INF:
+        post = hazard_step(prior, pi0, feasible, True, config.hazard, loglik)[1]
+        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, False, True, post)
     else:
-        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, False, False, step.post,
-                                                            step.stay, step.switch, step.factor)
-    return changepoint_decide(config, state, t, prob, switch_prob, (joint, head, step.post))
+        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, False, False, post,
+                                                            stay, switch, factor)
+    return changepoint_decide(config, state, t, prob, switch_prob, (joint, head, post))
 
 
 def changepoint_decide(config: ChangePointConfig, state: ChangePointState, t: int, prob: float,

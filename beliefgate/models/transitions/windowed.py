@@ -40,11 +40,22 @@ def _pick(xp, cond, a, b):
 
 def _with_row(buf, pos, row):
     """``buf`` with row ``pos`` replaced by ``row`` (a new array; ``buf`` is not modified)."""
-    if hasattr(buf, "at"):  # a JAX array: functional update
+    if buf.__class__ is not np.ndarray:  # a JAX array: functional update
         return buf.at[pos].set(row)
     out = buf.copy()
     out[pos] = row
     return out
+
+
+_add_reduce = np.add.reduce
+
+
+def _sum_rows(buf):
+    """``buf.sum(axis=0)``: for a NumPy array the ufunc's reduce itself, the same sum without the
+    method's Python wrapper (~1 us a step)."""
+    if buf.__class__ is np.ndarray:
+        return _add_reduce(buf, 0)
+    return buf.sum(axis=0)
 
 
 def window_push(xp, buf, pos, wsum, row, observed, restart):
@@ -67,7 +78,7 @@ def window_push(xp, buf, pos, wsum, row, observed, restart):
             buf = _pick(xp, restart, xp.zeros_like(buf), buf)
             pos = _pick(xp, restart, 0, pos)
         evicted = buf if observed is False else _pick(xp, observed, _with_row(buf, pos, 0.0), buf)
-        before = evicted.sum(axis=0)
+        before = _sum_rows(evicted)
         if observed is not False:
             buf = _pick(xp, observed, _with_row(evicted, pos, row), buf)
             pos = _pick(xp, observed, (pos + 1) % slots, pos)
