@@ -47,6 +47,15 @@ def _with_row(buf, pos, row):
     return out
 
 
+def _put_row(fresh, pos, row):
+    """:func:`_with_row` on an array the caller has just made (``fresh``): a NumPy one is written in
+    place (no second copy), a JAX one updated functionally."""
+    if fresh.__class__ is not np.ndarray:
+        return fresh.at[pos].set(row)
+    fresh[pos] = row
+    return fresh
+
+
 _add_reduce = np.add.reduce
 
 
@@ -80,7 +89,7 @@ def window_push(xp, buf, pos, wsum, row, observed, restart):
         evicted = buf if observed is False else _pick(xp, observed, _with_row(buf, pos, 0.0), buf)
         before = _sum_rows(evicted)
         if observed is not False:
-            buf = _pick(xp, observed, _with_row(evicted, pos, row), buf)
+            buf = _pick(xp, observed, _put_row(evicted, pos, row), buf)
             pos = _pick(xp, observed, (pos + 1) % slots, pos)
     # the sum once the new row has entered: the kept rows plus it (no second reduction)
     return before, buf, pos, (before if observed is False else _pick(xp, observed, before + row, before))
