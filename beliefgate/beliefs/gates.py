@@ -96,6 +96,10 @@ _SM_CONTRADICTION = STABLE_MAP_REASONS[:2]
 CHANGEPOINT_REASONS = (REASON_BELOW_THRESHOLD, REASON_DISARMED, REASON_COOLDOWN)
 #: The CUSUM gate's reasons in the order they are checked (an excluded step, a sum below ``h``).
 CUSUM_REASONS = (REASON_EXCLUDED, REASON_BELOW_THRESHOLD)
+#: Every reason a gate reports, once each: the combined ``suppressed_reason`` of a driver
+#: (:meth:`Drive.reason_code`) under ``jax.jit`` is an int8 code into it, ``len(GATE_REASONS)``
+#: where the gate interrupted (:func:`reason_names` decodes it).
+GATE_REASONS = tuple(dict.fromkeys(STABLE_MAP_REASONS + CHANGEPOINT_REASONS + CUSUM_REASONS))
 
 # --------------------------------------------------------------------------- scalar / [C] helpers
 
@@ -327,7 +331,9 @@ def stable_map_decide(
     else:  # an impossible action: -inf, or 0 for lambda = 0 (not NaN)
         log_l = where(lam != 0.0, -_INF, 0.0)
     evidence = weight > 0.0  # the belief side is shared: one bool for every configuration
-    if evidence is True or evidence is False or not _traced(evidence):
+    if evidence is True:
+        contradiction = log_l < config.log_tau
+    elif evidence is False or not _traced(evidence):
         contradiction = (log_l < config.log_tau) if evidence else False
     else:
         contradiction = evidence & (log_l < config.log_tau)
@@ -783,6 +789,16 @@ class Drive(NamedTuple):
             return False, info.suppressed_reason
         return (True, None) if ego_active else (False, REASON_EGO_IDLE)
 
+    def reason_code(self, infos, ego_active, interrupt=None):
+        """:meth:`decide`'s ``suppressed_reason`` for traced records (a gate's reason is then a
+        code into its own reasons): an int8 code into :data:`GATE_REASONS`, ``len(GATE_REASONS)``
+        where the gate interrupts. ``tests/test_gate_wrappers.py`` checks it against :meth:`decide`."""
+        info = infos[self.slot]
+        code = _gate_reason_code(self.slot, info.suppressed_reason)
+        if not self.needs_ego:
+            return code
+        return where(info.fired, where(ego_active, _NO_REASON, _EGO_IDLE_CODE), code)
+
 
 class AnyOf(NamedTuple):
     """Interrupt when any member does (:func:`any_of`); a suppressed step reports the first
@@ -811,6 +827,29 @@ class AnyOf(NamedTuple):
             if info.interrupt if not member.needs_ego else (info.fired and ego_active):
                 return True, None
         return False, self.members[0].decide(infos, ego_active)[1]
+
+    def reason_code(self, infos, ego_active, interrupt):
+        """:meth:`decide`'s ``suppressed_reason`` for traced records (see :meth:`Drive.reason_code`):
+        none where ``interrupt`` holds, else the first member's."""
+        return where(interrupt, _NO_REASON, self.members[0].reason_code(infos, ego_active))
+
+
+_NO_REASON = np.int8(len(GATE_REASONS))
+_EGO_IDLE_CODE = np.int8(GATE_REASONS.index(REASON_EGO_IDLE))
+#: Per slot, the code in :data:`GATE_REASONS` of each of that gate's reason codes (and of "fired").
+_SLOT_CODES = tuple(np.array([GATE_REASONS.index(r) for r in reasons] + [len(GATE_REASONS)], dtype=np.int8)
+                    for reasons in (STABLE_MAP_REASONS, CHANGEPOINT_REASONS, CUSUM_REASONS))
+
+
+def _gate_reason_code(slot: int, reason):
+    """A gate's ``suppressed_reason`` (``None``, a name, or a code into that gate's reasons) as a
+    code into :data:`GATE_REASONS`."""
+    if reason is None:
+        return _NO_REASON
+    if isinstance(reason, str):
+        return np.int8(GATE_REASONS.index(reason))
+    table = _SLOT_CODES[slot]
+    return (_xp(reason).asarray(table) if _traced(reason) else table)[reason]
 
 
 def any_of(name: str, *members: Drive) -> AnyOf:
@@ -853,6 +892,7 @@ __all__ = [
     "STABLE_MAP_REASONS",
     "CHANGEPOINT_REASONS",
     "CUSUM_REASONS",
+    "GATE_REASONS",
     "changepoint_filter",
     "where",
     "logical_not",
