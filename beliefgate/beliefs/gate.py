@@ -101,10 +101,20 @@ class Gate:
         ``partner``). Raises :class:`beliefgate.plugins.UnknownDomainError`
         when no installed package registers ``domain``.
         """
+        return cls.for_observer(lambda p, **o: make_observer(domain, p, **o), params, domain=domain, **options)
+
+    @classmethod
+    def for_observer(cls, factory, params: Optional[GateParams] = None, *, domain: Optional[str] = None,
+                     **options) -> "Gate":
+        """A gate whose :meth:`observe` reads states through ``factory(params, **options)``, an
+        observer (``skill_names``, ``evidence(state, next_state)``); ``params`` default to
+        ``GateParams()``. ``domain``: the name the domain is registered under, so that an unpickled
+        gate rebuilds its observer through the plug-in (``None``: it cannot observe after pickling).
+        :meth:`for_domain` and ``Domain.make_gate`` are this with the domain's observer factory."""
         params = GateParams() if params is None else params
-        observer = make_observer(domain, params, **options)
-        return cls(len(observer.skill_names), params, observer.skill_names,
-                   observer=observer, domain=(domain, dict(options)))
+        observer = factory(params, **options)
+        return cls(len(observer.skill_names), params, observer.skill_names, observer=observer,
+                   domain=None if domain is None else (domain, dict(options)))
 
     @classmethod
     def for_overcooked(cls, layout: str, params: Optional[GateParams] = None, partner: int = 1) -> "Gate":
