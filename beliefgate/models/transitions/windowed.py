@@ -33,8 +33,10 @@ _TINY = 1e-280
 def _pick(xp, cond, a, b):
     """``a if cond else b``: a Python branch for a Python bool (the NumPy online step), else
     ``xp.where`` (traced flags)."""
-    if type(cond) is bool:
-        return a if cond else b
+    if cond is True:  # identity tests: no builtin call on the online step
+        return a
+    if cond is False:
+        return b
     return xp.where(cond, a, b)
 
 
