@@ -190,5 +190,6 @@ def test_make_gate_is_gate_for_observer_with_the_domains_observer(orchard):
     assert np.ptp(np.array(posts), axis=0).max() > 0.1  # the observations moved the belief
     bare = Gate.for_observer(lambda p, **o: toy_domain.OrchardObserver("orchard", p, **o), partner=1)
     assert bare.domain is None and bare.params == GateParams()
+    plain = Gate.for_observer(orchard.make_observer, partner=1)
     np.testing.assert_array_equal(bare.observe(states[0], states[1]).posterior,
-                                  Gate.for_observer(orchard.make_observer, partner=1).observe(states[0], states[1]).posterior)
+                                  plain.observe(states[0], states[1]).posterior)

@@ -40,9 +40,6 @@ from beliefgate.beliefs.core import (
     TableEvidence,  # noqa: F401  (re-exported)
 )
 from beliefgate.plugins import make_observer
-
-# the per-step functions, bound once (a module attribute lookup per call is ~30 ns)
-_advance, _decide, _reduce_table_args = _core.advance, _core.decide, _core.reduce_table_args
 from beliefgate.beliefs.errors import (
     ActionIndexError,
     BeliefInputError,
@@ -56,6 +53,9 @@ from beliefgate.beliefs.errors import (
     UnknownSkillError,
 )
 from beliefgate.beliefs.evidence import StepEvidence
+
+# the per-step functions, bound once (a module attribute lookup per call is ~30 ns)
+_advance, _decide, _reduce_table_args = _core.advance, _core.decide, _core.reduce_table_args
 
 
 class Gate:
@@ -233,6 +233,8 @@ class Gate:
     # ----------------------------------------------------------------- steps
 
     def _take(self, reduced: _core.Reduced, ego_active) -> Decision:
+        if ego_active is not True:  # checked after the evidence, as before
+            ego_active = check_ego_active(ego_active)
         config = self._config
         state, info = _advance(config, self._state, reduced, ego_active)
         self._state = state  # swapped last: a raising step leaves the gate as it was
@@ -250,7 +252,7 @@ class Gate:
         whether the ego is executing a skill that could be interrupted.
         """
         reduced = _reduce_table_args(self._config, action_logprobs, action, completed, feasible, weight)
-        return self._take(reduced, ego_active if ego_active is True else check_ego_active(ego_active))
+        return self._take(reduced, ego_active)
 
     def step_evidence(self, ev: StepEvidence, *, ego_active: bool = True) -> Decision:
         """Condition on a :class:`StepEvidence` (the general entry point).
@@ -259,7 +261,7 @@ class Gate:
         ``sum_{a in mask} pi_hat(a | s_t, k)`` tempered by ``weight``; the gate's
         ``l_t`` uses the best consistent action under the MAP skill.
         """
-        return self._take(_core.reduce_step(self._config, ev), ego_active if ego_active is True else check_ego_active(ego_active))
+        return self._take(_core.reduce_step(self._config, ev), ego_active)
 
     def step_loglik(self, loglik, completed=None, *, feasible=None, weight=1.0,
                     ego_active: bool = True) -> Decision:
@@ -269,11 +271,11 @@ class Gate:
         ``l_t = exp(lambda (loglik[m] - max_k loglik[k]))``.
         """
         ev = LoglikEvidence(loglik, completed, feasible, weight)
-        return self._take(_core.reduce_loglik(self._config, ev), ego_active if ego_active is True else check_ego_active(ego_active))
+        return self._take(_core.reduce_loglik(self._config, ev), ego_active)
 
     def update(self, evidence, *, ego_active: bool = True) -> Decision:
         """Condition on any evidence form of :mod:`beliefgate.beliefs.core`."""
-        return self._take(_core.reduce(self._config, evidence), ego_active if ego_active is True else check_ego_active(ego_active))
+        return self._take(_core.reduce(self._config, evidence), ego_active)
 
     def observe(self, state, next_state, *, ego_active: bool = True) -> Decision:
         """Infer the partner's action from two domain states and condition on it."""
