@@ -169,3 +169,27 @@ def test_a_grid_of_three_player_episodes_and_its_report(tmp_path):
     assert report.returncode == 0, report.stderr
     assert "cramped_room (2 players), cramped_room_3p (3 players)" in report.stdout
     assert "ego seats 0, 2" in report.stdout
+
+
+def test_make_gate_is_gate_for_observer_with_the_domains_observer(orchard):
+    """``Domain.make_gate`` and ``Gate.for_domain`` are ``Gate.for_observer`` with a domain's observer
+    factory: one construction (params default, observer options, the name a pickled gate rebuilds from)."""
+    from beliefgate import Gate, GateParams
+
+    params = GateParams(hazard=0.05)
+    states = run_episode("orchard", "bayes-belief", "apple-then-berry", seed=1, horizon=30).trajectory.states()
+    made = orchard.make_gate("orchard", params, partner=1)
+    direct = Gate.for_observer(orchard.make_observer, params, domain="orchard", layout="orchard", partner=1)
+    assert made.domain == direct.domain == ("orchard", {"layout": "orchard", "partner": 1})
+    assert made.params == params and made.skill_names == tuple(toy_domain.LIBRARY.names)
+    posts = []
+    for s0, s1 in zip(states[:-1], states[1:]):
+        a, b = made.observe(s0, s1), direct.observe(s0, s1)
+        np.testing.assert_array_equal(a.posterior, b.posterior)
+        posts.append(a.posterior)
+    assert np.ptp(np.array(posts), axis=0).max() > 0.1  # the observations moved the belief
+    bare = Gate.for_observer(lambda p, **o: toy_domain.OrchardObserver("orchard", p, **o), partner=1)
+    assert bare.domain is None and bare.params == GateParams()
+    plain = Gate.for_observer(orchard.make_observer, partner=1)
+    np.testing.assert_array_equal(bare.observe(states[0], states[1]).posterior,
+                                  plain.observe(states[0], states[1]).posterior)

@@ -91,6 +91,13 @@ def test_jitted_vmapped_gates_equal_the_numpy_gate(gate):
     info, posts = _jax_runs(params, *inputs)
     interrupts = np.asarray(info.interrupt)
     assert interrupts.tolist() == [[i.interrupt for i in row] for row in want]
+    # the driver's combined reason, as the NumPy gate's GateInfo.suppressed_reason says it
+    reasons = G.reason_names(G.GATE_REASONS, np.asarray(info.suppressed_reason))
+    assert reasons.tolist() == [[i.suppressed_reason for i in row] for row in want]
+    seen = set(reasons.ravel().tolist())
+    assert None in seen and len(seen) >= 3  # interrupts and several reasons (ego_idle for the gates needing it)
+    if gate != "stable_map":
+        assert G.REASON_EGO_IDLE in seen
     assert 5 <= interrupts.sum() < interrupts.size // 2  # the case exercises the gate
     np.testing.assert_allclose(np.asarray(posts), [[i.posterior for i in row] for row in want], rtol=0, atol=1e-12)
     if gate in ("changepoint", "either"):

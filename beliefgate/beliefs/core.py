@@ -450,7 +450,10 @@ def _as_float_array(x, what: str) -> np.ndarray:
 
 
 def _table(config: GateConfig, logprobs) -> np.ndarray:
-    lp = _as_float_array(logprobs, "action_logprobs")
+    if logprobs.__class__ is np.ndarray and logprobs.dtype is _F64:  # _as_float_array's fast case, inline
+        lp = logprobs
+    else:
+        lp = _as_float_array(logprobs, "action_logprobs")
     shape = lp.shape
     if len(shape) != 2 or shape[0] != config.num_skills or shape[1] == 0:
         raise ShapeMismatchError(
@@ -534,7 +537,9 @@ def reduce_step(config: GateConfig, ev: StepEvidence) -> Reduced:
     if not isinstance(ev, StepEvidence):
         raise ShapeMismatchError(f"expected a StepEvidence, got {type(ev).__name__}")
     lp = _table(config, ev.logprobs)
-    idx = np.flatnonzero(as_bool(ev.action_mask, "action_mask", (lp.shape[1],)))
+    # a [A] bool vector: its nonzero() is np.flatnonzero's answer without that function's ~1 us of
+    # Python wrappers (ravel, dispatchers)
+    idx = as_bool(ev.action_mask, "action_mask", (lp.shape[1],)).nonzero()[0]
     if idx.size == 0:
         raise ActionIndexError("action_mask selects no action")
     rowmax = _row_max(lp)
@@ -631,7 +636,8 @@ def advance(config: GateConfig, state: GateState, ev: Reduced,
     step cannot be taken (the caller keeps ``state``).
     """
     ll, score, top, weight, completed, feas = ev
-    ego_active = bool(ego_active)
+    if ego_active is not True:
+        ego_active = bool(ego_active)
     bs, sm_prev, cps, cus = state
     belief, pi0, counts, restart, buf, pos, wsum, log_evidence, t, consts = bs
     if consts is None:

@@ -55,6 +55,9 @@ from beliefgate.beliefs.errors import (
 )
 from beliefgate.beliefs.evidence import StepEvidence
 
+# the per-step functions, bound once (a module attribute lookup per call is ~30 ns)
+_advance, _decide, _reduce_table_args = _core.advance, _core.decide, _core.reduce_table_args
+
 
 class Gate:
     """Online partner-skill belief plus interrupt signals for one teammate.
@@ -102,10 +105,20 @@ class Gate:
         ``partner``). Raises :class:`beliefgate.plugins.UnknownDomainError`
         when no installed package registers ``domain``.
         """
+        return cls.for_observer(lambda p, **o: make_observer(domain, p, **o), params, domain=domain, **options)
+
+    @classmethod
+    def for_observer(cls, factory, params: Optional[GateParams] = None, *, domain: Optional[str] = None,
+                     **options) -> "Gate":
+        """A gate whose :meth:`observe` reads states through ``factory(params, **options)``, an
+        observer (``skill_names``, ``evidence(state, next_state)``); ``params`` default to
+        ``GateParams()``. ``domain``: the name the domain is registered under, so that an unpickled
+        gate rebuilds its observer through the plug-in (``None``: it cannot observe after pickling).
+        :meth:`for_domain` and ``Domain.make_gate`` are this with the domain's observer factory."""
         params = GateParams() if params is None else params
-        observer = make_observer(domain, params, **options)
-        return cls(len(observer.skill_names), params, observer.skill_names,
-                   observer=observer, domain=(domain, dict(options)))
+        observer = factory(params, **options)
+        return cls(len(observer.skill_names), params, observer.skill_names, observer=observer,
+                   domain=None if domain is None else (domain, dict(options)))
 
     @classmethod
     def for_overcooked(cls, layout: str, params: Optional[GateParams] = None, partner: int = 1) -> "Gate":
@@ -227,9 +240,12 @@ class Gate:
     # ----------------------------------------------------------------- steps
 
     def _take(self, reduced: _core.Reduced, ego_active) -> Decision:
-        state, info = _core.advance(self._config, self._state, reduced, ego_active)
+        if ego_active is not True:  # checked after the evidence, as before
+            ego_active = check_ego_active(ego_active)
+        config = self._config
+        state, info = _advance(config, self._state, reduced, ego_active)
         self._state = state  # swapped last: a raising step leaves the gate as it was
-        return _core.decide(self._config, info)
+        return _decide(config, info)
 
     def step(self, action_logprobs, action, completed=None, *, feasible=None, weight=1.0,
              ego_active: bool = True) -> Decision:
@@ -242,8 +258,8 @@ class Gate:
         all); ``weight``: tempering weight (0 = exclude, e.g. STAY); ``ego_active``:
         whether the ego is executing a skill that could be interrupted.
         """
-        reduced = _core.reduce_table_args(self._config, action_logprobs, action, completed, feasible, weight)
-        return self._take(reduced, check_ego_active(ego_active))
+        reduced = _reduce_table_args(self._config, action_logprobs, action, completed, feasible, weight)
+        return self._take(reduced, ego_active)
 
     def step_evidence(self, ev: StepEvidence, *, ego_active: bool = True) -> Decision:
         """Condition on a :class:`StepEvidence` (the general entry point).
@@ -252,7 +268,7 @@ class Gate:
         ``sum_{a in mask} pi_hat(a | s_t, k)`` tempered by ``weight``; the gate's
         ``l_t`` uses the best consistent action under the MAP skill.
         """
-        return self._take(_core.reduce_step(self._config, ev), check_ego_active(ego_active))
+        return self._take(_core.reduce_step(self._config, ev), ego_active)
 
     def step_loglik(self, loglik, completed=None, *, feasible=None, weight=1.0,
                     ego_active: bool = True) -> Decision:
@@ -262,11 +278,11 @@ class Gate:
         ``l_t = exp(lambda (loglik[m] - max_k loglik[k]))``.
         """
         ev = LoglikEvidence(loglik, completed, feasible, weight)
-        return self._take(_core.reduce_loglik(self._config, ev), check_ego_active(ego_active))
+        return self._take(_core.reduce_loglik(self._config, ev), ego_active)
 
     def update(self, evidence, *, ego_active: bool = True) -> Decision:
         """Condition on any evidence form of :mod:`beliefgate.beliefs.core`."""
-        return self._take(_core.reduce(self._config, evidence), check_ego_active(ego_active))
+        return self._take(_core.reduce(self._config, evidence), ego_active)
 
     def observe(self, state, next_state, *, ego_active: bool = True) -> Decision:
         """Infer the partner's action from two domain states and condition on it."""

@@ -96,6 +96,10 @@ _SM_CONTRADICTION = STABLE_MAP_REASONS[:2]
 CHANGEPOINT_REASONS = (REASON_BELOW_THRESHOLD, REASON_DISARMED, REASON_COOLDOWN)
 #: The CUSUM gate's reasons in the order they are checked (an excluded step, a sum below ``h``).
 CUSUM_REASONS = (REASON_EXCLUDED, REASON_BELOW_THRESHOLD)
+#: Every reason a gate reports, once each: the combined ``suppressed_reason`` of a driver
+#: (:meth:`Drive.reason_code`) under ``jax.jit`` is an int8 code into it, ``len(GATE_REASONS)``
+#: where the gate interrupted (:func:`reason_names` decodes it).
+GATE_REASONS = tuple(dict.fromkeys(STABLE_MAP_REASONS + CHANGEPOINT_REASONS + CUSUM_REASONS))
 
 # --------------------------------------------------------------------------- scalar / [C] helpers
 
@@ -129,9 +133,13 @@ def where(cond, a, b):
     """``a`` where ``cond`` holds, else ``b``: Python's conditional for a scalar ``cond``,
     :func:`numpy.where` (broadcasting) when ``cond`` is a NumPy array, ``jax.numpy.where``
     when it is a JAX array or tracer."""
+    if cond is True:  # the online gate's Python bools first
+        return a
+    if cond is False:
+        return b
     if cond.__class__ is _ndarray:
         return np.where(cond, a, b)
-    if cond is True or cond is False or not _traced(cond):
+    if not _traced(cond):
         return a if cond else b
     return _xp(cond).where(cond, a, b)
 
@@ -143,7 +151,10 @@ def logical_not(x):
 
 def exp(x):
     """``exp`` of a float (:func:`math.exp`) or element-wise of an array (NumPy or JAX)."""
-    if x.__class__ is _ndarray:
+    cls = x.__class__
+    if cls is float:  # the online gate's case, checked first: no isinstance on the hot path
+        return _exp(x)
+    if cls is _ndarray:
         return _np_exp(x)
     if _traced(x):
         return _xp(x).exp(x)
@@ -320,7 +331,9 @@ def stable_map_decide(
     else:  # an impossible action: -inf, or 0 for lambda = 0 (not NaN)
         log_l = where(lam != 0.0, -_INF, 0.0)
     evidence = weight > 0.0  # the belief side is shared: one bool for every configuration
-    if evidence is True or evidence is False or not _traced(evidence):
+    if evidence is True:
+        contradiction = log_l < config.log_tau
+    elif evidence is False or not _traced(evidence):
         contradiction = (log_l < config.log_tau) if evidence else False
     else:
         contradiction = evidence & (log_l < config.log_tau)
@@ -345,8 +358,8 @@ def stable_map_decide(
             state.num_contradictions + contradiction,
             state.num_interrupts + interrupt,
         ))
-    info = _new(StableMapInfo, (map_skill, confidence, stable, exp(log_l), log_l, contradiction, interrupt,
-                                reason))
+    l_t = _exp(log_l) if log_l.__class__ is float else exp(log_l)  # a float: math.exp without a call of exp()
+    info = _new(StableMapInfo, (map_skill, confidence, stable, l_t, log_l, contradiction, interrupt, reason))
     return new_state, info
 
 
@@ -493,11 +506,6 @@ def _total(x):
     return sum(x.tolist()) if x.__class__ is _ndarray else x.sum()
 
 
-def _clip0(x):
-    """``max(0, x)`` of a float or an array."""
-    return max(0.0, x) if x.__class__ is float else _xp(x).maximum(0.0, x)
-
-
 def changepoint_filter(xp, joint, head, restart, impossible, post, stay=None, switch=None, factor=None):
     """One step of the run-length filter, written once over ``xp`` (``numpy`` or ``jax.numpy``):
     ``(joint, head, prob, switch_prob)``.
@@ -527,10 +535,19 @@ def changepoint_filter(xp, joint, head, restart, impossible, post, stay=None, sw
         keep, enter = stay * factor, switch * factor
     new_head = (head - 1) % horizon  # ring row of run length L-1, about to age out
     out = joint * keep
-    out = _set_row(out, horizon, out[horizon] + out[new_head])
-    out = _set_row(out, new_head, enter)
-    prob = _clip0(1.0 - _total(out[horizon]))
-    switch_prob = _total(enter)
+    settled = out[horizon] + out[new_head]
+    # Writing two rows and summing two vectors are the only operations the namespaces spell
+    # differently; they are picked once here (not by a helper call each: ~0.6 us a NumPy step).
+    if out.__class__ is _ndarray:  # NumPy: rows in place (``out`` is fresh), Python's sums of the lists
+        out[horizon] = settled
+        out[new_head] = enter
+        prob = 1.0 - sum(settled.tolist())
+        prob = prob if prob > 0.0 else 0.0
+        switch_prob = sum(enter.tolist())
+    else:
+        out = out.at[horizon].set(settled).at[new_head].set(enter)
+        prob = xp.maximum(0.0, 1.0 - settled.sum())
+        switch_prob = enter.sum()
     if restart is False and impossible is False:
         return out, new_head, prob, switch_prob
     zeros = xp.zeros_like(joint)
@@ -564,15 +581,16 @@ def changepoint_update(
     observation is impossible under the filter's own prediction (only possible
     with ``h = 0``) the filter restarts with a certain switch at ``t``.
     """
-    if step.stay is None:  # episode start or visible completion: no hidden switch
-        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, True, False, step.post)
-    elif step.log_z == -math.inf:
-        step = hazard_step(step.prior, pi0, feasible, True, config.hazard, loglik)
-        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, False, True, step.post)
+    prior, post, log_z, stay, switch, factor = step
+    if stay is None:  # episode start or visible completion: no hidden switch
+        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, True, False, post)
+    elif log_z == -_INF:
+        post = hazard_step(prior, pi0, feasible, True, config.hazard, loglik)[1]
+        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, False, True, post)
     else:
-        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, False, False, step.post,
-                                                            step.stay, step.switch, step.factor)
-    return changepoint_decide(config, state, t, prob, switch_prob, (joint, head, step.post))
+        joint, head, prob, switch_prob = changepoint_filter(np, state.joint, state.head, False, False, post,
+                                                            stay, switch, factor)
+    return changepoint_decide(config, state, t, prob, switch_prob, (joint, head, post))
 
 
 def changepoint_decide(config: ChangePointConfig, state: ChangePointState, t: int, prob: float,
@@ -658,6 +676,15 @@ class CusumInfo(NamedTuple):
     suppressed_reason: Optional[str]
 
 
+def _zeros_like(x, traced: bool):
+    """Zeros shaped as ``x``: :func:`numpy.zeros` for a NumPy array (``numpy.zeros_like``'s Python
+    wrapper costs ~1 us a call), the namespace's ``zeros_like`` for a traced one."""
+    return _xp(x).zeros_like(x) if traced else np.zeros(x.shape)
+
+
+_max_reduce = np.maximum.reduce
+
+
 def cusum_init(num_skills: int) -> CusumState:
     return CusumState(np.zeros(num_skills))
 
@@ -681,30 +708,41 @@ def cusum_update(config: CusumConfig, state: CusumState, reference: int, ll: Opt
     ``ll`` is always an array and ``observed`` (a traced bool) says whether the step counts; the
     reason is then an int8 code into :data:`CUSUM_REASONS` (:func:`reason_names`).
     """
-    traced = _traced(state.sums) or _traced(reference)
-    xp = _xp(None) if traced else np
-    ref = reference if traced else int(reference)
     sums = state.sums
+    traced = not (sums.__class__ is _ndarray and reference.__class__ is int) and (
+        _traced(sums) or _traced(reference))
+    if traced:
+        xp = _xp(None)
+        ref = reference
+    else:
+        xp = np
+        ref = int(reference)
     restart = ref != state.reference
     if restart is not False:
-        sums = where(restart, xp.zeros_like(sums), sums)
+        sums = where(restart, _zeros_like(sums, traced), sums)
     if observed is None:
         observed = ll is not None
     if ll is not None:
-        with np.errstate(invalid="ignore"):  # -inf - -inf: a skill the observation rules out too
+        if traced or ll[ref] > -_INF:
             llr = ll - ll[ref]
-        keep = _set_row(llr == llr, ref, False)
+        else:  # the reference rules the observation out: -inf - -inf for the skills that do too
+            with np.errstate(invalid="ignore"):
+                llr = ll - ll[ref]
+        keep = llr == llr
+        if traced:
+            keep = keep.at[ref].set(False)
+        else:
+            keep[ref] = False
         if feasible is not None:
             keep = keep & feasible
         stepped = xp.where(keep, xp.maximum(0.0, sums + xp.where(keep, llr, 0.0)), 0.0)
         sums = stepped if observed is True else xp.where(observed, stepped, sums)
-    stat = sums.max()
-    if not traced:
-        stat = float(stat)
+    # NumPy: the ufunc's reduce itself (ndarray.max adds a Python wrapper's ~1 us; same NaN rule)
+    stat = sums.max() if traced else float(_max_reduce(sums))
     hit = (stat >= config.h) if math.isfinite(config.h) else False
     done = hit | (completed >= 0)
     if done is not False:
-        sums = where(done, xp.zeros_like(sums), sums)
+        sums = where(done, _zeros_like(sums, traced), sums)
     # in the order of CUSUM_REASONS: an excluded step that does not fire, then a sum below h
     reason, fired = first_failure(CUSUM_REASONS, observed | hit, hit)
     return _new(CusumState, (sums, ref, state.num_fires + fired)), _new(CusumInfo, (stat, ref, fired, reason))
@@ -751,6 +789,16 @@ class Drive(NamedTuple):
             return False, info.suppressed_reason
         return (True, None) if ego_active else (False, REASON_EGO_IDLE)
 
+    def reason_code(self, infos, ego_active, interrupt=None):
+        """:meth:`decide`'s ``suppressed_reason`` for traced records (a gate's reason is then a
+        code into its own reasons): an int8 code into :data:`GATE_REASONS`, ``len(GATE_REASONS)``
+        where the gate interrupts. ``tests/test_gate_wrappers.py`` checks it against :meth:`decide`."""
+        info = infos[self.slot]
+        code = _gate_reason_code(self.slot, info.suppressed_reason)
+        if not self.needs_ego:
+            return code
+        return where(info.fired, where(ego_active, _NO_REASON, _EGO_IDLE_CODE), code)
+
 
 class AnyOf(NamedTuple):
     """Interrupt when any member does (:func:`any_of`); a suppressed step reports the first
@@ -779,6 +827,29 @@ class AnyOf(NamedTuple):
             if info.interrupt if not member.needs_ego else (info.fired and ego_active):
                 return True, None
         return False, self.members[0].decide(infos, ego_active)[1]
+
+    def reason_code(self, infos, ego_active, interrupt):
+        """:meth:`decide`'s ``suppressed_reason`` for traced records (see :meth:`Drive.reason_code`):
+        none where ``interrupt`` holds, else the first member's."""
+        return where(interrupt, _NO_REASON, self.members[0].reason_code(infos, ego_active))
+
+
+_NO_REASON = np.int8(len(GATE_REASONS))
+_EGO_IDLE_CODE = np.int8(GATE_REASONS.index(REASON_EGO_IDLE))
+#: Per slot, the code in :data:`GATE_REASONS` of each of that gate's reason codes (and of "fired").
+_SLOT_CODES = tuple(np.array([GATE_REASONS.index(r) for r in reasons] + [len(GATE_REASONS)], dtype=np.int8)
+                    for reasons in (STABLE_MAP_REASONS, CHANGEPOINT_REASONS, CUSUM_REASONS))
+
+
+def _gate_reason_code(slot: int, reason):
+    """A gate's ``suppressed_reason`` (``None``, a name, or a code into that gate's reasons) as a
+    code into :data:`GATE_REASONS`."""
+    if reason is None:
+        return _NO_REASON
+    if isinstance(reason, str):
+        return np.int8(GATE_REASONS.index(reason))
+    table = _SLOT_CODES[slot]
+    return (_xp(reason).asarray(table) if _traced(reason) else table)[reason]
 
 
 def any_of(name: str, *members: Drive) -> AnyOf:
@@ -821,6 +892,7 @@ __all__ = [
     "STABLE_MAP_REASONS",
     "CHANGEPOINT_REASONS",
     "CUSUM_REASONS",
+    "GATE_REASONS",
     "changepoint_filter",
     "where",
     "logical_not",

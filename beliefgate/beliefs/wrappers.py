@@ -69,14 +69,18 @@ class WrappedInfo(NamedTuple):
     """One step's records (logged, never fed back): the filter's :class:`UpdateInfo`, each wrapped
     gate's record (``None`` if not wrapped; ``suppressed_reason``: int8 codes into
     :data:`~beliefgate.beliefs.gates.STABLE_MAP_REASONS` / ``CHANGEPOINT_REASONS`` /
-    ``CUSUM_REASONS``, decode with :func:`~beliefgate.beliefs.gates.reason_names`) and
-    ``interrupt``, the driver's verdict (:data:`~beliefgate.beliefs.gates.GATES`)."""
+    ``CUSUM_REASONS``, decode with :func:`~beliefgate.beliefs.gates.reason_names`),
+    ``interrupt``, the driver's verdict (:data:`~beliefgate.beliefs.gates.GATES`), and
+    ``suppressed_reason``, why it did not interrupt as the NumPy gate's ``GateInfo.suppressed_reason``
+    says it: an int8 code into :data:`~beliefgate.beliefs.gates.GATE_REASONS`
+    (``len(GATE_REASONS)`` where it interrupted; ``reason_names(GATE_REASONS, code)`` decodes it)."""
 
     filter: UpdateInfo
     stable_map: Optional[StableMapInfo] = None
     changepoint: Optional[ChangePointInfo] = None
     cusum: Optional[CusumInfo] = None
     interrupt: Any = False
+    suppressed_reason: Any = None
 
 
 class Wrapper(NamedTuple):
@@ -181,13 +185,14 @@ def gate_wrapper(params, *, stable_map: Optional[StableMapConfig] = None,
         fired = (False if sm is None else sm.interrupt, False if cp is None else cp.fired,
                  False if cu is None else cu.fired)
         interrupt = driver.interrupt(fired, ego_active)
+        reason = driver.reason_code((sm, cp, cu), ego_active, interrupt)
         if driver.joint_replan:  # one replanning signal: every member's cooldown starts
             if sm_state is not None:
                 sm_state = stable_map_notify_replanned(sm_state, t, interrupt)
             if cp_state is not None:
                 cp_state = changepoint_notify_replanned(cp_state, t, interrupt)
         return (WrappedState(inner, sm_state, cp_state, cu_state),
-                WrappedInfo(finfo, sm, cp, cu, interrupt))
+                WrappedInfo(finfo, sm, cp, cu, interrupt, reason))
 
     return Wrapper(init, update)
 

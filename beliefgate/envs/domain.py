@@ -173,14 +173,11 @@ class Domain:
 
     def make_gate(self, layout: str, params=None, partner: int = 1):
         """A :class:`~beliefgate.beliefs.gate.Gate` observing player ``partner`` on ``layout``."""
-        from beliefgate.beliefs.gate import Gate, GateParams
+        from beliefgate.beliefs.gate import Gate
 
         # built from this object's observer (a domain registered in process has no entry point);
         # ``domain`` lets a pickled gate rebuild its observer through the entry point
-        params = GateParams() if params is None else params
-        observer = self.make_observer(params, layout=layout, partner=partner)
-        return Gate(len(observer.skill_names), params, observer.skill_names, observer=observer,
-                    domain=(self.name, {"layout": layout, "partner": partner}))
+        return Gate.for_observer(self.make_observer, params, domain=self.name, layout=layout, partner=partner)
 
     # ------------------------------------------------------- skills and control
     def controller(self, layout: str):
