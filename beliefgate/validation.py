@@ -96,7 +96,7 @@ def _problem(error: Mapping[str, Any], owner: Optional[str], model: Optional[typ
     message = f"{field}: {reason}" if field is not None else f"{owner}: {reason}" if owner else reason
     # the input of a missing field is the whole mapping, of a field-less (model) error too, and of
     # a nested model's own rule (``gate.changepoint: release ... must not exceed ...``): not shown
-    whole = error.get("type") == "value_error" and isinstance(error.get("input"), (Mapping, BaseModel))
+    whole = error.get("type") == "value_error" and model is not None and _model_in(model, loc) is not None
     if field is not None and "input" in error and error.get("type") != "missing" and not whole:
         value = error["input"]
         if ", got " not in reason:
@@ -176,7 +176,7 @@ class CheckedModel(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise type(self).validation_error(exc) from None
+            raise type(self).validation_error(exc, given=data) from None
 
     # Marked as pydantic's own __init__ (as pydantic's RootModel marks its): validation then
     # never calls it, so a CheckedModel nested in another model (a request's ``params``) keeps
@@ -184,8 +184,9 @@ class CheckedModel(BaseModel):
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     @classmethod
-    def validation_error(cls, exc: ValidationError, source: Optional[str] = None) -> Exception:
-        """``exc`` (raised validating this class) as this class's one-line error (:func:`param_error`)."""
+    def validation_error(cls, exc: ValidationError, source: Optional[str] = None, given: Any = None) -> Exception:
+        """``exc`` (raised validating this class) as this class's one-line error (:func:`param_error`).
+        ``given``: the input that was validated, where known (a subclass may name errors after it)."""
         return param_error(exc, cls.error_type, cls.__name__, model=cls, all_errors=cls.all_errors,
                            source=source, kinds=cls.error_kinds)
 
@@ -194,7 +195,7 @@ class CheckedModel(BaseModel):
         try:
             return validate(obj, **options)
         except ValidationError as exc:
-            raise cls.validation_error(exc, source) from None
+            raise cls.validation_error(exc, source, given=obj) from None
 
     @classmethod
     def model_validate(cls: Type[M], obj: Any, **options: Any) -> M:

@@ -36,6 +36,7 @@ naming the field and the value. (The class docstring is the service's OpenAPI de
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 from collections import Counter
@@ -43,13 +44,13 @@ from pathlib import Path
 from typing import Any, Dict, Literal, Mapping, Optional, Tuple, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 
 from beliefgate.beliefs.gates import CHANGEPOINT, ChangePointConfig, CusumConfig, StableMapConfig, gate_driver
 from beliefgate.models.errors import InvalidParameterError
 from beliefgate.models.transitions import MIN_HAZARD, get_transition  # noqa: F401  (MIN_HAZARD re-exported)
-from beliefgate.validation import CheckedModel, ParamError
+from beliefgate.validation import CheckedModel, ParamError, param_error
 
 log = logging.getLogger(__name__)
 
@@ -320,6 +321,20 @@ def _merge(base: dict, changes: Mapping[str, Any]) -> dict:
     return out
 
 
+class _Errors:
+    """A ``ValidationError``'s errors with other locations, for :func:`param_error` (which reads
+    ``errors()`` and ``str()`` only)."""
+
+    def __init__(self, exc: ValidationError, errors: list):
+        self._exc, self._errors = exc, errors
+
+    def errors(self) -> list:
+        return self._errors
+
+    def __str__(self) -> str:
+        return str(self._exc)
+
+
 class _View:
     """A read-only view of one field of a part under a flat name (``params.hazard`` is
     ``params.filter.hazard``), not a second copy of it."""
@@ -402,6 +417,26 @@ class GateParams(CheckedModel):
         return tree
 
     @classmethod
+    def validation_error(cls, exc: ValidationError, source: Optional[str] = None, given: Any = None) -> Exception:
+        """As :class:`CheckedModel`'s, but an error of a value given under a flat key is named after
+        that key (``hazard: ...``, as the caller wrote it; ``filter.hazard: ...`` when given nested)."""
+        if isinstance(given, (str, bytes, bytearray)):  # JSON text: the keys it gives
+            try:
+                given = json.loads(given)
+            except ValueError:
+                given = None
+        flat = {FLAT_KEYS[k]: k for k, v in given.items() if _is_flat(k, v)} if isinstance(given, Mapping) else {}
+        if not flat:
+            return super().validation_error(exc, source)
+        errors = []
+        for error in exc.errors():
+            loc = tuple(error.get("loc", ()))
+            prefix = next((loc[:n] for n in range(len(loc), 0, -1) if loc[:n] in flat), None)
+            errors.append(error if prefix is None else {**error, "loc": (flat[prefix], *loc[len(prefix):])})
+        return param_error(_Errors(exc, errors), cls.error_type, cls.__name__, model=cls,
+                           all_errors=cls.all_errors, source=source, kinds=cls.error_kinds)
+
+    @classmethod
     def field_info(cls, name: str) -> FieldInfo:
         """The field (bounds, default) a flat name (``"hazard"``) or a dotted path
         (``"filter.hazard"``) names; :class:`GateParamError` naming it otherwise."""
@@ -426,7 +461,10 @@ class GateParams(CheckedModel):
             changes, _ = _nest(update, type(self).__name__)
         except ValueError as exc:
             raise GateParamError(f"{type(self).__name__}: {exc}") from None
-        return type(self)(**_merge(self.model_dump(), changes))
+        try:  # pydantic's own validation: the error is named after the keys of ``update``
+            return super(CheckedModel, type(self)).model_validate(_merge(self.model_dump(), changes))
+        except ValidationError as exc:
+            raise type(self).validation_error(exc, given=update) from None
 
     def to_json(self, indent: Optional[int] = 2) -> str:
         """The nested JSON form."""
