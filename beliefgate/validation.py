@@ -176,7 +176,7 @@ class CheckedModel(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise type(self).validation_error(exc, given=data) from None
+            raise type(self).validation_error(exc) from None
 
     # Marked as pydantic's own __init__ (as pydantic's RootModel marks its): validation then
     # never calls it, so a CheckedModel nested in another model (a request's ``params``) keeps
@@ -184,9 +184,8 @@ class CheckedModel(BaseModel):
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     @classmethod
-    def validation_error(cls, exc: ValidationError, source: Optional[str] = None, given: Any = None) -> Exception:
-        """``exc`` (raised validating this class) as this class's one-line error (:func:`param_error`).
-        ``given``: the input that was validated, where known (a subclass may name errors after it)."""
+    def validation_error(cls, exc: ValidationError, source: Optional[str] = None) -> Exception:
+        """``exc`` (raised validating this class) as this class's one-line error (:func:`param_error`)."""
         return param_error(exc, cls.error_type, cls.__name__, model=cls, all_errors=cls.all_errors,
                            source=source, kinds=cls.error_kinds)
 
@@ -195,7 +194,7 @@ class CheckedModel(BaseModel):
         try:
             return validate(obj, **options)
         except ValidationError as exc:
-            raise cls.validation_error(exc, source, given=obj) from None
+            raise cls.validation_error(exc, source) from None
 
     @classmethod
     def model_validate(cls: Type[M], obj: Any, **options: Any) -> M:

@@ -127,14 +127,14 @@ def test_gate_params_good_paths_still_work(tmp_path):
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_nested_gate_params_keep_pydantic_field_errors():
-    """A request body's ``params`` is validated by pydantic itself: per-field locations (the
-    value's path in the parts, also for a deprecated flat key)."""
+    """A request body's ``params`` is validated by pydantic itself: per-field locations, named as
+    the value was sent (its path in the parts, or its deprecated flat key)."""
     from beliefgate.serve.schemas import CreateSessionRequest
 
-    for params in ({"hazard": 2.0}, {"filter": {"hazard": 2.0}}):
+    for params, loc in (({"hazard": 2.0}, ("params", "hazard")), ({"filter": {"hazard": 2.0}}, ("params", "filter", "hazard"))):
         with pytest.raises(ValidationError) as info:
             CreateSessionRequest.model_validate({"num_skills": 2, "params": params})
-        assert info.value.errors()[0]["loc"] == ("params", "filter", "hazard")
+        assert info.value.errors()[0]["loc"] == loc
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -147,7 +147,9 @@ def test_http_bad_gate_params_is_422_naming_the_field():
     with TestClient(create_app()) as client:
         r = client.post("/v1/sessions", json={"num_skills": 2, "params": {"hazard": 2.0}})
         assert r.status_code == 422, r.text
-        assert "params.filter.hazard" in r.text and "less than or equal to 1" in r.text
+        assert "params.hazard" in r.text and "less than or equal to 1" in r.text
+        r = client.post("/v1/sessions", json={"num_skills": 2, "params": {"filter": {"hazard": 2.0}}})
+        assert r.status_code == 422 and "params.filter.hazard" in r.text
         r = client.post("/v1/sessions", json={"num_skills": 2, "params": {"bogus": 1}})
         assert r.status_code == 422 and "params.bogus" in r.text
         assert client.post("/v1/sessions", json={"num_skills": 2, "params": {"hazard": 0.2}}).status_code < 300

@@ -44,13 +44,13 @@ from pathlib import Path
 from typing import Any, Dict, Literal, Mapping, Optional, Tuple, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 from pydantic.fields import FieldInfo
 
 from beliefgate.beliefs.gates import CHANGEPOINT, ChangePointConfig, CusumConfig, StableMapConfig, gate_driver
 from beliefgate.models.errors import InvalidParameterError
 from beliefgate.models.transitions import MIN_HAZARD, get_transition  # noqa: F401  (MIN_HAZARD re-exported)
-from beliefgate.validation import CheckedModel, ParamError, param_error
+from beliefgate.validation import CheckedModel, ParamError
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +215,8 @@ FLAT_KEYS: Dict[str, Tuple[str, ...]] = {
 }
 #: Loads that used flat keys in this process, by key (every fallback is counted).
 FLAT_KEY_LOADS: Counter = Counter()
+#: validation context key of :meth:`GateParams.replace`: flat names are its shorthand, not a deprecated load
+_SHORTHAND = "gate_params_shorthand"
 _LOGGED: set = set()
 
 
@@ -321,18 +323,21 @@ def _merge(base: dict, changes: Mapping[str, Any]) -> dict:
     return out
 
 
-class _Errors:
-    """A ``ValidationError``'s errors with other locations, for :func:`param_error` (which reads
-    ``errors()`` and ``str()`` only)."""
-
-    def __init__(self, exc: ValidationError, errors: list):
-        self._exc, self._errors = exc, errors
-
-    def errors(self) -> list:
-        return self._errors
-
-    def __str__(self) -> str:
-        return str(self._exc)
+def _renamed(exc: ValidationError, flat: Mapping[Tuple[str, ...], str]) -> ValidationError:
+    """``exc`` with the location of every value given under a flat key named after that key
+    (``("filter", "hazard")`` -> ``("hazard",)``), as the caller wrote it."""
+    errors = []
+    for error in exc.errors():
+        loc = tuple(error.get("loc", ()))
+        prefix = next((loc[:n] for n in range(len(loc), 0, -1) if loc[:n] in flat), None)
+        if prefix is not None:
+            loc = (flat[prefix], *loc[len(prefix):])
+        errors.append({"type": error["type"], "loc": loc, "input": error.get("input"),
+                       **({"ctx": error["ctx"]} if "ctx" in error else {})})
+    try:
+        return ValidationError.from_exception_data(exc.title, errors)
+    except (KeyError, TypeError, ValueError):  # an error type pydantic cannot rebuild: as it was
+        return exc
 
 
 class _View:
@@ -406,35 +411,20 @@ class GateParams(CheckedModel):
     cusum_h = _View("cusum_h")
     track_changepoint = _View("track_changepoint")
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _flat_keys(cls, data: Any) -> Any:
-        """The deprecated flat keys moved into the parts (one DeprecationWarning naming them)."""
+    def _flat_keys(cls, data: Any, handler: Any, info: ValidationInfo) -> Any:
+        """The deprecated flat keys moved into the parts (one DeprecationWarning naming them, none
+        for :meth:`replace`'s shorthand); an error of such a value is named after its flat key."""
         if not isinstance(data, Mapping) or not any(_is_flat(k, v) for k, v in data.items()):
-            return data
+            return handler(data)
         tree, flat = _nest(data, cls.__name__)
-        _deprecated_flat(flat, cls.__name__)
-        return tree
-
-    @classmethod
-    def validation_error(cls, exc: ValidationError, source: Optional[str] = None, given: Any = None) -> Exception:
-        """As :class:`CheckedModel`'s, but an error of a value given under a flat key is named after
-        that key (``hazard: ...``, as the caller wrote it; ``filter.hazard: ...`` when given nested)."""
-        if isinstance(given, (str, bytes, bytearray)):  # JSON text: the keys it gives
-            try:
-                given = json.loads(given)
-            except ValueError:
-                given = None
-        flat = {FLAT_KEYS[k]: k for k, v in given.items() if _is_flat(k, v)} if isinstance(given, Mapping) else {}
-        if not flat:
-            return super().validation_error(exc, source)
-        errors = []
-        for error in exc.errors():
-            loc = tuple(error.get("loc", ()))
-            prefix = next((loc[:n] for n in range(len(loc), 0, -1) if loc[:n] in flat), None)
-            errors.append(error if prefix is None else {**error, "loc": (flat[prefix], *loc[len(prefix):])})
-        return param_error(_Errors(exc, errors), cls.error_type, cls.__name__, model=cls,
-                           all_errors=cls.all_errors, source=source, kinds=cls.error_kinds)
+        if not (info.context or {}).get(_SHORTHAND):
+            _deprecated_flat(flat, cls.__name__)
+        try:
+            return handler(tree)
+        except ValidationError as exc:
+            raise _renamed(exc, {FLAT_KEYS[k]: k for k in flat}) from None
 
     @classmethod
     def field_info(cls, name: str) -> FieldInfo:
@@ -458,13 +448,19 @@ class GateParams(CheckedModel):
         if not update:
             return super().model_copy(deep=deep)
         try:
-            changes, _ = _nest(update, type(self).__name__)
+            _nest(update, type(self).__name__)  # one value given both flat and in a part
         except ValueError as exc:
             raise GateParamError(f"{type(self).__name__}: {exc}") from None
-        try:  # pydantic's own validation: the error is named after the keys of ``update``
-            return super(CheckedModel, type(self)).model_validate(_merge(self.model_dump(), changes))
-        except ValidationError as exc:
-            raise type(self).validation_error(exc, given=update) from None
+        flat = {k: v for k, v in update.items() if _is_flat(k, v)}
+        data = _merge(self.model_dump(), {k: v for k, v in update.items() if k not in flat})
+        for key in flat:  # the current value gives way to the flat one
+            *parts, leaf = FLAT_KEYS[key]
+            node = data
+            for name in parts:
+                node = node.get(name) if isinstance(node, dict) else None
+            if isinstance(node, dict):
+                node.pop(leaf, None)
+        return type(self).model_validate({**data, **flat}, context={_SHORTHAND: True})
 
     def to_json(self, indent: Optional[int] = 2) -> str:
         """The nested JSON form."""
