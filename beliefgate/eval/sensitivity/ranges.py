@@ -300,7 +300,7 @@ def _check_field(name: str, value: float) -> None:
 
     from pydantic import TypeAdapter
 
-    info = GateParams.model_fields[name]
+    info = GateParams.field_info(name)  # the part's field the flat name maps to
     v = int(value) if PARAMETERS[name].integer else float(value)
     try:
         TypeAdapter(Annotated[(info.annotation, *info.metadata)]).validate_python(v)
