@@ -68,12 +68,14 @@ def test_gate_params_message_example():
     assert exc.reason == "Input should be less than or equal to 1"
 
 
-def test_gate_params_joint_rule_is_named_after_its_part():
+def test_gate_params_joint_rule_is_named_after_the_model():
+    """Flat keys: the rule of the whole, in the flat names; nested: the rule of its part."""
     exc = _raises(GateParamError, lambda: GateParams(cp_release=0.9, cp_threshold=0.5))
-    assert exc.field == "gate.changepoint"
-    assert str(exc) == "gate.changepoint: release (0.9) must not exceed threshold (0.5)"
+    assert exc.field is None
+    assert str(exc) == "GateParams: cp_release (0.9) must not exceed cp_threshold (0.5)"
     nested = _raises(GateParamError, lambda: GateParams(gate={"changepoint": {"release": 0.9, "threshold": 0.5}}))
-    assert str(nested) == str(exc)
+    assert nested.field == "gate.changepoint"
+    assert str(nested) == "gate.changepoint: release (0.9) must not exceed threshold (0.5)"
 
 
 def test_gate_params_several_errors_are_counted():

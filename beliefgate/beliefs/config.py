@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -325,15 +326,22 @@ def _merge(base: dict, changes: Mapping[str, Any]) -> dict:
 
 def _renamed(exc: ValidationError, flat: Mapping[Tuple[str, ...], str]) -> ValidationError:
     """``exc`` with the location of every value given under a flat key named after that key
-    (``("filter", "hazard")`` -> ``("hazard",)``), as the caller wrote it."""
+    (``("filter", "hazard")`` -> ``("hazard",)``), as the caller wrote it; a part's own rule broken
+    by flat keys speaks the flat names, as a rule of the whole (``GateParams: cp_release (0.9)
+    must not exceed cp_threshold (0.5)``)."""
     errors = []
     for error in exc.errors():
         loc = tuple(error.get("loc", ()))
+        ctx = error.get("ctx")
         prefix = next((loc[:n] for n in range(len(loc), 0, -1) if loc[:n] in flat), None)
         if prefix is not None:
             loc = (flat[prefix], *loc[len(prefix):])
+        elif error["type"] == "value_error" and any(path[:-1] == loc for path in flat):
+            names = {path[-1]: name for name, path in FLAT_KEYS.items() if path[:-1] == loc}
+            text = re.sub(r"\b(\w+)\b", lambda m: names.get(m.group(1), m.group(1)), str(ctx["error"]))
+            loc, ctx = (), {"error": ValueError(text)}
         errors.append({"type": error["type"], "loc": loc, "input": error.get("input"),
-                       **({"ctx": error["ctx"]} if "ctx" in error else {})})
+                       **({"ctx": ctx} if ctx is not None else {})})
     try:
         return ValidationError.from_exception_data(exc.title, errors)
     except (KeyError, TypeError, ValueError):  # an error type pydantic cannot rebuild: as it was
