@@ -121,8 +121,10 @@ def test_flat_and_nested_mix_for_different_values_but_not_for_one():
             build()
         message = str(info.value)
         assert "\n" not in message and "given twice" in message, message
-    # a part model's *default* is not "given": a flat key may set it
+    # a part model's *default* is not "given": flat keys may set it (several into one part too)
     assert GateParams(tau_obs=0.3, gate=GatePart(kind="either")).gate.stable_map.tau_obs == 0.3
+    mixed = GateParams(filter=FilterPart(alpha=2.0), hazard=0.1, window=3)
+    assert (mixed.filter.alpha, mixed.filter.hazard, mixed.filter.window) == (2.0, 0.1, 3)
 
 
 def test_unknown_keys_are_named():

@@ -273,27 +273,29 @@ def _node(value: Any) -> Tuple[dict, frozenset]:
     return dict(value), frozenset(value)
 
 
-def _nest(data: Mapping[str, Any], owner: str) -> Tuple[dict, list]:
+def _nest(data: Mapping[str, Any]) -> Tuple[dict, list]:
     """``data`` with its flat keys moved to their paths, and the flat keys used. A value given
     both flat and nested raises ``ValueError``; a part that is neither a mapping nor a model is
     left for the model's validation to name."""
     flat = [k for k, v in data.items() if _is_flat(k, v)]
     tree = {k: v for k, v in data.items() if k not in flat}
+    given: Dict[Tuple[str, ...], frozenset] = {(): frozenset(tree)}  # per part copied so far: what the caller gave
     for key in flat:
         *parts, leaf = FLAT_KEYS[key]
-        node, given = tree, frozenset(tree)
-        for depth, name in enumerate(parts):
-            child = node.get(name)
-            if child is None:
-                child, child_given = {}, frozenset()
-            elif isinstance(child, (Mapping, BaseModel)):
-                child, child_given = _node(child)
-            else:  # not a part: validation names it
-                break
-            node[name] = child
-            node, given = child, child_given
+        node = tree
+        for n, name in enumerate(parts):
+            path = tuple(parts[:n + 1])
+            if path not in given:  # first visit: copy the caller's part (or start an empty one)
+                child = node.get(name)
+                if child is None:
+                    node[name], given[path] = {}, frozenset()
+                elif isinstance(child, (Mapping, BaseModel)):
+                    node[name], given[path] = _node(child)
+                else:  # not a part: validation names it
+                    break
+            node = node[name]
         else:
-            if leaf in given:
+            if leaf in given[tuple(parts)]:
                 raise ValueError(f"{key} is given twice, flat ({key}) and nested ({flat_path(key)}); "
                                  f"give it once, as {flat_path(key)}")
             node[leaf] = data[key]
@@ -426,7 +428,7 @@ class GateParams(CheckedModel):
         for :meth:`replace`'s shorthand); an error of such a value is named after its flat key."""
         if not isinstance(data, Mapping) or not any(_is_flat(k, v) for k, v in data.items()):
             return handler(data)
-        tree, flat = _nest(data, cls.__name__)
+        tree, flat = _nest(data)
         if not (info.context or {}).get(_SHORTHAND):
             _deprecated_flat(flat, cls.__name__)
         try:
@@ -456,7 +458,7 @@ class GateParams(CheckedModel):
         if not update:
             return super().model_copy(deep=deep)
         try:
-            _nest(update, type(self).__name__)  # one value given both flat and in a part
+            _nest(update)  # one value given both flat and in a part
         except ValueError as exc:
             raise GateParamError(f"{type(self).__name__}: {exc}") from None
         flat = {k: v for k, v in update.items() if _is_flat(k, v)}
