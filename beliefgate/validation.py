@@ -94,8 +94,10 @@ def _problem(error: Mapping[str, Any], owner: Optional[str], model: Optional[typ
     if known:
         reason = f"unknown field (fields: {', '.join(known)})"
     message = f"{field}: {reason}" if field is not None else f"{owner}: {reason}" if owner else reason
-    # the input of a missing field is the whole mapping, of a field-less (model) error too: not shown
-    if field is not None and "input" in error and error.get("type") != "missing":
+    # the input of a missing field is the whole mapping, of a field-less (model) error too, and of
+    # a nested model's own rule (``gate.changepoint: release ... must not exceed ...``): not shown
+    whole = error.get("type") == "value_error" and model is not None and _model_in(model, loc) is not None
+    if field is not None and "input" in error and error.get("type") != "missing" and not whole:
         value = error["input"]
         if ", got " not in reason:
             message += f", got {value!r}"

@@ -144,14 +144,14 @@ def run(n: int, episodes_count: int, horizon: int, loop_subset: int, seed: int, 
     for i in subset:
         dec = table.decision_columns(np.array([int(i)]))
         for ep, tr in zip(episodes, traces):
-            alarms = vectorised_interrupts(tr, dec, base.gate)
+            alarms = vectorised_interrupts(tr, dec, base.gate.kind)
             score_configs(alarms, ep.hidden, window)
     shared_s = time.perf_counter() - t0
     # the batched decision replay alone: every configuration over every belief trace at once
     full = table.decision_columns()
     t0 = time.perf_counter()
     for tr in traces:
-        vectorised_interrupts(tr, full, base.gate)
+        vectorised_interrupts(tr, full, base.gate.kind)
     replay_s = time.perf_counter() - t0
     shared_extrapolated_s = shared_s / len(subset) * configs
     switches = sum(int(ep.hidden.sum()) for ep in episodes)

@@ -69,9 +69,13 @@ def test_gate_params_message_example():
 
 
 def test_gate_params_joint_rule_is_named_after_the_model():
+    """Flat keys: the rule of the whole, in the flat names; nested: the rule of its part."""
     exc = _raises(GateParamError, lambda: GateParams(cp_release=0.9, cp_threshold=0.5))
     assert exc.field is None
     assert str(exc) == "GateParams: cp_release (0.9) must not exceed cp_threshold (0.5)"
+    nested = _raises(GateParamError, lambda: GateParams(gate={"changepoint": {"release": 0.9, "threshold": 0.5}}))
+    assert nested.field == "gate.changepoint"
+    assert str(nested) == "gate.changepoint: release (0.9) must not exceed threshold (0.5)"
 
 
 def test_gate_params_several_errors_are_counted():
@@ -79,23 +83,33 @@ def test_gate_params_several_errors_are_counted():
     assert str(exc).startswith("hazard: ") and str(exc).endswith("(and 2 more errors)")
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("nested", [False, True], ids=["flat", "nested"])
 @pytest.mark.parametrize("how", ["replace", "model_copy", "model_validate", "model_validate_json",
                                  "from_json", "load"])
-def test_every_gate_params_path_raises_gate_param_error(how, tmp_path):
-    good = GateParams(hazard=0.1)
-    bad = {**good.model_dump(), "hazard": 3.0}
+def test_every_gate_params_path_raises_gate_param_error(how, nested, tmp_path):
+    """A bad value is named as it was given: its flat key (an older file), or its path in the parts."""
+    from beliefgate.beliefs.config import flat_values
+
+    good = GateParams(filter={"hazard": 0.1})
+    if nested:
+        bad = good.model_dump()
+        bad["filter"]["hazard"] = 3.0
+    else:
+        bad = {**flat_values(good), "hazard": 3.0}
+    field = "filter.hazard" if nested else "hazard"
     path = tmp_path / "gate.json"
     path.write_text(json.dumps(bad), encoding="utf-8")
     build = {
-        "replace": lambda: good.replace(hazard=3.0),
-        "model_copy": lambda: good.model_copy(update={"hazard": 3.0}),
+        "replace": lambda: good.replace(**({"filter": {"hazard": 3.0}} if nested else {"hazard": 3.0})),
+        "model_copy": lambda: good.model_copy(update={"filter": {"hazard": 3.0}} if nested else {"hazard": 3.0}),
         "model_validate": lambda: GateParams.model_validate(bad),
         "model_validate_json": lambda: GateParams.model_validate_json(json.dumps(bad)),
         "from_json": lambda: GateParams.from_json(json.dumps(bad)),
         "load": lambda: GateParams.load(path),
     }[how]
     exc = _raises(GateParamError, build)
-    assert exc.field == "hazard" and str(exc) == "hazard: Input should be less than or equal to 1, got 3.0"
+    assert exc.field == field and str(exc) == f"{field}: Input should be less than or equal to 1, got 3.0"
 
 
 def test_gate_params_unreadable_json_is_a_gate_param_error():
@@ -113,15 +127,19 @@ def test_gate_params_good_paths_still_work(tmp_path):
     assert GateParams.model_validate(p) is p
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_nested_gate_params_keep_pydantic_field_errors():
-    """A request body's ``params`` is validated by pydantic itself: per-field locations."""
+    """A request body's ``params`` is validated by pydantic itself: per-field locations, named as
+    the value was sent (its path in the parts, or its deprecated flat key)."""
     from beliefgate.serve.schemas import CreateSessionRequest
 
-    with pytest.raises(ValidationError) as info:
-        CreateSessionRequest.model_validate({"num_skills": 2, "params": {"hazard": 2.0}})
-    assert info.value.errors()[0]["loc"] == ("params", "hazard")
+    for params, loc in (({"hazard": 2.0}, ("params", "hazard")), ({"filter": {"hazard": 2.0}}, ("params", "filter", "hazard"))):
+        with pytest.raises(ValidationError) as info:
+            CreateSessionRequest.model_validate({"num_skills": 2, "params": params})
+        assert info.value.errors()[0]["loc"] == loc
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_http_bad_gate_params_is_422_naming_the_field():
     pytest.importorskip("httpx")
     from starlette.testclient import TestClient
@@ -132,6 +150,8 @@ def test_http_bad_gate_params_is_422_naming_the_field():
         r = client.post("/v1/sessions", json={"num_skills": 2, "params": {"hazard": 2.0}})
         assert r.status_code == 422, r.text
         assert "params.hazard" in r.text and "less than or equal to 1" in r.text
+        r = client.post("/v1/sessions", json={"num_skills": 2, "params": {"filter": {"hazard": 2.0}}})
+        assert r.status_code == 422 and "params.filter.hazard" in r.text
         r = client.post("/v1/sessions", json={"num_skills": 2, "params": {"bogus": 1}})
         assert r.status_code == 422 and "params.bogus" in r.text
         assert client.post("/v1/sessions", json={"num_skills": 2, "params": {"hazard": 0.2}}).status_code < 300
@@ -225,13 +245,13 @@ def test_cli_fit_bad_config_is_one_line(tmp_path):
 
 def test_console_script_switches_params_is_one_line_without_traceback(tmp_path):
     params = tmp_path / "p.json"
-    params.write_text(json.dumps({"cooldown": -3}), encoding="utf-8")
+    params.write_text(json.dumps({"gate": {"stable_map": {"cooldown": -3}}}), encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "beliefgate.cli", "switches", "--params", str(params)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     err = proc.stderr.strip()
     assert "Traceback" not in err and len(err.splitlines()) == 1, err
-    assert "cooldown: Input should be greater than or equal to 0, got -3" in err
+    assert "gate.stable_map.cooldown: Input should be greater than or equal to 0, got -3" in err
 
 
 

@@ -537,7 +537,7 @@ def test_params_validation_and_json(tmp_path):
     defaults = GateParams()
     assert (defaults.model, defaults.hazard, defaults.window, defaults.alpha, defaults.tau_obs,
             defaults.likelihood_scale, defaults.confidence_floor, defaults.n_stable, defaults.cooldown,
-            defaults.beta, defaults.epsilon, defaults.gate, defaults.reference) == (
+            defaults.beta, defaults.epsilon, defaults.gate.kind, defaults.reference) == (
         "hazard", 0.05, 5, 1.0, 0.2, 1.0, 0.7, 1, 5, 2.0, 0.1, "stable_map", "skill")
     for bad in [dict(hazard=1.5), dict(window=0), dict(alpha=0.0), dict(tau_obs=-0.1),
                 dict(confidence_floor=1.1), dict(n_stable=-1), dict(cooldown=-1), dict(model="hmm"),
@@ -782,20 +782,24 @@ def test_gate_md_table_states_every_field_default_and_range_of_the_model():
     import annotated_types as at
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "gate.md").read_text(encoding="utf-8")
-    rows = {m.group(1): (m.group(2), m.group(3)) for m in
-            re.finditer(r"^\| `(\w+)` \| ([^|]+) \| ([^|]+) \|", text, re.M)}
+    rows = {m.group(2): (m.group(1), m.group(3), m.group(4)) for m in
+            re.finditer(r"^\| `([\w.]+)` \| `(\w+)` \| ([^|]+) \| ([^|]+) \|", text, re.M)}
 
     def num(v) -> str:
         return f"{v:g}" if not float(v).is_integer() or abs(v) < 1e5 else f"{v:.0e}".replace("e+0", "e")
 
-    for name, field in GateParams.model_fields.items():
-        assert name in rows, name
-        default, rng = (c.strip() for c in rows[name])
+    from beliefgate.beliefs.config import FLAT_KEYS, flat_path
+
+    assert set(rows) == set(FLAT_KEYS)
+    for name in FLAT_KEYS:  # every field, by its flat key and its path in the parts
+        field = GateParams.field_info(name)
+        path, default, rng = (c.strip() for c in rows[name])
+        assert path == flat_path(name), (name, path)
         shown = f'"{field.default}"' if isinstance(field.default, str) else str(field.default)
         assert default.strip("`") == shown, (name, default, shown)
         bounds = {type(m): m for m in field.metadata}
-        if name == "cp_release":  # tied to cp_threshold by a validator
-            assert rng == "[0, `cp_threshold`]"
+        if name == "cp_release":  # tied to the threshold by a validator
+            assert rng == "[0, `threshold`]"
             continue
         if at.Le not in bounds:
             continue

@@ -519,7 +519,7 @@ def test_cusum_params_are_checked():
     for bad in (0.0, -1.0, float("nan"), 1e7):
         with pytest.raises(GateParamError, match="cusum_h"):
             GateParams(gate="cusum", cusum_h=bad)
-    assert GateParams(gate="cusum", track_changepoint=False).gate == "cusum"
+    assert GateParams(gate="cusum", track_changepoint=False).gate.kind == "cusum"
     with pytest.raises(G.InvalidParameterError, match="cusum"):
         G.gate_interrupt("bogus", False, False)
 

@@ -159,7 +159,7 @@ def _random_columns(rng, base, C):
         "n_stable": rng.integers(0, 5, C),
         "cooldown": rng.integers(0, 15, C),
     }
-    if base.gate != "stable_map":
+    if base.gate.kind != "stable_map":
         thr = rng.uniform(0.05, 1.0, C)
         vals.update(cp_threshold=thr, cp_release=thr * rng.uniform(0.0, 1.0, C), cp_cooldown=rng.integers(0, 8, C))
     return vals
@@ -182,7 +182,7 @@ def test_vectorised_replay_equals_the_scalar_gate(episodes, base):
     C = 40
     configs = ConfigTable.from_values(base, _random_columns(rng, base, C))
     trace = belief_trace(ev, ep.skill_names, belief_params(base))
-    fast = vectorised_interrupts(trace, configs.decision_columns(), base.gate)
+    fast = vectorised_interrupts(trace, configs.decision_columns(), base.gate.kind)
     assert fast.shape == (ep.steps, C)
     for i in range(C):
         slow = replay(ep.trajectory, configs.params(i), ep.partner, ev).interrupt

@@ -124,7 +124,7 @@ def test_closed_loop_cooldown_sweep(grid_file, tmp_path):
         rows = load_results(out / cfg.dirname)
         assert len(rows) == 2 and all(json.loads(r[GATE_COLUMN]) == cfg.overrides for r in rows)
         header = read_log(out / cfg.dirname / rows[0]["log"]).header
-        assert header.config["gate_params"]["cooldown"] == {"base": 5, "cooldown=0": 0, "cooldown=100": 100}[
+        assert header.config["gate_params"]["gate"]["stable_map"]["cooldown"] == {"base": 5, "cooldown=0": 0, "cooldown=100": 100}[
             cfg.dirname]
     assert {c.dirname: c.overrides for c in plan.configs} == {"base": {}, "cooldown=0": {"cooldown": 0},
                                                               "cooldown=100": {"cooldown": 100}}

@@ -160,7 +160,8 @@ def test_nested_params_must_have_their_json_type(server, case_id, route, body, l
 def test_a_json_integer_is_a_number_but_in_process_params_stay_as_they_were(server):
     r = httpx.post(server.url + "/v1/sessions", json={"num_skills": 2, "params": {"hazard": 1, "likelihood_scale": 2}})
     assert r.status_code == 201, r.text
-    assert r.json()["params"]["hazard"] == 1.0 and r.json()["params"]["likelihood_scale"] == 2.0
+    params = r.json()["params"]  # answered in the nested form
+    assert params["filter"]["hazard"] == 1.0 and params["gate"]["stable_map"]["likelihood_scale"] == 2.0
     r = httpx.post(server.url + "/v1/kappa", json={"branches": ["a", "b"], "params": {"theta": 1, "max_rounds": 2}})
     assert r.status_code == 201 and r.json()["params"]["theta"] == 1.0 and r.json()["params"]["max_rounds"] == 2
     r = httpx.post(server.url + "/v1/sessions", json={"num_skills": 2, "params": {"hazard": 2}})

@@ -321,7 +321,7 @@ class PlanningAgent:
 #: visible completion) and Eq. 10's reference (the best *action* under the MAP skill). The paper's
 #: Table 6 values were lost in the text extraction, so the remaining fields (tau_obs 0.2, lambda 1,
 #: c_floor 0.7, n_stable 1, cooldown 5, beta 2, epsilon 0.1, alpha 1) are the GateParams defaults.
-PAPER_GATE = GateParams(model="windowed", window=5, reference="action")
+PAPER_GATE = GateParams(filter={"model": "windowed", "window": 5}, gate={"stable_map": {"reference": "action"}})
 
 
 class BayesBeliefAgent(PlanningAgent):

@@ -146,7 +146,7 @@ def gate_config(params: Optional[GateParams], num_skills: int,
                 f"prior_counts must be finite, >= 0 and <= {MAX_PRIOR_COUNT:g}, got {counts.tolist()}")
     counts.setflags(write=False)
     transition = get_transition(params.model)
-    driver = gate_driver(params.gate)
+    driver = gate_driver(params.gate.kind)
     track = params.track_changepoint
     return GateConfig(
         params=params,
@@ -159,7 +159,7 @@ def gate_config(params: Optional[GateParams], num_skills: int,
         skill_ref=params.reference == "skill",
         stable_map=params.stable_map_config(),
         changepoint=params.changepoint_config(),
-        mode=params.gate,
+        mode=params.gate.kind,
         driver=driver,
         track_cp=((transition.runs_hazard_filter or CHANGEPOINT.slot in driver.slots)
                   if track is None else bool(track)),

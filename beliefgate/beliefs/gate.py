@@ -235,7 +235,7 @@ class Gate:
 
     def __repr__(self) -> str:
         p = self.params
-        return f"Gate(num_skills={self.num_skills}, model={p.model!r}, gate={p.gate!r}, t={self.t})"
+        return f"Gate(num_skills={self.num_skills}, model={p.model!r}, gate={p.gate.kind!r}, t={self.t})"
 
     # ----------------------------------------------------------------- steps
 

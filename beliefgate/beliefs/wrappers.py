@@ -10,7 +10,7 @@ and :func:`~beliefgate.beliefs.gates.cusum_update`; a driver of
 interrupt. Everything is traceable, so many episodes run at once under
 ``jax.jit(jax.vmap(...))``::
 
-    init, update = gate_wrapper(GateParams(gate="either"))
+    init, update = gate_wrapper(GateParams(gate={"kind": "either"}))
     state = init(jnp.zeros(K))
     state, info = update(state, loglik, score, top, weight, feasible, completed, ego_active)
 
@@ -142,7 +142,7 @@ def gate_wrapper(params, *, stable_map: Optional[StableMapConfig] = None,
     """
     if not isinstance(params, FilterParams):  # GateParams: the gates its driver reads
         gate_params = params
-        driver = gate_driver(gate_params.gate)
+        driver = gate_driver(gate_params.gate.kind)
         params = gate_params.filter_params()
         slots = driver.slots
         stable_map = gate_params.stable_map_config() if STABLE_MAP.slot in slots else None

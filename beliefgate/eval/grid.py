@@ -244,39 +244,46 @@ def _unique(values: List, what: str, key=None) -> List:
 def normalise_gate(overrides: Any) -> Dict[str, Any]:
     """Validate ``GateParams`` field overrides and return them in canonical form.
 
-    The result maps each given field (sorted by name) to its validated value as
-    JSON data (``cooldown: 5.0`` becomes ``5``), so equal settings always give the
-    same episode keys. Raises :class:`~beliefgate.beliefs.config.GateParamError` (a
+    Overrides name fields by their flat names (``cooldown``, ``hazard``, ``gate: cusum``: the
+    shorthand :meth:`GateParams.replace` takes) or give parts as mappings (``gate: {kind: cusum}``,
+    ``filter: {hazard: 0.1}``). The result maps each given field, under its flat name (sorted), to
+    its validated value as JSON data (``cooldown: 5.0`` becomes ``5``), so equal settings always
+    give the same episode keys, however they were written. Raises :class:`~beliefgate.beliefs.config.GateParamError` (a
     ``ValueError``) naming an unknown field or a bad value (inside a grid file this becomes a
     :class:`GridError`).
     """
-    from beliefgate.beliefs.config import GateParamError, GateParams
+    from beliefgate.beliefs.config import FLAT_KEYS, GateParamError, GateParams, flat_values, flatten
 
     if not isinstance(overrides, dict):
         raise GateParamError(f"gate must be a mapping of GateParams fields to values, "
                              f"got {type(overrides).__name__}", "gate")
-    fields = GateParams.model_fields
-    unknown = sorted(str(k) for k in overrides if k not in fields)
+    try:
+        flat = flatten(overrides)
+    except ValueError as exc:
+        raise GateParamError(f"invalid gate parameters: {exc}") from None
+    fields = list(FLAT_KEYS)
+    unknown = sorted(str(k) for k in flat if k not in fields)
     if unknown:
         import difflib
 
-        hints = [difflib.get_close_matches(k, list(fields), n=1) for k in unknown]
+        hints = [difflib.get_close_matches(k.rpartition(".")[2], fields, n=1) for k in unknown]
         hint = "".join(f" (did you mean {h[0]!r}?)" for h in hints if h)
         raise GateParamError(f"unknown GateParams field(s) {unknown}{hint}; fields: {', '.join(fields)}",
                              unknown[0])
     try:
-        params = GateParams(**overrides)
+        params = GateParams().replace(**flat)
     except GateParamError as exc:
         raise GateParamError(f"invalid gate parameters: {exc}", exc.field) from None
-    dumped = params.model_dump(mode="json")
-    return {k: dumped[k] for k in sorted(overrides)}
+    values = flat_values(params)
+    dumped = json.loads(json.dumps({k: values[k] for k in flat}))
+    return {k: dumped[k] for k in sorted(flat)}
 
 
 def gate_params_of(overrides: Dict[str, Any]):
-    """``GateParams(**overrides)`` (the defaults for the fields not given)."""
+    """The defaults with ``overrides`` (flat names or parts, as :meth:`GateParams.replace` takes them)."""
     from beliefgate.beliefs.gate import GateParams
 
-    return GateParams(**overrides)
+    return GateParams().replace(**overrides)
 
 
 def parse_grid(data: Any, source: str = "grid") -> GridSpec:

@@ -235,9 +235,25 @@ def _check_log(spec: EpisodeSpec, path: Path) -> Optional[str]:
     found = (h.layout, h.seed, h.seat, h.horizon, h.ego, h.partner, h.config.get("episode_key"))
     if found != expected:
         return f"{path}: the log is of another episode ({found} instead of {expected})"
-    if spec.gate is not None and h.config.get("gate_params") != spec.gate_params().model_dump(mode="json"):
+    if spec.gate is not None and not _same_gate_params(h.config.get("gate_params"), spec.gate_params()):
         return f"{path}: the log was played with other gate parameters ({h.config.get('gate_params')})"
     return None
+
+
+def _same_gate_params(logged: Any, params) -> bool:
+    """Whether a log header's ``gate_params`` (nested, or the flat form of older logs) are ``params``."""
+    import warnings
+
+    from beliefgate.beliefs.config import GateParamError
+
+    if logged == params.model_dump(mode="json"):
+        return True
+    try:
+        with warnings.catch_warnings():  # an older log's flat form: it loads, and is compared
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return type(params).model_validate(logged) == params
+    except GateParamError:
+        return False
 
 
 def inspect_episode(out: Path, spec: EpisodeSpec) -> EpisodeState:

@@ -608,7 +608,7 @@ def recommended_params(tuning: Dict[str, Any], gate: str = "stable_map"):
     fields = {k: row[k] for k in keys if k in row}
     if gate == "changepoint":
         fields["gate"] = "changepoint"
-    return GateParams(**fields)
+    return GateParams().replace(**fields)  # flat names, as the tuning's rows carry them
 
 
 # ------------------------------------------------------------------------------ separability

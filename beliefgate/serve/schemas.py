@@ -49,7 +49,8 @@ from pydantic import (BaseModel, ConfigDict, Field, PlainValidator, Strict, Stri
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
-from beliefgate.beliefs.config import MAX_PRIOR_COUNT
+from beliefgate.beliefs.config import (MAX_PRIOR_COUNT, ChangePointPart, ControllerPart, CusumPart, FilterPart,
+                                       GatePart, StableMapPart)
 from beliefgate.beliefs.core import MAX_ABS_LOGPROB, MAX_WEIGHT
 from beliefgate.beliefs.gate import Decision, Gate, GateParams
 from beliefgate.beliefs.kappa import Kappa, KappaParamFields, KappaParams
@@ -103,14 +104,62 @@ def _to_array(values: list) -> np.ndarray:
 # --------------------------------------------------------------------------- requests
 
 
+class ServiceFilterPart(FilterPart):
+    """:class:`~beliefgate.beliefs.config.FilterPart`, strict, ``window`` at most ``MAX_HORIZON``."""
+
+    model_config = ConfigDict(strict=True, title="FilterPart")
+
+    window: Optional[int] = Field(5, ge=1, le=MAX_HORIZON)
+
+
+class ServiceControllerPart(ControllerPart):
+    """:class:`~beliefgate.beliefs.config.ControllerPart`, strict."""
+
+    model_config = ConfigDict(strict=True, title="ControllerPart")
+
+
+class ServiceStableMapPart(StableMapPart):
+    """:class:`~beliefgate.beliefs.config.StableMapPart`, strict."""
+
+    model_config = ConfigDict(strict=True, title="StableMapPart")
+
+
+class ServiceChangePointPart(ChangePointPart):
+    """:class:`~beliefgate.beliefs.config.ChangePointPart`, strict, ``horizon`` at most ``MAX_HORIZON``."""
+
+    model_config = ConfigDict(strict=True, title="ChangePointPart")
+
+    horizon: int = Field(6, ge=1, le=MAX_HORIZON)
+
+
+class ServiceCusumPart(CusumPart):
+    """:class:`~beliefgate.beliefs.config.CusumPart`, strict."""
+
+    model_config = ConfigDict(strict=True, title="CusumPart")
+
+
+class ServiceGatePart(GatePart):
+    """:class:`~beliefgate.beliefs.config.GatePart` of strict parts."""
+
+    model_config = ConfigDict(strict=True, title="GatePart")
+
+    stable_map: ServiceStableMapPart = Field(default_factory=ServiceStableMapPart)
+    changepoint: ServiceChangePointPart = Field(default_factory=ServiceChangePointPart)
+    cusum: ServiceCusumPart = Field(default_factory=ServiceCusumPart)
+
+
 class ServiceGateParams(GateParams):
     """:class:`~beliefgate.beliefs.gate.GateParams` with the service's size limits
-    (``window`` and ``cp_horizon`` at most ``MAX_HORIZON``), every field strict."""
+    (``filter.window`` and ``gate.changepoint.horizon`` at most ``MAX_HORIZON``), every field
+    strict: ``{"filter": {...}, "controller": {...}, "gate": {"kind": ..., ...}}``. The flat keys
+    of the earlier form (``{"hazard": 0.1, "gate": "cusum"}``) are still accepted, deprecated
+    (see ``docs/gate.md``)."""
 
     model_config = _STRICT
 
-    window: Optional[int] = Field(5, ge=1, le=MAX_HORIZON)
-    cp_horizon: int = Field(6, ge=1, le=MAX_HORIZON)
+    filter: ServiceFilterPart = Field(default_factory=ServiceFilterPart)
+    controller: ServiceControllerPart = Field(default_factory=ServiceControllerPart)
+    gate: ServiceGatePart = Field(default_factory=ServiceGatePart)
 
     def to_gate_params(self) -> GateParams:
         return GateParams(**self.model_dump())

@@ -285,11 +285,11 @@ def _check_relevant(info: ParamSpec, base: GateParams) -> None:
             f"{info.name} only matters for {' or '.join(f'model={m!r}' for m in models)} "
             f"(the base uses model={base.model!r}; "
             "set it with --base PARAMS.json)")
-    if info.needs == "changepoint" and base.gate == "stable_map":
+    if info.needs == "changepoint" and base.gate.kind == "stable_map":
         raise IrrelevantParameterError(
             f"{info.name} only changes interrupts when gate is 'changepoint' or 'either' "
             "(the base uses gate='stable_map'; set it with --base PARAMS.json)")
-    if info.needs == "stable_map" and base.gate == "changepoint":
+    if info.needs == "stable_map" and base.gate.kind == "changepoint":
         raise IrrelevantParameterError(
             f"{info.name} only changes interrupts of the stable-MAP gate; the base uses gate='changepoint'")
 
@@ -300,7 +300,7 @@ def _check_field(name: str, value: float) -> None:
 
     from pydantic import TypeAdapter
 
-    info = GateParams.model_fields[name]
+    info = GateParams.field_info(name)  # the part's field the flat name maps to
     v = int(value) if PARAMETERS[name].integer else float(value)
     try:
         TypeAdapter(Annotated[(info.annotation, *info.metadata)]).validate_python(v)
@@ -323,7 +323,7 @@ def parse_ranges(texts: Sequence[str], mode: Literal["oat", "global"],
     """Parse several ranges; also rejects duplicates and jointly invalid ranges
     (``cp_release`` above ``cp_threshold`` somewhere in the sampled box)."""
     base = base or GateParams()
-    if base.gate == "cusum":
+    if base.gate.kind == "cusum":
         raise IrrelevantParameterError("the sensitivity analyses sweep the stable-MAP and change-point gates; "
                                        "the base uses gate='cusum' (sweep its cusum_h with `beliefgate switches`)")
     if not texts:

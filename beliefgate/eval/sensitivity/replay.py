@@ -178,7 +178,7 @@ def evaluate_configs(episodes: Sequence[LoggedEpisode], configs: ConfigTable, wi
                 changed = {n: v for n, v in zip(BELIEF_PARAMS, key) if v != getattr(base, n)}
                 raise SensitivityError(f"{ep.name}: the belief pass failed with {changed or 'the base parameters'}: "
                                        f"{exc}") from exc
-            alarms = vectorised_interrupts(trace, dec, base.gate)
+            alarms = vectorised_interrupts(trace, dec, base.gate.kind)
             totals.interrupts[idx] += alarms.sum(axis=0)
             totals.conf_sum[idx] += float(trace.post_conf.sum())
             if ep.has_truth:

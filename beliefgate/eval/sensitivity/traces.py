@@ -46,7 +46,7 @@ class LoggedEpisode:
             from beliefgate.eval.replay import partner_evidence
 
             self._evidence[key] = partner_evidence(self.trajectory, self.partner,
-                                                   GateParams(beta=key[0], epsilon=key[1]))
+                                                   GateParams(controller={"beta": key[0], "epsilon": key[1]}))
         return self._evidence[key]
 
     def summary(self) -> dict:
@@ -129,7 +129,7 @@ BeliefTrace = _BeliefTrace
 def belief_params(base: GateParams, key: Optional[tuple] = None) -> GateParams:
     """Parameters of the belief pass for one belief key (``None``: the base's)."""
     changes = {} if key is None else dict(zip(BELIEF_PARAMS, key))
-    needs_cp = CHANGEPOINT.slot in gate_driver(base.gate).slots
+    needs_cp = CHANGEPOINT.slot in gate_driver(base.gate.kind).slots
     return base.replace(**changes, likelihood_scale=1.0, track_changepoint=needs_cp)
 
 
