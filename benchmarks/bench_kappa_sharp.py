@@ -199,9 +199,10 @@ def study(draws: int, points=(128, 512, 1024, 2048)) -> dict:
     return out
 
 
-def latency(streams: int, points=(128, 2048)) -> dict:
+def latency(streams: int, points=(128, 2048, (2048, 8192))) -> dict:
     """p50/p99 of one kappa_update at 8 branches with OverForge's parameters (10 judgments and 6
-    rollouts per stream, judgments simulated at its tau), each point count in the same process."""
+    rollouts per stream, judgments simulated at its tau), each rule in the same process: a point
+    count, or ``(num_points, ess_points)`` for the ESS-driven size."""
     from beliefgate.agents.overforge.config import DEFAULT_KAPPA
     from beliefgate.beliefs.kappa import Judgment, KappaParams, Rollout, kappa_init, kappa_update
 
@@ -218,16 +219,22 @@ def latency(streams: int, points=(128, 2048)) -> dict:
             stream.append(Rollout(b, 1, float(rng.normal(u[b], DEFAULT_KAPPA["sigma_r"]))))
         rng.shuffle(stream)
         evidence.append(stream)
+    def rule(p):
+        num, ess = (p, 0) if isinstance(p, int) else p
+        return KappaParams(**{**DEFAULT_KAPPA, "num_points": num, "ess_points": ess})
+
     times = {p: [] for p in points}
-    for p in points:  # untimed warm-up: the rules' cached point sets (and the 8x enlargement's)
-        params = KappaParams(**{**DEFAULT_KAPPA, "num_points": p})
+    for p in points:  # untimed warm-up: the rules' cached point sets (and the enlarged ones)
+        params = rule(p)
         state = kappa_init(params, [f"b{i}" for i in range(8)])
         for ev in evidence[0]:
             state, _ = kappa_update(params, state, ev)
-        kappa_update(params.model_copy(update={"num_points": min(8 * p, 16384)}), state, evidence[0][0])
+        for more in (8, 16, 32, 64, 128):
+            kappa_update(params.model_copy(update={"num_points": min(more * params.num_points, 16384)}),
+                         state, evidence[0][0])
     for stream in evidence:
         for p in points:  # interleaved: the load of the moment hits every rule alike
-            params = KappaParams(**{**DEFAULT_KAPPA, "num_points": p})
+            params = rule(p)
             state = kappa_init(params, [f"b{i}" for i in range(8)])
             for ev in stream:
                 t0 = time.perf_counter()
@@ -236,7 +243,7 @@ def latency(streams: int, points=(128, 2048)) -> dict:
     out = {}
     for p, v in times.items():
         v = np.array(v) * 1e6
-        out[str(p)] = {"p50_us": float(np.median(v)), "p99_us": float(np.percentile(v, 99))}
+        out[str(p) if isinstance(p, int) else f"{p[0]}+ess_points={p[1]}"] = {"p50_us": float(np.median(v)), "p99_us": float(np.percentile(v, 99))}
     base = out[str(points[0])]["p50_us"]
     for p, v in out.items():
         print(f"{p} points: p50 {v['p50_us']:.0f} us, p99 {v['p99_us']:.0f} us "
