@@ -275,7 +275,8 @@ class KappaInfo(NamedTuple):
     ``ess``: effective sample fraction of the importance weights (1 where unused);
     ``refinements``: EP sweeps run so far because the weights degenerated; ``points``: size
     of the rule used (``num_points``, enlarged up to :data:`MAX_POINTS` when ``ess *
-    num_points`` falls below ``num_points / 2``).
+    num_points`` falls below ``num_points / 2``, and further while ``ess * points`` is below
+    ``params.ess_points``).
     """
 
     argmax_probs: np.ndarray
