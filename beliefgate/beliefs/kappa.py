@@ -116,6 +116,12 @@ class KappaParamFields(BaseModel):
     num_points: int = Field(2048, ge=64, le=16384, multiple_of=2,
                             description="points of the quasi-random rule (Sobol + antithetic mirror)")
     seed: int = Field(0, ge=0, lt=2 ** 32, description="scrambling seed of the quasi-random rule")
+    # ESS-driven rule size (docs/kappa.md, "Sharp likelihoods"): at sharp tau the importance
+    # weights spread and 2048 points leave 9 of 118 probabilities outside 3 NUTS SE; 8192 leaves 1.
+    # Its worst case (16384 points a step) is the one the 8x enlargement already reached
+    ess_points: int = Field(ESS_POINTS_DEFAULT, ge=0, le=16384,
+                            description="grow the rule (powers of two, up to 16384 points) until its "
+                                        "effective sample size (ESS fraction x points) reaches this; 0: off")
 
 
 class KappaParams(CheckedModel, KappaParamFields):
@@ -130,14 +136,6 @@ class KappaParams(CheckedModel, KappaParamFields):
     """
 
     error_type = KappaParamError
-
-    # ESS-driven rule size (docs/kappa.md, "Sharp likelihoods"): at sharp tau the importance
-    # weights spread and 2048 points leave 9 of 118 probabilities outside 3 NUTS SE; 8192 leaves 1.
-    # Here, not in KappaParamFields: the HTTP service's parameters (which bound num_points) do not
-    # offer it, so a request cannot ask for the 16384-point rule on every step
-    ess_points: int = Field(ESS_POINTS_DEFAULT, ge=0, le=16384,
-                            description="grow the rule (powers of two, up to 16384 points) until its "
-                                        "effective sample size (ESS fraction x points) reaches this; 0: off")
 
     def to_json(self, indent: Optional[int] = 2) -> str:
         return self.model_dump_json(indent=indent)
