@@ -89,6 +89,13 @@ from beliefgate.validation import CheckedModel
 # --------------------------------------------------------------------------- parameters
 
 
+#: default of :attr:`KappaParams.ess_points`: off (the rule's cost as before). 8192 is what meets the
+#: NUTS criterion at every tau >= 0.01 (tests/test_kappa_sharp.py; docs/kappa.md, "Sharp likelihoods")
+ESS_POINTS_DEFAULT = 0
+#: the ess_points that tests/test_kappa_sharp.py checks against NUTS (about 8x the default rule's cost)
+ESS_POINTS_ACCURATE = 8192
+
+
 class KappaParamFields(BaseModel):
     """The fields of :class:`KappaParams` and their ranges (pydantic-validated)."""
 
@@ -110,6 +117,12 @@ class KappaParamFields(BaseModel):
     num_points: int = Field(2048, ge=64, le=16384, multiple_of=2,
                             description="points of the quasi-random rule (Sobol + antithetic mirror)")
     seed: int = Field(0, ge=0, lt=2 ** 32, description="scrambling seed of the quasi-random rule")
+    # ESS-driven rule size (docs/kappa.md, "Sharp likelihoods"): at sharp tau the importance
+    # weights spread and 2048 points leave 9 of 118 probabilities outside 3 NUTS SE; 8192 leaves 1.
+    # Its worst case (16384 points a step) is the one the 8x enlargement already reached
+    ess_points: int = Field(ESS_POINTS_DEFAULT, ge=0, le=16384,
+                            description="grow the rule (powers of two, up to 16384 points) until its "
+                                        "effective sample size (ESS fraction x points) reaches this; 0: off")
 
 
 class KappaParams(CheckedModel, KappaParamFields):
@@ -261,7 +274,8 @@ class KappaInfo(NamedTuple):
     ``ess``: effective sample fraction of the importance weights (1 where unused);
     ``refinements``: EP sweeps run so far because the weights degenerated; ``points``: size
     of the rule used (``num_points``, enlarged up to :data:`MAX_POINTS` when ``ess *
-    num_points`` falls below ``num_points / 2``).
+    num_points`` falls below ``num_points / 2``, and further while ``ess * points`` is below
+    ``params.ess_points``).
     """
 
     argmax_probs: np.ndarray
@@ -611,6 +625,12 @@ def kappa_info(params: KappaParams, state: KappaState) -> KappaInfo:
         if ess < REFINE_ESS and points < MAX_POINTS:
             # degenerate weights (after the EP sweeps): the control variate is noisy; use 8x the points
             points = min(MAX_POINTS, 8 * params.num_points)
+            probs, ess = _probs_qmc(params, state, points)
+        if ess * points < params.ess_points and points < MAX_POINTS:
+            # too few effective points for the accuracy asked: the smallest power-of-two multiple
+            # of the rule whose expected effective size (at this ESS fraction) reaches ess_points
+            grow = 2 ** math.ceil(math.log2(params.ess_points / (max(ess, 1e-6) * points)))
+            points = min(MAX_POINTS, points * grow)
             probs, ess = _probs_qmc(params, state, points)
     if not (np.all(np.isfinite(probs)) and np.all(np.isfinite(mean)) and np.all(np.isfinite(sd))):
         raise ExtremeEvidenceError("the evidence is too extreme for float64: the posterior is not finite", "evidence")

@@ -56,7 +56,7 @@ Next = Literal["strategy", "complement"]
 CHOICES = {"uncommitted": Uncommitted, "pairs": Pairs, "score": Score, "next": Next}
 
 #: kappa's defaults for this agent (utilities in soups of dish progress; chosen on seeds >= 1000)
-DEFAULT_KAPPA = dict(mu0=0.0, sigma0=0.3, tau=0.1, sigma_r=0.15, num_points=128)
+DEFAULT_KAPPA = dict(mu0=0.0, sigma0=0.3, tau=0.1, sigma_r=0.15, num_points=2048)
 
 
 class OverForgeOptionError(InputError):
