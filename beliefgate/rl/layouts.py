@@ -14,6 +14,7 @@ from typing import Tuple
 from beliefgate.envs.domain import UnknownLayoutError
 from beliefgate.envs.overcooked_v2.layouts import CLASSIC_ALIASES, PREFIX
 from beliefgate.envs.overcooked_v2.layouts import layout_info as _layout_info
+from beliefgate.envs.overcooked_v2.layouts import layout_names
 from beliefgate.envs.overcooked_v2.layouts import resolve_layout as _resolve
 from beliefgate.errors import InputError
 
@@ -31,8 +32,9 @@ def resolve_layout(name: str) -> Tuple[str, object]:
                               f"(e.g. v2/cramped_room)")
     try:
         canonical = _resolve(text)
-    except UnknownLayoutError as exc:
-        raise LayoutNameError(f"layout {name!r}: {exc}") from None
+    except UnknownLayoutError:
+        raise LayoutNameError(f"layout {name!r}: unknown OvercookedV2 layout (known: "
+                              f"{', '.join(layout_names())})") from None
     return canonical, _layout_info(canonical).jax_layout
 
 
