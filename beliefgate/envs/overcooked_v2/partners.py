@@ -98,10 +98,12 @@ def is_partner_file(name: str) -> bool:
     if path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
         return False
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PartnerSpecError(f"cannot read partner file {path}: {exc}") from None
-    return FORMAT in text   # this backend's format tag: the file is parsed (and refused, if bad) as ours
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PartnerSpecError(f"cannot read partner file {path}: {exc.strerror}") from None
+    # this backend's format tag: the file is parsed (and refused, if bad) as ours; any other file --
+    # another backend's, or not text at all -- is left to the domain whose it is, which names what is wrong
+    return FORMAT.encode() in data
 
 
 def get_partner(name: str) -> V2PartnerSpec | TrainedPartnerSpec:
