@@ -258,3 +258,26 @@ def test_unknown_trained_names(tmp_path):
         T.fcp_agent("v2/coordination_ring")
     with pytest.raises(PartnerSpecError, match="no such policy file"):
         T.ppo_agent(str(tmp_path / "missing.msgpack"))
+
+
+# ---------------------------------------------------------------- grids (eval run)
+def test_a_grid_with_trained_egos_and_partners(shipped, fcp_fixture, tmp_path):
+    from beliefgate.eval.grid import parse_grid
+    from beliefgate.eval.runner import load_results, run_grid
+
+    sp = _kinds(shipped)["sp"]
+    spec = parse_grid({"name": "trained", "agents": [f"ppo:{sp}", f"fcp:{LAYOUT}", "v2-cook"], "layouts": [LAYOUT],
+                       "partners": [sp], "seeds": [0], "seats": [0], "horizon": 25})
+    summary = run_grid(spec, tmp_path / "run")
+    assert not summary.failed
+    rows = load_results(tmp_path / "run")
+    assert sorted(r["agent"] for r in rows) == sorted([f"ppo:{sp}", f"fcp:{LAYOUT}", "v2-cook"])
+    assert all(r["partner"] == sp and r["steps"] == 25 for r in rows)
+    # a grid naming a broken checkpoint stops before any episode, naming the file
+    from beliefgate.eval.grid import resolve_grid
+    from beliefgate.errors import InputError as _InputError
+
+    partner, _ = _copy_ship(tmp_path, shipped[sp], corrupt=True)
+    with pytest.raises(_InputError, match="sha256"):
+        resolve_grid(parse_grid({"name": "bad", "agents": ["v2-cook"], "layouts": [LAYOUT], "partners": [str(partner)],
+                                 "seeds": [0], "seats": [0], "horizon": 25}))

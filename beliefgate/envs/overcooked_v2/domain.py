@@ -209,6 +209,11 @@ class OvercookedV2Domain(Domain):
         for name in names:   # an unknown name, a bad file or a checkpoint that does not load: before any episode
             check_partner(name)
 
+    def partner_file_digest(self, name: str) -> Optional[str]:
+        from beliefgate.envs.overcooked_v2.partners import file_digest
+
+        return file_digest(name)
+
     def partner_restriction(self, name: str, layout: str) -> Optional[str]:
         from beliefgate.envs.overcooked_v2.partners import layout_restriction
 

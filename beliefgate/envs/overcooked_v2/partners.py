@@ -122,6 +122,15 @@ def check_partner(name: str) -> None:
         check_spec(spec)
 
 
+def file_digest(name: str) -> Optional[str]:
+    """A short hash of a trained partner's spec and checkpoint bytes (grids rerun a cell when either
+    changes); None for a scripted one."""
+    spec = PARTNERS.get(name)
+    if spec is None and is_partner_file(name):
+        spec = load_partner(name)
+    return spec.digest() if isinstance(spec, TrainedPartnerSpec) else None
+
+
 def layout_restriction(name: str, layout: str) -> Optional[str]:
     spec = PARTNERS.get(name)
     if spec is None and is_partner_file(name):
