@@ -103,6 +103,12 @@ def test_partners_json_gives_kinds(shipped):
     rows = {r["name"]: r for r in json.loads(result.output)}
     assert all(r["kind"] in ("scripted", "bc", "ppo") for r in rows.values())
     assert rows["balanced"]["kind"] == "scripted" and rows["bc"]["kind"] == "bc"
+    fixture = FIXTURES / "fcp-cramped_room-tiny.yaml"
+    result = CliRunner().invoke(app, ["partners", "--json", str(fixture)])   # a trained partner file, validated
+    assert result.exit_code == 0, result.output
+    mine = json.loads(result.output)[-1]
+    assert (mine["name"], mine["kind"], mine["training"], mine["layouts"]) == \
+        ("fcp-cramped_room-tiny", "ppo", "fcp", [LAYOUT])
     for name, spec in shipped.items():
         assert rows[name]["kind"] == "ppo"
         assert rows[name]["training"] == spec.card()["kind"]
@@ -210,7 +216,7 @@ def _copy_ship(tmp_path, spec, edit_card=None, corrupt=False, kind=None):
     ("corrupt", "sha256"),
     ("obs_shape", "observation shape"),
     ("training_kind", "unknown kind"),
-    ("partner_kind", "kind"),
+    ("partner_kind", "kind 'imitation' is not a v2 partner kind"),
 ])
 def test_bad_checkpoint_is_one_line_exit_2(shipped, tmp_path, case, expect):
     from typer.testing import CliRunner

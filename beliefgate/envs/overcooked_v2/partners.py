@@ -59,8 +59,11 @@ class V2PartnerSpec(CheckedModel):
 def _parse(data: Any, source: str, base: Optional[Path] = None) -> V2PartnerSpec | TrainedPartnerSpec:
     if not isinstance(data, dict):
         raise PartnerSpecError(f"{source}: a v2 partner must be a mapping, got {type(data).__name__}")
-    if data.get("kind") == TRAINED_KIND:   # a trained policy: its checkpoint relative to the file
+    kind = data.get("kind", "scripted")
+    if kind == TRAINED_KIND:   # a trained policy: its checkpoint relative to the file
         return parse_trained(data, source, base)
+    if kind != "scripted":
+        raise PartnerSpecError(f"{source}: kind {kind!r} is not a v2 partner kind (scripted, {TRAINED_KIND})")
     spec = V2PartnerSpec.from_data(data, source)
     for name in spec.layouts or []:
         if name not in layout_names():
