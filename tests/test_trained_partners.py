@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("jaxmarl")
 pytest.importorskip("flax")
 
-from beliefgate.envs.domain import (PartnerLayoutError, PartnerSpecError, UnknownPartnerError, register_domain,  # noqa: E402
-                                    unregister_domain)
+from beliefgate.envs.domain import (PartnerLayoutError, PartnerSpecError, UnknownPartnerError,  # noqa: E402
+                                    register_domain, unregister_domain)
 from beliefgate.envs.hindsight import domain_labels  # noqa: E402
 from beliefgate.envs.overcooked_v2 import trained_agents as T  # noqa: E402
 from beliefgate.envs.overcooked_v2.domain import DOMAIN  # noqa: E402
