@@ -216,6 +216,7 @@ def _copy_ship(tmp_path, spec, edit_card=None, corrupt=False, kind=None):
     ("corrupt", "sha256"),
     ("obs_shape", "observation shape"),
     ("training_kind", "unknown kind"),
+    ("layout", "which the v2 backend does not have"),
     ("partner_kind", "kind 'imitation' is not a v2 partner kind"),
 ])
 def test_bad_checkpoint_is_one_line_exit_2(shipped, tmp_path, case, expect):
@@ -226,7 +227,8 @@ def test_bad_checkpoint_is_one_line_exit_2(shipped, tmp_path, case, expect):
     spec = shipped[_kinds(shipped)["sp"]]
     partner, policy = _copy_ship(tmp_path, spec, corrupt=case == "corrupt",
                                  edit_card={"obs_shape": [5, 5, 30]} if case == "obs_shape" else
-                                 {"kind": "mep"} if case == "training_kind" else None,
+                                 {"kind": "mep"} if case == "training_kind" else
+                                 {"layout": "v2/moon_base"} if case == "layout" else None,
                                  kind="imitation" if case == "partner_kind" else None)
     with pytest.raises(InputError, match=expect):
         DOMAIN.check_partners([str(partner)])

@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, List, Literal, Optional, Tuple
 
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from beliefgate.envs.domain import PartnerLayoutError, PartnerSpecError, UnknownPartnerError
+from beliefgate.envs.domain import PartnerLayoutError, PartnerSpecError, UnknownLayoutError, UnknownPartnerError
 from beliefgate.envs.overcooked_v2.layouts import resolve_layout
 from beliefgate.validation import CheckedModel
 
@@ -171,11 +171,20 @@ def load(path: Path, layout: Optional[str] = None, weights: Optional[Dict[str, f
     return found
 
 
+def card_layout(path: Path, card: Dict[str, Any]) -> str:
+    """The card's layout as this domain names it; one line naming the file when it has no such layout."""
+    try:
+        return resolve_layout(str(card["layout"]))
+    except UnknownLayoutError:
+        raise PartnerSpecError(f"{path}: trained on layout {card['layout']!r}, which the v2 backend does not "
+                               "have") from None
+
+
 def check_spec(spec: TrainedPartnerSpec) -> None:
     """Load ``spec``'s checkpoint against its card's layout (corrupt, foreign or unknown kind: one
     line naming the file)."""
     card = spec.card()
-    load(spec.path, layout=card["layout"], weights=spec.weights)
+    load(spec.path, layout=card_layout(spec.path, card), weights=spec.weights)
 
 
 class TrainedPlayer:
@@ -191,7 +200,7 @@ class TrainedPlayer:
         self.weights = weights
         card = _named(CARD_READER)(self.path)
         self.card = card
-        self.layout = str(card["layout"])
+        self.layout = card_layout(self.path, card)
         self.policy = load(self.path, layout=self.layout, weights=weights)
 
     def reset(self, layout: str, player: int, seed: int) -> None:
@@ -281,7 +290,7 @@ def ppo_digest(option: str) -> str:
         check_spec(found)
         return found.digest()
     card = _named(CARD_READER)(found)
-    load(found, layout=card["layout"])
+    load(found, layout=card_layout(found, card))
     return hashlib.sha256(found.read_bytes()).hexdigest()[:12]
 
 
