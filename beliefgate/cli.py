@@ -70,30 +70,48 @@ def partners(
     as_json: bool = typer.Option(False, "--json", help="print a JSON list (each row with its full spec)"),
     schema: bool = typer.Option(False, "--schema", help="print the JSON schema of a partner file"),
 ) -> None:
-    """List the scripted partner population (every name is also a valid --ego); partner files are validated."""
-    from beliefgate.envs.overcooked.partners import PARTNERS, PartnerSpecError, load_partner, partner_schema
+    """List the partner population -- scripted, behaviour-cloned and trained (every name is also a valid
+    --ego; a trained one also as ppo:NAME); partner files are validated (a trained one's checkpoint loaded)."""
+    from beliefgate.envs.overcooked.layouts import LAYOUTS
+    from beliefgate.envs.overcooked.partners import PARTNERS, load_partner, partner_schema
 
     if schema:
         print(json.dumps(partner_schema(), indent=2))
         return
-    try:
-        extra = [load_partner(f) for f in files or []]
-    except PartnerSpecError as exc:
-        _fail(str(exc))
-    rows = [p.summary() for p in [*PARTNERS.values(), *extra]]
     from beliefgate.envs.domain import domains
+    from beliefgate.errors import InputError
 
-    for d in domains():  # other backends' partners (OvercookedV2's recipe-seeing cooks)
+    v2 = next((d for d in domains() if d.name == "overcooked_v2"), None)
+    extra = []
+    try:
+        for f in files or []:
+            if v2 is not None and v2.is_partner(str(f)):   # an OvercookedV2 partner file (scripted or trained)
+                v2.check_partners([str(f)])
+                from beliefgate.envs.overcooked_v2.partners import load_partner as load_v2
+
+                extra.append(load_v2(f))
+            else:
+                extra.append(load_partner(f))
+    except InputError as exc:   # a bad partner file or a checkpoint that does not load (CheckpointError)
+        _fail(str(exc))
+    rows = [p.summary() for p in PARTNERS.values()]
+    rows.append({"name": "bc", "description": "behaviour cloning on the 2019 human data (bc = the episode's layout, "
+                 "bc:<layout>)", "kind": "bc", "group": "human", "switches": False,
+                 "layouts": list(LAYOUTS), "noise": 0.0, "source": "builtin", "spec": {}})
+    for d in domains():  # other backends' partners (OvercookedV2's recipe-seeing cooks and trained policies)
         if hasattr(d, "partner_summaries"):
             rows += d.partner_summaries()
+    rows += [p.summary() for p in extra]
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table(title="Scripted partners (`--json` for every field, `--schema` for the file format)")
-    for col in ("name", "group", "switches", "layouts", "description"):
+    table = Table(title="Partners (`--json` for every field, `--schema` for the file format)")
+    for col in ("name", "kind", "group", "switches", "layouts", "description"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["name"], r["group"] or "-", str(len(r["spec"]["switches"])) if r["switches"] else "no",
+        kind = r["kind"] + (f" ({r['training']})" if r.get("training") else "")
+        table.add_row(r["name"], kind, r["group"] or "-",
+                      str(len(r["spec"]["switches"])) if r["switches"] else "no",
                       ",".join(r["layouts"] or ["any"]), r["description"])
     console.print(table)
 

@@ -13,6 +13,13 @@ imported for its agents to exist. A factory is called as
 the agent takes an LLM (``llm=True``) or gate parameters (``gate=True``). Adding an agent is
 one line here, e.g.::
 
+    AgentEntry("ppo", "beliefgate.envs.overcooked_v2.trained_agents:ppo_agent",
+               "a trained PPO policy as the ego (ppo:<shipped name>, ppo:PATH to a policy.msgpack, run folder or "
+               "partner file; v2 layouts)", option="required",
+               digest="beliefgate.envs.overcooked_v2.trained_agents:ppo_digest"),
+    AgentEntry("fcp", "beliefgate.envs.overcooked_v2.trained_agents:fcp_agent",
+               "the shipped FCP ego of a v2 layout (fcp:<layout>)", option="required",
+               digest="beliefgate.envs.overcooked_v2.trained_agents:fcp_digest"),
     AgentEntry("policy-tree", "beliefgate.policytree.agent:make_policy_tree_agent",
                "a policy tree from PATH", option="required", llm=True, gate=True),
 
@@ -150,6 +157,13 @@ AGENTS: Dict[str, AgentEntry] = {e.prefix: e for e in (
                llm=True, gate=True),
     AgentEntry("bc", "beliefgate.envs.overcooked.bc:bc_agent",
                "behaviour cloning on the human data (bc = the episode's layout, bc:<layout>)", option="optional"),
+    AgentEntry("ppo", "beliefgate.envs.overcooked_v2.trained_agents:ppo_agent",
+               "a trained PPO policy as the ego (ppo:<shipped name>, ppo:PATH to a policy.msgpack, run folder or "
+               "partner file; v2 layouts)", option="required",
+               digest="beliefgate.envs.overcooked_v2.trained_agents:ppo_digest"),
+    AgentEntry("fcp", "beliefgate.envs.overcooked_v2.trained_agents:fcp_agent",
+               "the shipped FCP ego of a v2 layout (fcp:<layout>)", option="required",
+               digest="beliefgate.envs.overcooked_v2.trained_agents:fcp_digest"),
     AgentEntry("policy-tree", "beliefgate.policytree.agent:make_policy_tree_agent",
                "an executable policy tree run in the sandbox (PATH[:bayes]; seed:LAYOUT)",
                option="required", llm=True, gate=True, digest="beliefgate.policytree.agent:tree_digest"),

@@ -19,6 +19,7 @@ import numpy as np
 import beliefgate
 from beliefgate.agents.registry import ReportsFallbacks, make_agent
 from beliefgate.envs.domain import PartnerLayoutError, check_seat, domain_for_layout
+from beliefgate.envs.hindsight import domain_labels, relabel_seats
 from beliefgate.envs.trajlog import FinalRow, LogHeader, LogWriter, StepRow, Trajectory
 from beliefgate.errors import InputError
 from beliefgate.planners.fallbacks import FallbackLog
@@ -120,6 +121,8 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
     writer = LogWriter(log_path, header) if log_path is not None else None
     state = env.reset(seed) if getattr(env, "reset_takes_seed", False) else env.reset()
     events: List[List[str]] = [[] for _ in agents]
+    #: seats whose logged skill is their hindsight label (a trained policy's); their rows are written at the end
+    hindsight = [i for i, a in enumerate(agents) if getattr(a, "skill_labels", None) == "hindsight"]
     deliveries = 0
     started = time.perf_counter()
     try:
@@ -132,11 +135,15 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
             row = StepRow(t=t, state=state, actions=actions, reward=result.reward, events=events,
                           skills=[i.get("skill") for i in infos], info=infos)
             traj.steps.append(row)
-            if writer is not None:
+            if writer is not None and not hindsight:
                 writer.step(row)
             state = result.state
             if result.done:
                 break
+        if hindsight:  # players that announce no skill: the skill their next interaction completes
+            relabel_seats(traj.steps, hindsight, domain_labels(domain, layout, [r.events for r in traj.steps]))
+            for row in traj.steps if writer is not None else ():
+                writer.step(row)
         ego_info = agents[seat].info()
         counts = agent_fallbacks(agents[seat])
         summary = {

@@ -1,24 +1,22 @@
-"""Layout names of the trainer: ``v2/<name>`` for a JaxMARL OvercookedV2 layout.
+"""Layout names of the trainer: the OvercookedV2 domain's ``v2/<name>`` layouts.
 
-One function, :func:`resolve_layout`, so that the OvercookedV2 domain's own resolver can replace
-it. The classic five are also reachable by their classic names (``v2/coordination_ring`` is
-JaxMARL's ``coord_ring``); the canonical name is always JaxMARL's.
+One implementation: :func:`resolve_layout` defers to the domain's resolver
+(:func:`beliefgate.envs.overcooked_v2.layouts.resolve_layout`, which also takes the classic kitchens'
+names: ``v2/coordination_ring`` is JaxMARL's ``coord_ring``) and to its layout table for JaxMARL's
+``Layout`` (the domain's three-player kitchens included), so a policy trains on exactly the kitchen
+an episode plays. The canonical name is always JaxMARL's.
 """
 
 from __future__ import annotations
 
 from typing import Tuple
 
+from beliefgate.envs.domain import UnknownLayoutError
+from beliefgate.envs.overcooked_v2.layouts import CLASSIC_ALIASES, PREFIX
+from beliefgate.envs.overcooked_v2.layouts import layout_info as _layout_info
+from beliefgate.envs.overcooked_v2.layouts import layout_names
+from beliefgate.envs.overcooked_v2.layouts import resolve_layout as _resolve
 from beliefgate.errors import InputError
-
-PREFIX = "v2/"
-
-#: classic layout names -> JaxMARL's names of the same kitchens
-CLASSIC_ALIASES = {
-    "asymmetric_advantages": "asymm_advantages",
-    "coordination_ring": "coord_ring",
-    "forced_coordination": "forced_coord",
-}
 
 
 class LayoutNameError(InputError):
@@ -27,18 +25,17 @@ class LayoutNameError(InputError):
 
 def resolve_layout(name: str) -> Tuple[str, object]:
     """``(canonical name, jaxmarl Layout)`` of ``v2/<name>``; :class:`LayoutNameError` naming the
-    layout and the known ones otherwise."""
+    layout (and the known ones) otherwise."""
     text = str(name).strip()
     if not text.startswith(PREFIX):
         raise LayoutNameError(f"layout {name!r}: the trainer takes OvercookedV2 layouts as v2/<name> "
                               f"(e.g. v2/cramped_room)")
-    from jaxmarl.environments.overcooked_v2.layouts import overcooked_v2_layouts  # imports every JaxMARL env
-
-    short = CLASSIC_ALIASES.get(text[len(PREFIX):], text[len(PREFIX):])
-    if short not in overcooked_v2_layouts:
-        known = ", ".join(sorted(overcooked_v2_layouts))
-        raise LayoutNameError(f"layout {name!r}: unknown OvercookedV2 layout (known: {known})")
-    return PREFIX + short, overcooked_v2_layouts[short]
+    try:
+        canonical = _resolve(text)
+    except UnknownLayoutError:
+        raise LayoutNameError(f"layout {name!r}: unknown OvercookedV2 layout (known: "
+                              f"{', '.join(layout_names())})") from None
+    return canonical, _layout_info(canonical).jax_layout
 
 
 __all__ = ["resolve_layout", "LayoutNameError", "PREFIX", "CLASSIC_ALIASES"]

@@ -84,25 +84,28 @@ class Policy:
 def load_policy(path: str | Path, layout: Optional[str] = None, obs_shape: Optional[Sequence[int]] = None,
                 weights: Optional[Mapping[str, float]] = None) -> Policy:
     """The policy in ``path`` (a ``.msgpack`` file with its ``.json`` card), checked against
-    ``layout`` (a ``v2/`` name, resolved to its canonical name) and ``obs_shape`` when given:
+    ``layout`` (a ``v2/`` name, resolved to its canonical name by the OvercookedV2 domain; the
+    observation shape is then that of the domain's env for it) and ``obs_shape`` when given:
     :class:`~beliefgate.rl.checkpoint.CheckpointError` naming the file otherwise (corrupt, another
     layout or observation shape, an unknown format or kind)."""
     canonical = None
     if layout is not None:
         from beliefgate.rl.layouts import resolve_layout
 
-        canonical, spec = resolve_layout(layout)
+        canonical, _spec = resolve_layout(layout)
         if obs_shape is None:
-            obs_shape = _layout_obs_shape(spec)
+            obs_shape = layout_obs_shape(canonical)
     params, card = load_params(Path(path), layout=canonical, obs_shape=obs_shape)
     return Policy(params, card, Path(path), weights)
 
 
-def _layout_obs_shape(spec) -> tuple:
-    """JaxMARL's default observation shape of a layout (its environment says it)."""
-    from jaxmarl.environments.overcooked_v2 import OvercookedV2
+def layout_obs_shape(layout: str) -> tuple:
+    """JaxMARL's default observation shape of a ``v2/`` layout, from the domain's env for it (the
+    training env's options: the whole grid in view), built once per process."""
+    from beliefgate.envs.overcooked_v2.env import compiled
+    from beliefgate.envs.overcooked_v2.layouts import V2Options, layout_info
 
-    return tuple(int(s) for s in OvercookedV2(layout=spec, max_steps=1).obs_shape)
+    return tuple(int(s) for s in compiled(layout_info(layout), V2Options()).env.obs_shape)
 
 
-__all__ = ["Policy", "load_policy"]
+__all__ = ["Policy", "load_policy", "layout_obs_shape"]

@@ -285,6 +285,7 @@ class PartnerSpec(PartnerModel):
         return {
             "name": self.name,
             "description": self.description,
+            "kind": "scripted",
             "group": self.group,
             "switches": bool(self.switches),
             "layouts": list(self.layouts) if self.layouts else None,

@@ -198,6 +198,22 @@ class OvercookedV2Domain(Domain):
 
         return make_scripted(name)
 
+    def is_partner(self, name: str) -> bool:
+        from beliefgate.envs.overcooked_v2.partners import PARTNERS, is_partner_file
+
+        return name in PARTNERS or is_partner_file(name)
+
+    def check_partners(self, names: Sequence[str], horizon: Optional[int] = None) -> None:
+        from beliefgate.envs.overcooked_v2.partners import check_partner
+
+        for name in names:   # an unknown name, a bad file or a checkpoint that does not load: before any episode
+            check_partner(name)
+
+    def partner_file_digest(self, name: str) -> Optional[str]:
+        from beliefgate.envs.overcooked_v2.partners import file_digest
+
+        return file_digest(name)
+
     def partner_restriction(self, name: str, layout: str) -> Optional[str]:
         from beliefgate.envs.overcooked_v2.partners import layout_restriction
 

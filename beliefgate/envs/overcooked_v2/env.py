@@ -77,6 +77,18 @@ class _Compiled:
 
         self.reset = jax.jit(_reset)
         self.step = jax.jit(_step)
+        agents = tuple(env.agents)
+        #: every player's JaxMARL observation of a state, stacked (players, h, w, c): one jit per env
+        self.observe = jax.jit(lambda state: jax.numpy.stack([env.get_obs(state)[a] for a in agents]))
+        self._template = None
+
+    def template(self):
+        """A JaxMARL state of this env (the dtypes a symbolic state is converted into)."""
+        if self._template is None:
+            import jax
+
+            self._template = strong_types(self.reset(jax.random.PRNGKey(0)))
+        return self._template
 
 
 _CACHE: Dict[Tuple[str, str], _Compiled] = {}
@@ -102,6 +114,18 @@ def strong_types(jstate):
     import jax.numpy as jnp
 
     return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=x.dtype), jstate)
+
+
+def observations(state: V2State, options: Optional[V2Options] = None):
+    """Every player's JaxMARL observation of ``state`` (``(players, h, w, c)``, numpy), as the env
+    with ``options`` (default: the view size and cooking rule ``state`` records) encodes it."""
+    import numpy as np
+
+    if options is None:
+        options = V2Options(agent_view_size=state.agent_view_size,
+                            start_cooking_interaction=state.start_cooking_interaction)
+    c = compiled(state.info, options.checked_for(state.info))
+    return np.asarray(c.observe(to_jax(state, c.template())))
 
 
 class V2Env:
@@ -165,6 +189,19 @@ class V2Env:
         self.score += reward
         state = self._sync(arrays)
         return StepResult(state, reward, state.timestep >= self.horizon, detect_events(prev, state))
+
+    def observation(self, player: Optional[int] = None):
+        """JaxMARL's observation of the current state: every player's ``(players, h, w, c)``, or
+        ``player``'s ``(h, w, c)``."""
+        import numpy as np
+
+        obs = np.asarray(self._c.observe(self._jstate))
+        return obs if player is None else obs[player]
+
+    @property
+    def obs_shape(self) -> Tuple[int, ...]:
+        """The shape of one player's observation (JaxMARL's ``obs_shape``)."""
+        return tuple(int(s) for s in self._c.env.obs_shape)
 
     def describe(self) -> Dict[str, object]:
         return json.loads(self.options.model_dump_json())

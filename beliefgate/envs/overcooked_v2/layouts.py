@@ -203,8 +203,19 @@ def layout_names() -> Tuple[str, ...]:
     return tuple(PREFIX + n for n in (*JAXMARL_LAYOUTS, *THREE_PLAYER, *_CUSTOM))
 
 
+#: the classic kitchens' names -> JaxMARL's names of the same kitchens (``v2/coordination_ring`` is ``v2/coord_ring``)
+CLASSIC_ALIASES: Dict[str, str] = {
+    "asymmetric_advantages": "asymm_advantages",
+    "coordination_ring": "coord_ring",
+    "forced_coordination": "forced_coord",
+}
+
+
 def resolve_layout(name: str) -> str:
-    """``name`` as a canonical ``v2/`` name; :class:`UnknownLayoutError` for any other."""
+    """``name`` as a canonical ``v2/`` name (a classic kitchen's name gives JaxMARL's);
+    :class:`UnknownLayoutError` for any other."""
+    if isinstance(name, str) and name.startswith(PREFIX):
+        name = PREFIX + CLASSIC_ALIASES.get(name[len(PREFIX):], name[len(PREFIX):])
     if isinstance(name, str) and name in layout_names():
         return name
     known = ", ".join(layout_names())

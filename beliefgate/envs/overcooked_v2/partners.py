@@ -24,6 +24,9 @@ from beliefgate.envs.overcooked_v2.controller import controller_for
 from beliefgate.envs.overcooked_v2.executor import V2Executor, fidget
 from beliefgate.envs.overcooked_v2.layouts import NUM_ACTIONS, layout_names, resolve_layout
 from beliefgate.envs.overcooked_v2.state import V2State
+from beliefgate.envs.overcooked_v2.trained_agents import (KIND as TRAINED_KIND, TrainedPartnerSpec, check_spec,
+                                                          make_player, parse_trained, read_partner_file,
+                                                          shipped_specs)
 from beliefgate.validation import CheckedModel
 
 FORMAT = "beliefgate.v2partner/1"
@@ -53,9 +56,14 @@ class V2PartnerSpec(CheckedModel):
                 "noise": self.noise, "source": self._source, "spec": self.model_dump(mode="json")}
 
 
-def _parse(data: Any, source: str) -> V2PartnerSpec:
+def _parse(data: Any, source: str, base: Optional[Path] = None) -> V2PartnerSpec | TrainedPartnerSpec:
     if not isinstance(data, dict):
         raise PartnerSpecError(f"{source}: a v2 partner must be a mapping, got {type(data).__name__}")
+    kind = data.get("kind", "scripted")
+    if kind == TRAINED_KIND:   # a trained policy: its checkpoint relative to the file
+        return parse_trained(data, source, base)
+    if kind != "scripted":
+        raise PartnerSpecError(f"{source}: kind {kind!r} is not a v2 partner kind (scripted, {TRAINED_KIND})")
     spec = V2PartnerSpec.from_data(data, source)
     for name in spec.layouts or []:
         if name not in layout_names():
@@ -64,20 +72,10 @@ def _parse(data: Any, source: str) -> V2PartnerSpec:
     return spec
 
 
-def load_partner(path: str | Path) -> V2PartnerSpec:
-    """A partner file (YAML or JSON), validated."""
-    import yaml
-
+def load_partner(path: str | Path) -> V2PartnerSpec | TrainedPartnerSpec:
+    """A partner file (YAML or JSON), validated (a trained one's checkpoint relative to the file)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise PartnerSpecError(f"cannot read partner file {path}: {exc.strerror}") from None
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise PartnerSpecError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
-    return _parse(data, str(path))
+    return _parse(read_partner_file(path), str(path), path.parent)
 
 
 def _shipped() -> Dict[str, V2PartnerSpec]:
@@ -93,18 +91,53 @@ def _shipped() -> Dict[str, V2PartnerSpec]:
     return out
 
 
-PARTNERS: Dict[str, V2PartnerSpec] = _shipped()
+#: every shipped v2 partner: the scripted cooks, then the trained policies of ``trained/``
+PARTNERS: Dict[str, V2PartnerSpec | TrainedPartnerSpec] = {**_shipped(), **shipped_specs()}
 
 
-def get_partner(name: str) -> V2PartnerSpec:
+def is_partner_file(name: str) -> bool:
+    """Whether ``name`` is the path of a v2 partner file (``format: beliefgate.v2partner/1``)."""
+    path = Path(name)
+    if path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
+        return False
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PartnerSpecError(f"cannot read partner file {path}: {exc.strerror}") from None
+    # this backend's format tag: the file is parsed (and refused, if bad) as ours; any other file --
+    # another backend's, or not text at all -- is left to the domain whose it is, which names what is wrong
+    return FORMAT.encode() in data
+
+
+def get_partner(name: str) -> V2PartnerSpec | TrainedPartnerSpec:
     spec = PARTNERS.get(name)
+    if spec is None and is_partner_file(name):
+        spec = load_partner(name)
     if spec is None:
         raise UnknownPartnerError(f"unknown v2 partner {name!r}; the v2 backend has {', '.join(PARTNERS)}")
     return spec
 
 
+def check_partner(name: str) -> None:
+    """Refuse, before any episode, an unknown partner or a trained one whose checkpoint does not load."""
+    spec = get_partner(name)
+    if isinstance(spec, TrainedPartnerSpec):
+        check_spec(spec)
+
+
+def file_digest(name: str) -> Optional[str]:
+    """A short hash of a trained partner's spec and checkpoint bytes (grids rerun a cell when either
+    changes); None for a scripted one."""
+    spec = PARTNERS.get(name)
+    if spec is None and is_partner_file(name):
+        spec = load_partner(name)
+    return spec.digest() if isinstance(spec, TrainedPartnerSpec) else None
+
+
 def layout_restriction(name: str, layout: str) -> Optional[str]:
     spec = PARTNERS.get(name)
+    if spec is None and is_partner_file(name):
+        spec = load_partner(name)
     if spec is None or not spec.layouts or resolve_layout(layout) in spec.layouts:
         return None
     return f"it plays only {', '.join(spec.layouts)}"
@@ -216,5 +249,9 @@ class RecipeCook:
                 "recipe": list(self.committed) if self.committed is not None else None}
 
 
-def make_scripted(name: str) -> RecipeCook:
-    return RecipeCook(get_partner(name))
+def make_scripted(name: str):
+    """A fresh partner of ``name``: a :class:`RecipeCook`, or a trained policy's player."""
+    spec = get_partner(name)
+    if isinstance(spec, TrainedPartnerSpec):
+        return make_player(spec)
+    return RecipeCook(spec)

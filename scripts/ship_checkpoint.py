@@ -1,0 +1,78 @@
+#!/usr/bin/env python
+"""Ship a finished training run as a trained partner of the package.
+
+    python scripts/ship_checkpoint.py SRC NAME [--description TEXT] [--greedy]
+
+SRC is a run folder (``runs/ppo/zoo/sp_cramped_room_seed0``) or its ``policy.msgpack``; NAME the
+partner's name (lower case, digits, ``_ . -``; e.g. ``sp-cramped_room-s0``). The policy and its card
+are checked (digest, parameter shapes, the layout's observation shape, at most 1 MB) and copied to
+``beliefgate/envs/overcooked_v2/trained/NAME/``, and the partner file ``trained/NAME.yaml`` is
+written beside it (``kind: ppo``, the checkpoint relative to the file). Exit 2 with one line naming
+the file when the checkpoint is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from beliefgate.errors import InputError  # noqa: E402
+
+TRAINED = ROOT / "beliefgate" / "envs" / "overcooked_v2" / "trained"
+
+
+def ship(src: Path, name: str, description: str = "", greedy: bool = False, dest: Path = TRAINED) -> Path:
+    """Copy ``src``'s policy and card under ``dest/name/`` and write ``dest/name.yaml``; the partner file."""
+    import re
+
+    import yaml
+
+    from beliefgate.rl.checkpoint import MAX_POLICY_BYTES, card_path, read_card
+    from beliefgate.rl.policy import load_policy
+
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", name):
+        raise InputError(f"NAME {name!r}: lower-case letters, digits, '_', '.' and '-' only")
+    policy = src / "policy.msgpack" if src.is_dir() else src
+    if not policy.is_file():
+        raise InputError(f"{policy}: no such policy file")
+    if policy.stat().st_size > MAX_POLICY_BYTES:
+        raise InputError(f"{policy}: {policy.stat().st_size} bytes, more than the {MAX_POLICY_BYTES} a shipped "
+                         "checkpoint may have")
+    card = read_card(policy)
+    load_policy(policy, layout=card["layout"])          # digest, shapes, the layout's observation shape
+    folder = dest / name
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(policy, folder / "policy.msgpack")
+    shutil.copyfile(card_path(policy), folder / "policy.json")
+    text = description or (f"{card['kind'].upper()} PPO policy on {card['layout']} (seed {card['seed']}, "
+                           f"{card['steps']} steps, final return {card.get('final_return')})")
+    spec = {"format": "beliefgate.v2partner/1", "name": name, "description": text, "kind": "ppo",
+            "checkpoint": f"{name}/policy.msgpack", "greedy": bool(greedy)}
+    out = dest / f"{name}.yaml"
+    out.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("src", type=Path, help="run folder or policy.msgpack")
+    parser.add_argument("name", help="the partner's name")
+    parser.add_argument("--description", default="")
+    parser.add_argument("--greedy", action="store_true", help="play arg-max actions (default: sample)")
+    args = parser.parse_args(argv)
+    try:
+        out = ship(args.src, args.name, args.description, args.greedy)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"shipped {args.name}: {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
