@@ -173,7 +173,7 @@ def report(args) -> None:
                   f"| {_f(100 * m['recipe_acc'])}% | {_f(m['gap_rate'], 3)} | {_f(m['replans'], 2)} "
                   f"| {_f(m['effective_replans'], 2)} |")
     for base in ("bayes-belief:no_belief", "bayes-belief:no_replan"):
-        if base not in agents:
+        if base not in agents or "bayes-belief:full" not in agents:
             continue
         print(f"\nPaired differences `bayes-belief:full` − `{base}` (mean [95% bootstrap CI], seeds resampled):\n")
         print("| layout | seats | pairs | reward | soups | wrong dishes | gap rate |")
@@ -191,6 +191,37 @@ def report(args) -> None:
                     cells.append(f"{_f(d.mean, digits, True)} [{_f(d.lo, digits, True)}, {_f(d.hi, digits, True)}]")
                 label = "both" if len(seats) == 2 else str(seats[0])
                 print(f"| {layout} | {label} | {pairs} | " + " | ".join(cells) + " |")
+        print(f"\nReward `bayes-belief:full` − `{base}` per partner and seat (both seats; seat 0; seat 1):\n")
+        partners = list(dict.fromkeys(r["partner"] for r in rows))
+        print("| layout | " + " | ".join(partners) + " |")
+        print("|---|" + "---|" * len(partners))
+        for layout in layouts:
+            cells = []
+            for partner in partners:
+                parts = []
+                for seats in ((0, 1), (0,), (1,)):
+                    cond = [r for r in rows if r["layout"] == layout and r["agent"] == "bayes-belief:full"
+                            and r["partner"] == partner and r["seat"] in seats]
+                    ref = [r for r in rows if r["layout"] == layout and r["agent"] == base
+                           and r["partner"] == partner and r["seat"] in seats]
+                    d = paired_bootstrap(cond, ref, "reward", name=f"{layout}/{partner}/{seats}")
+                    parts.append(_f(d.mean, 1, True) if len(seats) < 2 else
+                                 f"{_f(d.mean, 1, True)} [{_f(d.lo, 1, True)}, {_f(d.hi, 1, True)}]")
+                cells.append(f"{parts[0]}; {parts[1]}; {parts[2]}")
+            print(f"| {layout} | " + " | ".join(cells) + " |")
+        print("\nRecipe-MAP accuracy of `bayes-belief:full` per partner and seat (episodes where the partner "
+              "picks an ingredient):\n")
+        print("| layout | seat | " + " | ".join(partners) + " |")
+        print("|---|---|" + "---|" * len(partners))
+        for layout in layouts:
+            for seat in (0, 1):
+                cells = []
+                for partner in partners:
+                    acc = [r["recipe_acc"] for r in rows if r["layout"] == layout and r["partner"] == partner
+                           and r["seat"] == seat and r["agent"] == "bayes-belief:full"]
+                    n = sum(1 for a in acc if not math.isnan(a))
+                    cells.append(f"{_f(100 * _mean(acc))}% ({n})")
+                print(f"| {layout} | {seat} | " + " | ".join(cells) + " |")
 
 
 def main(argv: Optional[List[str]] = None) -> None:
