@@ -187,7 +187,7 @@ def report(args) -> None:
                 pairs = 0
                 for metric, digits in (("reward", 1), ("soups", 2), ("wrong", 2), ("gap_rate", 3)):
                     d = paired_bootstrap(cond, ref, metric, name=f"{layout}/{metric}/{seats}")
-                    pairs = d.pairs
+                    pairs = d.pairs if metric == "reward" else pairs
                     cells.append(f"{_f(d.mean, digits, True)} [{_f(d.lo, digits, True)}, {_f(d.hi, digits, True)}]")
                 label = "both" if len(seats) == 2 else str(seats[0])
                 print(f"| {layout} | {label} | {pairs} | " + " | ".join(cells) + " |")
