@@ -38,16 +38,29 @@ LAYOUTS: Dict[str, Dict[str, object]] = {
     "v2/grounded_coord_simple": {"agent_view_size": 2},
     "v2/test_time_simple": {"agent_view_size": 2},
 }
+#: an ablation (not a condition of the agent table): ``full`` whose recipe belief leaves out the ego's
+#: own sight of the recipe (it still plays a recipe it sees now, as every agent does)
+NO_VIEW = "v2ablation-noview"
+
+
 PARTNERS = ("v2-cook", "v2-cook-adaptive", "v2-fetcher", "v2-server")
-AGENTS = ("bayes-belief:full", "bayes-belief:no_belief", "bayes-belief:no_replan")
+AGENTS = ("bayes-belief:full", "bayes-belief:no_belief", "bayes-belief:no_replan", NO_VIEW)
 METRICS = ("reward", "soups", "wrong", "recipe_acc", "gap_rate", "replans", "effective_replans")
 
 
 def _register() -> None:
+    from beliefgate.agents.planning import BayesBeliefAgent
+    from beliefgate.agents.registry import AgentEntry, register_agent
     from beliefgate.envs.domain import register_domain
     from beliefgate.envs.overcooked_v2.domain import DOMAIN
 
     register_domain(DOMAIN)
+
+    class NoViewAgent(BayesBeliefAgent):
+        goal_evidence_options = {"use_view": False}
+
+    register_agent(AgentEntry(NO_VIEW, lambda option, **kw: NoViewAgent("full"),
+                              "bayes-belief:full whose recipe belief ignores the ego's own view of the recipe"))
 
 
 def recipe_accuracy(traj, seat: int) -> float:
@@ -172,7 +185,7 @@ def report(args) -> None:
             print(f"| {layout} | {agent} | {len(sel)} | {_f(m['reward'])} | {_f(m['soups'], 2)} | {_f(m['wrong'], 2)} "
                   f"| {_f(100 * m['recipe_acc'])}% | {_f(m['gap_rate'], 3)} | {_f(m['replans'], 2)} "
                   f"| {_f(m['effective_replans'], 2)} |")
-    for base in ("bayes-belief:no_belief", "bayes-belief:no_replan"):
+    for base in ("bayes-belief:no_belief", "bayes-belief:no_replan", NO_VIEW):
         if base not in agents or "bayes-belief:full" not in agents:
             continue
         print(f"\nPaired differences `bayes-belief:full` − `{base}` (mean [95% bootstrap CI], seeds resampled):\n")
@@ -191,6 +204,8 @@ def report(args) -> None:
                     cells.append(f"{_f(d.mean, digits, True)} [{_f(d.lo, digits, True)}, {_f(d.hi, digits, True)}]")
                 label = "both" if len(seats) == 2 else str(seats[0])
                 print(f"| {layout} | {label} | {pairs} | " + " | ".join(cells) + " |")
+        if base != "bayes-belief:no_belief":
+            continue
         print(f"\nReward `bayes-belief:full` − `{base}` per partner and seat (both seats; seat 0; seat 1):\n")
         partners = list(dict.fromkeys(r["partner"] for r in rows))
         print("| layout | " + " | ".join(partners) + " |")

@@ -106,6 +106,8 @@ class PlanningAgent:
     keeps_goal_belief = True
     #: the goal filter's parameters (skill hazard, unprompted goal redraw)
     goal_params = GoalParams()
+    #: options of the domain's ``goal_evidence`` (e.g. an ablation's ``use_view=False``)
+    goal_evidence_options: Dict[str, Any] = {}
 
     def __init__(self, name: str, planner: Optional[Planner] = None, params: Optional[GateParams] = None):
         self.name = name
@@ -180,7 +182,7 @@ class PlanningAgent:
                 ev = observer.evidence(self.prev, state)
                 self.teammate_decisions[seat] = gate.step_evidence(ev, ego_active=self.active is not None)
                 log_weights, change, goal_loglik = self.domain.goal_evidence(
-                    self.prev, state, seat, self.player, self.library.names)
+                    self.prev, state, seat, self.player, self.library.names, **self.goal_evidence_options)
                 self.goal_beliefs[seat], self.goal_infos[seat] = self.goal_filters[seat].update(
                     self.goal_beliefs[seat], GoalEvidence(ev, log_weights, change, goal_loglik))
             decision = self.primary_decision()

@@ -166,13 +166,13 @@ class OvercookedV2Domain(Domain):
         return tuple(recipe_names(self.resolve_layout(layout)))
 
     def goal_evidence(self, prev, state, partner: int, viewer: int, skill_names: Sequence[str],
-                      concentration: float = GOAL_CONCENTRATION):
+                      concentration: float = GOAL_CONCENTRATION, use_view: bool = True):
         """The recipe belief's evidence about teammate ``partner`` for the step ``prev -> state`` as
         player ``viewer`` observes it: ``(log_weights [G, K], goal_change, goal_loglik [G] or None)``
         (:func:`~.kitchen.recipe_evidence`)."""
         from beliefgate.envs.overcooked_v2.kitchen import recipe_evidence
 
-        return recipe_evidence(prev, state, partner, viewer, skill_names, concentration)
+        return recipe_evidence(prev, state, partner, viewer, skill_names, concentration, use_view)
 
     def recipe_viewers(self, state) -> List[int]:
         """The players whose observation shows the recipe in ``state``."""

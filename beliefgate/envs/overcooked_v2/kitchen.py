@@ -148,13 +148,14 @@ LOG_RULED_OUT = float(np.log(1e-4))
 
 
 def recipe_evidence(prev: V2State, state: V2State, player: int, viewer: int, names: Sequence[str],
-                    concentration: float) -> Tuple[np.ndarray, float, Optional[np.ndarray]]:
+                    concentration: float, use_view: bool = True) -> Tuple[np.ndarray, float, Optional[np.ndarray]]:
     """The recipe belief's evidence for the step ``prev -> state`` of teammate ``player``, as
     ``viewer`` observes it: the ``[G, K]`` goal-conditioned skill log-weights in ``prev``
     (:func:`recipe_serves` with ``concentration``), the probability that the recipe is redrawn
     after the step (1 after a correct delivery where the episode resamples on delivery), and direct
     evidence ``[G]`` (None when none): a delivered dish says its recipe is (correct) or is not
-    (wrong) the active one, and a recipe ``viewer`` sees in ``prev`` is the active one."""
+    (wrong) the active one, and a recipe ``viewer`` sees in ``prev`` is the active one (unless
+    ``use_view`` is false: an ablation that leaves out the viewer's own sight of the recipe)."""
     from beliefgate.models.goal import goal_skill_log_weights
 
     recipes = [tuple(r) for r in prev.info.recipes]
@@ -175,7 +176,7 @@ def recipe_evidence(prev: V2State, state: V2State, player: int, viewer: int, nam
                 else:
                     direct[match] += LOG_RULED_OUT
                 seen = True
-    if prev.sees_recipe(viewer):
+    if use_view and prev.sees_recipe(viewer):
         direct[np.array([r != tuple(prev.recipe_ingredients) for r in recipes])] += LOG_RULED_OUT
         seen = True
     return log_weights, change, (direct if seen else None)
