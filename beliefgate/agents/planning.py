@@ -36,11 +36,12 @@ import numpy as np
 from pydantic import ConfigDict, Field
 
 from beliefgate.beliefs.gate import Decision, GateParams
+from beliefgate.beliefs.goal import GoalEvidence, GoalFilter, GoalInfo, GoalParams
 from beliefgate.envs.domain import SkillStatus, domain_for_layout
 from beliefgate.planners.fallbacks import Fallback, FallbackLog
 from beliefgate.planners.model import Asked, ChatModel, Message, ask
 from beliefgate.planners.rule import MIN_CONFIDENCE, RulePlanner, RulePlannerConfig
-from beliefgate.planners.types import BeliefBlock, PlanDecision, Planner, PlannerInput, Turn
+from beliefgate.planners.types import BeliefBlock, GoalBlock, PlanDecision, Planner, PlannerInput, Turn
 from beliefgate.validation import CheckedModel, ParamError
 
 
@@ -100,6 +101,13 @@ class PlanningAgent:
     keeps_belief = True
     #: show the belief to the planner
     belief_in_prompt = True
+    #: beside each teammate's gate, keep a goal belief (a :class:`~beliefgate.beliefs.goal.GoalFilter`
+    #: per teammate) where the domain names goals (``Domain.goal_names``: OvercookedV2's recipes)
+    keeps_goal_belief = True
+    #: the goal filter's parameters (skill hazard, unprompted goal redraw)
+    goal_params = GoalParams()
+    #: options of the domain's ``goal_evidence`` (e.g. an ablation's ``use_view=False``)
+    goal_evidence_options: Dict[str, Any] = {}
 
     def __init__(self, name: str, planner: Optional[Planner] = None, params: Optional[GateParams] = None):
         self.name = name
@@ -126,6 +134,20 @@ class PlanningAgent:
                       if self.keeps_belief else {})
         self.gate = self.gates.get(self.partner)
         self.teammate_decisions: Dict[int, Decision] = {}
+        #: the goal belief: goal names (None where the domain has none or the agent keeps no belief),
+        #: one filter and belief per teammate, and each teammate's latest :class:`GoalInfo`
+        self.goal_names = (tuple(self.domain.goal_names(layout) or ()) or None) if (
+            self.gates and self.keeps_goal_belief) else None
+        self.goal_filters: Dict[int, GoalFilter] = {}
+        self.goal_beliefs: Dict[int, Any] = {}
+        if self.goal_names is not None:
+            for seat in self.teammates:
+                self.goal_filters[seat] = GoalFilter(self.library.num_skills, num_goals=len(self.goal_names),
+                                                     params=self.goal_params)
+                self.goal_beliefs[seat] = self.goal_filters[seat].init()
+        self.goal_infos: Dict[int, GoalInfo] = {}
+        #: the MAP goal the last planner input showed (None: no goal belief shown)
+        self.planned_goal: Optional[str] = None
         self.complementary = {s: self.library.complementary_skills(s) for s in self.library.names}
         self.roles = {s.name: s.role for s in self.library.skills}
         self.prev = None  # the domain state of the last step
@@ -152,7 +174,17 @@ class PlanningAgent:
         if self.prev is not None:
             partner_events = self.domain.detect_events(self.prev, state)[self.partner]
             for seat, gate in self.gates.items():
-                self.teammate_decisions[seat] = gate.observe(self.prev, state, ego_active=self.active is not None)
+                observer = gate.observer
+                if observer is None or seat not in self.goal_filters:
+                    self.teammate_decisions[seat] = gate.observe(self.prev, state, ego_active=self.active is not None)
+                    continue
+                # one evidence for both beliefs: the gate's skill posterior and the goal filter
+                ev = observer.evidence(self.prev, state)
+                self.teammate_decisions[seat] = gate.step_evidence(ev, ego_active=self.active is not None)
+                log_weights, change, goal_loglik = self.domain.goal_evidence(
+                    self.prev, state, seat, self.player, self.library.names, **self.goal_evidence_options)
+                self.goal_beliefs[seat], self.goal_infos[seat] = self.goal_filters[seat].update(
+                    self.goal_beliefs[seat], GoalEvidence(ev, log_weights, change, goal_loglik))
             decision = self.primary_decision()
         self.decision = decision
         reason = None
@@ -191,6 +223,12 @@ class PlanningAgent:
             "fallback_events": self.fallback_log.drain(),
             "plan_source": self._last_source,
         }
+        if self.goal_names is not None:
+            goal = self.goal_block()
+            self._info["recipe_map"] = None if goal is None else goal.map_goal
+            self._info["recipe_confidence"] = None if goal is None else round(goal.confidence, 4)
+            self._info["recipe_belief"] = None if goal is None else [round(goal.posterior[n], 4)
+                                                                      for n in self.goal_names]
         if len(self.gates) > 1:
             self._info["beliefs"] = {str(seat): [round(float(p), 4) for p in d.posterior]
                                      for seat, d in self.teammate_decisions.items()}
@@ -256,16 +294,37 @@ class PlanningAgent:
         return BeliefBlock({n: float(p) for n, p in zip(self.library.names, post)}, self.library.names[m],
                            float(post[m]), gate_signal)
 
+    def goal_block(self) -> Optional[GoalBlock]:
+        """The goal belief as planners see it: the most confident teammate's goal posterior (the
+        goal is shared, so each teammate's filter estimates the same thing); None before the first
+        observed step or without a goal belief."""
+        if not self.goal_infos or self.goal_names is None:
+            return None
+        info = max(self.goal_infos.values(), key=lambda i: i.confidence)
+        names = self.goal_names
+        return GoalBlock({n: float(p) for n, p in zip(names, info.goal_posterior)}, names[info.map_goal],
+                         float(info.confidence))
+
+    def goal_needs(self, state, feasible_mask, goal: Optional[GoalBlock]) -> Dict[str, Dict[str, float]]:
+        """The needs were the MAP goal the goal (the planner decides whether to act on it)."""
+        if goal is None:
+            return {}
+        return {goal.map_goal: dict(self.domain.skill_needs(state, self.player, self.controller, feasible_mask,
+                                                            goal=goal.map_goal))}
+
     def planner_input(self, state, reason: str) -> Optional[PlannerInput]:
         feasible_mask = self.controller.feasible(state, self.player, require_targets=True)
         feasible = tuple(n for k, n in enumerate(self.library.names) if feasible_mask[k])
         if not feasible:
             return None
+        goal = self.goal_block() if self.belief_in_prompt else None
+        self.planned_goal = None if goal is None else goal.map_goal
         return PlannerInput(
             scene=self.domain.scene_text(state, self.player), feasible=feasible, history=tuple(self.history),
             belief=self.belief_block(reason if reason not in ("start", "idle", "completed") else None),
             reason=reason, needs=self.domain.skill_needs(state, self.player, self.controller, feasible_mask),
             roles=self.roles, complementary=self.complementary,
+            goal=goal, goal_needs=self.goal_needs(state, feasible_mask, goal),
         )
 
     def choose(self, state, reason: str) -> Optional[Choice]:
@@ -389,6 +448,8 @@ class BayesBeliefAgent(PlanningAgent):
         return any(v > 0 and n != current for n, v in needs.items())
 
     def trigger(self, state, decision, partner_events):
+        if self.interrupts and self._recipe_contradicts(state):
+            return "recipe"
         if self.interrupts and decision is not None and decision.interrupt:
             if self.interrupt_needs_alternative and not self._has_alternative(state):
                 self.gate_no_alternative += 1
@@ -401,6 +462,21 @@ class BayesBeliefAgent(PlanningAgent):
                 return None
             return "gate"
         return None
+
+    def _recipe_contradicts(self, state) -> bool:
+        """The goal belief contradicts the running skill: its MAP goal, confident enough for the
+        rule planner to act on, is not the one the skill was planned with, and under it the kitchen
+        no longer needs the running skill but needs another (e.g. fetching an ingredient the believed
+        recipe does not take)."""
+        goal = self.goal_block() if self.belief_in_prompt else None
+        if goal is None or goal.map_goal == self.planned_goal or self.active_skill is None:
+            return False
+        if goal.confidence < self._interrupt_check.config.min_goal_confidence:
+            return False
+        mask = self.controller.feasible(state, self.player, require_targets=True)
+        needs = self.domain.skill_needs(state, self.player, self.controller, mask, goal=goal.map_goal)
+        current = self.active_skill
+        return needs.get(current, 0.0) <= 0 and any(v > 0 and n != current for n, v in needs.items())
 
     def step_info(self) -> Dict[str, object]:
         if not self.interrupts:

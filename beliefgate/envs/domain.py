@@ -197,6 +197,18 @@ class Domain:
         """How much the kitchen needs each skill from ``player`` now (the rule planner's input)."""
         raise NotImplementedError
 
+    # ------------------------------------------------------------ goals (optional)
+    def goal_names(self, layout: str) -> Optional[Sequence[str]]:
+        """The goals a teammate may pursue on ``layout`` (OvercookedV2: the recipes), or None
+        where the domain has no goal belief (the default). A domain that names goals implements
+        :meth:`goal_evidence`, and its :meth:`skill_needs` takes ``goal=`` (a believed goal)."""
+        return None
+
+    def goal_evidence(self, prev, state, partner: int, viewer: int, skill_names: Sequence[str], **options):
+        """The goal belief's evidence about ``partner`` for the step ``prev -> state`` as ``viewer``
+        observes it: ``(log_weights [G, K], goal_change, goal_loglik [G] or None)`` (see docs/goal.md)."""
+        raise NotImplementedError
+
     # ------------------------------------------------- planners, trees, metrics
     def scene_text(self, state, ego: int) -> str:
         """The state as the text a planner reads."""

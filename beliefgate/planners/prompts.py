@@ -8,7 +8,7 @@ from string import Template
 from typing import Dict, List, Optional
 
 from beliefgate.planners.errors import PlannerConfigError
-from beliefgate.planners.types import BeliefBlock, PlannerInput
+from beliefgate.planners.types import BeliefBlock, GoalBlock, PlannerInput
 
 _REASONS = {
     "start": "the episode starts",
@@ -22,6 +22,7 @@ _REASONS = {
     "partner_holding": "your partner just picked something up",
     "judge": "a reviewer suggested reconsidering",
     "hypothesis": "your hypothesis about the partner changed",
+    "recipe": "what your partner does says the recipe is not the one you planned for",
 }
 
 
@@ -52,13 +53,27 @@ def belief_text(belief: Optional[BeliefBlock]) -> str:
                   map_skill=belief.map_skill, confidence=f"{belief.confidence:.2f}", band=belief.band, gate=gate)
 
 
+def goal_text(goal: Optional[GoalBlock], goal_needs: Optional[Dict[str, Dict[str, float]]] = None) -> str:
+    """The goal (recipe) belief as one paragraph ("" without one)."""
+    if goal is None:
+        return ""
+    ranked = sorted(goal.posterior.items(), key=lambda kv: -kv[1])
+    text = (f"\nWhat your teammates are cooking for (inferred from what they do): {goal.map_goal} with probability "
+            f"{goal.confidence:.2f} (" + ", ".join(f"{k} {v:.2f}" for k, v in ranked) + ").")
+    needs = (goal_needs or {}).get(goal.map_goal)
+    if needs:
+        text += (f" Were it {goal.map_goal}, the kitchen would need: "
+                 + (", ".join(f"{k} x{v:g}" for k, v in needs.items() if v > 0) or "nothing urgent") + ".")
+    return text
+
+
 def planner_messages(inp: PlannerInput) -> List[Dict[str, str]]:
     """System + user messages for one planning decision."""
     history = "\n".join(f"- step {t.timestep}: {t.skill} ({_REASONS.get(t.reason, t.reason)})"
                         for t in inp.history) or "- none yet"
     needs = ", ".join(f"{k} x{v:g}" for k, v in inp.needs.items() if v > 0) or "nothing urgent"
     user = render("planner_user", scene=inp.scene, reason=_REASONS.get(inp.reason, inp.reason),
-                  belief=belief_text(inp.belief), history=history, needs=needs,
+                  belief=belief_text(inp.belief) + goal_text(inp.goal, inp.goal_needs), history=history, needs=needs,
                   feasible="\n".join(f"{i + 1}. {s}" for i, s in enumerate(inp.feasible)))
     return [{"role": "system", "content": render("planner_system")}, {"role": "user", "content": user}]
 

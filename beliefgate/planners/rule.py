@@ -17,7 +17,11 @@ need: ``"map"`` lowers it by one unit when the confident MAP says the partner is
 same item, ``"posterior"`` by the posterior mass. Ties go to the order of the feasible list. No
 network, no key.
 
-So by default the posterior changes a choice only after a contradiction interrupt: on
+Where the agent keeps a goal belief (OvercookedV2's recipe), a confident MAP goal
+(``min_goal_confidence``) replaces the needs by the needs under that goal
+(``PlannerInput.goal_needs``): the ego fetches what the believed recipe needs.
+
+So by default the skill posterior changes a choice only after a contradiction interrupt: on
 ordinary calls this planner plans as without a belief. That is measured, not assumed
 (``docs/examples/results17/tune_cover.py``, five layouts, seeds 1000-1003 with the 12 BP
 switchers and 1000-1004 with six scripted partners; reward minus the same planner without a
@@ -71,6 +75,7 @@ class RulePlannerConfig(BaseModel):
     min_confidence: float = Field(MIN_CONFIDENCE, ge=0, le=1)
     useful_first: bool = True
     cover: Literal["posterior", "map", "none"] = "none"
+    min_goal_confidence: float = Field(MIN_CONFIDENCE, ge=0, le=1)
 
 
 class RulePlanner:
@@ -100,9 +105,13 @@ class RulePlanner:
         belief = inp.belief
         if belief is not None and belief.confidence < cfg.min_confidence:
             belief = None  # not confident enough to act on: plan as without a belief
+        needs = inp.needs
+        goal = inp.goal
+        if goal is not None and goal.confidence >= cfg.min_goal_confidence and goal.map_goal in inp.goal_needs:
+            needs = inp.goal_needs[goal.map_goal]  # plan for the goal the teammates are believed to pursue
         scores = {}
         for k, skill in enumerate(inp.feasible):
-            need = inp.needs.get(skill, 0.0)
+            need = needs.get(skill, 0.0)
             comp = 0.0
             if belief is not None:
                 if skill.startswith("pickup"):  # a partner believed to fetch the same covers one unit

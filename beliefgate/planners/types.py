@@ -29,6 +29,17 @@ class BeliefBlock:
 
 
 @dataclass(frozen=True)
+class GoalBlock:
+    """What the ego believes about the goal its teammates pursue (OvercookedV2: the recipe it may
+    not see), as planners see it: ``posterior`` maps goal names to probabilities, ``map_goal`` is
+    the most probable one and ``confidence`` its probability."""
+
+    posterior: Dict[str, float]
+    map_goal: str
+    confidence: float
+
+
+@dataclass(frozen=True)
 class Turn:
     """One earlier planning turn: when, what was chosen, why the planner was called."""
 
@@ -49,6 +60,8 @@ class PlannerInput:
     needs: Dict[str, float] = field(default_factory=dict)  # feasible skill -> times the kitchen needs it now
     roles: Dict[str, str] = field(default_factory=dict)  # skill -> role
     complementary: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # partner skill -> ego skills
+    goal: Optional[GoalBlock] = None  # the goal (recipe) belief, where the agent keeps one
+    goal_needs: Dict[str, Dict[str, float]] = field(default_factory=dict)  # goal -> needs were it the goal
 
     @property
     def useful(self) -> Tuple[str, ...]:

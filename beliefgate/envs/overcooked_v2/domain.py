@@ -13,6 +13,11 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from beliefgate.envs.domain import Domain
 
 
+#: how much likelier a recipe-seeing partner newly chooses a skill that serves the recipe than one
+#: that does not (``goal_skill_log_weights``' concentration; chosen on seeds >= 1000, docs/results_v2.md)
+GOAL_CONCENTRATION = 8.0
+
+
 class OvercookedV2Domain(Domain):
     """OvercookedV2 on JaxMARL (``backend: v2``)."""
 
@@ -118,10 +123,14 @@ class OvercookedV2Domain(Domain):
 
         return fidget(state, player, rng)
 
-    def skill_needs(self, state, player: int, controller, feasible=None, **options) -> Mapping[str, float]:
-        from beliefgate.envs.overcooked_v2.kitchen import skill_needs
+    def skill_needs(self, state, player: int, controller, feasible=None, goal: Optional[str] = None,
+                    **options) -> Mapping[str, float]:
+        """The kitchen's needs of ``player``'s skills; ``goal``: a recipe name of :meth:`goal_names`
+        that ``player`` believes in (used only where it does not see the recipe)."""
+        from beliefgate.envs.overcooked_v2.kitchen import parse_recipe, skill_needs
 
-        return skill_needs(state, player, controller, feasible)
+        recipe = parse_recipe(goal, state.layout) if goal is not None else None
+        return skill_needs(state, player, controller, feasible, recipe)
 
     # ------------------------------------------------- planners, trees, metrics
     def scene_text(self, state, ego: int) -> str:
@@ -149,6 +158,21 @@ class OvercookedV2Domain(Domain):
     def active_recipe(self, state) -> Tuple[int, ...]:
         """The recipe active in ``state``."""
         return tuple(state.recipe_ingredients)
+
+    def goal_names(self, layout: str) -> Tuple[str, ...]:
+        """The recipe belief's goals: ``layout``'s recipes by name (``0-0-1``)."""
+        from beliefgate.envs.overcooked_v2.kitchen import recipe_names
+
+        return tuple(recipe_names(self.resolve_layout(layout)))
+
+    def goal_evidence(self, prev, state, partner: int, viewer: int, skill_names: Sequence[str],
+                      concentration: float = GOAL_CONCENTRATION, use_view: bool = True):
+        """The recipe belief's evidence about teammate ``partner`` for the step ``prev -> state`` as
+        player ``viewer`` observes it: ``(log_weights [G, K], goal_change, goal_loglik [G] or None)``
+        (:func:`~.kitchen.recipe_evidence`)."""
+        from beliefgate.envs.overcooked_v2.kitchen import recipe_evidence
+
+        return recipe_evidence(prev, state, partner, viewer, skill_names, concentration, use_view)
 
     def recipe_viewers(self, state) -> List[int]:
         """The players whose observation shows the recipe in ``state``."""

@@ -150,7 +150,7 @@ class V2Env:
     def _sync(self, arrays=None) -> V2State:
         arrays = host_arrays(self._jstate) if arrays is None else arrays
         self.state = from_arrays(self.layout, arrays, self.score, self.options.agent_view_size,
-                                 self.options.start_cooking_interaction)
+                                 self.options.start_cooking_interaction, self.options.sample_recipe_on_delivery)
         return self.state
 
     def reset(self, seed: Optional[int] = None) -> V2State:

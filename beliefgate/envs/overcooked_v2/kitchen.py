@@ -12,11 +12,16 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from beliefgate.errors import InputError
 from beliefgate.envs.overcooked_v2.controller import V2Controller, recipes_with
-from beliefgate.envs.overcooked_v2.layouts import layout_info
-from beliefgate.envs.overcooked_v2.state import V2State
+from beliefgate.envs.overcooked_v2.layouts import decode_ingredients, layout_info
+from beliefgate.envs.overcooked_v2.state import V2State, detect_events
 
 DELIVERY_REWARD = 20.0
+
+
+class UnknownRecipeError(InputError):
+    """A recipe (goal) name that the layout does not have."""
 
 
 def recipe_set(layout: str) -> Tuple[Tuple[int, int, int], ...]:
@@ -39,16 +44,64 @@ def known_recipe(state: V2State, player: int) -> Optional[Tuple[int, ...]]:
     return state.recipe_ingredients if state.sees_recipe(player) else None
 
 
-def candidate_recipes(state: V2State, player: int) -> List[Tuple[int, ...]]:
-    """The recipes ``player`` should cook for: the one it sees, else those an open pot can still become."""
+def recipe_name(recipe: Sequence[int]) -> str:
+    """A recipe's goal name (its sorted ingredient indices joined by ``-``: ``0-0-1``)."""
+    return "-".join(str(int(i)) for i in sorted(recipe))
+
+
+def recipe_names(layout: str) -> List[str]:
+    """The goal names of the recipes ``layout`` draws from, in :func:`recipe_set` order."""
+    return [recipe_name(r) for r in recipe_set(layout)]
+
+
+def parse_recipe(name: str, layout: str) -> Tuple[int, ...]:
+    """The recipe of a goal name of :func:`recipe_names` (:class:`UnknownRecipeError` if ``layout``
+    has no such recipe)."""
+    for r in recipe_set(layout):
+        if recipe_name(r) == name:
+            return tuple(r)
+    raise UnknownRecipeError(f"recipe {name!r} is not one of {layout}'s recipes "
+                             f"({', '.join(recipe_names(layout))})")
+
+
+def _rest(recipe: Sequence[int], contents: Sequence[int]) -> Optional[List[int]]:
+    """What ``recipe`` still needs after ``contents`` (None when ``contents`` do not fit it)."""
+    rest = list(recipe)
+    for i in contents:
+        if i not in rest:
+            return None
+        rest.remove(i)
+    return rest
+
+
+def _carried(state: V2State, player: int) -> List[int]:
+    """The ingredients the players other than ``player`` hold now."""
+    return [int(p.held.rsplit("_", 1)[1]) for i, p in enumerate(state.players)
+            if i != player and p.held is not None and p.held.startswith("ingredient_")]
+
+
+def candidate_recipes(state: V2State, player: int, recipe: Optional[Sequence[int]] = None) -> List[Tuple[int, ...]]:
+    """The recipes ``player`` should cook for: the one it sees; else ``recipe`` (a believed recipe)
+    when an open pot can still become it; else what it observes now says: the recipes an open pot's
+    contents can still become, narrowed to those that also take the ingredients the other players
+    hold now (when some do) -- a player without a belief copies what is in the pot and in its
+    teammates' hands."""
     known = known_recipe(state, player)
     if known is not None:
         return [tuple(known)]
-    open_pots = [p.ingredients for p in state.pots if p.idle]
-    return recipes_with(state.info.recipes, open_pots or [()])
+    open_pots = [p.ingredients for p in state.pots if p.idle] or [()]
+    consistent = recipes_with(state.info.recipes, open_pots)
+    if recipe is not None and tuple(sorted(recipe)) in consistent:
+        return [tuple(sorted(recipe))]
+    carried = tuple(_carried(state, player))
+    if carried:
+        fitting = recipes_with(consistent, [tuple(c) + carried for c in open_pots])
+        if fitting:
+            return fitting
+    return consistent
 
 
-def ingredient_need(state: V2State, player: int, ingredient: int) -> int:
+def ingredient_need(state: V2State, player: int, ingredient: int, recipe: Optional[Sequence[int]] = None) -> int:
     """How many more of ``ingredient`` the fullest open pot needs for some candidate recipe, beyond
     what the other players carry."""
     pots = [p for p in state.pots if p.idle and not p.full]
@@ -56,23 +109,84 @@ def ingredient_need(state: V2State, player: int, ingredient: int) -> int:
         return 0
     pot = max(pots, key=lambda p: len(p.ingredients))
     best = 0
-    for r in candidate_recipes(state, player):
-        rest = list(r)
-        ok = True
-        for i in pot.ingredients:
-            if i in rest:
-                rest.remove(i)
-            else:
-                ok = False
-        if ok:
+    for r in candidate_recipes(state, player, recipe):
+        rest = _rest(r, pot.ingredients)
+        if rest is not None:
             best = max(best, rest.count(ingredient))
     carried = sum(1 for i, p in enumerate(state.players) if i != player and p.held == f"ingredient_{ingredient}")
     return max(best - carried, 0)
 
 
+def recipe_serves(state: V2State, player: int, names: Sequence[str],
+                  recipes: Sequence[Sequence[int]]) -> np.ndarray:
+    """``serves[g, k]``: whether skill ``names[k]`` moves recipe ``recipes[g]`` forward for ``player``
+    in ``state`` -- the goal-conditioned skill table of the recipe belief. An ingredient skill (fetch
+    or put ingredient ``i``) serves a recipe that still needs ``i`` in the fullest open pot beyond
+    what the other players carry (a recipe-seeing cook's rule); every other skill serves every recipe."""
+    serves = np.ones((len(recipes), len(names)), dtype=bool)
+    pots = [p for p in state.pots if p.idle and not p.full]
+    contents = max(pots, key=lambda p: len(p.ingredients)).ingredients if pots else None
+    carried = _carried(state, player)
+    for g, r in enumerate(recipes):
+        rest = list(r)
+        for i in (contents or ()):
+            if i in rest:
+                rest.remove(i)
+        for i in carried:
+            if i in rest:
+                rest.remove(i)
+        for k, n in enumerate(names):
+            if n.startswith("pickup_ingredient_") or (n.startswith("put_ingredient_") and n.endswith("_in_pot")):
+                i = int(n.split("_")[2])
+                serves[g, k] = contents is not None and i in rest
+    return serves
+
+
+#: a delivered dish, or a recipe the ego sees, is near-certain evidence about the recipe (finite, so
+#: that no step is impossible under every recipe)
+LOG_RULED_OUT = float(np.log(1e-4))
+
+
+def recipe_evidence(prev: V2State, state: V2State, player: int, viewer: int, names: Sequence[str],
+                    concentration: float, use_view: bool = True) -> Tuple[np.ndarray, float, Optional[np.ndarray]]:
+    """The recipe belief's evidence for the step ``prev -> state`` of teammate ``player``, as
+    ``viewer`` observes it: the ``[G, K]`` goal-conditioned skill log-weights in ``prev``
+    (:func:`recipe_serves` with ``concentration``), the probability that the recipe is redrawn
+    after the step (1 after a correct delivery where the episode resamples on delivery), and direct
+    evidence ``[G]`` (None when none): a delivered dish says its recipe is (correct) or is not
+    (wrong) the active one, and a recipe ``viewer`` sees in ``prev`` is the active one (unless
+    ``use_view`` is false: an ablation that leaves out the viewer's own sight of the recipe)."""
+    from beliefgate.models.goal import goal_skill_log_weights
+
+    recipes = [tuple(r) for r in prev.info.recipes]
+    log_weights = goal_skill_log_weights(recipe_serves(prev, player, names, recipes), concentration)
+    events = detect_events(prev, state)
+    direct = np.zeros(len(recipes))
+    seen = False
+    change = 0.0
+    for i, ev in enumerate(events):
+        for e in ev:
+            if e in ("deliver:correct", "deliver:wrong"):
+                dish = decode_ingredients(prev.players[i].inventory)
+                match = np.array([r == dish for r in recipes])
+                if e == "deliver:correct":
+                    direct[~match] += LOG_RULED_OUT
+                    if state.sample_recipe_on_delivery:
+                        change = 1.0
+                else:
+                    direct[match] += LOG_RULED_OUT
+                seen = True
+    if use_view and prev.sees_recipe(viewer):
+        direct[np.array([r != tuple(prev.recipe_ingredients) for r in recipes])] += LOG_RULED_OUT
+        seen = True
+    return log_weights, change, (direct if seen else None)
+
+
 def skill_needs(state: V2State, player: int, controller: V2Controller,
-                feasible: Optional[np.ndarray] = None) -> Dict[str, float]:
-    """How much the kitchen needs each feasible skill of ``player`` now (0 = not useful)."""
+                feasible: Optional[np.ndarray] = None, recipe: Optional[Sequence[int]] = None) -> Dict[str, float]:
+    """How much the kitchen needs each feasible skill of ``player`` now (0 = not useful); ``recipe``
+    is a recipe ``player`` believes in (used where it does not see the recipe and a pot can still
+    become it; see :func:`candidate_recipes`)."""
     names = controller.library.names
     if feasible is None:
         feasible = controller.feasible(state, player, require_targets=True)
@@ -83,7 +197,7 @@ def skill_needs(state: V2State, player: int, controller: V2Controller,
     if held is None:
         for n in need:
             if n.startswith("pickup_ingredient_"):
-                need[n] = float(ingredient_need(state, player, int(n.rsplit("_", 1)[1])))
+                need[n] = float(ingredient_need(state, player, int(n.rsplit("_", 1)[1]), recipe))
         if "pickup_plate" in need:
             soups = sum(1 for p in pots if p.cooking or p.cooked or p.full)
             plates = sum(1 for p in others if p.held in ("plate", "dish"))
@@ -96,7 +210,7 @@ def skill_needs(state: V2State, player: int, controller: V2Controller,
     use = None
     if held.startswith("ingredient_"):
         i = int(held.rsplit("_", 1)[1])
-        if _fits(state, player, i):
+        if _fits(state, player, i, recipe):
             use = f"put_ingredient_{i}_in_pot"
     elif held == "plate":
         use = "plate_soup" if any(p.ingredients for p in pots) else None
@@ -109,21 +223,13 @@ def skill_needs(state: V2State, player: int, controller: V2Controller,
     return need
 
 
-def _fits(state: V2State, player: int, ingredient: int) -> bool:
+def _fits(state: V2State, player: int, ingredient: int, recipe: Optional[Sequence[int]] = None) -> bool:
     """Whether a held ``ingredient`` fits an open pot for some candidate recipe."""
     for pot in state.pots:
         if not pot.idle or pot.full:
             continue
-        for r in candidate_recipes(state, player):
-            rest = list(r)
-            ok = True
-            for i in (*pot.ingredients, ingredient):
-                if i in rest:
-                    rest.remove(i)
-                else:
-                    ok = False
-                    break
-            if ok:
+        for r in candidate_recipes(state, player, recipe):
+            if _rest(r, (*pot.ingredients, ingredient)) is not None:
                 return True
     return False
 

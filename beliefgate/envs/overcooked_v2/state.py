@@ -96,6 +96,8 @@ class V2State(BaseModel):
     agent_view_size: Optional[int] = Field(None, ge=1, description="the episode's view radius (who sees the recipe)")
     start_cooking_interaction: bool = Field(False, description="the episode's pots cook only when a player "
                                             "interacts with them")
+    sample_recipe_on_delivery: bool = Field(False, description="the episode draws a new recipe after each "
+                                            "correct delivery (a rule every player knows)")
 
     @model_validator(mode="after")
     def _fits_layout(self) -> "V2State":
@@ -173,7 +175,7 @@ class V2State(BaseModel):
 
 # ------------------------------------------------------- JaxMARL conversion
 def from_arrays(layout: str, arrays, score: float, agent_view_size: Optional[int],
-                start_cooking_interaction: bool = False) -> V2State:
+                start_cooking_interaction: bool = False, sample_recipe_on_delivery: bool = False) -> V2State:
     """A :class:`V2State` from host copies of a JaxMARL state's leaves: ``(x, y, dir, inventory,
     grid, recipe, step, new_correct_delivery)``."""
     xs, ys, dirs, inv, grid, recipe, step, ncd = arrays
@@ -185,7 +187,8 @@ def from_arrays(layout: str, arrays, score: float, agent_view_size: Optional[int
     return V2State.model_construct(layout=layout, timestep=int(step), score=float(score), recipe=int(recipe),
                                    players=players, items=items, new_correct_delivery=bool(ncd),
                                    agent_view_size=agent_view_size,
-                                   start_cooking_interaction=start_cooking_interaction)
+                                   start_cooking_interaction=start_cooking_interaction,
+                                   sample_recipe_on_delivery=sample_recipe_on_delivery)
 
 
 def host_arrays(jstate, *extra):
