@@ -32,8 +32,8 @@ def ship(src: Path, name: str, description: str = "", greedy: bool = False, dest
 
     import yaml
 
-    from beliefgate.rl.checkpoint import MAX_POLICY_BYTES, card_path, read_card
-    from beliefgate.rl.policy import load_policy
+    from beliefgate.envs.overcooked_v2.policies.checkpoint import MAX_POLICY_BYTES, card_path, read_card
+    from beliefgate.envs.overcooked_v2.policies.loader import load_policy
 
     if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", name):
         raise InputError(f"NAME {name!r}: lower-case letters, digits, '_', '.' and '-' only")

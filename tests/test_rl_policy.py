@@ -1,4 +1,4 @@
-"""Trained-policy files (beliefgate.rl.policy / checkpoint): the loader's round trip and its refusals
+"""Trained-policy files (beliefgate.envs.overcooked_v2.policies.loader / checkpoint): the loader's round trip and its refusals
 (corrupt file, another layout or observation shape, an unknown kind), and the ``train ppo`` command's
 bad input: one line, exit 2, before any training step."""
 
@@ -15,14 +15,14 @@ jax = pytest.importorskip("jax")
 pytest.importorskip("jaxmarl")
 
 from beliefgate.cli import app  # noqa: E402
-from beliefgate.rl.checkpoint import CheckpointError, save_policy  # noqa: E402
-from beliefgate.rl.policy import load_policy  # noqa: E402
+from beliefgate.envs.overcooked_v2.policies.checkpoint import CheckpointError, save_policy  # noqa: E402
+from beliefgate.envs.overcooked_v2.policies.loader import load_policy  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def policy_file(tmp_path_factory):
     """An untrained network saved as the trainer saves it (no training needed for the file format)."""
-    from beliefgate.rl.network import ActorCritic
+    from beliefgate.envs.overcooked_v2.policies.network import ActorCritic
 
     net = ActorCritic(num_actions=6, hidden=(16,))
     params = net.init(jax.random.PRNGKey(3), np.zeros((1, 600), np.float32))
@@ -89,7 +89,7 @@ def test_the_loader_imports_no_training_code():
     import subprocess
     import sys
 
-    code = ("import sys, beliefgate.rl.policy; "
+    code = ("import sys, beliefgate.envs.overcooked_v2.policies.loader; "
             "print(any(m in sys.modules for m in ('optax', 'beliefgate.rl.ppo')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr

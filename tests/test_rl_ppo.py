@@ -16,7 +16,7 @@ pytest.importorskip("jaxmarl")
 pytest.importorskip("optax")
 
 from beliefgate.rl.config import EVENTS, PPOConfig, PPOConfigError, parse_weights  # noqa: E402
-from beliefgate.rl.checkpoint import CheckpointError  # noqa: E402
+from beliefgate.envs.overcooked_v2.policies.checkpoint import CheckpointError  # noqa: E402
 from beliefgate.rl.layouts import LayoutNameError, resolve_layout  # noqa: E402
 
 SMALL = dict(layout="v2/cramped_room", horizon=64, num_envs=8, rollout_len=32, hidden=(32,), epochs=2,
@@ -43,7 +43,7 @@ def full_run(trainer, tmp_path_factory):
 
 
 def _params(path):
-    from beliefgate.rl.checkpoint import load_params
+    from beliefgate.envs.overcooked_v2.policies.checkpoint import load_params
 
     return load_params(path)[0]
 
@@ -173,7 +173,7 @@ def test_bp_conditioned_and_fcp_train_on_the_real_dynamics(tmp_path):
     """A reward-conditioned BP network over two weight sets, then an FCP ego against snapshots of
     an SP run (two more compilations: slow-marked)."""
     from beliefgate.rl.ppo import train
-    from beliefgate.rl.policy import load_policy
+    from beliefgate.envs.overcooked_v2.policies.loader import load_policy
 
     sp = train(small(snapshots=2), tmp_path / "sp")
     snaps = sorted((tmp_path / "sp" / "snapshots").glob("*.msgpack"))

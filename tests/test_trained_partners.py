@@ -83,7 +83,7 @@ def test_observation_of_a_symbolic_state_is_jaxmarls():
 
 # ---------------------------------------------------------------- shipped checkpoints
 def test_every_shipped_checkpoint_loads(shipped):
-    from beliefgate.rl.checkpoint import MAX_POLICY_BYTES
+    from beliefgate.envs.overcooked_v2.policies.checkpoint import MAX_POLICY_BYTES
 
     for name, spec in shipped.items():
         assert spec.path.is_file() and spec.path.stat().st_size <= MAX_POLICY_BYTES, name
@@ -253,7 +253,7 @@ def test_trained_partner_on_another_layout_is_refused(shipped, tmp_path):
     player = T.ppo_agent(str(spec.path))
     with pytest.raises(PartnerLayoutError, match=r"trained on v2/cramped_room, not v2/coord_ring"):
         player.reset("v2/coord_ring", 0, 0)
-    from beliefgate.rl.policy import load_policy
+    from beliefgate.envs.overcooked_v2.policies.loader import load_policy
 
     with pytest.raises(InputError, match="trained on layout v2/cramped_room, not v2/coord_ring"):
         load_policy(spec.path, layout="v2/coordination_ring")

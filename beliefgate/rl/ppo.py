@@ -19,12 +19,12 @@ import numpy as np
 import optax
 
 from beliefgate.errors import RuntimeFailure
-from beliefgate.rl.checkpoint import (CheckpointError, atomic_write, find_policies, load_params, save_policy,
+from beliefgate.envs.overcooked_v2.policies.checkpoint import (CheckpointError, atomic_write, find_policies, load_params, save_policy,
                                       versions)
 from beliefgate.rl.config import EVENTS, PPOConfig
 from beliefgate.rl.events import step_events
 from beliefgate.rl.layouts import LayoutNameError, resolve_layout
-from beliefgate.rl.network import ActorCritic
+from beliefgate.envs.overcooked_v2.policies.network import ActorCritic
 
 STATE_FILE = "state.msgpack"
 POLICY_FILE = "policy.msgpack"

@@ -12,9 +12,9 @@ episode seed, or the arg-max with ``greedy``). It announces no skill: its ground
 hindsight label (the skill its next interaction completes, :mod:`beliefgate.envs.hindsight`), which
 the episode runner writes into the log (``skill_labels = "hindsight"``).
 
-The policy loader (:mod:`beliefgate.rl.policy`) is named as ``"module:function"`` and imported when
-a player is built, as the agent table names its factories: :mod:`beliefgate.rl` resolves its layout
-names through this domain, so the two packages do not import each other both ways.
+The policy runtime (network, policy files and cards, the jitted loader) is domain data in
+:mod:`beliefgate.envs.overcooked_v2.policies`; the trainer (:mod:`beliefgate.rl`) imports it and this
+domain, never the other way round.
 
 Errors -- a missing, corrupt or foreign checkpoint (another layout or observation shape, an unknown
 kind) -- are one line naming the file (``CheckpointError``, an ``InputError``: exit 2), raised when the
@@ -24,31 +24,25 @@ partner is checked or built, before any episode step.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import threading
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Literal, Optional, Tuple
+from typing import Any, Dict, List, Literal, Optional, Tuple
 
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from beliefgate.envs.domain import PartnerLayoutError, PartnerSpecError, UnknownLayoutError, UnknownPartnerError
 from beliefgate.envs.overcooked_v2.layouts import resolve_layout
+from beliefgate.envs.overcooked_v2.policies.checkpoint import read_card
+from beliefgate.envs.overcooked_v2.policies.loader import load_policy
 from beliefgate.validation import CheckedModel
 
 #: the loader of a checkpoint (``load_policy(path, layout=, weights=)``) and of its card
-POLICY_LOADER = "beliefgate.rl.policy:load_policy"
-CARD_READER = "beliefgate.rl.checkpoint:read_card"
 #: where the shipped checkpoints and their partner files lie (inside this package)
 SHIPPED_DIR = "trained"
 #: the ``kind`` of a trained partner file, and the training kinds a card may name
 KIND = "ppo"
 TRAINING_KINDS = ("sp", "bp", "fcp")
-
-
-def _named(target: str) -> Callable:
-    module, _, function = target.partition(":")
-    return getattr(importlib.import_module(module), function)
 
 
 class TrainedPartnerSpec(CheckedModel):
@@ -80,7 +74,7 @@ class TrainedPartnerSpec(CheckedModel):
         """The checkpoint's card (checked: format, kind, the fields a loader needs)."""
         if not self.path.is_file():
             raise PartnerSpecError(f"{self._source}: checkpoint {self.path}: no such policy file")
-        return _named(CARD_READER)(self.path)
+        return read_card(self.path)
 
     @property
     def role(self) -> str:
@@ -164,7 +158,7 @@ def load(path: Path, layout: Optional[str] = None, weights: Optional[Dict[str, f
            layout, tuple(sorted((weights or {}).items())))
     found = _POLICIES.get(key)
     if found is None:
-        found = _named(POLICY_LOADER)(path, layout=layout, weights=weights)
+        found = load_policy(path, layout=layout, weights=weights)
         with _LOCK:
             _POLICIES.setdefault(key, found)
             found = _POLICIES[key]
@@ -198,7 +192,7 @@ class TrainedPlayer:
         self.path = Path(path)
         self.greedy = bool(greedy)
         self.weights = weights
-        card = _named(CARD_READER)(self.path)
+        card = read_card(self.path)
         self.card = card
         self.layout = card_layout(self.path, card)
         self.policy = load(self.path, layout=self.layout, weights=weights)
@@ -289,7 +283,7 @@ def ppo_digest(option: str) -> str:
     if isinstance(found, TrainedPartnerSpec):
         check_spec(found)
         return found.digest()
-    card = _named(CARD_READER)(found)
+    card = read_card(found)
     load(found, layout=card_layout(found, card))
     return hashlib.sha256(found.read_bytes()).hexdigest()[:12]
 

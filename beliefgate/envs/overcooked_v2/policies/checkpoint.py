@@ -152,7 +152,7 @@ def expected_shapes(card: Dict[str, Any]) -> Dict[str, Any]:
     import jax
     import jax.numpy as jnp
 
-    from beliefgate.rl.network import ActorCritic, input_size
+    from beliefgate.envs.overcooked_v2.policies.network import ActorCritic, input_size
 
     net = ActorCritic(num_actions=int(card["num_actions"]), hidden=tuple(card["hidden"]))
     n_in = input_size(card["obs_shape"], len(card.get("conditioned_events") or ()))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence
 
-from beliefgate.rl.checkpoint import CheckpointError, load_params
+from beliefgate.envs.overcooked_v2.policies.checkpoint import CheckpointError, load_params
 
 
 class Policy:
@@ -23,7 +23,7 @@ class Policy:
         import jax
         import jax.numpy as jnp
 
-        from beliefgate.rl.network import ActorCritic
+        from beliefgate.envs.overcooked_v2.policies.network import ActorCritic
 
         self.card, self.path = card, Path(path)
         self.layout = card["layout"]
@@ -86,13 +86,13 @@ def load_policy(path: str | Path, layout: Optional[str] = None, obs_shape: Optio
     """The policy in ``path`` (a ``.msgpack`` file with its ``.json`` card), checked against
     ``layout`` (a ``v2/`` name, resolved to its canonical name by the OvercookedV2 domain; the
     observation shape is then that of the domain's env for it) and ``obs_shape`` when given:
-    :class:`~beliefgate.rl.checkpoint.CheckpointError` naming the file otherwise (corrupt, another
+    :class:`~beliefgate.envs.overcooked_v2.policies.checkpoint.CheckpointError` naming the file otherwise (corrupt, another
     layout or observation shape, an unknown format or kind)."""
     canonical = None
     if layout is not None:
-        from beliefgate.rl.layouts import resolve_layout
+        from beliefgate.envs.overcooked_v2.layouts import resolve_layout
 
-        canonical, _spec = resolve_layout(layout)
+        canonical = resolve_layout(layout)
         if obs_shape is None:
             obs_shape = layout_obs_shape(canonical)
     params, card = load_params(Path(path), layout=canonical, obs_shape=obs_shape)
