@@ -19,15 +19,14 @@ from __future__ import annotations
 import numbers
 from typing import Any, Dict, Optional, Union
 
-import numpy as np
 
 from beliefgate.beliefs.evidence import StepEvidence
+from beliefgate.envs.evidence import observed_step_evidence
 from beliefgate.envs.overcooked.controller import OvercookedController
 from beliefgate.envs.overcooked.dynamics import completed_skills, detect_events, infer_actions
 from beliefgate.envs.overcooked.layouts import layout_info, resolve_layout
 from beliefgate.envs.overcooked.state import StateFormatError, SymbolicState
 from beliefgate.envs.overcooked.tables import NUM_ACTIONS, STAY
-from beliefgate.models.controllers.boltzmann import boltzmann_logprobs
 from beliefgate.models.errors import InvalidParameterError
 from beliefgate.skills.library import SkillLibrary
 
@@ -85,23 +84,8 @@ class OvercookedObserver:
             raise StateFormatError(f"states are not consecutive (timestep {s0.timestep} -> {s1.timestep})")
         actions = infer_actions(s0, s1, self.partner, step=s0.timestep)
         events = detect_events(s0, s1, step=s0.timestep)[self.partner]
-        mask = np.zeros(NUM_ACTIONS, dtype=bool)
-        mask[list(actions)] = True
-        if STAY in actions:
-            weight = 0.0
-        elif any(e.startswith("drop:") for e in events):
-            weight = self.ambiguous_weight
-        else:
-            weight = 1.0
         done = completed_skills(events, self.library)
         q = self.controller.q_values(s0, self.partner, self.other_blocks)
         feasible = self.controller.feasible(s0, self.partner, self.require_targets, q=q)
-        if not feasible.any():  # nothing to pursue (e.g. idle): every skill stays possible
-            feasible[:] = True
-        return StepEvidence(
-            logprobs=boltzmann_logprobs(q, self.beta, self.epsilon),
-            action_mask=mask,
-            weight=weight,
-            completed=done[0] if done else None,
-            feasible=feasible,
-        )
+        return observed_step_evidence(actions, events, done, q, feasible, num_actions=NUM_ACTIONS, stay=STAY,
+                                      ambiguous_weight=self.ambiguous_weight, beta=self.beta, epsilon=self.epsilon)

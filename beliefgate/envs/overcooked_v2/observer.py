@@ -15,13 +15,12 @@ from __future__ import annotations
 import numbers
 from typing import Optional
 
-import numpy as np
 
 from beliefgate.beliefs.evidence import StepEvidence
+from beliefgate.envs.evidence import observed_step_evidence
 from beliefgate.envs.overcooked_v2.controller import V2Controller
 from beliefgate.envs.overcooked_v2.layouts import ACTION_DIR, DIR_VEC, INTERACT, NUM_ACTIONS, STAY, layout_info
 from beliefgate.envs.overcooked_v2.state import V2State, V2StateError, completion_matches, detect_events
-from beliefgate.models.controllers.boltzmann import boltzmann_logprobs
 from beliefgate.models.errors import InvalidParameterError
 from beliefgate.skills.library import SkillLibrary
 
@@ -94,18 +93,8 @@ class V2Observer:
             raise V2StateError(f"states are not consecutive (timestep {s0.timestep} -> {s1.timestep})")
         actions = infer_actions(s0, s1, self.partner)
         events = detect_events(s0, s1)[self.partner]
-        mask = np.zeros(NUM_ACTIONS, dtype=bool)
-        mask[list(actions)] = True
-        if STAY in actions:
-            weight = 0.0
-        elif any(e.startswith("drop:") for e in events):
-            weight = self.ambiguous_weight
-        else:
-            weight = 1.0
         done = completed_skills(events, self.library)
         q = self.controller.q_values(s0, self.partner)
         feasible = self.controller.feasible(s0, self.partner, self.require_targets, q=q)
-        if not feasible.any():
-            feasible[:] = True
-        return StepEvidence(logprobs=boltzmann_logprobs(q, self.beta, self.epsilon), action_mask=mask,
-                            weight=weight, completed=done[0] if done else None, feasible=feasible)
+        return observed_step_evidence(actions, events, done, q, feasible, num_actions=NUM_ACTIONS, stay=STAY,
+                                      ambiguous_weight=self.ambiguous_weight, beta=self.beta, epsilon=self.epsilon)
