@@ -181,6 +181,7 @@ def test_jax_rule_measurement_agrees_with_the_numpy_rule():
     assert len(lines) == 1 and float(lines[0].rsplit(" ", 1)[1]) < 1e-12
 
 
+@pytest.mark.slow  # a benchmark script's smoke run: `make test-slow` / `make bench`, not the default suite
 def test_accelerator_benchmark_smoke(tmp_path):
     """benchmarks/bench_accel.py --quick --cpu-only: every part measured in the CPU child (no accelerator
     asked for), the table printed, the JSON written with the configuration."""

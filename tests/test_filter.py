@@ -318,6 +318,7 @@ def test_default_shards_follow_cores_and_batch_size(monkeypatch):
     assert F.default_shards(x) == 1
 
 
+@pytest.mark.slow  # a benchmark script's smoke run: `make test-slow` / `make bench`, not the default suite
 def test_benchmark_script_smoke():
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_hmm.py"
     spec = importlib.util.spec_from_file_location("bench_hmm", path)

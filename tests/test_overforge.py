@@ -256,6 +256,7 @@ def test_llm_roles_fall_back_counted():
     assert info["pcm"]["proposer"] == "offline"
 
 
+@pytest.mark.slow  # a benchmark script's smoke run: `make test-slow` / `make bench`, not the default suite
 def test_bench_overforge_quick_runs_every_arm():
     """`make bench`'s OverForge script runs (100-step episodes) and reports each arm's decisions."""
     import json

@@ -657,6 +657,7 @@ def test_served_openapi_matches_committed(server):
     assert served == json.loads((ROOT / "docs" / "openapi.json").read_text())
 
 
+@pytest.mark.slow  # a benchmark script's smoke run: `make test-slow` / `make bench`, not the default suite
 def test_benchmark_smoke(tmp_path):
     import importlib.util
 
