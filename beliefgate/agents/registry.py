@@ -13,13 +13,6 @@ imported for its agents to exist. A factory is called as
 the agent takes an LLM (``llm=True``) or gate parameters (``gate=True``). Adding an agent is
 one line here, e.g.::
 
-    AgentEntry("ppo", "beliefgate.envs.overcooked_v2.trained_agents:ppo_agent",
-               "a trained PPO policy as the ego (ppo:<shipped name>, ppo:PATH to a policy.msgpack, run folder or "
-               "partner file; v2 layouts)", option="required",
-               digest="beliefgate.envs.overcooked_v2.trained_agents:ppo_digest"),
-    AgentEntry("fcp", "beliefgate.envs.overcooked_v2.trained_agents:fcp_agent",
-               "the shipped FCP ego of a v2 layout (fcp:<layout>)", option="required",
-               digest="beliefgate.envs.overcooked_v2.trained_agents:fcp_digest"),
     AgentEntry("policy-tree", "beliefgate.policytree.agent:make_policy_tree_agent",
                "a policy tree from PATH", option="required", llm=True, gate=True),
 
