@@ -6,6 +6,13 @@
 #   scripts/train_zoo.sh                       # everything, in order
 #   TIME_LIMIT=3600 scripts/train_zoo.sh       # stop after an hour; rerun to continue
 #   LAYOUTS="cramped_room" SEEDS="0 1" STEPS=2000000 scripts/train_zoo.sh
+#   LAYOUTS="coord_ring forced_coord" CONFIG=scripts/ppo_shape1.json scripts/train_zoo.sh
+#
+# CONFIG: a JSON file of further PPOConfig fields. coord_ring and forced_coord use
+# scripts/ppo_shape1.json (shaping over the whole run): with the default (shaping over the first
+# half) sp v2/coord_ring seed 0 delivered nothing at 1.8M steps (soups picked up, never served;
+# the behaviour collapsed as the shaping faded), while seed 1000 with shaping_fraction 1.0 reached
+# 163 reward at 1.0M steps (runs/ppo/probe, chosen on seed 1000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LAYOUTS=${LAYOUTS:-"cramped_room asymm_advantages coord_ring forced_coord counter_circuit"}
@@ -25,7 +32,7 @@ for layout in $LAYOUTS; do
     rc=0
     PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout "$left" nice -n "${NICE:-15}" "$PY" -m beliefgate.cli \
       train ppo --layout "v2/$layout" --kind sp --steps "$STEPS" --seed "$seed" --out "$out" \
-      --resume --snapshots 4 || rc=$?
+      --resume --snapshots 4 ${CONFIG:+--config "$CONFIG"} || rc=$?
     if [ "$rc" = 124 ]; then echo "time limit reached inside $out; rerun to continue"; exit 0; fi
     if [ "$rc" != 0 ]; then exit "$rc"; fi
     touch "$out/DONE"
