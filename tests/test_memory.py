@@ -295,3 +295,37 @@ def test_grid_sequences_in_seed_order_and_resume(tmp_path):
         assert store.recall(key).counts == counts_before and store.recall(key).episodes == 3
     for ep in memory_eps:  # the replay played the same episodes
         assert (out / ep.log_name).read_bytes().splitlines()[1:-1] == logs[ep.seed].splitlines()[1:-1]
+
+
+def test_overforge_three_players_one_entry_per_teammate(tmp_path):
+    from beliefgate.eval.episode import run_episode
+
+    path = tmp_path / "mem.db"
+    for seed in (0, 1):
+        result = run_episode("cramped_room_3p", "overforge", ["plater", "plater"], seed=seed, horizon=3, memory=path)
+    assert [(e["seat"], e["seq"], e["recalled_episodes"]) for e in result.summary["memory"]["entries"]] == [
+        (1, 1, 1), (2, 1, 1)]
+    with MemoryStore(path, readonly=True) as store:
+        assert [(e["partner"], e["seat"], e["episodes"]) for e in store.entries()] == [("plater", 1, 2),
+                                                                                       ("plater", 2, 2)]
+
+
+def test_play_sessions_share_the_memory(tmp_path):
+    from beliefgate.viewer.play import PlayGame, PlaySettings
+
+    path = tmp_path / "mem.db"
+    settings = PlaySettings(layout="cramped_room", agent="bayes-belief", horizon=6, log=tmp_path / "logs/",
+                            memory=path, human_name="ada")
+    recalled = []
+    for n in (1, 2):
+        game = PlayGame(settings, tmp_path / f"s{n}.jsonl", session=str(n))
+        recalled.append(game.agent.recalled[settings.human_seat])
+        while not game.finished:
+            game.press("interact")
+            game.tick()
+        assert game.summary["memory"]["entries"][0]["partner"] == "ada"
+    assert recalled[0] is None and recalled[1].episodes == 1
+    unplayed = PlayGame(settings, tmp_path / "s3.jsonl", session="3")
+    assert "memory" not in unplayed.finish("disconnected")  # no step played: nothing committed
+    with MemoryStore(path, readonly=True) as store:
+        assert [(e["partner"], e["scope"], e["episodes"]) for e in store.entries()] == [("ada", "play", 2)]
