@@ -202,7 +202,9 @@ class MemoryStore:
         empty = exists and path.stat().st_size == 0
         if exists and not empty:
             self._check_header()
-        uri = f"file:{path.resolve()}?mode={'ro' if self.readonly else 'rwc'}"
+        from urllib.parse import quote
+
+        uri = f"file:{quote(str(path.resolve()))}?mode={'ro' if self.readonly else 'rwc'}"
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=self.timeout_s, isolation_level=None,
                                    check_same_thread=False)
