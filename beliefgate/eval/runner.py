@@ -620,6 +620,9 @@ def _run_locked(resolved: ResolvedGrid, out: Path, executor, progress, report, a
 
     states = [inspect_episode(out, ep) for ep in resolved.episodes]
     if memory is not None:  # a done episode whose memory is not in the store is replayed, with its sequence's later ones
+        with_mem = [st.spec for st in states if st.spec.memory]
+        summary.notes.append(f"partner memory {memory}: {len(with_mem)} episodes in "
+                             f"{len({ep.sequence for ep in with_mem})} sequences, each in seed order")
         for line in check_memory_sequences(states, memory):
             summary.notes.append(line)
             say(line)
