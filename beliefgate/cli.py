@@ -142,6 +142,9 @@ def episode(
         None, "--env-option", help="an environment option of the layout's domain as KEY=VALUE (VALUE read as "
         "JSON where it parses, else text), repeatable; OvercookedV2: sample_recipe_on_delivery, agent_view_size, "
         "start_cooking_interaction, negative_rewards, indicate_successful_delivery, recipes"),
+    memory: Optional[Path] = typer.Option(None, "--memory", help="partner-memory store (SQLite; created when "
+                                          "missing): the ego starts from what it remembers of each partner and the "
+                                          "episode is added to it (`beliefgate memory show PATH`)"),
 ) -> None:
     """Play one episode on the real dynamics of the layout's domain and summarise it."""
     from beliefgate.envs.domain import (PartnerSpecError, PlayerCountError, UnknownLayoutError,
@@ -182,9 +185,16 @@ def episode(
         except PlannerConfigError as exc:
             _fail(str(exc))
     _check_episode_inputs(ego, partners, log, llm, domain)
+    if memory is not None:  # the store's faults and an ego without a gate: one line, before anything runs
+        from beliefgate.agents.memory import MemoryStore
+        from beliefgate.agents.registry import make_agent
+
+        if not getattr(make_agent(ego, domain=domain), "keeps_belief", False):
+            _fail(f"--memory: ego {ego!r} keeps no partner belief (no gate), so a memory would have no effect")
+        MemoryStore(memory).close()
     try:
         result = run_episode(layout, ego, partners, seed=seed, horizon=horizon, seat=seat, log_path=log, llm=llm,
-                             env_options=env_options or None)
+                             env_options=env_options or None, memory=memory)
     except (UnknownLayoutError, UnknownPartnerError, PlannerConfigError) as exc:
         _fail(str(exc))
     summary = dict(result.summary)
@@ -201,6 +211,9 @@ def episode(
     table.add_column("value", justify="right")
     for key in ("deliveries", "reward", "steps", "replans", "llm_calls", "fallbacks", "wall_s"):
         table.add_row(key, str(summary[key]))
+    for entry in (summary.get("memory") or {}).get("entries", ()):
+        table.add_row(f"memory: {entry['partner']} (seat {entry['seat']})",
+                      f"episode {entry['seq'] + 1}, {entry['recalled_episodes']} remembered")
     for key, value in summary.get("pcm", {}).items():
         table.add_row(key, "-" if value is None else f"{value:.3g}")
     if log is not None:
@@ -430,6 +443,7 @@ COMMAND_MODULES = (
     "beliefgate.experiments.data_cli",  # data fetch-human, eval human
     "beliefgate.experiments.eval_cli",  # eval run|report
     "beliefgate.viewer.cli",       # report, play
+    "beliefgate.experiments.memory_cli",  # memory show|erase
 )
 
 

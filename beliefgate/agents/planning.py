@@ -133,6 +133,7 @@ class PlanningAgent:
         self.gates = ({seat: self.domain.make_gate(layout, self.params, partner=seat) for seat in self.teammates}
                       if self.keeps_belief else {})
         self.gate = self.gates.get(self.partner)
+        self.recall_memory()
         self.teammate_decisions: Dict[int, Decision] = {}
         #: the goal belief: goal names (None where the domain has none or the agent keeps no belief),
         #: one filter and belief per teammate, and each teammate's latest :class:`GoalInfo`
@@ -166,6 +167,53 @@ class PlanningAgent:
         self._last_source: Optional[str] = None
         self.fallback_log = FallbackLog()
         self.llm_answers = 0
+
+    # ------------------------------------------------------------ partner memory
+    #: where the teammates' memory comes from (a :class:`~beliefgate.agents.memory.MemorySession`, set
+    #: with :meth:`use_memory` before :meth:`reset`); None: every episode starts from the gate's prior
+    memory = None
+
+    def use_memory(self, session) -> None:
+        """Start each teammate's gate from what ``session`` remembers about it (at :meth:`reset`); the
+        runner writes :meth:`memory_record` back at the episode's end. An agent without a gate keeps no
+        memory: :class:`~beliefgate.agents.memory.MemoryNotUsedError`."""
+        from beliefgate.agents.memory import MemoryNotUsedError
+
+        if not self.keeps_belief:
+            raise MemoryNotUsedError(f"agent {self.name} keeps no partner belief (no gate), so a partner memory "
+                                     "would have no effect")
+        self.memory = session
+
+    def recall_memory(self) -> None:
+        """Seed every teammate's gate with the remembered completion counts (``Gate.reset(memory=...)``)
+        and reset this episode's memory-side records: :attr:`recalled` (what was remembered, per seat),
+        :attr:`agreed_roles` (``{seat: role}``, the split agreed with the teammates; agents that
+        negotiate roles fill it) and :attr:`request_counts` (per teammate seat, skill ->
+        ``[asked, followed]``)."""
+        self.recalled: Dict[int, Any] = {}
+        self.agreed_roles: Dict[int, str] = {}
+        self.request_counts: Dict[int, Dict[str, list]] = {seat: {} for seat in self.teammates}
+        if self.memory is None:
+            return
+        for seat, gate in self.gates.items():
+            remembered = self.memory.recall(seat)
+            self.recalled[seat] = remembered
+            if remembered is None:
+                continue
+            counts, unknown = remembered.counts_for(gate.skill_names)
+            if unknown:  # skills stored for this partner that this library lacks: ignored, and counted
+                self.memory.unknown_skills[seat] = unknown
+            gate.reset(memory=counts)
+
+    def memory_record(self):
+        """What to remember about each teammate after this episode (one
+        :class:`~beliefgate.agents.memory.TeammateRecord` per seat with a gate): the gate's completion
+        counts now (the next episode's prior), the agreed roles and the request counts."""
+        from beliefgate.agents.memory import TeammateRecord
+
+        return {seat: TeammateRecord(tuple(gate.skill_names), gate.memory, dict(self.agreed_roles),
+                                     {k: (int(a), int(f)) for k, (a, f) in self.request_counts.get(seat, {}).items()})
+                for seat, gate in self.gates.items()}
 
     def act(self, state, my_events: Sequence[str] = ()) -> int:
         decision = None

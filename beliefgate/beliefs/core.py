@@ -108,6 +108,20 @@ class GateConfig(NamedTuple):
     cusum: Optional[CusumConfig] = None  # the CUSUM gate's (only computed where it drives the interrupt)
 
 
+def check_counts(counts, num_skills: int, what: str = "prior_counts") -> np.ndarray:
+    """Completion counts as a fresh float[K] array: numbers, shape ``(num_skills,)``, finite, >= 0 and
+    <= :data:`~beliefgate.beliefs.config.MAX_PRIOR_COUNT` (else the error names ``what``)."""
+    try:
+        out = np.array(counts, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"{what} must be numbers, got {counts!r}") from None
+    if out.shape != (num_skills,):
+        raise ShapeMismatchError(f"{what} must have shape ({num_skills},), got {out.shape}")
+    if not np.all(np.isfinite(out)) or np.any(out < 0) or np.any(out > MAX_PRIOR_COUNT):
+        raise InvalidParameterError(f"{what} must be finite, >= 0 and <= {MAX_PRIOR_COUNT:g}, got {out.tolist()}")
+    return out
+
+
 def gate_config(params: Optional[GateParams], num_skills: int,
                 skill_names: Optional[Sequence[str]] = None, prior_counts=None) -> GateConfig:
     """Validate and bind the configuration (raises :class:`BeliefInputError` subclasses)."""
@@ -132,18 +146,7 @@ def gate_config(params: Optional[GateParams], num_skills: int,
         if len(names) != num_skills or len(set(names)) != num_skills:
             raise ShapeMismatchError(
                 f"skill_names must hold {num_skills} distinct names, got {list(skill_names)!r}")
-    if prior_counts is None:
-        counts = np.zeros(num_skills)
-    else:
-        try:
-            counts = np.array(prior_counts, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InvalidParameterError(f"prior_counts must be numbers, got {prior_counts!r}") from None
-        if counts.shape != (num_skills,):
-            raise ShapeMismatchError(f"prior_counts must have shape ({num_skills},), got {counts.shape}")
-        if not np.all(np.isfinite(counts)) or np.any(counts < 0) or np.any(counts > MAX_PRIOR_COUNT):
-            raise InvalidParameterError(
-                f"prior_counts must be finite, >= 0 and <= {MAX_PRIOR_COUNT:g}, got {counts.tolist()}")
+    counts = np.zeros(num_skills) if prior_counts is None else check_counts(prior_counts, num_skills)
     counts.setflags(write=False)
     transition = get_transition(params.model)
     driver = gate_driver(params.gate.kind)

@@ -200,16 +200,26 @@ class Gate:
         """
         self._state = _core.notify_replanned(self._state)
 
-    def reset(self, keep_memory: bool = False) -> None:
+    def reset(self, keep_memory: bool = False, *, memory=None) -> None:
         """Start a new episode.
 
         ``keep_memory=True`` keeps the completion counts (same partner: they seed the
         smoothed prior of the next episode); ``False`` returns to the counts the gate
         was built with. Anything but a bool is an :class:`InvalidParameterError` (a string such
-        as ``"no"`` would read as true).
+        as ``"no"`` would read as true). ``memory`` (float[K], in :attr:`skill_names` order) starts
+        the episode from these counts instead: the counts an earlier process kept, e.g. read back
+        from a partner-memory store (:mod:`beliefgate.agents.memory`); checked as ``prior_counts``
+        are, and not combined with ``keep_memory=True``.
         """
         if not isinstance(keep_memory, (bool, np.bool_)):
             raise InvalidParameterError(f"keep_memory must be True or False, got {keep_memory!r}")
+        if memory is not None:
+            if keep_memory:
+                raise InvalidParameterError("reset(): give keep_memory=True or memory=..., not both")
+            counts = _core.check_counts(memory, self._config.num_skills, "memory")
+            counts.setflags(write=False)
+            self._state = _core.init(self._config, counts)
+            return
         self._state = _core.init(self._config, self._state.belief.counts if keep_memory else None)
 
     def save_params(self, path: Union[str, Path]) -> Path:

@@ -72,7 +72,7 @@ def partner_label(partners: Sequence[str]) -> str:
 def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int = 0, horizon: Optional[int] = None,
                 seat: int = 0, log_path: Optional[str | Path] = None, old_dynamics: bool = True,
                 config: Optional[Dict[str, Any]] = None, llm=None, gate_params=None,
-                env_options: Optional[Dict[str, Any]] = None) -> EpisodeResult:
+                env_options: Optional[Dict[str, Any]] = None, memory=None) -> EpisodeResult:
     """Play ``ego`` (in player slot ``seat``) with ``partner`` for ``horizon`` steps.
 
     ``partner`` is one agent name, or a list with one name per other player of the layout (in
@@ -87,7 +87,10 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
     are the domain's environment options (OvercookedV2's recipe sampling, view size...), checked
     before any episode and written into the header's config with their defaults
     (``Domain.env_options``); an environment whose ``reset_takes_seed`` is true draws its own
-    randomness (the recipe) from ``seed``.
+    randomness (the recipe) from ``seed``. ``memory`` (a store path or a
+    :class:`~beliefgate.agents.memory.MemoryUse`): the ego starts each teammate's gate from what the
+    store remembers about that partner and the episode is committed to it at the end, in one
+    transaction (``summary["memory"]``); an ego without a gate is a ``MemoryNotUsedError``.
     """
     domain = domain_for_layout(layout)
     layout = domain.resolve_layout(layout)
@@ -105,8 +108,22 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
     names = seat_names(ego, partners, seat)
     agents = [make_agent(n, llm if i == seat else None, gate_params if i == seat else None, domain=domain)
               for i, n in enumerate(names)]
-    for i, (agent, s) in enumerate(zip(agents, agent_seeds(seed, players))):
-        agent.reset(layout, i, s)
+    session = None
+    if memory is not None:  # the ego reads each teammate's remembered prior when it resets
+        from beliefgate.agents.memory import MemoryNotUsedError, MemorySession, MemoryUse
+
+        if not callable(getattr(agents[seat], "use_memory", None)):
+            raise MemoryNotUsedError(f"ego {ego} keeps no partner memory (only agents with a gate do)")
+        session = MemorySession(MemoryUse.of(memory), layout, names, seat)
+    try:
+        if session is not None:
+            agents[seat].use_memory(session)
+        for i, (agent, s) in enumerate(zip(agents, agent_seeds(seed, players))):
+            agent.reset(layout, i, s)
+    except BaseException:
+        if session is not None:
+            session.close()
+        raise
     if llm is not None:
         llm.start_episode()
     label = partner_label(partners)
@@ -115,6 +132,7 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
         version=beliefgate.__version__,
         config={**domain.env_options(old_dynamics=old_dynamics, **options), **(config or {}),
                 **({"gate_params": gate_params.model_dump(mode="json")} if gate_params is not None else {}),
+                **({"memory": session.describe()} if session is not None else {}),
                 **(llm.describe() if llm is not None else {})},
     )
     traj = Trajectory(header)
@@ -158,12 +176,17 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
             summary["partners"] = list(partners)
         if llm is not None:
             summary["llm"] = {**llm.usage_summary(), "fallbacks": int(counts["total"])}
+        if session is not None:  # the whole episode in one transaction, before the log's final row
+            summary["memory"] = session.commit(agents[seat].memory_record(), traj.steps, ego,
+                                               deliveries=deliveries, seed=seed)
         traj.final = FinalRow(state=state, summary=summary)
         if writer is not None:
             writer.final(traj.final)
     finally:
         if writer is not None:
             writer.close()
+        if session is not None:
+            session.close()
     return EpisodeResult(traj, summary, Path(log_path) if log_path is not None else None)
 
 

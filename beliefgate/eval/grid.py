@@ -334,6 +334,9 @@ class EpisodeSpec:
     partner_digest: Optional[str] = None
     #: the same for the ego when it is defined by a file (a partner file, a ``policy-tree:PATH`` tree)
     agent_digest: Optional[str] = None
+    #: played with a partner memory (``eval run --memory``): it starts from the episodes of its
+    #: :attr:`sequence` with smaller seeds, so it is another episode than one played without
+    memory: bool = False
 
     def identity(self) -> Dict[str, Any]:
         """The fields that make two episodes the same episode (the group is a label, not identity).
@@ -348,7 +351,17 @@ class EpisodeSpec:
             out["partner_digest"] = self.partner_digest
         if self.agent_digest is not None:
             out["agent_digest"] = self.agent_digest
+        if self.memory:
+            out["memory"] = True
         return out
+
+    @property
+    def sequence(self) -> str:
+        """The memory sequence this episode belongs to: every field of its identity but the seed (one
+        per condition, layout, partner, seat and settings), as a readable scope with a short hash."""
+        rest = {k: v for k, v in self.identity().items() if k != "seed"}
+        digest = hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()[:8]
+        return f"eval {self.agent} seat{self.seat} h{self.horizon} {digest}"
 
     def gate_params(self):
         """The ego's :class:`~beliefgate.beliefs.gate.GateParams` (``None``: the agent's own defaults)."""
@@ -388,6 +401,8 @@ class EpisodeSpec:
         for optional in ("partner_digest", "agent_digest"):
             if data[optional] is None:
                 del data[optional]
+        if not data["memory"]:  # rows of runs without memory stay as they were
+            del data["memory"]
         return data
 
     @classmethod

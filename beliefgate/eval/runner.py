@@ -121,6 +121,7 @@ class EpisodeTask:
 
     spec: EpisodeSpec
     llm: Optional[Dict[str, Any]] = None     # LLMSettings fields, api_key included; never written anywhere
+    memory: Optional[Any] = None             # a beliefgate.agents.memory.MemoryUse (eval run --memory)
 
 
 @dataclass
@@ -163,7 +164,7 @@ def play_episode(task: EpisodeTask) -> EpisodeOutcome:
             path = Path(tmp) / "episode.jsonl"
             run_episode(spec.layout, spec.agent, spec.partner, seed=spec.seed, horizon=spec.horizon,
                         seat=spec.seat, log_path=path, config=_episode_config(spec), llm=llm,
-                        gate_params=spec.gate_params())
+                        gate_params=spec.gate_params(), memory=task.memory)
             traj = read_log(path)
             metrics = episode_metrics(traj)
             data = path.read_bytes()
@@ -568,7 +569,8 @@ def load_grid_record(out: str | Path) -> Dict[str, Any]:
 
 def run_grid(grid: GridSpec | ResolvedGrid, out: str | Path, executor=None, progress: Optional[Progress] = None,
              report: Optional[Reporter] = None, api_key: Optional[str] = None,
-             stop_after: Optional[int] = None, other_grid: str = "aside") -> RunSummary:
+             stop_after: Optional[int] = None, other_grid: str = "aside",
+             memory: Optional[str | Path] = None) -> RunSummary:
     """Play every episode of ``grid`` not yet finished in ``out``; rebuild the results table.
 
     ``executor`` defaults to this process. ``progress(done, total, label)`` is called
@@ -580,18 +582,24 @@ def run_grid(grid: GridSpec | ResolvedGrid, out: str | Path, executor=None, prog
     ``out/superseded-*/`` and reports it, ``"refuse"`` raises :class:`RunDirMismatchError`
     (``beliefgate eval run`` refuses unless ``--force``); nothing is ever deleted. The run holds
     ``out``'s lock throughout (:func:`lock_run_dir`: another run into ``out`` is a :class:`RunLockedError`).
+    ``memory`` (a store path, :mod:`beliefgate.agents.memory`): the episodes of every agent that keeps a
+    gate are played with a partner memory, each (condition, layout, partner, seat, settings) sequence
+    under its own key and in seed order (:func:`memory_waves`); the others as without.
     """
     started = time.perf_counter()
     resolved = grid if isinstance(grid, ResolvedGrid) else resolve_grid(grid)
     out = Path(out)
     if other_grid not in ("aside", "refuse"):
         raise RunError(f"other_grid must be 'aside' or 'refuse', got {other_grid!r}")
+    if memory is not None:
+        resolved = with_memory(resolved)
     with lock_run_dir(out):  # one run per directory, from before its start-up clean-up to the last table
-        return _run_locked(resolved, out, executor, progress, report, api_key, stop_after, other_grid, started)
+        return _run_locked(resolved, out, executor, progress, report, api_key, stop_after, other_grid, started,
+                           memory)
 
 
 def _run_locked(resolved: ResolvedGrid, out: Path, executor, progress, report, api_key, stop_after, other_grid,
-                started: float) -> RunSummary:
+                started: float, memory=None) -> RunSummary:
     from beliefgate.eval.executors import InlineExecutor
 
     spec = resolved.spec
@@ -611,6 +619,13 @@ def _run_locked(resolved: ResolvedGrid, out: Path, executor, progress, report, a
         say(line)
 
     states = [inspect_episode(out, ep) for ep in resolved.episodes]
+    if memory is not None:  # a done episode whose memory is not in the store is replayed, with its sequence's later ones
+        with_mem = [st.spec for st in states if st.spec.memory]
+        summary.notes.append(f"partner memory {memory}: {len(with_mem)} episodes in "
+                             f"{len({ep.sequence for ep in with_mem})} sequences, each in seed order")
+        for line in check_memory_sequences(states, memory):
+            summary.notes.append(line)
+            say(line)
     rows: Dict[str, Dict[str, Any]] = {}
     for st in states:
         if st.status == "done":
@@ -634,27 +649,41 @@ def _run_locked(resolved: ResolvedGrid, out: Path, executor, progress, report, a
     llm_settings = None
     if spec.llm is not None:
         llm_settings = {**spec.llm.model_dump(), "api_key": api_key or "not-needed"}
-    tasks = [EpisodeTask(ep, llm_settings if ep.llm_model is not None else None) for ep in todo]
+    tasks = [EpisodeTask(ep, llm_settings if ep.llm_model is not None else None, memory_use(ep, memory))
+             for ep in todo]
+    waves = memory_waves(tasks)
     executor = executor or InlineExecutor()
     summary.executor = executor.description
     if progress is not None:
         progress(0, len(tasks), f"{len(tasks)} episodes to play ({summary.skipped_done} already done)")
     try:
         done = 0
-        for outcome in executor.map_unordered(play_episode, tasks, lost_episode):
-            done += 1
-            if outcome.ok:
-                rows[outcome.spec.key] = _store(out, outcome)
-                summary.ran += 1
-            else:
-                line = f"FAILED {outcome.spec.label}: {outcome.error}"
-                summary.failed.append(line)
-                say(line)
-            if progress is not None:
-                progress(done, len(tasks), outcome.spec.label)
-            if stop_after is not None and done >= stop_after:
-                summary.interrupted = True
+        broken: set = set()  # memory sequences with a failed episode: their later episodes wait for a rerun
+        for wave in waves:
+            wave = [t for t in wave if t.memory is None or t.memory.scope not in broken]
+            for outcome in executor.map_unordered(play_episode, wave, lost_episode):
+                done += 1
+                if outcome.ok:
+                    rows[outcome.spec.key] = _store(out, outcome)
+                    summary.ran += 1
+                else:
+                    line = f"FAILED {outcome.spec.label}: {outcome.error}"
+                    summary.failed.append(line)
+                    say(line)
+                    if outcome.spec.memory:
+                        broken.add(outcome.spec.sequence)
+                if progress is not None:
+                    progress(done, len(tasks), outcome.spec.label)
+                if stop_after is not None and done >= stop_after:
+                    summary.interrupted = True
+                    break
+            if summary.interrupted:
                 break
+        if broken:
+            line = (f"{len(broken)} memory sequence(s) stopped at a failed episode; their later seeds were not "
+                    "played (rerun the same command)")
+            summary.notes.append(line)
+            say(line)
     except KeyboardInterrupt:
         summary.interrupted = True
         raise
@@ -666,6 +695,90 @@ def _run_locked(resolved: ResolvedGrid, out: Path, executor, progress, report, a
         summary.wall_s = time.perf_counter() - started
         atomic_write(out / "run.json", (json.dumps(summary.to_dict(), indent=1) + "\n").encode())
     return summary
+
+
+# ------------------------------------------------------------------------------ partner memory
+def with_memory(resolved: ResolvedGrid) -> ResolvedGrid:
+    """``resolved`` with every episode of an agent that keeps a partner memory (a gate) marked
+    ``memory`` (another episode key: it starts from the earlier seeds of its sequence)."""
+    from dataclasses import replace
+
+    from beliefgate.agents.registry import make_agent
+
+    keeps: Dict[Tuple[str, Optional[str]], bool] = {}
+    episodes = []
+    for ep in resolved.episodes:
+        probe = (ep.agent, ep.gate_json)
+        if probe not in keeps:
+            agent = make_agent(ep.agent, gate_params=ep.gate_params())
+            keeps[probe] = bool(getattr(agent, "keeps_belief", False)) and callable(getattr(agent, "use_memory", None))
+        episodes.append(replace(ep, memory=True) if keeps[probe] else ep)
+    return ResolvedGrid(resolved.spec, episodes, list(resolved.skipped), resolved.llm_agents)
+
+
+def memory_use(spec: EpisodeSpec, memory: Optional[str | Path]):
+    """The :class:`~beliefgate.agents.memory.MemoryUse` of one grid episode: its sequence's key, its seed as order."""
+    if memory is None or not spec.memory:
+        return None
+    from beliefgate.agents.memory import MemoryUse
+
+    return MemoryUse(str(Path(memory).resolve()), scope=spec.sequence, order=spec.seed)
+
+
+def memory_keys(spec: EpisodeSpec):
+    """The store keys one memory episode writes: one per teammate seat."""
+    from beliefgate.agents.memory import PartnerKey
+    from beliefgate.eval.episode import partner_list, seat_names
+
+    names = seat_names(spec.agent, partner_list(spec.partner), spec.seat)
+    return [PartnerKey(n, spec.layout, s, spec.sequence) for s, n in enumerate(names) if s != spec.seat]
+
+
+def check_memory_sequences(states: List[EpisodeState], memory: str | Path) -> List[str]:
+    """Mark for replay every memory episode from the first one of its sequence (in seed order) that
+    is to be played or whose commit the store lacks: a later seed started from the earlier ones'
+    memory, so it is replayed after them. Creates the store when missing (its faults are raised
+    here, before any episode). Returns one line per sequence replayed this way."""
+    from beliefgate.agents.memory import MemoryStore
+
+    lines = []
+    sequences: Dict[str, List[EpisodeState]] = {}
+    for st in states:
+        if st.spec.memory:
+            sequences.setdefault(st.spec.sequence, []).append(st)
+    with MemoryStore(memory) as store:
+        for scope, members in sequences.items():
+            replay_from = None
+            for st in sorted(members, key=lambda m: m.spec.seed):
+                if replay_from is None:
+                    if st.status == "run":
+                        replay_from = st.spec.seed
+                    elif not all(store.has_episode(k, st.spec.seed) for k in memory_keys(st.spec)):
+                        replay_from = st.spec.seed
+                        lines.append(f"memory store {memory} lacks {st.spec.label}: replaying its sequence from "
+                                     f"seed {st.spec.seed}")
+                if replay_from is not None and st.status != "run":
+                    st.status, st.reason, st.row = "run", f"memory: its sequence is replayed from seed {replay_from}", None
+    return lines
+
+
+def memory_waves(tasks: List[EpisodeTask]) -> List[List[EpisodeTask]]:
+    """The tasks in waves: wave ``i`` holds the ``i``-th episode (by seed) of every memory sequence, so
+    the episodes of one sequence run one after the other in seed order, and different sequences in
+    parallel; tasks without memory all go into the first wave."""
+    sequences: Dict[str, List[EpisodeTask]] = {}
+    plain = []
+    for t in tasks:
+        if t.memory is None:
+            plain.append(t)
+        else:
+            sequences.setdefault(t.memory.scope, []).append(t)
+    ordered = [sorted(ts, key=lambda t: t.spec.seed) for ts in sequences.values()]
+    depth = max((len(ts) for ts in ordered), default=0)
+    waves = [[ts[i] for ts in ordered if i < len(ts)] for i in range(depth)]
+    if plain:
+        waves = [plain + (waves[0] if waves else [])] + waves[1:]
+    return waves
 
 
 # ------------------------------------------------------------------------------ summaries

@@ -90,6 +90,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
         force: bool = typer.Option(False, "--force", help="run into a directory that holds another grid's results "
                                    "(they are moved into DIR/superseded-<digest>-<time>/, not deleted)"),
+        memory: Optional[Path] = typer.Option(None, "--memory", help="partner-memory store (SQLite; created when "
+                                              "missing): every agent with a gate plays each (condition, layout, "
+                                              "partner, seat) sequence with memory, in seed order"),
     ) -> None:
         """Play a grid of agents x layouts x partners x seeds x seats; write logs and a results table."""
         check_output_path("--out", out, folder=True)  # outputs first: nothing runs for a bad path
@@ -108,6 +111,10 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             _fail(str(exc))
         if not resolved.episodes:
             _fail(f"{grid}: the grid has no playable episode ({'; '.join(resolved.skipped) or 'empty'})")
+        if memory is not None:  # the store's faults: one line, before any worker starts
+            from beliefgate.agents.memory import MemoryStore
+
+            MemoryStore(memory).close()
         if baseline is not None and baseline not in resolved.conditions:
             _fail(f"--baseline {baseline!r} is not an agent of the grid; choose from {', '.join(resolved.conditions)}")
         run_lock = ExitStack()  # one run per --out: taken before any worker starts, held to the end
@@ -133,7 +140,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                     report_line(line, bar.console)
 
                 summary = run_grid(resolved, out, executor, progress=progress, report=note, api_key=api_key,
-                                   other_grid="aside" if force else "refuse")
+                                   other_grid="aside" if force else "refuse", memory=memory)
         except KeyboardInterrupt:
             say("interrupted:", f"finished episodes are kept in {out}; rerun the same command to continue",
                 "bold yellow")

@@ -63,6 +63,10 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         log: str = typer.Option("play-logs/", help="log file, or a directory (one file per session); "
                                  "an existing file is never overwritten (NAME-2.jsonl, ...)"),
         max_sessions: int = typer.Option(4, "--max-sessions", min=1, help="games at once"),
+        memory: Optional[Path] = typer.Option(None, "--memory", help="partner-memory store (SQLite; created when "
+                                              "missing): the agent starts from what it remembers of you, and every "
+                                              "session is added to it (docs/memory.md)"),
+        human_name: str = typer.Option("human", "--human-name", help="who you are in the memory store"),
     ) -> None:
         """Play one chef with the keyboard beside an agent in the browser (FastAPI + WebSocket on 127.0.0.1)."""
         try:
@@ -73,9 +77,18 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 
         try:
             settings = PlaySettings(layout=layout, agent=agent, seed=seed, tick_hz=tick_hz, horizon=horizon,
-                                    human_seat=human_seat, log=log, max_sessions=max_sessions)
+                                    human_seat=human_seat, log=log, max_sessions=max_sessions, memory=memory,
+                                    human_name=human_name)
             check_output_path("--log", Path(settings.log), folder=settings.log_is_dir)
-            make_agent(agent).reset(settings.layout, settings.agent_seat, seed)  # fail now, not in the first game
+            probe = make_agent(agent)
+            if memory is not None:  # the store's faults, and an agent without a gate, before the server starts
+                from beliefgate.agents.memory import MemoryStore
+
+                MemoryStore(memory).close()
+                if not callable(getattr(probe, "use_memory", None)) or not getattr(probe, "keeps_belief", False):
+                    _fail(f"--memory: agent {agent!r} keeps no partner belief (no gate), so a memory would have "
+                          "no effect")
+            probe.reset(settings.layout, settings.agent_seat, seed)  # fail now, not in the first game
         except (InputError, LookupFailure) as exc:
             _fail(str(exc))
         except BeliefgateError as exc:

@@ -110,6 +110,10 @@ class PlaySettings(CheckedModel):
     max_message_bytes: int = Field(DEFAULT_MAX_MESSAGE_BYTES, ge=64, le=65536)
     max_sessions: int = Field(4, ge=1)
     queue: int = Field(3, ge=1)
+    #: a partner-memory store (docs/memory.md): the agent starts from what it remembers of the person
+    #: (``human_name`` on this layout) and every session with a played step is added to it at its end
+    memory: Optional[Path] = None
+    human_name: str = Field("human", min_length=1, max_length=200)
     _log_is_dir: bool = PrivateAttr(False)
 
     @field_validator("layout")
@@ -222,6 +226,16 @@ class PlayGame:
         self.domain = domain_for_layout(settings.layout)
         self.env = self.domain.make_env(settings.layout, settings.horizon, old_dynamics=True)
         self.agent = make_agent(settings.agent, domain=self.domain)
+        #: the partner memory of this session (None without ``settings.memory``)
+        self.memory = None
+        if settings.memory is not None:
+            from beliefgate.agents.memory import MemorySession, MemoryUse
+
+            seats = [settings.human_name, settings.human_name]
+            seats[self.seat] = settings.agent
+            self.memory = MemorySession(MemoryUse(str(settings.memory), scope="play"), settings.layout, seats,
+                                        self.seat)
+            self.agent.use_memory(self.memory)
         self.agent.reset(settings.layout, self.seat, agent_seeds(settings.seed, 2)[self.seat])
         self.names = list(self.domain.controller(settings.layout).library.names)
         agents = ["human", "human"]
@@ -363,6 +377,17 @@ class PlayGame:
             "idle_ticks": self.idle_ticks, "late_ticks": self.late_ticks, "dropped_keys": self.dropped_keys,
             "rejected": dict(self.rejected),
         }
+        if self.memory is not None:  # the session in one transaction; nothing when no step was played
+            try:
+                if self.t > 0:
+                    self.summary["memory"] = self.memory.commit(self.agent.memory_record(), self.trajectory.steps,
+                                                                self.settings.agent, deliveries=self.deliveries,
+                                                                seed=self.settings.seed)
+            except BeliefgateError as exc:  # the game is over either way: its log still gets its final row
+                self.summary["memory_error"] = str(exc)
+                log.warning("session %s: the partner memory was not saved: %s", self.session or "-", exc)
+            finally:
+                self.memory.close()
         final = FinalRow(state=self.state, summary=self.summary)
         self.trajectory.final = final
         if self.writer is None:  # no step was played: no log is written
