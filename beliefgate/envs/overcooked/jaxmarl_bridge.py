@@ -1,0 +1,347 @@
+"""The classic game encoded as JaxMARL's OvercookedV2: states, actions and observations.
+
+The five classic kitchens are JaxMARL layouts too (``v2/cramped_room``, ``v2/asymm_advantages``,
+``v2/coord_ring``, ``v2/forced_coord``, ``v2/counter_circuit``: the same grids, a counter ``X`` is a
+wall ``W``, an onion dispenser ``O`` ingredient pile ``0``, a dish dispenser ``D`` the plate pile
+``B``, a serving cell ``S`` the goal ``X``). This module maps one onto the other:
+
+* :func:`v2_twin` -- the ``v2/`` layout that replays a classic one (checked cell by cell);
+* :func:`to_v2_state` -- a classic :class:`~.state.SymbolicState` as the OvercookedV2 domain's
+  :class:`~beliefgate.envs.overcooked_v2.state.V2State` (JaxMARL's encodings: an onion is
+  ingredient 0, a dish a plate, a held soup a plated cooked three-onion dish, a pot's onions and
+  cook timer its cell's content and timer; the recipe three onions), and :func:`to_jaxmarl`
+  the JaxMARL ``State`` itself; :func:`from_v2_state` the way back;
+* :data:`V2_ACTION` / :data:`CLASSIC_ACTION` -- the two action orders (classic N, S, E, W, stay,
+  interact; JaxMARL right, down, left, up, stay, interact);
+* :func:`observation` -- JaxMARL's default observation of a player (``(h, w, c)``, the whole grid in
+  view), computed here from the classic state with numpy (the parity test compares it with
+  JaxMARL's ``get_obs``), and :func:`observations` for every player.
+
+Player ``i`` of the classic state is JaxMARL's ``agent_i``. The start positions of the two games
+differ on three layouts (JaxMARL's reset swaps the seats of ``cramped_room`` and ``counter_circuit``
+and starts ``asymm_advantages`` elsewhere), which a converted state does not depend on.
+Where the two dynamics differ is measured by ``tests/test_classic_v2_parity.py`` and tabled in
+``docs/overcooked_v2.md`` ("Classic <-> JaxMARL parity").
+
+jaxmarl is the optional ``v2`` extra: the geometry check, :func:`to_jaxmarl` and anything reading
+JaxMARL's layouts import it lazily and stop with one line naming the extra when it is missing
+(:class:`~beliefgate.envs.overcooked_v2._jaxmarl.MissingExtraError`, exit 2).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Callable, Dict, Optional, Tuple
+
+import numpy as np
+
+from beliefgate.envs.overcooked.layouts import DIRECTIONS, layout_info, resolve_layout
+from beliefgate.envs.overcooked.state import COOK_TIME, POT_CAPACITY, CounterObject, PlayerView, PotView, SymbolicState
+from beliefgate.errors import InputError
+
+#: classic layout -> the JaxMARL layout that replays it
+V2_TWINS: Dict[str, str] = {
+    "cramped_room": "v2/cramped_room",
+    "asymmetric_advantages": "v2/asymm_advantages",
+    "coordination_ring": "v2/coord_ring",
+    "forced_coordination": "v2/forced_coord",
+    "counter_circuit": "v2/counter_circuit",
+}
+
+#: classic terrain character -> JaxMARL StaticObject code (values as in ``overcooked_v2.layouts``)
+_STATIC = {" ": 0, "X": 1, "S": 4, "P": 5, "D": 9, "O": 10}
+
+#: classic action index (N, S, E, W, stay, interact) -> JaxMARL's (right, down, left, up, stay, interact)
+V2_ACTION: Tuple[int, ...] = (3, 1, 0, 2, 4, 5)
+#: JaxMARL action index -> the classic one
+CLASSIC_ACTION: Tuple[int, ...] = tuple(V2_ACTION.index(a) for a in range(6))
+#: classic direction vector -> JaxMARL ``Direction`` (0 up, 1 down, 2 right, 3 left)
+V2_DIRECTION: Dict[Tuple[int, int], int] = {(0, -1): 0, (0, 1): 1, (1, 0): 2, (-1, 0): 3}
+_CLASSIC_DIRECTION = {v: k for k, v in V2_DIRECTION.items()}
+
+#: JaxMARL DynamicObject bits: a plate, cooked, one onion (ingredient 0)
+PLATE, COOKED, ONION = 1, 2, 4
+#: the classic objects' encodings (a held or counter soup is a plated, cooked three-onion dish)
+OBJECT_CODE: Dict[str, int] = {"onion": ONION, "dish": PLATE, "soup": POT_CAPACITY * ONION | PLATE | COOKED}
+_OBJECT_NAME = {v: k for k, v in OBJECT_CODE.items()}
+#: the recipe of every classic kitchen: three onions
+ONION_SOUP = POT_CAPACITY * ONION
+
+
+class BridgeError(InputError):
+    """A classic state or layout the JaxMARL encoding cannot hold (a layout without a ``v2/`` twin,
+    a tomato, a V2 state with an object the classic game lacks); the message names it."""
+
+
+def v2_twin(layout: str) -> str:
+    """The ``v2/`` layout replaying classic ``layout``; :class:`BridgeError` for one without a twin."""
+    name = resolve_layout(layout)
+    twin = V2_TWINS.get(name)
+    if twin is None:
+        raise BridgeError(f"layout {name!r} has no JaxMARL twin (the bridge plays {', '.join(V2_TWINS)})")
+    return twin
+
+
+def static_grid(layout: str) -> np.ndarray:
+    """The classic layout's terrain as JaxMARL StaticObject codes ``(h, w)`` (no JaxMARL import)."""
+    info = layout_info(layout)
+    try:
+        return np.array([[_STATIC[c] for c in row] for row in info.terrain], dtype=np.int64)
+    except KeyError as exc:
+        raise BridgeError(f"layout {info.name!r}: terrain {exc.args[0]!r} has no JaxMARL object") from None
+
+
+@lru_cache(maxsize=None)
+def checked_twin(layout: str) -> str:
+    """:func:`v2_twin`, after checking that its JaxMARL grid is the classic terrain cell by cell
+    (imports jaxmarl; :class:`BridgeError` naming the first differing cell)."""
+    from beliefgate.envs.overcooked_v2.layouts import layout_info as v2_info
+
+    twin = v2_twin(layout)
+    ours, theirs = static_grid(layout), v2_info(twin).static
+    if ours.shape != theirs.shape:
+        raise BridgeError(f"{layout}: the classic grid is {ours.shape[::-1]}, {twin}'s {theirs.shape[::-1]}")
+    bad = np.argwhere(ours != theirs)
+    if len(bad):
+        y, x = (int(v) for v in bad[0])
+        raise BridgeError(f"{layout}: cell ({x}, {y}) is {ours[y, x]} in the classic grid, {theirs[y, x]} in {twin}")
+    return twin
+
+
+# ------------------------------------------------------------------ states
+def _code(name: Optional[str], where: str) -> int:
+    if name is None:
+        return 0
+    if name not in OBJECT_CODE:
+        raise BridgeError(f"{where}: a {name} has no place in the classic kitchens' JaxMARL encoding (onion soup only)")
+    return OBJECT_CODE[name]
+
+
+def pot_cell(pot: PotView) -> Tuple[int, int]:
+    """(content, timer) of a classic pot in JaxMARL's encoding: the onions, ``COOKED`` once ready,
+    the cook ticks remaining while cooking."""
+    content = pot.ingredients * ONION
+    if pot.ready:
+        return content | COOKED, 0
+    return content, (pot.timer if pot.cooking else 0)
+
+
+def to_v2_state(state: SymbolicState, start_cooking_interaction: bool = False):
+    """``state`` as a :class:`~beliefgate.envs.overcooked_v2.state.V2State` on the twin layout
+    (imports jaxmarl for the twin's geometry)."""
+    from beliefgate.envs.overcooked_v2.state import V2Player, V2State
+
+    twin = checked_twin(state.layout)
+    players = tuple(V2Player(position=tuple(p.position), direction=V2_DIRECTION[tuple(p.orientation)],
+                             inventory=_code(p.held, f"player {i}"))
+                    for i, p in enumerate(state.players))
+    items = []
+    for pot in state.pots:
+        content, timer = pot_cell(pot)
+        if content or timer:
+            items.append((pot.position[0], pot.position[1], content, timer))
+    for obj in state.counters:
+        items.append((obj.position[0], obj.position[1], _code(obj.name, f"counter {obj.position}"), 0))
+    items.sort(key=lambda it: (it[1], it[0]))
+    return V2State(layout=twin, timestep=state.timestep, score=state.score, recipe=ONION_SOUP, players=players,
+                   items=tuple(items), start_cooking_interaction=start_cooking_interaction)
+
+
+def from_v2_state(v2, layout: str) -> SymbolicState:
+    """A V2 state on a classic twin as the classic :class:`SymbolicState` of ``layout``
+    (:class:`BridgeError` for a content the classic game cannot hold, e.g. a soup of two onions on a plate)."""
+    info = layout_info(layout)
+    if v2.recipe != ONION_SOUP:
+        raise BridgeError(f"recipe {v2.recipe}: the classic kitchens cook three-onion soup ({ONION_SOUP}) only")
+
+    def name(code: int, where: str) -> Optional[str]:
+        if code == 0:
+            return None
+        if code not in _OBJECT_NAME:
+            raise BridgeError(f"{where}: JaxMARL object {code} is not a classic object")
+        return _OBJECT_NAME[code]
+
+    players = tuple(PlayerView(position=tuple(p.position), orientation=_CLASSIC_DIRECTION[p.direction],
+                               held=name(p.inventory, f"player {i}")) for i, p in enumerate(v2.players))
+    cells = {(x, y): (content, timer) for x, y, content, timer in v2.items}
+    pots = []
+    for pos in info.pots:
+        content, timer = cells.pop(pos, (0, 0))
+        n = (content >> 2) & 0x3
+        if content & ~(0xC | COOKED):
+            raise BridgeError(f"pot {pos}: JaxMARL content {content} is not onions")
+        ready = bool(content & COOKED)
+        pots.append(PotView(position=pos, ingredients=n, cooking=timer > 0, ready=ready, timer=timer))
+    counters = [CounterObject(position=pos, name=name(content, f"counter {pos}"))
+                for pos, (content, _) in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][0])) if content]
+    return SymbolicState(layout=info.name, timestep=v2.timestep, score=v2.score, players=players,
+                         pots=tuple(pots), counters=tuple(counters))
+
+
+def to_jaxmarl(state: SymbolicState, start_cooking_interaction: bool = False):
+    """``state`` as a JaxMARL OvercookedV2 ``State`` of the twin layout's environment (whole grid in
+    view; ``start_cooking_interaction`` as given), ready for its ``step_agents`` and ``get_obs``."""
+    from beliefgate.envs.overcooked_v2.env import compiled
+    from beliefgate.envs.overcooked_v2.layouts import V2Options
+    from beliefgate.envs.overcooked_v2.state import to_jax
+
+    v2 = to_v2_state(state, start_cooking_interaction)
+    env = compiled(v2.info, V2Options(start_cooking_interaction=start_cooking_interaction))
+    return to_jax(v2, env.template())
+
+
+# ------------------------------------------------------------------ observations
+def _object_layers(code: np.ndarray) -> np.ndarray:
+    """JaxMARL's ingredient layers of an object grid: plate bit, cooked bit, onion count."""
+    return np.stack([code & 1, (code >> 1) & 1, (code >> 2) & 0x3], axis=-1)
+
+
+@lru_cache(maxsize=None)
+def _static_layers(layout: str) -> np.ndarray:
+    static = static_grid(layout)
+    # walls, goal, pot, recipe indicator, recipe button, plate pile; then the onion pile
+    return np.stack([static == c for c in (1, 4, 5, 6, 7, 9, 10)], axis=-1).astype(np.int32)
+
+
+def observations(state: SymbolicState) -> np.ndarray:
+    """Every player's JaxMARL observation of ``state``, ``(players, h, w, 30)`` int32: per player
+    its own position, direction and held object (8 layers), the others' summed (8), the static
+    objects (6) and the onion pile (1), the objects in cells (3), the recipe as shown by an
+    indicator (3: none in the classic kitchens) and the pots' cook timers (1) -- JaxMARL's
+    ``get_obs_default`` with one ingredient and no delivery indicator. No JaxMARL import."""
+    static = _static_layers(state.layout)
+    h, w = static.shape[:2]
+    cells = np.zeros((h, w), dtype=np.int64)
+    timers = np.zeros((h, w), dtype=np.int64)
+    for pot in state.pots:
+        (x, y), (content, timer) = pot.position, pot_cell(pot)
+        cells[y, x], timers[y, x] = content, timer
+    for obj in state.counters:
+        x, y = obj.position
+        cells[y, x] = _code(obj.name, f"counter {obj.position}")
+    agent = np.zeros((len(state.players), h, w, 8), dtype=np.int64)
+    for i, p in enumerate(state.players):
+        x, y = p.position
+        agent[i, y, x, 0] = 1
+        agent[i, y, x, 1 + V2_DIRECTION[tuple(p.orientation)]] = 1
+        agent[i, y, x, 5:] = _object_layers(np.asarray(_code(p.held, f"player {i}")))
+    total = agent.sum(axis=0)
+    shared = np.concatenate([static, _object_layers(cells), np.zeros((h, w, 3), np.int64), timers[..., None]],
+                            axis=-1)
+    return np.stack([np.concatenate([agent[i], total - agent[i], shared], axis=-1)
+                     for i in range(len(state.players))]).astype(np.int32)
+
+
+def observation(state: SymbolicState, player: int) -> np.ndarray:
+    """Player ``player``'s JaxMARL observation of ``state`` (``(h, w, 30)``; see :func:`observations`)."""
+    return observations(state)[player]
+
+
+def observer(layout: str) -> Tuple[str, Callable[[SymbolicState, int], np.ndarray]]:
+    """``(twin, observe)``: the ``v2/`` layout a policy for classic ``layout`` must have been trained
+    on, and ``observe(state, player)``, its observation of a classic state (the domain's
+    ``jaxmarl_twin``, which a trained policy asks for on a classic layout)."""
+    return checked_twin(resolve_layout(layout)), observation
+
+
+
+# ------------------------------------------------------------------ JaxMARL's step on classic states
+#: XLA options of the parity stepper's compile (see :meth:`JaxmarlTwin._stepper`)
+COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
+
+
+class JaxmarlTwin:
+    """JaxMARL's own OvercookedV2 transition and observation for a classic layout's twin, applied
+    to a batch of classic states: :meth:`step` converts each state (:func:`to_v2_state`), runs
+    ``step_agents`` and ``get_obs`` of the twin's environment under one ``jax.jit`` of their
+    ``vmap`` (compiled once per batch size), and returns the next states as classic states, the
+    rewards and every player's observation. Used by the parity test; imports jaxmarl."""
+
+    def __init__(self, layout: str, start_cooking_interaction: bool = False):
+        import jax
+        import jax.numpy as jnp
+
+        from beliefgate.envs.overcooked_v2.env import compiled
+        from beliefgate.envs.overcooked_v2.layouts import V2Options, layout_info as v2_info
+
+        self.layout = resolve_layout(layout)
+        self.twin = checked_twin(self.layout)
+        self.start_cooking_interaction = bool(start_cooking_interaction)
+        self._c = compiled(v2_info(self.twin), V2Options(start_cooking_interaction=self.start_cooking_interaction))
+        env = self._c.env
+        agents = tuple(env.agents)
+        key = jax.random.PRNGKey(0)   # step_agents draws only a new recipe on delivery, which is off
+
+        def one(state, actions):
+            nxt, reward, _shaped = env.step_agents(key, state, actions)
+            nxt = nxt.replace(step=nxt.step + 1)
+            obs = env.get_obs(nxt)
+            return nxt, reward, jnp.stack([obs[a] for a in agents])
+
+        self._step = jax.jit(jax.vmap(one))
+        self._compiled: Dict[int, Callable] = {}
+
+    def _stepper(self, batch, actions):
+        """The jitted step for this batch size, compiled once (XLA's backend optimisation off: the
+        same program, compiled in about half the time, which a few hundred steps do not win back)."""
+        n = int(actions.shape[0])
+        found = self._compiled.get(n)
+        if found is None:
+            found = self._step.lower(batch, actions).compile(compiler_options=COMPILER_OPTIONS)
+            self._compiled[n] = found
+        return found
+
+    def batch(self, states):
+        """The JaxMARL ``State`` batch of classic ``states`` (leading axis: the batch), built in numpy
+        and moved to the device once."""
+        import jax.numpy as jnp
+
+        t = self._c.template()
+        static = static_grid(self.layout)
+        n, players = len(states), len(states[0].players)
+        grid = np.zeros((n,) + static.shape + (3,), dtype=np.int64)
+        grid[..., 0] = static
+        xs, ys, dirs, inv = (np.zeros((n, players), dtype=np.int64) for _ in range(4))
+        for b, s in enumerate(states):
+            for x, y, content, timer in to_v2_state(s, self.start_cooking_interaction).items:
+                grid[b, y, x, 1], grid[b, y, x, 2] = content, timer
+            for i, p in enumerate(s.players):
+                xs[b, i], ys[b, i] = p.position
+                dirs[b, i], inv[b, i] = V2_DIRECTION[tuple(p.orientation)], _code(p.held, f"player {i}")
+        a = t.agents
+
+        def arr(value, like):
+            return jnp.asarray(value, dtype=like.dtype)
+
+        agents = a.replace(pos=a.pos.replace(x=arr(xs, a.pos.x), y=arr(ys, a.pos.y)), dir=arr(dirs, a.dir),
+                           inventory=arr(inv, a.inventory))
+        return t.replace(agents=agents, grid=arr(grid, t.grid), recipe=arr(np.full(n, ONION_SOUP), t.recipe),
+                         step=arr([s.timestep for s in states], t.step), done=arr(np.zeros(n, bool), t.done),
+                         new_correct_delivery=arr(np.zeros(n, bool), t.new_correct_delivery))
+
+    def step(self, states, joint_actions):
+        """``(next states, rewards, observations)`` of JaxMARL's step from each classic state with its
+        joint action (classic action indices); observations ``(batch, players, h, w, c)``."""
+        import jax
+        import jax.numpy as jnp
+
+        from beliefgate.envs.overcooked_v2.state import from_arrays, host_arrays
+
+        if len(states) != len(joint_actions) or not states:
+            raise BridgeError(f"{len(states)} states and {len(joint_actions)} joint actions: give one joint action "
+                              "per state (at least one)")
+        actions = jnp.asarray([[V2_ACTION[a] for a in joint] for joint in joint_actions], dtype=jnp.int32)
+        batch = self.batch(states)
+        nxt, rewards, obs = self._stepper(batch, actions)(batch, actions)
+        *leaves, rewards, obs = host_arrays(nxt, rewards, obs)
+        out = []
+        for b, s in enumerate(states):
+            row = [leaf[b] for leaf in leaves]
+            v2 = from_arrays(self.twin, row, s.score + float(rewards[b]), None, self.start_cooking_interaction)
+            out.append(from_v2_state(v2, self.layout))
+        return out, [float(r) for r in rewards], np.asarray(obs)
+
+
+__all__ = ["V2_TWINS", "V2_ACTION", "CLASSIC_ACTION", "V2_DIRECTION", "BridgeError", "v2_twin", "checked_twin",
+           "static_grid", "to_v2_state", "from_v2_state", "to_jaxmarl", "observations", "observation", "observer",
+           "JaxmarlTwin", "COMPILER_OPTIONS", "pot_cell"]
