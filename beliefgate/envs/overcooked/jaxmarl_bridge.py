@@ -252,10 +252,10 @@ COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
 
 class JaxmarlTwin:
     """JaxMARL's own OvercookedV2 transition and observation for a classic layout's twin, applied
-    to a batch of classic states: :meth:`step` converts each state (:func:`to_v2_state`), runs
-    ``step_agents`` and ``get_obs`` of the twin's environment under one ``jax.jit`` of their
-    ``vmap`` (compiled once per batch size), and returns the next states as classic states, the
-    rewards and every player's observation. Used by the parity test; imports jaxmarl."""
+    to classic states: :meth:`step` converts each state (as :func:`to_v2_state`), runs
+    ``step_agents`` and ``get_obs`` of the twin's environment (one ``jax.jit`` of the two, compiled
+    once), and returns the next states as classic states, the rewards and every player's
+    observation. Used by the parity test; imports jaxmarl."""
 
     def __init__(self, layout: str, start_cooking_interaction: bool = False):
         import jax
@@ -278,69 +278,62 @@ class JaxmarlTwin:
             obs = env.get_obs(nxt)
             return nxt, reward, jnp.stack([obs[a] for a in agents])
 
-        self._step = jax.jit(jax.vmap(one))
-        self._compiled: Dict[int, Callable] = {}
+        self._jit = jax.jit(one)
+        self._compiled: Optional[Callable] = None
 
-    def _stepper(self, batch, actions):
-        """The jitted step for this batch size, compiled once (XLA's backend optimisation off: the
-        same program, compiled in about half the time, which a few hundred steps do not win back)."""
-        n = int(actions.shape[0])
-        found = self._compiled.get(n)
-        if found is None:
-            found = self._step.lower(batch, actions).compile(compiler_options=COMPILER_OPTIONS)
-            self._compiled[n] = found
-        return found
+    def _stepper(self, state, actions) -> Callable:
+        """The jitted step, compiled once with XLA's backend optimisation off (the same program,
+        compiled in about 40% less time, which a few hundred steps do not win back)."""
+        if self._compiled is None:
+            self._compiled = self._jit.lower(state, actions).compile(compiler_options=COMPILER_OPTIONS)
+        return self._compiled
 
-    def batch(self, states):
-        """The JaxMARL ``State`` batch of classic ``states`` (leading axis: the batch), built in numpy
-        and moved to the device once."""
-        import jax.numpy as jnp
+    def states(self, states):
+        """Each classic state as a JaxMARL ``State`` with host (numpy) leaves of the env's dtypes."""
+        import jax
 
-        t = self._c.template()
+        t = jax.device_get(self._c.template())
         static = static_grid(self.layout)
-        n, players = len(states), len(states[0].players)
-        grid = np.zeros((n,) + static.shape + (3,), dtype=np.int64)
-        grid[..., 0] = static
-        xs, ys, dirs, inv = (np.zeros((n, players), dtype=np.int64) for _ in range(4))
-        for b, s in enumerate(states):
+        out = []
+        for s in states:
+            grid = np.zeros(static.shape + (3,), dtype=t.grid.dtype)
+            grid[..., 0] = static
             for x, y, content, timer in to_v2_state(s, self.start_cooking_interaction).items:
-                grid[b, y, x, 1], grid[b, y, x, 2] = content, timer
-            for i, p in enumerate(s.players):
-                xs[b, i], ys[b, i] = p.position
-                dirs[b, i], inv[b, i] = V2_DIRECTION[tuple(p.orientation)], _code(p.held, f"player {i}")
-        a = t.agents
-
-        def arr(value, like):
-            return jnp.asarray(value, dtype=like.dtype)
-
-        agents = a.replace(pos=a.pos.replace(x=arr(xs, a.pos.x), y=arr(ys, a.pos.y)), dir=arr(dirs, a.dir),
-                           inventory=arr(inv, a.inventory))
-        return t.replace(agents=agents, grid=arr(grid, t.grid), recipe=arr(np.full(n, ONION_SOUP), t.recipe),
-                         step=arr([s.timestep for s in states], t.step), done=arr(np.zeros(n, bool), t.done),
-                         new_correct_delivery=arr(np.zeros(n, bool), t.new_correct_delivery))
+                grid[y, x, 1], grid[y, x, 2] = content, timer
+            a = t.agents
+            pos = a.pos.replace(x=np.array([p.position[0] for p in s.players], dtype=a.pos.x.dtype),
+                                y=np.array([p.position[1] for p in s.players], dtype=a.pos.y.dtype))
+            agents = a.replace(pos=pos, dir=np.array([V2_DIRECTION[tuple(p.orientation)] for p in s.players],
+                                                     dtype=a.dir.dtype),
+                               inventory=np.array([_code(p.held, f"player {i}") for i, p in enumerate(s.players)],
+                                                  dtype=a.inventory.dtype))
+            out.append(t.replace(agents=agents, grid=grid, step=np.asarray(s.timestep, dtype=t.step.dtype),
+                                 recipe=np.asarray(ONION_SOUP, dtype=t.recipe.dtype)))
+        return out
 
     def step(self, states, joint_actions):
         """``(next states, rewards, observations)`` of JaxMARL's step from each classic state with its
-        joint action (classic action indices); observations ``(batch, players, h, w, c)``."""
+        joint action (classic action indices); observations ``(len(states), players, h, w, c)``."""
         import jax
-        import jax.numpy as jnp
 
         from beliefgate.envs.overcooked_v2.state import from_arrays, host_arrays
 
         if len(states) != len(joint_actions) or not states:
             raise BridgeError(f"{len(states)} states and {len(joint_actions)} joint actions: give one joint action "
                               "per state (at least one)")
-        actions = jnp.asarray([[V2_ACTION[a] for a in joint] for joint in joint_actions], dtype=jnp.int32)
-        batch = self.batch(states)
-        nxt, rewards, obs = self._stepper(batch, actions)(batch, actions)
-        *leaves, rewards, obs = host_arrays(nxt, rewards, obs)
-        out = []
-        for b, s in enumerate(states):
-            row = [leaf[b] for leaf in leaves]
-            v2 = from_arrays(self.twin, row, s.score + float(rewards[b]), None, self.start_cooking_interaction)
+        done = []
+        for state, joint in zip(self.states(states), joint_actions):
+            actions = np.array([V2_ACTION[a] for a in joint], dtype=np.int32)
+            done.append(self._stepper(state, actions)(state, actions))
+        done = jax.device_get(done)
+        out, rewards, obs = [], [], []
+        for s, (nxt, reward, o) in zip(states, done):
+            leaves = host_arrays(nxt)
+            v2 = from_arrays(self.twin, leaves, s.score + float(reward), None, self.start_cooking_interaction)
             out.append(from_v2_state(v2, self.layout))
-        return out, [float(r) for r in rewards], np.asarray(obs)
-
+            rewards.append(float(reward))
+            obs.append(o)
+        return out, rewards, np.stack(obs)
 
 __all__ = ["V2_TWINS", "V2_ACTION", "CLASSIC_ACTION", "V2_DIRECTION", "BridgeError", "v2_twin", "checked_twin",
            "static_grid", "to_v2_state", "from_v2_state", "to_jaxmarl", "observations", "observation", "observer",
