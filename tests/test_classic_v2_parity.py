@@ -245,3 +245,67 @@ def test_documented_difference_partial_soups_and_other_layouts():
     with pytest.raises(B.BridgeError, match="tomato"):
         B.to_v2_state(s.model_copy(update={"players": (s.players[0].model_copy(update={"held": "tomato"}),
                                                         s.players[1])}))
+
+
+# ------------------------------------------------------------------ trained policies on the classic backend
+def shipped_partner_file(name: str) -> str:
+    from importlib import resources
+
+    return str(resources.files("beliefgate.envs.overcooked_v2").joinpath("trained", f"{name}.yaml"))
+
+
+def test_a_trained_ppo_pair_plays_classic_cramped_room():
+    """``ppo:sp-cramped_room-s0`` as the ego and a ``kind: ppo`` partner file as the partner play the
+    classic game through the bridge (classic start cells, classic dynamics), deliver, and their
+    logged skills are hindsight labels from the classic events."""
+    from beliefgate.envs.domain import PartnerLayoutError
+    from beliefgate.envs.overcooked.domain import DOMAIN
+    from beliefgate.eval.episode import run_episode
+
+    partner = "ppo:" + shipped_partner_file("sp-cramped_room-s0")
+    result = run_episode("cramped_room", "ppo:sp-cramped_room-s0", partner, seed=0, horizon=60)
+    steps = result.trajectory.steps
+    assert result.summary["layout"] == "cramped_room" and len(steps) == 60
+    assert result.summary["reward"] >= 20 and result.summary["deliveries"] >= 1
+    assert all(0 <= a < 6 for row in steps for a in row.actions)
+    moved = sum(row.state.players[0].position != nxt.state.players[0].position for row, nxt in zip(steps, steps[1:]))
+    assert moved >= 5
+    labels = [row.skills for row in steps]
+    lib = set(DOMAIN.controller("cramped_room").library.names)
+    named = [s for pair in labels for s in pair if s is not None]
+    assert len(named) >= 40 and set(named) <= lib
+    assert "deliver_soup" in named
+    # a policy trained on another kitchen, or a kitchen without a JaxMARL twin: refused before any step
+    with pytest.raises(PartnerLayoutError, match="trained on v2/cramped_room, not v2/coord_ring"):
+        run_episode("coordination_ring", "ppo:sp-cramped_room-s0", "balanced", seed=0, horizon=5)
+    with pytest.raises(B.BridgeError, match="cramped_room_3p.*no JaxMARL twin"):
+        run_episode("cramped_room_3p", "ppo:sp-cramped_room-s0", ["balanced", "plater"], seed=0, horizon=5)
+
+
+@pytest.mark.slow
+def test_a_greedy_trained_pair_plays_the_same_game_in_both_backends():
+    """From JaxMARL's start state, the greedy SP pair's 200 steps on the classic backend (through the
+    bridge) are the 200 steps it plays on JaxMARL's: same actions, states and rewards."""
+    from beliefgate.envs.overcooked_v2.env import V2Env
+    from beliefgate.envs.overcooked_v2.trained_agents import ppo_agent
+
+    v2 = V2Env("v2/cramped_room", horizon=200)
+    v2_state = v2.reset(0)
+    classic = OvercookedAdapter("cramped_room", horizon=200)
+    state = classic.set_state(B.from_v2_state(v2_state, "cramped_room"))
+    on_v2, on_classic = ([ppo_agent("sp-cramped_room-s0") for _ in range(2)] for _ in range(2))
+    for i in range(2):
+        on_v2[i].greedy = on_classic[i].greedy = True
+        on_v2[i].reset("v2/cramped_room", i, 0)
+        on_classic[i].reset("cramped_room", i, 0)
+    total = 0.0
+    for t in range(200):
+        a2 = [p.act(v2_state) for p in on_v2]
+        ac = [p.act(state) for p in on_classic]
+        assert [B.V2_ACTION[a] for a in ac] == a2, t
+        r2, rc = v2.step(a2), classic.step(ac)
+        v2_state, state = r2.state, rc.state
+        assert B.from_v2_state(v2_state, "cramped_room") == state.model_copy(update={"score": r2.state.score}), t
+        assert r2.reward == rc.reward, t
+        total += rc.reward
+    assert total >= 60

@@ -31,7 +31,7 @@ JaxMARL's layouts import it lazily and stop with one line naming the extra when 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -237,12 +237,25 @@ def observation(state: SymbolicState, player: int) -> np.ndarray:
     return observations(state)[player]
 
 
-def observer(layout: str) -> Tuple[str, Callable[[SymbolicState, int], np.ndarray]]:
-    """``(twin, observe)``: the ``v2/`` layout a policy for classic ``layout`` must have been trained
-    on, and ``observe(state, player)``, its observation of a classic state (the domain's
-    ``jaxmarl_twin``, which a trained policy asks for on a classic layout)."""
-    return checked_twin(resolve_layout(layout)), observation
+class Twin(NamedTuple):
+    """How a JaxMARL-trained policy plays a classic layout: the ``v2/`` layout it must have been
+    trained on, ``observe(state, player)`` (its observation of a classic state) and
+    ``action(a)`` (a JaxMARL action as the classic action)."""
 
+    layout: str
+    observe: Callable[[SymbolicState, int], np.ndarray]
+    action: Callable[[int], int]
+
+
+def classic_action(action: int) -> int:
+    """The classic action of JaxMARL action ``action``."""
+    return CLASSIC_ACTION[int(action)]
+
+
+def twin(layout: str) -> Twin:
+    """The :class:`Twin` of classic ``layout`` (the domain's ``jaxmarl_twin``, which a trained
+    policy asks for on a classic layout); :class:`BridgeError` for a layout without one."""
+    return Twin(checked_twin(resolve_layout(layout)), observation, classic_action)
 
 
 # ------------------------------------------------------------------ JaxMARL's step on classic states
@@ -336,5 +349,5 @@ class JaxmarlTwin:
         return out, rewards, np.stack(obs)
 
 __all__ = ["V2_TWINS", "V2_ACTION", "CLASSIC_ACTION", "V2_DIRECTION", "BridgeError", "v2_twin", "checked_twin",
-           "static_grid", "to_v2_state", "from_v2_state", "to_jaxmarl", "observations", "observation", "observer",
+           "static_grid", "to_v2_state", "from_v2_state", "to_jaxmarl", "observations", "observation", "Twin", "twin", "classic_action",
            "JaxmarlTwin", "COMPILER_OPTIONS", "pot_cell"]
