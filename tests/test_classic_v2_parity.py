@@ -309,3 +309,69 @@ def test_a_greedy_trained_pair_plays_the_same_game_in_both_backends():
         assert r2.reward == rc.reward, t
         total += rc.reward
     assert total >= 60
+
+
+# ------------------------------------------------------------------ the cooking rule (docs: difference 2)
+def new_dynamics_state(layout: str, rng: random.Random) -> SymbolicState:
+    """A legal new-dynamics state: as :func:`random_state`, but a pot may hold 1-3 idle onions and
+    cook or hold a soup of any size (cooking starts by interaction)."""
+    s = random_state(layout, rng)
+    pots = []
+    for pot in s.pots:
+        n = rng.randint(1, 3)
+        pots.append(rng.choice([PotView(position=pot.position, ingredients=0),
+                                PotView(position=pot.position, ingredients=n),
+                                PotView(position=pot.position, ingredients=n, cooking=True, timer=rng.randint(1, 20)),
+                                PotView(position=pot.position, ingredients=n, ready=True)]))
+    return s.model_copy(update={"pots": tuple(pots)})
+
+
+def cooking_rule_comparison(layout: str, old_dynamics: bool, start_cooking_interaction: bool, n: int,
+                            seed: int) -> Counter:
+    """Steps from ``n`` random states (new-dynamics states, which include the old ones) in the
+    classic package's env (``old_dynamics``) and JaxMARL (``start_cooking_interaction``): per field,
+    how many agree; ``unrepresentable``: JaxMARL's next state holds a soup of < 3 onions on a plate."""
+    from beliefgate.envs.overcooked.adapter import joint_action_tuple
+    from beliefgate.envs.overcooked.state import from_overcooked, to_overcooked
+
+    rng = random.Random(seed)
+    env = OvercookedAdapter(layout, horizon=10**6, old_dynamics=old_dynamics)
+    states, joints, want, rewards = [], [], [], []
+    for _ in range(n):
+        s = new_dynamics_state(layout, rng) if not old_dynamics else random_state(layout, rng)
+        joint = [rng.choice((0, 1, 2, 3, 4, 5, 5, 5)) for _ in range(2)]
+        env.env.state = to_overcooked(s, old_dynamics)   # the package's own step: the adapter's event
+        _, reward, _, _ = env.env.step(joint_action_tuple(joint), [{}, {}])  # check refuses < 3-onion cooking
+        states.append(s)
+        joints.append(joint)
+        want.append(from_overcooked(env.env.state, layout))
+        rewards.append(float(reward))
+    nxt, got_rewards, obs = B.JaxmarlTwin(layout, start_cooking_interaction).step(states, joints, strict=False)
+    agree = Counter()
+    for s, w, r, g, gr, o in zip(states, want, rewards, nxt, got_rewards, obs):
+        agree["steps"] += 1
+        if g is None:
+            agree["unrepresentable"] += 1
+            continue
+        agree["players"] += w.players == g.players
+        agree["pots"] += w.pots == g.pots
+        agree["counters"] += w.counters == g.counters
+        agree["reward"] += r == gr
+        agree["observation"] += np.array_equal(B.observations(w), o)
+    return agree
+
+
+@pytest.mark.slow
+def test_the_cooking_rule_option_makes_the_games_agree():
+    """Classic old dynamics (auto-cook at three onions) = JaxMARL without
+    ``start_cooking_interaction``; classic new dynamics (an interaction starts cooking, any number
+    of onions) = JaxMARL with it. Crossed, the pots differ."""
+    fields = ("players", "pots", "counters", "reward", "observation")
+    for old, sci in ((True, False), (False, True)):
+        agree = cooking_rule_comparison("cramped_room", old, sci, 300, seed=11)
+        ok = agree["steps"] - agree["unrepresentable"]
+        assert all(agree[f] == ok for f in fields), (old, sci, agree)
+        assert agree["unrepresentable"] <= 0.1 * agree["steps"]
+    crossed = cooking_rule_comparison("cramped_room", False, False, 300, seed=11)
+    assert crossed["players"] == crossed["steps"] - crossed["unrepresentable"]
+    assert crossed["pots"] < crossed["steps"] - crossed["unrepresentable"]

@@ -324,9 +324,11 @@ class JaxmarlTwin:
                                  recipe=np.asarray(ONION_SOUP, dtype=t.recipe.dtype)))
         return out
 
-    def step(self, states, joint_actions):
+    def step(self, states, joint_actions, strict: bool = True):
         """``(next states, rewards, observations)`` of JaxMARL's step from each classic state with its
-        joint action (classic action indices); observations ``(len(states), players, h, w, c)``."""
+        joint action (classic action indices); observations ``(len(states), players, h, w, c)``.
+        A next state the classic game cannot hold (a plated soup of fewer than three onions, which
+        only cooking by interaction makes) raises :class:`BridgeError`, or is None with ``strict=False``."""
         import jax
 
         from beliefgate.envs.overcooked_v2.state import from_arrays, host_arrays
@@ -343,7 +345,12 @@ class JaxmarlTwin:
         for s, (nxt, reward, o) in zip(states, done):
             leaves = host_arrays(nxt)
             v2 = from_arrays(self.twin, leaves, s.score + float(reward), None, self.start_cooking_interaction)
-            out.append(from_v2_state(v2, self.layout))
+            try:
+                out.append(from_v2_state(v2, self.layout))
+            except BridgeError:
+                if strict:
+                    raise
+                out.append(None)
             rewards.append(float(reward))
             obs.append(o)
         return out, rewards, np.stack(obs)
