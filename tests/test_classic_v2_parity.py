@@ -375,3 +375,26 @@ def test_the_cooking_rule_option_makes_the_games_agree():
     crossed = cooking_rule_comparison("cramped_room", False, False, 300, seed=11)
     assert crossed["players"] == crossed["steps"] - crossed["unrepresentable"]
     assert crossed["pots"] < crossed["steps"] - crossed["unrepresentable"]
+
+
+def test_without_jaxmarl_the_bridge_names_the_extra(monkeypatch):
+    """The bridge's JaxMARL side (the twin's geometry, its step, a trained policy's layout check)
+    stops with one line naming the ``v2`` extra; the numpy encoder needs no JaxMARL."""
+    import sys
+
+    from beliefgate.envs.overcooked_v2 import _jaxmarl
+    from beliefgate.envs.overcooked_v2 import layouts as v2_layouts
+
+    state = random_state("cramped_room", random.Random(5))
+    monkeypatch.setattr(_jaxmarl, "_MODULES", None)
+    monkeypatch.setattr(v2_layouts, "_BUILT", {})
+    for name in [m for m in sys.modules if m == "jaxmarl" or m.startswith("jaxmarl.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "jaxmarl", None)
+    B.checked_twin.cache_clear()
+    try:
+        with pytest.raises(_jaxmarl.MissingExtraError, match=r'install the v2 extra with pip install -e "\.\[v2\]"'):
+            B.twin("cramped_room")
+        assert B.observations(state).shape == (2, 4, 5, 30)
+    finally:
+        B.checked_twin.cache_clear()
