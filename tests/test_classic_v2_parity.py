@@ -24,7 +24,6 @@ pytest.importorskip("jaxmarl")
 
 from beliefgate.envs.overcooked import jaxmarl_bridge as B  # noqa: E402
 from beliefgate.envs.overcooked.adapter import OvercookedAdapter  # noqa: E402
-from beliefgate.envs.overcooked.dynamics import detect_events  # noqa: E402
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, LAYOUTS, layout_info  # noqa: E402
 from beliefgate.envs.overcooked.partners import make_scripted  # noqa: E402
 from beliefgate.envs.overcooked.state import CounterObject, PlayerView, PotView, SymbolicState  # noqa: E402

@@ -15,11 +15,14 @@ wall ``W``, an onion dispenser ``O`` ingredient pile ``0``, a dish dispenser ``D
   interact; JaxMARL right, down, left, up, stay, interact);
 * :func:`observation` -- JaxMARL's default observation of a player (``(h, w, c)``, the whole grid in
   view), computed here from the classic state with numpy (the parity test compares it with
-  JaxMARL's ``get_obs``), and :func:`observations` for every player.
+  JaxMARL's ``get_obs``), and :func:`observations` for every player;
+* :func:`twin` -- what a JaxMARL-trained policy needs to play a classic kitchen (the twin, the
+  observation encoder, the action map): the classic domain's ``jaxmarl_twin``;
+* :class:`JaxmarlTwin` -- JaxMARL's own step and observation applied to classic states.
 
-Player ``i`` of the classic state is JaxMARL's ``agent_i``. The start positions of the two games
-differ on three layouts (JaxMARL's reset swaps the seats of ``cramped_room`` and ``counter_circuit``
-and starts ``asymm_advantages`` elsewhere), which a converted state does not depend on.
+Player ``i`` of the classic state is JaxMARL's ``agent_i``. The start cells of the two games differ
+on three layouts (``cramped_room``, ``asymmetric_advantages``, ``counter_circuit``), which a
+converted state does not depend on.
 Where the two dynamics differ is measured by ``tests/test_classic_v2_parity.py`` and tabled in
 ``docs/overcooked_v2.md`` ("Classic <-> JaxMARL parity").
 
@@ -35,8 +38,8 @@ from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from beliefgate.envs.overcooked.layouts import DIRECTIONS, layout_info, resolve_layout
-from beliefgate.envs.overcooked.state import COOK_TIME, POT_CAPACITY, CounterObject, PlayerView, PotView, SymbolicState
+from beliefgate.envs.overcooked.layouts import layout_info, resolve_layout
+from beliefgate.envs.overcooked.state import POT_CAPACITY, CounterObject, PlayerView, PotView, SymbolicState
 from beliefgate.errors import InputError
 
 #: classic layout -> the JaxMARL layout that replays it
@@ -355,6 +358,7 @@ class JaxmarlTwin:
             obs.append(o)
         return out, rewards, np.stack(obs)
 
-__all__ = ["V2_TWINS", "V2_ACTION", "CLASSIC_ACTION", "V2_DIRECTION", "BridgeError", "v2_twin", "checked_twin",
-           "static_grid", "to_v2_state", "from_v2_state", "to_jaxmarl", "observations", "observation", "Twin", "twin", "classic_action",
-           "JaxmarlTwin", "COMPILER_OPTIONS", "pot_cell"]
+
+__all__ = ["V2_TWINS", "V2_ACTION", "CLASSIC_ACTION", "V2_DIRECTION", "BridgeError", "Twin", "JaxmarlTwin",
+           "COMPILER_OPTIONS", "v2_twin", "checked_twin", "twin", "static_grid", "to_v2_state", "from_v2_state",
+           "to_jaxmarl", "observations", "observation", "classic_action", "pot_cell"]
