@@ -152,7 +152,7 @@ AGENTS: Dict[str, AgentEntry] = {e.prefix: e for e in (
                "behaviour cloning on the human data (bc = the episode's layout, bc:<layout>)", option="optional"),
     AgentEntry("ppo", "beliefgate.envs.overcooked_v2.trained_agents:ppo_agent",
                "a trained PPO policy as the ego (ppo:<shipped name>, ppo:PATH to a policy.msgpack, run folder or "
-               "partner file; v2 layouts)", option="required",
+               "partner file; v2 layouts, and the classic kitchens of their v2 twins)", option="required",
                digest="beliefgate.envs.overcooked_v2.trained_agents:ppo_digest"),
     AgentEntry("fcp", "beliefgate.envs.overcooked_v2.trained_agents:fcp_agent",
                "the shipped FCP ego of a v2 layout (fcp:<layout>)", option="required",

@@ -184,6 +184,15 @@ class OvercookedDomain(Domain):
             return super().seed_tree(layout)
         return path.read_text()
 
+    def jaxmarl_twin(self, layout: str):
+        """``(v2 layout, observe(state, player), action(a))``: the JaxMARL OvercookedV2 layout that
+        replays ``layout``, the encoder of a classic state as its observation and the map of a
+        JaxMARL action to the classic one, for trained (PPO) policies
+        (:mod:`beliefgate.envs.overcooked.jaxmarl_bridge`; the ``v2`` extra)."""
+        from beliefgate.envs.overcooked.jaxmarl_bridge import twin
+
+        return twin(layout)
+
     # ------------------------------------------------------------------ partners
     def partner_key(self, name: str) -> str:
         from beliefgate.envs.overcooked.partners import partner_key

@@ -200,7 +200,7 @@ class TrainedPlayer:
     def reset(self, layout: str, player: int, seed: int) -> None:
         import jax
 
-        canonical = resolve_layout(layout)
+        canonical = self._layout(layout)
         if canonical != self.layout:
             raise PartnerLayoutError(f"{self.name} ({self.path}) was trained on {self.layout}, not {canonical}")
         self.player = int(player)
@@ -212,15 +212,36 @@ class TrainedPlayer:
 
         from beliefgate.envs.overcooked_v2.env import observations
 
-        obs = observations(state)[self.player]
+        twin = self._twin
+        obs = observations(state)[self.player] if twin is None else twin.observe(state, self.player)
         self.steps += 1
         if self.greedy:
-            return self.policy(obs)
-        self.key, sub = jax.random.split(self.key)
-        return self.policy(obs, key=sub, greedy=False)
+            action = self.policy(obs)
+        else:
+            self.key, sub = jax.random.split(self.key)
+            action = self.policy(obs, key=sub, greedy=False)
+        return action if twin is None else twin.action(action)
 
     def info(self) -> Dict[str, object]:
         return {"skill": None, "replans": 0, "llm_calls": 0, "policy": self.card["kind"]}
+
+    def _layout(self, layout: str) -> str:
+        """The ``v2/`` layout ``layout`` plays as. Another domain's layout plays through that domain's
+        ``jaxmarl_twin(layout) -> (v2 layout, observe(state, player), action(a))`` (the classic
+        kitchens: :mod:`beliefgate.envs.overcooked.jaxmarl_bridge`), which then encodes its states
+        and maps the policy's actions to its own."""
+        self._twin = None
+        try:
+            return resolve_layout(layout)
+        except UnknownLayoutError:
+            from beliefgate.envs.domain import domain_for_layout
+
+            find = getattr(domain_for_layout(layout), "jaxmarl_twin", None)
+            if find is None:
+                raise PartnerLayoutError(f"{self.name} ({self.path}) plays JaxMARL layouts; {layout} has no "
+                                         "JaxMARL encoding") from None
+            self._twin = find(layout)
+            return self._twin[0]
 
 
 def make_player(spec: TrainedPartnerSpec) -> TrainedPlayer:
