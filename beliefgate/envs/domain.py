@@ -283,6 +283,15 @@ class Domain:
         """Partners that change skill at hidden times (the switch benchmark's default population)."""
         return ()
 
+    #: the agent the switch benchmark seats beside the partner it scores (and in any further seat);
+    #: None: the benchmark needs ``ego=`` on this domain's layouts
+    switch_ego: Optional[str] = None
+
+    def switch_env_options(self, layout: str) -> Dict[str, Any]:
+        """The environment options under which this domain's partners switch in the switch benchmark
+        (OvercookedV2: the recipe resampled on delivery); none by default."""
+        return {}
+
     def partner_fingerprint(self, name: str) -> str:
         """Text that changes whenever what partner ``name`` does changes (a cache key part)."""
         return name

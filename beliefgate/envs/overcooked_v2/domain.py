@@ -203,6 +203,23 @@ class OvercookedV2Domain(Domain):
 
         return [p.summary() for p in PARTNERS.values()]
 
+    #: the switch benchmark's teammate: it only plates and serves, so the partner it scores fetches
+    #: every ingredient (the choices a resampled recipe changes)
+    switch_ego = "v2-server"
+
+    def switching_partners(self) -> Tuple[str, ...]:
+        """The shipped scripted partners that re-read the recipe every step: they change course (a
+        hidden switch of ingredient) when the recipe is resampled on delivery."""
+        from beliefgate.envs.overcooked_v2.partners import PARTNERS, V2PartnerSpec
+
+        return tuple(n for n, s in PARTNERS.items() if isinstance(s, V2PartnerSpec) and s.adaptive
+                     and s.role != "server")
+
+    def switch_env_options(self, layout: str) -> Dict[str, Any]:
+        """The recipe is resampled after each correct delivery (else a recipe-seeing partner never
+        changes course)."""
+        return {"sample_recipe_on_delivery": True}
+
     def partner_group(self, name: str) -> Optional[str]:
         from beliefgate.envs.overcooked_v2.partners import PARTNERS
 
