@@ -180,6 +180,14 @@ class OvercookedV2Domain(Domain):
 
         return recipe_viewers(state)
 
+    # ------------------------------------------------------------------ fitting
+    def load_fit_data(self, paths, partner_side: Optional[int] = None, **options):
+        """V2 trajectory logs -> the skill model's ``FitData`` (:func:`.fitdata.load_logs`; also the
+        ``overcooked_v2`` entry point of ``beliefgate.fitdata``)."""
+        from beliefgate.envs.overcooked_v2.fitdata import load_logs
+
+        return load_logs(paths, partner_side, **options)
+
     # ---------------------------------------------------------------- rendering
     def render_layout(self, layout: str) -> Dict[str, Any]:
         from beliefgate.envs.overcooked_v2.render import layout_record
