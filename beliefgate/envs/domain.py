@@ -231,6 +231,11 @@ class Domain:
         """One state as a compact JSON-ready record for the pages."""
         raise NotImplementedError
 
+    def render_view(self, state, player: int) -> List[Any]:
+        """One state as player ``player`` sees it (the play page's person): :meth:`render_frame`
+        unless the game hides something from some players (OvercookedV2's recipe)."""
+        return self.render_frame(state)
+
     # ------------------------------------------------------------ policy trees
     def seat_skills(self, layout: str, player: int) -> Tuple[str, ...]:
         """The skills ``player`` can use on ``layout`` (all of the library's by default)."""

@@ -328,22 +328,23 @@ class PlayGame:
         return self.log_path.name if self.writer is not None else None
 
     def state_message(self, reward: float = 0.0) -> Dict[str, Any]:
-        from beliefgate.viewer.frames import encode_frame
+        from beliefgate.viewer.frames import encode_view
 
-        info = self.last_info
-        return {"type": "state", "t": self.t, "horizon": self.settings.horizon, "frame": encode_frame(self.state),
+        info = self.last_info   # the person sees what their seat sees (OvercookedV2: the recipe only in view)
+        return {"type": "state", "t": self.t, "horizon": self.settings.horizon,
+                "frame": encode_view(self.state, self.human),
                 "score": self.env.score, "reward": reward, "events": self.events,
                 "belief": info.get("belief"), "map": info.get("partner_map"), "agent_skill": info.get("skill"),
                 "reason": info.get("reason"), "interrupt": bool(info.get("interrupt", False)),
                 "queued": len(self.pending)}
 
     def hello(self) -> Dict[str, Any]:
-        from beliefgate.viewer.frames import encode_frame, layout_record
+        from beliefgate.viewer.frames import encode_view, layout_record
 
         return {"type": "hello", "session": self.session, "layout": layout_record(self.settings.layout),
                 "names": self.names, "agent": self.settings.agent, "agent_seat": self.seat,
                 "human_seat": self.human, "tick_hz": self.settings.tick_hz, "horizon": self.settings.horizon,
-                "log": self.log_path.name, "frame": encode_frame(self.state),
+                "log": self.log_path.name, "frame": encode_view(self.state, self.human),
                 "max_message_bytes": self.settings.max_message_bytes}
 
     # ------------------------------------------------------------------ the end

@@ -199,6 +199,12 @@ class OvercookedV2Domain(Domain):
 
         return encode_frame(state)
 
+    def render_view(self, state, player: int) -> List[Any]:
+        """The frame as ``player`` sees it: the recipe only where ``player`` sees it (the play page)."""
+        from beliefgate.envs.overcooked_v2.render import encode_view
+
+        return encode_view(state, player)
+
     # ------------------------------------------------------------------ partners
     def partner_names(self) -> Tuple[str, ...]:
         from beliefgate.envs.overcooked_v2.partners import PARTNERS
