@@ -343,7 +343,7 @@ def play_cached(layout: str, partner: str, seed: int, horizon: int, ego: str, ca
     spec = "+".join(domain.partner_fingerprint(p) for p in partner_list(partner))
     key = f"{spec}|{beliefgate.__version__}" + (f"|{json.dumps(options, sort_keys=True)}" if options else "")
     digest = hashlib.sha256(key.encode()).hexdigest()[:10]
-    path = Path(cache_dir) / f"{layout}__{slug(partner)}__seed{seed}__h{horizon}__{slug(ego)}__{digest}.jsonl"
+    path = Path(cache_dir) / f"{slug(layout)}__{slug(partner)}__seed{seed}__h{horizon}__{slug(ego)}__{digest}.jsonl"
     if path.exists():
         try:
             traj = read_log(path)
