@@ -143,6 +143,8 @@ partners: [v2-cook, v2-cook+v2-server]
 seeds: [0]
 seats: [0]
 horizon: 40
+env_options:
+  {LAYOUT}: {{sample_recipe_on_delivery: true}}
 """)
     res = _cli("eval", "run", grid, "--out", root / "run", "--workers", "1")
     assert res.exit_code == 0, res.output
@@ -157,10 +159,51 @@ def test_eval_grid_and_report_on_v2_layouts(run_dir):
     assert sorted(set(rows["layout"])) == [LAYOUT, THREE] and len(rows) == 4
     assert set(rows.loc[rows["layout"] == THREE, "partner"]) == {"v2-cook+v2-server"}
     assert rows["reward"].notna().all() and rows["gap_rate"].notna().all()
+    from beliefgate.envs.trajlog import read_log
+
+    for log in (run_dir / "episodes").rglob("*.jsonl"):   # the grid's options reach the layout's episodes
+        traj = read_log(log)
+        assert traj.header.config["sample_recipe_on_delivery"] is (traj.header.layout == LAYOUT)
     res = _cli("eval", "report", run_dir, "--html", "--bootstrap", "200")
     assert res.exit_code == 0, res.output
     index = (run_dir / "reports" / "index.html").read_text()
     assert "cramped_room_v2_3p" in index and len(list((run_dir / "reports").rglob("*.html"))) == 5
+
+
+@pytest.mark.slow   # six belief-agent episodes of 30 steps, inline
+def test_closed_loop_sensitivity_on_a_v2_grid(tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(f"""name: v2-sens
+agents: [bayes-belief:full]
+layouts: [{LAYOUT}]
+partners: [v2-cook-adaptive]
+seeds: [0, 1]
+seats: [0]
+horizon: 30
+env_options:
+  {LAYOUT}: {{sample_recipe_on_delivery: true}}
+""")
+    res = _cli("sensitivity", "oat", "--closed-loop", grid, "--param", "cooldown=0,20", "--out", tmp_path / "sens",
+               "--workers", "1", "--json", "--bootstrap", "200")
+    assert res.exit_code == 0, res.output
+    out = json.loads((tmp_path / "sens" / "sensitivity.json").read_text())
+    assert out and (tmp_path / "sens" / "base" / "results.csv").exists()
+
+
+def test_grid_env_options_are_checked_before_any_episode(tmp_path):
+    from beliefgate.eval.grid import GridError, parse_grid, resolve_grid
+
+    base = {"name": "g", "agents": ["bayes-belief:full"], "layouts": [LAYOUT], "partners": ["v2-cook"],
+            "seeds": [0], "seats": [0], "horizon": 10}
+    plain = resolve_grid(parse_grid(base)).episodes[0]
+    opts = resolve_grid(parse_grid({**base, "env_options": {LAYOUT: {"sample_recipe_on_delivery": True}}}))
+    assert opts.episodes[0].env_options == {"sample_recipe_on_delivery": True}
+    assert opts.episodes[0].key != plain.key and plain.env_options is None   # options are part of the episode
+    for bad, field in (({LAYOUT: {"agent_view_size": 0}}, "agent_view_size"), ({LAYOUT: {"colour": 1}}, "colour"),
+                       ({"v2/two_rooms": {}}, "not one of the grid's layouts")):
+        with pytest.raises(GridError, match=field) as info:
+            resolve_grid(parse_grid({**base, "env_options": bad}))
+        assert "\n" not in str(info.value)
 
 
 def test_v2_report_page_in_chromium(bench, tmp_path):
