@@ -60,6 +60,17 @@ def _cli(*args):
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
+def test_layouts_json_gives_backend_and_players_for_every_v2_layout():
+    res = _cli("layouts", "--json")
+    assert res.exit_code == 0, res.output
+    rows = {r["name"]: r for r in json.loads(res.output)}
+    v2 = [name for name in rows if name.startswith("v2/")]
+    assert sorted(v2) == sorted(DOMAIN.layouts())
+    for name in v2:
+        assert rows[name]["backend"] == "v2" and rows[name]["players"] == DOMAIN.layout_info(name).players
+    assert {rows[n]["players"] for n in v2} == {2, 3}
+
+
 # ------------------------------------------------------------------ switches
 def _check_switches_are_recipe_changes(result, cache, layouts):
     from beliefgate.envs.trajlog import read_log
@@ -369,3 +380,75 @@ def test_fit_cli_on_a_bad_v2_log_is_one_line(tmp_path):
     res = _cli("fit", bad, "-o", tmp_path / "f.nc", "--no-progress")
     assert res.exit_code == 2, res.output
     assert "bad.jsonl" in res.output and len([ln for ln in res.output.splitlines() if ln.strip()]) == 1
+
+
+@pytest.mark.slow   # a play server in its own process (JaxMARL's import and compile there): ~30 s
+def test_a_person_plays_a_v2_kitchen_in_chromium(tmp_path):
+    """`beliefgate play` on a V2 kitchen whose recipe the person's seat does not see (grounded_coord_simple:
+    the recipe shows only on a pressed button), in headless Chromium: keys move the person, the agent acts,
+    the recipe is drawn hidden, the log is complete."""
+    import os
+    import subprocess
+    import sys
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from beliefgate.envs.trajlog import LogFormatError, TruncatedLogError, read_log
+    from beliefgate.viewer.browser import BrowserUnavailable, find_browser, headless_chromium
+
+    try:
+        paths = find_browser()
+    except BrowserUnavailable as exc:
+        pytest.skip(f"no headless browser: {exc}")
+    logs = tmp_path / "logs"
+    proc = subprocess.Popen([sys.executable, "-m", "beliefgate.cli", "play", "--port", "0", "--layout",
+                             "v2/grounded_coord_simple", "--agent", "bayes-belief", "--tick-hz", "10", "--horizon",
+                             "40", "--log", f"{logs}/", "--seed", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    driver = None
+    try:
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert match is not None, (line, proc.stderr.read() if proc.poll() is not None else "")
+        driver = headless_chromium(paths=paths)
+        driver.set_page_load_timeout(60)
+        driver.get(f"http://127.0.0.1:{match.group(1)}/")
+        end = time.monotonic() + 60
+        while not driver.execute_script("return window.beliefgatePlay && window.beliefgatePlay.hello") \
+                and time.monotonic() < end:
+            time.sleep(0.1)
+        hello = driver.execute_script("return window.beliefgatePlay.hello")
+        assert hello["layout"]["v2"]["backend"] == "v2" and hello["frame"][5]["recipe"] is None
+        canvas = driver.find_element(By.ID, "kitchen")
+        assert canvas.get_attribute("data-recipe") == "hidden"
+        body = driver.find_element(By.TAG_NAME, "body")
+        for key in (Keys.ARROW_DOWN, Keys.ARROW_UP, Keys.ARROW_LEFT):
+            body.send_keys(key)
+            time.sleep(0.15)
+        end = time.monotonic() + 60
+        while driver.execute_script("return window.beliefgatePlay.states") < 6 and time.monotonic() < end:
+            time.sleep(0.1)
+        assert driver.execute_script("return window.beliefgatePlay.states") >= 6
+        assert driver.execute_script("return window.beliefgatePlay.sent") == 3
+        assert [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"] == []
+        driver.quit()
+        driver = None   # closing the page ends the game and completes its log
+        end = time.monotonic() + 30
+        traj = None
+        while traj is None and time.monotonic() < end:
+            found = list(logs.glob("*.jsonl"))
+            if found:
+                try:
+                    traj = read_log(found[0])
+                except (LogFormatError, TruncatedLogError):   # still being written: polled until complete
+                    time.sleep(0.2)
+            else:
+                time.sleep(0.2)
+        assert traj is not None and traj.final.summary["ended"] == "disconnected"
+        assert [r.actions[1] for r in traj.steps if r.info[1]["input"] == "key"] == [1, 3, 2]   # south, north, west
+    finally:
+        if driver is not None:
+            driver.quit()
+        proc.terminate()
+        proc.wait(10)

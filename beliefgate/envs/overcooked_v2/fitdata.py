@@ -56,18 +56,21 @@ def load_goal_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None
     partner) for the goal (recipe) model: the skill model's arrays of :func:`load_logs`, plus per
     step the recipe evidence about the partner as player ``viewer`` (default: the ego seat) observes
     it -- the goal-conditioned skill log-weights ``[G, K]`` (``concentration``: default the domain's
-    ``GOAL_CONCENTRATION``), the goal-change flag and the direct evidence (a delivered dish; a
+    ``GOAL_CONCENTRATION``; the domain is reached through ``domain_for_layout``), the goal-change flag and the direct evidence (a delivered dish; a
     recipe the viewer sees, unless ``use_view`` is false). Every log must be on layouts with the
     same recipes. Raises :class:`FitDataError` naming the file."""
-    from beliefgate.envs.overcooked_v2.domain import DOMAIN, GOAL_CONCENTRATION
+    from beliefgate.envs.domain import domain_for_layout
     from beliefgate.models.goal import goal_data
 
     paths = [Path(p) for p in paths]
     if not paths:
         raise FitDataError("no trajectory logs given")
-    conc = GOAL_CONCENTRATION if concentration is None else float(concentration)
-    if not np.isfinite(conc) or conc < 0:
-        raise FitDataError(f"concentration must be a finite number >= 0, got {concentration!r}")
+    given = {}   # the domain's own concentration unless one is given
+    if concentration is not None:
+        if isinstance(concentration, bool) or not isinstance(concentration, (int, float)) \
+                or not np.isfinite(concentration) or concentration < 0:
+            raise FitDataError(f"concentration must be a finite number >= 0, got {concentration!r}")
+        given["concentration"] = float(concentration)
     rows, goals = [], None
     for path in paths:
         traj = read_trajectory(path, allow_incomplete)
@@ -80,7 +83,8 @@ def load_goal_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None
         layout = traj.header.layout
         try:
             observer = FIT_DOMAIN.observer(layout, side, AMBIGUOUS_WEIGHT)
-            names = tuple(DOMAIN.goal_names(layout))
+            domain = domain_for_layout(layout)   # the seam: this module does not import the domain
+            names = tuple(domain.goal_names(layout) or ())
         except (LookupFailure, InputError) as exc:
             raise FitDataError(f"{path}: {exc.args[0] if exc.args else exc}") from None
         if goals is None:
@@ -96,8 +100,8 @@ def load_goal_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None
         w, change, direct = [], [], []
         for t in range(len(states) - 1):
             try:
-                lw, flag, gl = DOMAIN.goal_evidence(states[t], states[t + 1], side, see, skill_names,
-                                                    concentration=conc, use_view=use_view)
+                lw, flag, gl = domain.goal_evidence(states[t], states[t + 1], side, see, skill_names,
+                                                    use_view=use_view, **given)
             except V2StateError as exc:
                 raise FitDataError(f"{path}: step {t}: {exc}") from None
             w.append(lw)
