@@ -18,7 +18,7 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 import typer
 from rich.table import Table
 
-from beliefgate.console import (BoundaryGroup, check_output_path, console, err_console, fail as _fail,  # noqa: F401
+from beliefgate.console import (BoundaryGroup, check_output_path, option_items, console, err_console, fail as _fail,  # noqa: F401
                                 check_figure_path, check_unique, load_input, progress_bar, say)  # (check_output_path, err_console re-exported)
 from beliefgate.limits import MAX_HORIZON, MAX_RESAMPLES, MAX_SEED_COUNT
 
@@ -208,25 +208,11 @@ def episode(
     console.print(table)
 
 
-def _option_items(items: List[str]) -> Dict[str, Any]:
-    """``--env-option KEY=VALUE`` items as a dict (VALUE read as JSON, else kept as text)."""
-    out: Dict[str, Any] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            _fail(f"--env-option must be KEY=VALUE, got {item!r}")
-        try:
-            out[key.strip()] = json.loads(text)
-        except json.JSONDecodeError:
-            out[key.strip()] = text
-    return out
-
-
 def _env_options(items: List[str], domain, layout: str) -> Dict[str, Any]:
     """``--env-option KEY=VALUE`` items as a dict, checked by the layout's domain before anything runs."""
     from beliefgate.errors import InputError
 
-    out = _option_items(items)
+    out = option_items(items)
     if out:
         try:
             check = getattr(domain, "check_env_options", None)
@@ -363,7 +349,7 @@ def switches(
     check_output_path("--cache", cache, folder=True)
     params = load_input("--params", params_file, GateParams.load) if params_file else GateParams()
     seed_list = range(first_seed, first_seed + seeds)
-    env_options = _option_items(env_option or [])
+    env_options = option_items(env_option or [])
     for layout in layouts_ or sw.DEFAULT_LAYOUTS:  # the layouts, then the options, before the first episode
         try:
             sw.benchmark_ego(layout, ego)

@@ -282,6 +282,8 @@ def test_play_view_hides_the_recipe_from_a_seat_that_does_not_see_it(tmp_path):
         assert (view[5]["recipe"] is not None) == seen[player]
         assert view[5]["viewers"] == [i for i in range(2) if seen[i]]
     assert encode_frame(near)[5]["recipe"] == list(near.recipe_ingredients)   # the report shows it to everyone
+    res = _cli("play", "--layout", LAYOUT, "--port", "0", "--env-option", "agent_view_size=0")
+    assert res.exit_code == 2 and "agent_view_size" in res.output and len(res.output.strip().splitlines()) == 1
 
 
 # ------------------------------------------------------------------ fit / diagnose / the goal model
@@ -384,9 +386,10 @@ def test_fit_cli_on_a_bad_v2_log_is_one_line(tmp_path):
 
 @pytest.mark.slow   # a play server in its own process (JaxMARL's import and compile there): ~30 s
 def test_a_person_plays_a_v2_kitchen_in_chromium(tmp_path):
-    """`beliefgate play` on a V2 kitchen whose recipe the person's seat does not see (grounded_coord_simple:
-    the recipe shows only on a pressed button), in headless Chromium: keys move the person, the agent acts,
-    the recipe is drawn hidden, the log is complete."""
+    """`beliefgate play` on a V2 kitchen whose recipe the person's seat does not see (grounded_coord_simple
+    with a view of one cell: the person starts in the right room, away from the indicator and the button),
+    in headless Chromium: keys move the person, the agent acts, the recipe is drawn hidden from the person,
+    the log is complete and records the options."""
     import os
     import subprocess
     import sys
@@ -404,7 +407,7 @@ def test_a_person_plays_a_v2_kitchen_in_chromium(tmp_path):
     logs = tmp_path / "logs"
     proc = subprocess.Popen([sys.executable, "-m", "beliefgate.cli", "play", "--port", "0", "--layout",
                              "v2/grounded_coord_simple", "--agent", "bayes-belief", "--tick-hz", "10", "--horizon",
-                             "40", "--log", f"{logs}/", "--seed", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             "40", "--log", f"{logs}/", "--seed", "0", "--env-option", "agent_view_size=1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     driver = None
     try:
@@ -432,20 +435,25 @@ def test_a_person_plays_a_v2_kitchen_in_chromium(tmp_path):
         assert driver.execute_script("return window.beliefgatePlay.states") >= 6
         assert driver.execute_script("return window.beliefgatePlay.sent") == 3
         assert [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"] == []
+        driver.execute_script("window.beliefgatePlay.socket.close()")   # leaving ends the game, completing its log
         driver.quit()
-        driver = None   # closing the page ends the game and completes its log
+        driver = None
         end = time.monotonic() + 30
-        traj = None
+        traj, why = None, "no log"
         while traj is None and time.monotonic() < end:
             found = list(logs.glob("*.jsonl"))
             if found:
                 try:
                     traj = read_log(found[0])
-                except (LogFormatError, TruncatedLogError):   # still being written: polled until complete
+                except (LogFormatError, TruncatedLogError) as exc:   # still being written: polled until complete
+                    why = str(exc)
                     time.sleep(0.2)
             else:
                 time.sleep(0.2)
-        assert traj is not None and traj.final.summary["ended"] == "disconnected"
+        assert traj is not None, (why, list(logs.iterdir()) if logs.exists() else "no folder")
+        assert traj.final.summary["ended"] in ("disconnected", "horizon")
+        assert found[0].parent == logs and found[0].name.startswith("play-v2_grounded_coord_simple-")
+        assert traj.header.config["agent_view_size"] == 1 and not traj.steps[0].state.sees_recipe(1)
         assert [r.actions[1] for r in traj.steps if r.info[1]["input"] == "key"] == [1, 3, 2]   # south, north, west
     finally:
         if driver is not None:

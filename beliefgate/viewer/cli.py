@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
-from beliefgate.console import check_not_input, check_output_path, console, err_console, fail as _fail
+from beliefgate.console import check_not_input, check_output_path, console, err_console, fail as _fail, option_items
 from beliefgate.limits import MAX_HORIZON, MAX_TICK_HZ, MIN_TICK_HZ
 from beliefgate.errors import BeliefgateError, InputError, LookupFailure
 
@@ -63,6 +63,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         log: str = typer.Option("play-logs/", help="log file, or a directory (one file per session); "
                                  "an existing file is never overwritten (NAME-2.jsonl, ...)"),
         max_sessions: int = typer.Option(4, "--max-sessions", min=1, help="games at once"),
+        env_option: Optional[List[str]] = typer.Option(
+            None, "--env-option", help="an environment option of the layout's domain as KEY=VALUE (repeatable; "
+            "e.g. agent_view_size=1 on a v2/ layout: you see the recipe only near it)"),
     ) -> None:
         """Play one chef with the keyboard beside an agent in the browser (FastAPI + WebSocket on 127.0.0.1)."""
         try:
@@ -73,7 +76,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 
         try:
             settings = PlaySettings(layout=layout, agent=agent, seed=seed, tick_hz=tick_hz, horizon=horizon,
-                                    human_seat=human_seat, log=log, max_sessions=max_sessions)
+                                    human_seat=human_seat, log=log, max_sessions=max_sessions,
+                                    env_options=option_items(env_option or []))
             check_output_path("--log", Path(settings.log), folder=settings.log_is_dir)
             make_agent(agent).reset(settings.layout, settings.agent_seat, seed)  # fail now, not in the first game
         except (InputError, LookupFailure) as exc:

@@ -110,6 +110,9 @@ class PlaySettings(CheckedModel):
     max_message_bytes: int = Field(DEFAULT_MAX_MESSAGE_BYTES, ge=64, le=65536)
     max_sessions: int = Field(4, ge=1)
     queue: int = Field(3, ge=1)
+    #: the layout's environment options (OvercookedV2: ``agent_view_size``, recipe sampling...), checked
+    #: by its domain and written into every game's log header
+    env_options: Dict[str, Any] = Field(default_factory=dict)
     _log_is_dir: bool = PrivateAttr(False)
 
     @field_validator("layout")
@@ -123,6 +126,19 @@ class PlaySettings(CheckedModel):
             raise ValueError(f"the play page seats one person and one agent: {layout} has "
                              f"{domain.players(layout)} players")
         return layout
+
+    @model_validator(mode="after")
+    def _options_fit_the_layout(self) -> "PlaySettings":
+        from beliefgate.envs.domain import domain_for_layout
+
+        if self.env_options:
+            domain = domain_for_layout(self.layout)
+            check = getattr(domain, "check_env_options", None)
+            try:
+                check(self.layout, **self.env_options) if check is not None else domain.env_options(**self.env_options)
+            except (InputError, TypeError) as exc:
+                raise ValueError(f"env_options: {exc}") from None
+        return self
 
     @field_validator("log", mode="before")
     @classmethod
@@ -189,7 +205,8 @@ def session_log_path(settings: PlaySettings, number: int, session: str) -> Path:
     target = settings.log
     if settings.log_is_dir or target.is_dir():
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        name = f"play-{settings.layout}-{_SLUG.sub('_', settings.agent)}-seed{settings.seed}-{stamp}-{session}.jsonl"
+        layout = _SLUG.sub("_", settings.layout)   # v2/... would be a folder
+        name = f"play-{layout}-{_SLUG.sub('_', settings.agent)}-seed{settings.seed}-{stamp}-{session}.jsonl"
         return target / name
     if number == 1 and not target.exists():
         return target
@@ -220,7 +237,7 @@ class PlayGame:
         self.seat = settings.agent_seat
         self.human = settings.human_seat
         self.domain = domain_for_layout(settings.layout)
-        self.env = self.domain.make_env(settings.layout, settings.horizon, old_dynamics=True)
+        self.env = self.domain.make_env(settings.layout, settings.horizon, old_dynamics=True, **settings.env_options)
         self.agent = make_agent(settings.agent, domain=self.domain)
         self.agent.reset(settings.layout, self.seat, agent_seeds(settings.seed, 2)[self.seat])
         self.names = list(self.domain.controller(settings.layout).library.names)
@@ -229,7 +246,8 @@ class PlayGame:
         self.header = LogHeader(
             layout=settings.layout, horizon=settings.horizon, seed=settings.seed, seat=self.seat, agents=agents,
             ego=settings.agent, partner="human", version=beliefgate.__version__,
-            config={"old_dynamics": True, "source": "beliefgate play", "session": session,
+            config={**self.domain.env_options(old_dynamics=True, **settings.env_options),
+                    "source": "beliefgate play", "session": session,
                     "human_seat": self.human, "tick_hz": settings.tick_hz, "queue": settings.queue,
                     "max_message_bytes": settings.max_message_bytes},
         )
@@ -237,7 +255,8 @@ class PlayGame:
         self.log_path = Path(log_path)
         #: opened on the first step: a connection that never plays writes no file
         self.writer: Optional[LogWriter] = None
-        self.state = self.env.reset()
+        # an environment that draws its own randomness (the V2 recipe) draws it from the game's seed
+        self.state = self.env.reset(settings.seed) if getattr(self.env, "reset_takes_seed", False) else self.env.reset()
         self.events: List[List[str]] = [[], []]
         self.pending: Deque[int] = deque()
         self.deliveries = 0
