@@ -60,6 +60,7 @@ def _cli(*args):
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
+@pytest.mark.slow   # builds every layout (~3 s); test_v2_domain checks two rows in the default suite
 def test_layouts_json_gives_backend_and_players_for_every_v2_layout():
     res = _cli("layouts", "--json")
     assert res.exit_code == 0, res.output
