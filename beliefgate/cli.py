@@ -18,7 +18,7 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 import typer
 from rich.table import Table
 
-from beliefgate.console import (BoundaryGroup, check_output_path, console, err_console, fail as _fail,  # noqa: F401
+from beliefgate.console import (BoundaryGroup, check_output_path, option_items, console, err_console, fail as _fail,  # noqa: F401
                                 check_figure_path, check_unique, load_input, progress_bar, say)  # (check_output_path, err_console re-exported)
 from beliefgate.limits import MAX_HORIZON, MAX_RESAMPLES, MAX_SEED_COUNT
 
@@ -225,15 +225,7 @@ def _env_options(items: List[str], domain, layout: str) -> Dict[str, Any]:
     """``--env-option KEY=VALUE`` items as a dict, checked by the layout's domain before anything runs."""
     from beliefgate.errors import InputError
 
-    out: Dict[str, Any] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            _fail(f"--env-option must be KEY=VALUE, got {item!r}")
-        try:
-            out[key.strip()] = json.loads(text)
-        except json.JSONDecodeError:
-            out[key.strip()] = text
+    out = option_items(items)
     if out:
         try:
             check = getattr(domain, "check_env_options", None)
@@ -317,7 +309,14 @@ def switches(
     first_seed: int = typer.Option(0, "--first-seed", min=0, help="first seed (choose settings on seeds >= 1000)"),
     layouts_: Optional[List[str]] = typer.Option(None, "--layout", help="layouts (repeatable; default: four open layouts)"),
     partners_: Optional[List[str]] = typer.Option(None, "--partner", help="partner names or files (repeatable; "
-                                                  "default: the 12 shipped behaviour-preferring switchers)"),
+                                                  "A+B on three players; default: the first layout's domain's "
+                                                  "switchers: Overcooked's 12 shipped behaviour-preferring ones, "
+                                                  "OvercookedV2's recipe-re-reading cooks)"),
+    ego: Optional[str] = typer.Option(None, "--ego", help="the scored partner's teammate in seat 0 (and further "
+                                      "seats) (default: the domain's: balanced; v2-server on v2/ layouts)"),
+    env_option: Optional[List[str]] = typer.Option(
+        None, "--env-option", help="an environment option of the layouts' domain as KEY=VALUE (repeatable; "
+        "v2/ layouts default to sample_recipe_on_delivery=true, when their partners change course)"),
     horizon: int = typer.Option(400, min=10, max=MAX_HORIZON, help="episode length"),
     window: int = typer.Option(10, min=1, max=MAX_HORIZON, help="steps after a switch within which an alarm counts as a detection"),
     params_file: Optional[Path] = typer.Option(None, "--params", help="GateParams JSON (default: the defaults)"),
@@ -363,6 +362,16 @@ def switches(
     check_output_path("--cache", cache, folder=True)
     params = load_input("--params", params_file, GateParams.load) if params_file else GateParams()
     seed_list = range(first_seed, first_seed + seeds)
+    env_options = option_items(env_option or [])
+    for layout in layouts_ or sw.DEFAULT_LAYOUTS:  # the layouts, then the options, before the first episode
+        try:
+            sw.benchmark_ego(layout, ego)
+        except (InputError, LookupFailure) as exc:
+            _fail(str(exc))
+        try:
+            sw.episode_options(layout, env_options)
+        except InputError as exc:
+            _fail(f"--env-option: {exc}")
     try:
         with progress_bar() as bar:
             task = bar.add_task("episodes", total=None)
@@ -372,10 +381,12 @@ def switches(
 
             if tune:
                 result = sw.tune_gate(layouts_ or sw.DEFAULT_LAYOUTS, partners_, seed_list, horizon, window,
-                                      max_fa=max_fa, min_detection=min_detection, progress=progress)
+                                      ego=ego, max_fa=max_fa, min_detection=min_detection, progress=progress,
+                                      env_options=env_options or None)
             else:
                 bench = sw.run_benchmark(params, layouts_ or sw.DEFAULT_LAYOUTS, partners_, seed_list, horizon,
-                                         window, n_boot=n_boot, progress=progress, cache_dir=cache)
+                                         window, ego=ego, n_boot=n_boot, progress=progress, cache_dir=cache,
+                                         env_options=env_options or None)
                 result = bench.to_dict()
                 for entry in bench.diagnostics.get("cache_replaced", ()):
                     say("note:", f"cache entry {entry} was played again and replaced")

@@ -124,6 +124,23 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def option_items(items, flag: str = "--env-option") -> dict:
+    """``KEY=VALUE`` items (``--env-option``) as a dict, VALUE read as JSON (else kept as text); a
+    malformed item exits 2 naming ``flag``."""
+    import json
+
+    out = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"{flag} must be KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            out[key.strip()] = text
+    return out
+
+
 def check_output_path(flag: str, path: Optional[Path], folder: bool = False) -> None:
     """Refuse an output path that cannot be written, before any work: one line naming ``flag``
     and ``path``, exit 2. The one check of every command's output files and folders (see

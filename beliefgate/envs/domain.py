@@ -231,6 +231,11 @@ class Domain:
         """One state as a compact JSON-ready record for the pages."""
         raise NotImplementedError
 
+    def render_view(self, state, player: int) -> List[Any]:
+        """One state as player ``player`` sees it (the play page's person): :meth:`render_frame`
+        unless the game hides something from some players (OvercookedV2's recipe)."""
+        return self.render_frame(state)
+
     # ------------------------------------------------------------ policy trees
     def seat_skills(self, layout: str, player: int) -> Tuple[str, ...]:
         """The skills ``player`` can use on ``layout`` (all of the library's by default)."""
@@ -282,6 +287,15 @@ class Domain:
     def switching_partners(self) -> Tuple[str, ...]:
         """Partners that change skill at hidden times (the switch benchmark's default population)."""
         return ()
+
+    #: the agent the switch benchmark seats beside the partner it scores (and in any further seat);
+    #: None: the benchmark needs ``ego=`` on this domain's layouts
+    switch_ego: Optional[str] = None
+
+    def switch_env_options(self, layout: str) -> Dict[str, Any]:
+        """The environment options under which this domain's partners switch in the switch benchmark
+        (OvercookedV2: the recipe resampled on delivery); none by default."""
+        return {}
 
     def partner_fingerprint(self, name: str) -> str:
         """Text that changes whenever what partner ``name`` does changes (a cache key part)."""

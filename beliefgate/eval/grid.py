@@ -135,6 +135,9 @@ class GridSpec(GridModel):
     horizon: StrictInt = Field(ge=1, le=MAX_HORIZON)
     llm: Optional[LLMConfig] = None
     gate: Optional[Dict[str, Any]] = None
+    #: environment options per layout (``{layout: {option: value}}``: OvercookedV2's recipe sampling, view
+    #: size...), checked by the layout's domain; they enter the episodes' keys only when given
+    env_options: Optional[Dict[str, Dict[str, Any]]] = None
 
     @field_validator("gate", mode="before")
     @classmethod
@@ -208,6 +211,8 @@ class GridSpec(GridModel):
         data["partners"] = [e.model_dump(mode="json") for e in self.partner_entries]
         if data.get("gate") is None:  # a grid without gate overrides keeps its former digest
             data.pop("gate", None)
+        if not data.get("env_options"):  # so does one without environment options
+            data.pop("env_options", None)
         if data.get("llm"):  # so does an llm block that leaves the newer deadline/budget at their defaults
             for key in ("deadline_s", "budget_s"):
                 if data["llm"].get(key) == LLMConfig.model_fields[key].default:
@@ -337,6 +342,8 @@ class EpisodeSpec:
     #: played with a partner memory (``eval run --memory``): it starts from the episodes of its
     #: :attr:`sequence` with smaller seeds, so it is another episode than one played without
     memory: bool = False
+    #: the layout's environment options from the grid's ``env_options`` (``None`` without them)
+    env_options: Optional[Dict[str, Any]] = field(default=None, hash=False)
 
     def identity(self) -> Dict[str, Any]:
         """The fields that make two episodes the same episode (the group is a label, not identity).
@@ -353,6 +360,8 @@ class EpisodeSpec:
             out["agent_digest"] = self.agent_digest
         if self.memory:
             out["memory"] = True
+        if self.env_options:
+            out["env_options"] = dict(self.env_options)
         return out
 
     @property
@@ -398,7 +407,7 @@ class EpisodeSpec:
         data = asdict(self)
         if data["gate"] is None:  # metric rows of grids without gate overrides stay as they were
             del data["gate"]
-        for optional in ("partner_digest", "agent_digest"):
+        for optional in ("partner_digest", "agent_digest", "env_options"):
             if data[optional] is None:
                 del data[optional]
         if not data["memory"]:  # rows of runs without memory stay as they were
@@ -551,6 +560,7 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
             raise GridError(f"layouts: {exc}") from None
     if len(set(layouts)) != len(layouts):
         raise GridError(f"layouts: the same layout twice (after resolving names): {layouts}")
+    env_options = _layout_options(spec.env_options, layouts)
 
     def expand(name: str, layout: str) -> str:
         return name.replace("{layout}", layout)
@@ -627,13 +637,40 @@ def resolve_grid(spec: GridSpec) -> ResolvedGrid:
                             llm_model=llm.model if with_llm else None,
                             llm_base_url=llm.base_url if with_llm else None,
                             gate=dict(spec.gate) if spec.gate is not None else None,
-                            partner_digest=digest, agent_digest=ego_digest))
+                            partner_digest=digest, agent_digest=ego_digest,
+                            env_options=env_options.get(layout)))
     keys = {}
     for ep in episodes:
         if ep.stem in keys:
             raise GridError(f"two episodes of the grid are the same episode: {ep.label}")
         keys[ep.stem] = ep
     return ResolvedGrid(spec, episodes, skipped, tuple(llm_agents))
+
+
+def _layout_options(given: Optional[Dict[str, Dict[str, Any]]], layouts: List[str]) -> Dict[str, Dict[str, Any]]:
+    """The grid's ``env_options`` by resolved layout, each checked by its domain (``GridError`` naming the
+    layout and the field: a layout the grid does not play, an unknown option, a bad value)."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for name, options in (given or {}).items():
+        try:
+            layout = resolve_layout(name)
+        except UnknownLayoutError as exc:
+            raise GridError(f"env_options: {exc}") from None
+        if layout not in layouts:
+            raise GridError(f"env_options: {name} is not one of the grid's layouts ({', '.join(layouts)})")
+        if layout in out:
+            raise GridError(f"env_options: {layout} given twice")
+        if not isinstance(options, dict):
+            raise GridError(f"env_options: {name}: give a mapping of option: value, got {options!r}")
+        domain = domain_for_layout(layout)
+        check = getattr(domain, "check_env_options", None)
+        try:
+            check(layout, **options) if check is not None else domain.env_options(**options)
+        except (InputError, TypeError) as exc:
+            raise GridError(f"env_options: {name}: {exc}") from None
+        if options:
+            out[layout] = dict(options)
+    return out
 
 
 def regate(resolved: ResolvedGrid, overrides: Optional[Dict[str, Any]]) -> ResolvedGrid:

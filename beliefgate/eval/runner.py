@@ -164,7 +164,7 @@ def play_episode(task: EpisodeTask) -> EpisodeOutcome:
             path = Path(tmp) / "episode.jsonl"
             run_episode(spec.layout, spec.agent, spec.partner, seed=spec.seed, horizon=spec.horizon,
                         seat=spec.seat, log_path=path, config=_episode_config(spec), llm=llm,
-                        gate_params=spec.gate_params(), memory=task.memory)
+                        gate_params=spec.gate_params(), memory=task.memory, env_options=spec.env_options)
             traj = read_log(path)
             metrics = episode_metrics(traj)
             data = path.read_bytes()

@@ -1,7 +1,9 @@
 """The switch benchmark: how well do the gates and standard change detectors find hidden partner switches?
 
-For every (layout, partner, seed) it plays one scripted episode on the real Overcooked
-dynamics (ego ``balanced`` in seat 0), computes the partner's per-step evidence once
+For every (layout, partner, seed) it plays one scripted episode on the layout's real dynamics
+(in seat 0 the domain's ``switch_ego``: ``balanced`` in Overcooked, ``v2-server`` in OvercookedV2,
+under the domain's ``switch_env_options``: V2 resamples the recipe on delivery, which is when its
+recipe-seeing partners change course), computes the partner's per-step evidence once
 (:func:`beliefgate.eval.replay.partner_evidence`), finds the partner's *hidden* switches
 (a change of its true skill that no visible completion or vanished target announced:
 :func:`beliefgate.eval.replay.ground_truth`), runs one pass of the functional gate over
@@ -92,13 +94,53 @@ class EpisodeTrace:
         return int(self.hidden.sum())
 
 
-def record_episode(layout: str, partner: str, seed: int, horizon: int = 400, ego: str = "balanced",
-                   params=None) -> EpisodeTrace:
-    """Play one episode (ego in seat 0) and record the partner's evidence (``params.beta``, ``params.epsilon``)."""
-    from beliefgate.eval.episode import run_episode
+def record_episode(layout: str, partner: str, seed: int, horizon: int = 400, ego: Optional[str] = None,
+                   params=None, env_options: Optional[Dict[str, Any]] = None) -> EpisodeTrace:
+    """Play one episode (ego in seat 0: the domain's ``switch_ego`` unless given) and record the
+    partner's evidence (``params.beta``, ``params.epsilon``)."""
+    traj = play_cached(layout, partner, seed, horizon, benchmark_ego(layout, ego), env_options=env_options)
+    return trace_of(traj, partner, seed, params)
 
-    result = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=0)
-    return trace_of(result.trajectory, partner, seed, params)
+
+def benchmark_ego(layout: str, ego: Optional[str] = None) -> str:
+    """``ego``, or the agent the layout's domain seats beside the partner it scores (``switch_ego``)."""
+    from beliefgate.envs.domain import domain_for_layout
+
+    if ego is not None:
+        return ego
+    domain = domain_for_layout(layout)
+    if not domain.switch_ego:
+        raise SwitchBenchmarkError(f"the {domain.name} domain names no benchmark ego for {layout}: give ego=")
+    return domain.switch_ego
+
+
+def episode_options(layout: str, env_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The environment options of the benchmark's episodes on ``layout``: the domain's
+    ``switch_env_options`` updated by ``env_options``, checked by the domain (one line naming the field)."""
+    from beliefgate.envs.domain import domain_for_layout
+
+    domain = domain_for_layout(layout)
+    options = {**domain.switch_env_options(layout), **(env_options or {})}
+    check = getattr(domain, "check_env_options", None)
+    if options and check is not None:
+        check(domain.resolve_layout(layout), **options)
+    return options
+
+
+def seat_partners(layout: str, partner: str, ego: str) -> Optional[str]:
+    """The partners of one benchmark episode on ``layout``: ``partner`` when it names one per other
+    player (``A+B`` on three players), one name padded with ``ego`` in the further seats (the scored
+    partner stays in seat 1), else None (the entry does not fit the layout and is left out)."""
+    from beliefgate.envs.domain import domain_for_layout
+    from beliefgate.eval.episode import PARTNER_SEP, partner_list
+
+    others = domain_for_layout(layout).players(layout) - 1
+    names = partner_list(partner)
+    if len(names) == others:
+        return partner
+    if len(names) == 1:
+        return PARTNER_SEP.join([names[0]] + [ego] * (others - 1))
+    return None
 
 
 def trace_of(traj, partner: str, seed: int, params=None) -> EpisodeTrace:
@@ -263,15 +305,17 @@ class SwitchBenchmark:
 
 
 def check_names(partners: Sequence[str], ego: str) -> None:
-    """Every partner and the ego build as agents (an unknown name fails before any episode)."""
+    """Every partner and the ego build as agents (an unknown name fails before any episode; ``A+B``
+    names two partners)."""
     from beliefgate.agents.registry import make_agent
+    from beliefgate.eval.episode import partner_list
 
-    for name in [ego, *partners]:
+    for name in dict.fromkeys([ego, *(n for p in partners for n in partner_list(p))]):
         make_agent(name)
 
 
 def play_cached(layout: str, partner: str, seed: int, horizon: int, ego: str, cache_dir: Optional[Path] = None,
-                replaced: Optional[List[str]] = None):
+                replaced: Optional[List[str]] = None, env_options: Optional[Dict[str, Any]] = None):
     """The episode's trajectory: played now, or read from ``cache_dir`` where an earlier run logged it.
 
     The cache file name carries everything that determines the episode (layout, partner and
@@ -279,7 +323,8 @@ def play_cached(layout: str, partner: str, seed: int, horizon: int, ego: str, ca
     an old entry; delete the folder after changing the dynamics or the agents' code. An entry
     that cannot be read, is incomplete or whose header is another episode's (a copied file) is
     played again and replaced; its name is appended to ``replaced``. Each run writes under its
-    own temporary name, so runs sharing a cache do not collide.
+    own temporary name, so runs sharing a cache do not collide. ``env_options`` (the domain's
+    environment options) enter the file's digest when given.
     """
     import os
 
@@ -287,14 +332,18 @@ def play_cached(layout: str, partner: str, seed: int, horizon: int, ego: str, ca
     from beliefgate.console import one_line
     from beliefgate.envs.domain import domain_for_layout
     from beliefgate.envs.trajlog import LogFormatError, read_log
-    from beliefgate.eval.episode import run_episode
+    from beliefgate.eval.episode import partner_list, run_episode
     from beliefgate.eval.grid import slug
 
+    options = dict(env_options or {})
     if cache_dir is None:
-        return run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=0).trajectory
-    spec = domain_for_layout(layout).partner_fingerprint(partner)
-    digest = hashlib.sha256(f"{spec}|{beliefgate.__version__}".encode()).hexdigest()[:10]
-    path = Path(cache_dir) / f"{layout}__{slug(partner)}__seed{seed}__h{horizon}__{slug(ego)}__{digest}.jsonl"
+        return run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=0,
+                           env_options=options or None).trajectory
+    domain = domain_for_layout(layout)
+    spec = "+".join(domain.partner_fingerprint(p) for p in partner_list(partner))
+    key = f"{spec}|{beliefgate.__version__}" + (f"|{json.dumps(options, sort_keys=True)}" if options else "")
+    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
+    path = Path(cache_dir) / f"{slug(layout)}__{slug(partner)}__seed{seed}__h{horizon}__{slug(ego)}__{digest}.jsonl"
     if path.exists():
         try:
             traj = read_log(path)
@@ -310,7 +359,8 @@ def play_cached(layout: str, partner: str, seed: int, horizon: int, ego: str, ca
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
-        traj = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=0, log_path=tmp).trajectory
+        traj = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=0, log_path=tmp,
+                           env_options=options or None).trajectory
         tmp.replace(path)
     finally:  # an interrupted or failed play leaves no partial file behind
         tmp.unlink(missing_ok=True)
@@ -328,33 +378,58 @@ def check_partner_files(partners: Sequence[str], horizon: int) -> None:
             owner.check_partners([name], horizon)
 
 
-def playable(layouts: Sequence[str], partners: Sequence[str]) -> List[Tuple[str, str]]:
+def playable(layouts: Sequence[str], partners: Sequence[str], ego: Optional[str] = None) -> List[Tuple[str, str]]:
     """(layout, partner) pairs to play, layouts resolved; a partner restricted to other layouts
-    (its spec's ``layouts``) is left out there."""
+    (its spec's ``layouts``) is left out there. On a layout with more players one partner name is
+    padded with the benchmark's ego (:func:`seat_partners`); an entry naming another number of
+    partners is left out."""
     from beliefgate.envs.domain import domain_for_layout
+    from beliefgate.eval.episode import partner_list
 
-    domains = {layout: domain_for_layout(layout) for layout in layouts}
-    resolved = [(domains[layout].resolve_layout(layout), domains[layout]) for layout in layouts]
-    return [(layout, p) for layout, d in resolved for p in partners if d.partner_restriction(p, layout) is None]
+    out = []
+    for layout in layouts:
+        d = domain_for_layout(layout)
+        layout = d.resolve_layout(layout)
+        for p in partners:
+            seated = seat_partners(layout, p, benchmark_ego(layout, ego))
+            if seated is not None and all(d.partner_restriction(n, layout) is None for n in partner_list(seated)):
+                out.append((layout, seated))
+    return out
 
 
 def record_all(layouts: Sequence[str], partners: Sequence[str], seeds: Iterable[int], horizon: int = 400,
-               ego: str = "balanced", params=None, progress=None, cache_dir: Optional[Path] = None,
-               replaced: Optional[List[str]] = None) -> List[EpisodeTrace]:
-    """Record every (layout, partner, seed) episode; partners restricted to other layouts are left out."""
+               ego: Optional[str] = None, params=None, progress=None, cache_dir: Optional[Path] = None,
+               replaced: Optional[List[str]] = None, env_options: Optional[Dict[str, Any]] = None
+               ) -> List[EpisodeTrace]:
+    """Record every (layout, partner, seed) episode; partners restricted to other layouts are left out.
+    ``ego`` defaults to each layout's domain's ``switch_ego``; ``env_options`` update the domain's
+    ``switch_env_options``."""
     seeds = list(seeds)
     if not seeds or not partners or not layouts:
         raise SwitchBenchmarkError("give at least one layout, one partner and one seed")
-    check_names(partners, ego)
-    check_partner_files(partners, horizon)
-    jobs = [(layout, p, s) for layout, p in playable(layouts, partners) for s in seeds]
+    jobs = benchmark_jobs(layouts, partners, seeds, horizon, ego, env_options)
     traces = []
-    for i, (layout, partner, seed) in enumerate(jobs):
+    for i, (layout, partner, seed, who, options) in enumerate(jobs):
         if progress is not None:
             progress(i, len(jobs), f"{layout} / {partner} / seed {seed}")
-        traces.append(trace_of(play_cached(layout, partner, seed, horizon, ego, cache_dir, replaced), partner, seed,
-                               params))
+        traj = play_cached(layout, partner, seed, horizon, who, cache_dir, replaced, options)
+        traces.append(trace_of(traj, partner, seed, params))
     return traces
+
+
+def benchmark_jobs(layouts: Sequence[str], partners: Sequence[str], seeds: Sequence[int], horizon: int,
+                   ego: Optional[str] = None, env_options: Optional[Dict[str, Any]] = None) -> List[tuple]:
+    """``(layout, partners, seed, ego, env_options)`` of every benchmark episode, every name, file and
+    option checked first (before any episode)."""
+    from beliefgate.envs.domain import resolve_layout
+
+    egos = {resolve_layout(layout): benchmark_ego(layout, ego) for layout in layouts}
+    options = {resolve_layout(layout): episode_options(layout, env_options) for layout in layouts}
+    for name in dict.fromkeys(egos.values()):
+        check_names(partners, name)
+    check_partner_files(partners, horizon)
+    return [(layout, p, s, egos[layout], options[layout]) for layout, p in playable(layouts, partners, ego)
+            for s in seeds]
 
 
 def evaluate_traces(traces: Sequence[EpisodeTrace], params, window: int = 10, n_boot: int = 2000,
@@ -428,9 +503,9 @@ def belief_diagnostics(traces: Sequence[EpisodeTrace], beliefs: Sequence[BeliefT
 
 
 def run_benchmark(params=None, layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Sequence[str]] = None,
-                  seeds: Iterable[int] = range(4), horizon: int = 400, window: int = 10, ego: str = "balanced",
+                  seeds: Iterable[int] = range(4), horizon: int = 400, window: int = 10, ego: Optional[str] = None,
                   n_boot: int = 2000, methods: Sequence[str] = METHODS, progress=None,
-                  cache_dir: Optional[Path] = None) -> SwitchBenchmark:
+                  cache_dir: Optional[Path] = None, env_options: Optional[Dict[str, Any]] = None) -> SwitchBenchmark:
     """Record the episodes and score every method (the ``beliefgate switches`` command)."""
     from beliefgate import GateParams
 
@@ -438,19 +513,30 @@ def run_benchmark(params=None, layouts: Sequence[str] = DEFAULT_LAYOUTS, partner
     partners = tuple(partners) if partners else default_partners(layouts)
     seeds = list(seeds)
     replaced: List[str] = []
-    traces = record_all(layouts, partners, seeds, horizon, ego, params, progress, cache_dir, replaced)
+    traces = record_all(layouts, partners, seeds, horizon, ego, params, progress, cache_dir, replaced, env_options)
     config = {"layouts": list(layouts), "partners": list(partners), "seeds": seeds, "horizon": horizon,
-              "window": window, "ego": ego, "ego_seat": 0, "n_boot": n_boot, "methods": list(methods),
+              "window": window, "ego": _ego_config(layouts, ego), "ego_seat": 0, "n_boot": n_boot,
+              "methods": list(methods),
               "gate_params": params.model_dump(mode="json"), "commit": git_commit(),
               "sweeps": {"stable-MAP gate": list(GATE_TAUS), "change-point gate": list(CP_THRESHOLDS),
                          "naive threshold": list(NAIVE_TAUS), "CUSUM (LLR)": list(CUSUM_HS),
                          "BOCPD": list(BOCPD_THRESHOLDS)}}
     config.update(partner_files(partners))
+    options = {layout: episode_options(layout, env_options) for layout in layouts}
+    if any(options.values()):  # only where a domain plays its switches under options (the V2 recipe draw)
+        config["env_options"] = options
     config["digest"] = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]
     bench = evaluate_traces(traces, params, window, n_boot, methods, config)
     if replaced:  # cache entries played again (unreadable, incomplete or another episode's)
         bench.diagnostics["cache_replaced"] = replaced
     return bench
+
+
+def _ego_config(layouts: Sequence[str], ego: Optional[str]) -> Any:
+    """The ego a result records: one name, or ``{layout: name}`` where the layouts' domains differ."""
+    egos = {layout: benchmark_ego(layout, ego) for layout in layouts}
+    names = set(egos.values())
+    return names.pop() if len(names) == 1 else egos
 
 
 def partner_files(partners: Sequence[str]) -> Dict[str, Any]:
@@ -484,9 +570,10 @@ def _pooled(scores) -> Tuple[float, float, float]:
 
 
 def tune_gate(layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Sequence[str]] = None,
-              seeds: Iterable[int] = range(1000, 1003), horizon: int = 400, window: int = 10, ego: str = "balanced",
-              max_fa: float = 1.0, min_detection: float = 0.9, belief_grid=None, stable_grid=None, cp_grid=None,
-              progress=None) -> Dict[str, Any]:
+              seeds: Iterable[int] = range(1000, 1003), horizon: int = 400, window: int = 10,
+              ego: Optional[str] = None, max_fa: float = 1.0, min_detection: float = 0.9, belief_grid=None,
+              stable_grid=None, cp_grid=None, progress=None, env_options: Optional[Dict[str, Any]] = None
+              ) -> Dict[str, Any]:
     """Search gate settings for ``<= max_fa`` false alarms per 100 steps at ``>= min_detection`` detection.
 
     Plays the episodes once, recomputes the evidence for every (beta, epsilon), runs one
@@ -507,17 +594,16 @@ def tune_gate(layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Seque
     partners = tuple(partners) if partners else default_partners(layouts)
     seeds = list(seeds)
     base = GateParams()
-    check_names(partners, ego)
-    check_partner_files(partners, horizon)
-    jobs = [(lay, p, sd) for lay, p in playable(layouts, partners) for sd in seeds]
+    jobs = benchmark_jobs(layouts, partners, seeds, horizon, ego, env_options)
     if not jobs:
         raise SwitchBenchmarkError("no episodes to tune on: every partner is restricted to other layouts, "
                                    "or no seed was given")
     trajs = []
-    for i, (lay, p, sd) in enumerate(jobs):
+    for i, (lay, p, sd, who, options) in enumerate(jobs):
         if progress is not None:
             progress(i, len(jobs), f"play {lay} / {p} / seed {sd}")
-        trajs.append((p, sd, run_episode(lay, ego, p, seed=sd, horizon=horizon, seat=0).trajectory))
+        trajs.append((p, sd, run_episode(lay, who, p, seed=sd, horizon=horizon, seat=0,
+                                         env_options=options or None).trajectory))
     rows: List[Dict[str, Any]] = []
     sep = None
     # one gate pass per (beta, epsilon, hazard, cp_horizon): the MAP, its confidence and stability and the
@@ -580,10 +666,12 @@ def tune_gate(layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Seque
     result = {
         "config": {**partner_files(partners), "layouts": list(layouts), "partners": list(partners), "seeds": seeds,
                    "horizon": horizon,
-                   "window": window, "ego": ego, "max_fa": max_fa, "min_detection": min_detection,
+                   "window": window, "ego": _ego_config(layouts, ego), "max_fa": max_fa,
+                   "min_detection": min_detection,
                    "belief_grid": {k: [list(v) if isinstance(v, tuple) else v for v in vs]
                                    for k, vs in belief_grid.items()},
-                   "stable_grid": stable_grid, "cp_grid": cp_grid, "commit": git_commit()},
+                   "stable_grid": stable_grid, "cp_grid": cp_grid, "commit": git_commit(),
+                   **({"env_options": {j[0]: j[4] for j in jobs}} if any(j[4] for j in jobs) else {})},
         "episodes": len(trajs), "switches": sum(tr.num_switches for tr in first),
         "steps": sum(len(tr.hidden) for tr in first),
         "best": {"stable_map": best("stable_map"), "changepoint": best("changepoint")},

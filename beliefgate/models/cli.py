@@ -156,10 +156,12 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         x64: bool = typer.Option(False, "--x64/--no-x64", help="float64 JAX (slower, more precise)"),
         allow_incomplete: bool = typer.Option(False, "--allow-incomplete",
                                               help="accept logs without their final row"),
-        domain: str = typer.Option("overcooked", "--domain",
-                                   help="whose logs these are: the loader a domain registers in the "
-                                        "'beliefgate.fitdata' entry-point group (called with paths, partner "
-                                        "side, allow_incomplete= and progress=)"),
+        domain: Optional[str] = typer.Option(None, "--domain",
+                                             help="whose logs these are: the loader a domain registers in the "
+                                                  "'beliefgate.fitdata' entry-point group (called with paths, "
+                                                  "partner side, allow_incomplete= and progress=); default: the "
+                                                  "domain of the first log's layout (overcooked_v2 for v2/ "
+                                                  "layouts), else overcooked"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="progress bars"),
         as_json: bool = typer.Option(False, "--json", help="print the fit's record and summary as JSON"),
     ) -> None:
@@ -189,7 +191,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             given = [name for name, value in (("--window", window), ("--per-skill-beta", per_skill_beta or None),
                                               ("--fit-weight", fit_weight or None), ("--partner-side", partner_side),
                                               ("--allow-incomplete", allow_incomplete or None),
-                                              ("--domain", None if domain == "overcooked" else domain))
+                                              ("--domain", None if domain in (None, "overcooked") else domain))
                      if value is not None]
             if given:
                 _fail(f"{', '.join(given)}: not an option of the kappa model")
@@ -207,8 +209,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                                learning_rate=learning_rate, guide=guide.value)
         except FitConfigError as exc:
             _fail(str(exc))
-        from beliefgate.models.data import FitDataError, load_logs
+        from beliefgate.models.data import FitDataError, detect_domain, load_logs
 
+        domain = domain if domain is not None else detect_domain(logs)
         try:
             with progress_bar(disable=not progress) as bar:
                 task = bar.add_task("reading logs", total=len(logs))

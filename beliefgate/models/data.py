@@ -270,13 +270,45 @@ def load_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None, *,
     ``ambiguous_weight`` and ``progress`` options) and is found through the
     ``beliefgate.fitdata`` entry-point group, so this package imports no domain.
     """
-    from beliefgate.plugins import FIT_DATA, UnknownDomainError, plugin
+    from beliefgate.plugins import FIT_DATA, OBSERVERS, UnknownDomainError, plugin
 
     try:
         loader = plugin(FIT_DATA, domain)
     except UnknownDomainError as exc:
-        raise FitDataError(str(exc)) from None
+        # a domain object registered under 'beliefgate.domains' may carry its loader itself
+        # (``Domain.load_fit_data``): an install whose metadata predates its fitdata entry point
+        try:
+            loader = getattr(plugin(OBSERVERS, domain), "load_fit_data", None)
+        except UnknownDomainError:
+            loader = None
+        if loader is None:
+            raise FitDataError(str(exc)) from None
     return loader(paths, partner_side, **options)
+
+
+def detect_domain(paths: Sequence[PathLike], default: str = "overcooked") -> str:
+    """The domain whose layout the first log's header names: the first domain registered under
+    ``beliefgate.domains`` that owns it (``owns_layout``); ``default`` when the header cannot be
+    read or no domain claims the layout (the loader then says what is wrong with the log)."""
+    import json
+
+    from beliefgate.plugins import OBSERVERS, domain_names, plugin
+
+    if not paths:
+        return default
+    try:
+        with open(paths[0], "rb") as fh:
+            header = json.loads(fh.readline(1 << 20))
+    except (OSError, ValueError):
+        return default
+    layout = header.get("layout") if isinstance(header, dict) else None
+    if not isinstance(layout, str):
+        return default
+    for name in domain_names(OBSERVERS):
+        owns = getattr(plugin(OBSERVERS, name), "owns_layout", None)
+        if owns is not None and owns(layout):
+            return name
+    return default
 
 
 def pad_trajectories(per_traj: list, skill_names, action_names, excluded, sources, meta) -> FitData:

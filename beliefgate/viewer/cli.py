@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
-from beliefgate.console import check_not_input, check_output_path, console, err_console, fail as _fail
+from beliefgate.console import check_not_input, check_output_path, console, err_console, fail as _fail, option_items
 from beliefgate.limits import MAX_HORIZON, MAX_TICK_HZ, MIN_TICK_HZ
 from beliefgate.errors import BeliefgateError, InputError, LookupFailure
 
@@ -67,6 +67,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                                               "missing): the agent starts from what it remembers of you, and every "
                                               "session is added to it (docs/memory.md)"),
         human_name: str = typer.Option("human", "--human-name", help="who you are in the memory store"),
+        env_option: Optional[List[str]] = typer.Option(
+            None, "--env-option", help="an environment option of the layout's domain as KEY=VALUE (repeatable; "
+            "e.g. agent_view_size=1 on a v2/ layout: you see the recipe only near it)"),
     ) -> None:
         """Play one chef with the keyboard beside an agent in the browser (FastAPI + WebSocket on 127.0.0.1)."""
         try:
@@ -78,7 +81,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         try:
             settings = PlaySettings(layout=layout, agent=agent, seed=seed, tick_hz=tick_hz, horizon=horizon,
                                     human_seat=human_seat, log=log, max_sessions=max_sessions, memory=memory,
-                                    human_name=human_name)
+                                    human_name=human_name, env_options=option_items(env_option or []))
             check_output_path("--log", Path(settings.log), folder=settings.log_is_dir)
             probe = make_agent(agent)
             if memory is not None:  # the store's faults, and an agent without a gate, before the server starts

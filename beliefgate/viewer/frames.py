@@ -22,4 +22,10 @@ def encode_frame(state) -> List[Any]:
     return domain_for_layout(state.layout).render_frame(state)
 
 
-__all__ = ["layout_record", "encode_frame"]
+def encode_view(state, player: int) -> List[Any]:
+    """One state as player ``player`` sees it (``Domain.render_view``: what the game hides from that
+    player is left out)."""
+    return domain_for_layout(state.layout).render_view(state, player)
+
+
+__all__ = ["layout_record", "encode_frame", "encode_view"]

@@ -114,6 +114,9 @@ class PlaySettings(CheckedModel):
     #: (``human_name`` on this layout) and every session with a played step is added to it at its end
     memory: Optional[Path] = None
     human_name: str = Field("human", min_length=1, max_length=200)
+    #: the layout's environment options (OvercookedV2: ``agent_view_size``, recipe sampling...), checked
+    #: by its domain and written into every game's log header
+    env_options: Dict[str, Any] = Field(default_factory=dict)
     _log_is_dir: bool = PrivateAttr(False)
 
     @field_validator("layout")
@@ -127,6 +130,19 @@ class PlaySettings(CheckedModel):
             raise ValueError(f"the play page seats one person and one agent: {layout} has "
                              f"{domain.players(layout)} players")
         return layout
+
+    @model_validator(mode="after")
+    def _options_fit_the_layout(self) -> "PlaySettings":
+        from beliefgate.envs.domain import domain_for_layout
+
+        if self.env_options:
+            domain = domain_for_layout(self.layout)
+            check = getattr(domain, "check_env_options", None)
+            try:
+                check(self.layout, **self.env_options) if check is not None else domain.env_options(**self.env_options)
+            except (InputError, TypeError) as exc:
+                raise ValueError(f"env_options: {exc}") from None
+        return self
 
     @field_validator("log", mode="before")
     @classmethod
@@ -193,7 +209,8 @@ def session_log_path(settings: PlaySettings, number: int, session: str) -> Path:
     target = settings.log
     if settings.log_is_dir or target.is_dir():
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        name = f"play-{settings.layout}-{_SLUG.sub('_', settings.agent)}-seed{settings.seed}-{stamp}-{session}.jsonl"
+        layout = _SLUG.sub("_", settings.layout)   # v2/... would be a folder
+        name = f"play-{layout}-{_SLUG.sub('_', settings.agent)}-seed{settings.seed}-{stamp}-{session}.jsonl"
         return target / name
     if number == 1 and not target.exists():
         return target
@@ -224,7 +241,7 @@ class PlayGame:
         self.seat = settings.agent_seat
         self.human = settings.human_seat
         self.domain = domain_for_layout(settings.layout)
-        self.env = self.domain.make_env(settings.layout, settings.horizon, old_dynamics=True)
+        self.env = self.domain.make_env(settings.layout, settings.horizon, old_dynamics=True, **settings.env_options)
         self.agent = make_agent(settings.agent, domain=self.domain)
         #: the partner memory of this session (None without ``settings.memory``)
         self.memory = None
@@ -243,7 +260,8 @@ class PlayGame:
         self.header = LogHeader(
             layout=settings.layout, horizon=settings.horizon, seed=settings.seed, seat=self.seat, agents=agents,
             ego=settings.agent, partner="human", version=beliefgate.__version__,
-            config={"old_dynamics": True, "source": "beliefgate play", "session": session,
+            config={**self.domain.env_options(old_dynamics=True, **settings.env_options),
+                    "source": "beliefgate play", "session": session,
                     "human_seat": self.human, "tick_hz": settings.tick_hz, "queue": settings.queue,
                     "max_message_bytes": settings.max_message_bytes},
         )
@@ -251,7 +269,8 @@ class PlayGame:
         self.log_path = Path(log_path)
         #: opened on the first step: a connection that never plays writes no file
         self.writer: Optional[LogWriter] = None
-        self.state = self.env.reset()
+        # an environment that draws its own randomness (the V2 recipe) draws it from the game's seed
+        self.state = self.env.reset(settings.seed) if getattr(self.env, "reset_takes_seed", False) else self.env.reset()
         self.events: List[List[str]] = [[], []]
         self.pending: Deque[int] = deque()
         self.deliveries = 0
@@ -342,22 +361,23 @@ class PlayGame:
         return self.log_path.name if self.writer is not None else None
 
     def state_message(self, reward: float = 0.0) -> Dict[str, Any]:
-        from beliefgate.viewer.frames import encode_frame
+        from beliefgate.viewer.frames import encode_view
 
-        info = self.last_info
-        return {"type": "state", "t": self.t, "horizon": self.settings.horizon, "frame": encode_frame(self.state),
+        info = self.last_info   # the person sees what their seat sees (OvercookedV2: the recipe only in view)
+        return {"type": "state", "t": self.t, "horizon": self.settings.horizon,
+                "frame": encode_view(self.state, self.human),
                 "score": self.env.score, "reward": reward, "events": self.events,
                 "belief": info.get("belief"), "map": info.get("partner_map"), "agent_skill": info.get("skill"),
                 "reason": info.get("reason"), "interrupt": bool(info.get("interrupt", False)),
                 "queued": len(self.pending)}
 
     def hello(self) -> Dict[str, Any]:
-        from beliefgate.viewer.frames import encode_frame, layout_record
+        from beliefgate.viewer.frames import encode_view, layout_record
 
         return {"type": "hello", "session": self.session, "layout": layout_record(self.settings.layout),
                 "names": self.names, "agent": self.settings.agent, "agent_seat": self.seat,
                 "human_seat": self.human, "tick_hz": self.settings.tick_hz, "horizon": self.settings.horizon,
-                "log": self.log_path.name, "frame": encode_frame(self.state),
+                "log": self.log_path.name, "frame": encode_view(self.state, self.human),
                 "max_message_bytes": self.settings.max_message_bytes}
 
     # ------------------------------------------------------------------ the end

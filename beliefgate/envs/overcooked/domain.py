@@ -230,6 +230,9 @@ class OvercookedDomain(Domain):
         text = json.dumps(PARTNERS[name].model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
+    #: the switch benchmark's teammate of the partner it scores
+    switch_ego = "balanced"
+
     def switching_partners(self) -> Tuple[str, ...]:
         from beliefgate.envs.overcooked.partners import shipped_partners
 

@@ -13,35 +13,24 @@ fixed ``beta, epsilon``) are kept unreduced here, because fitting needs them as 
 function of ``beta`` and ``epsilon``.
 
 Registered as the ``overcooked`` loader of the ``beliefgate.fitdata`` entry-point
-group (``beliefgate.models.data.load_logs`` dispatches here).
+group (``beliefgate.models.data.load_logs`` dispatches here); the reading itself is
+:func:`beliefgate.envs.fitdata.load_domain_logs`, shared with OvercookedV2.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import NamedTuple, Optional, Sequence
+from typing import Optional, Sequence
 
-import numpy as np
-
+from beliefgate.envs.fitdata import FitDomain, load_domain_logs
 from beliefgate.envs.overcooked.dynamics import ImpossibleTransitionError
-from beliefgate.envs.overcooked.layouts import UnknownLayoutError
 from beliefgate.envs.overcooked.observer import AMBIGUOUS_WEIGHT, OvercookedObserver
 from beliefgate.envs.overcooked.state import StateFormatError
 from beliefgate.envs.overcooked.tables import ACTION_NAMES, STAY
-from beliefgate.envs.trajlog import LogFormatError, TruncatedLogError, read_log
-from beliefgate.fileio import require_file
-from beliefgate.models.data import FitData, FitDataError, PathLike, Progress, pad_trajectories
+from beliefgate.models.data import FitData, PathLike, Progress
 
 
-class _Steps(NamedTuple):
-    q: np.ndarray
-    mask: np.ndarray
-    weight: np.ndarray
-    feasible: np.ndarray
-    completed: np.ndarray
-    ambiguous: np.ndarray
-    action: np.ndarray
-    true_skill: np.ndarray
+def _q_values(observer, state):
+    return observer.controller.q_values(state, observer.partner, observer.other_blocks)
 
 
 def q_and_evidence(observer, state, next_state):
@@ -52,41 +41,15 @@ def q_and_evidence(observer, state, next_state):
     same controller, unreduced, so that ``beta`` and ``epsilon`` can be fitted.
     """
     evidence = observer.evidence(state, next_state)
-    q = observer.controller.q_values(state, observer.partner, observer.other_blocks)
-    return q, evidence
+    return _q_values(observer, state), evidence
 
 
-def _trajectory_steps(path: Path, traj, side: int, observer) -> _Steps:
-    states = traj.states()
-    num_steps = len(states) - 1
-    library = observer.library
-    index = {name: k for k, name in enumerate(library.names)}
-    num_skills, num_actions = library.num_skills, observer.num_actions
-    out = _Steps(
-        q=np.zeros((num_steps, num_skills, num_actions)),
-        mask=np.zeros((num_steps, num_actions), bool),
-        weight=np.zeros(num_steps),
-        feasible=np.zeros((num_steps, num_skills), bool),
-        completed=np.full(num_steps, -1, np.int64),
-        ambiguous=np.zeros(num_steps, bool),
-        action=np.full(num_steps, -1, np.int32),
-        true_skill=np.full(num_steps, -1, np.int32),
-    )
-    for t in range(num_steps):
-        try:
-            q, ev = q_and_evidence(observer, states[t], states[t + 1])
-        except (StateFormatError, ImpossibleTransitionError) as exc:
-            raise FitDataError(f"{path}: step {t}: {exc}") from None
-        out.q[t], out.mask[t], out.weight[t], out.feasible[t] = q, ev.action_mask, ev.weight, ev.feasible
-        out.completed[t] = -1 if ev.completed is None else int(ev.completed)
-        out.ambiguous[t] = 0.0 < ev.weight < 1.0
-        row = traj.steps[t]
-        if side < len(row.actions) and 0 <= row.actions[side] < num_actions \
-                and ev.action_mask[row.actions[side]]:
-            out.action[t] = row.actions[side]
-        if side < len(row.skills) and row.skills[side] in index:
-            out.true_skill[t] = index[row.skills[side]]
-    return out
+#: what the shared loader needs from the classic game
+FIT_DOMAIN = FitDomain(
+    name="overcooked",
+    observer=lambda layout, side, amb_w: OvercookedObserver(layout, partner=side, ambiguous_weight=amb_w),
+    q_values=_q_values, action_names=tuple(ACTION_NAMES), excluded_actions=(STAY,),
+    default_ambiguous_weight=AMBIGUOUS_WEIGHT, step_errors=(StateFormatError, ImpossibleTransitionError))
 
 
 def load_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None, *,
@@ -104,60 +67,8 @@ def load_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None, *,
     truncated or empty log, a bad ``partner_side``, inconsistent states, or a
     partner that never acts (every step has weight 0).
     """
-    paths = [Path(p) for p in paths]
-    if not paths:
-        raise FitDataError("no trajectory logs given")
-    if partner_side is not None and partner_side < 0:
-        raise FitDataError(f"partner side must be >= 0, got {partner_side}")
-    amb_w = AMBIGUOUS_WEIGHT if ambiguous_weight is None else float(ambiguous_weight)
-    if not 0.0 < amb_w <= 1.0:
-        raise FitDataError(f"ambiguous weight must lie in (0, 1], got {amb_w}")
-    observers: dict = {}
-    per_traj: list[_Steps] = []
-    layouts, sides, names = [], [], None
-    for i, path in enumerate(paths):
-        require_file(path, FitDataError, "trajectory log")
-        try:
-            traj = read_log(path, allow_incomplete=allow_incomplete)
-        except TruncatedLogError as exc:
-            raise FitDataError(f"truncated trajectory log (interrupted run? --allow-incomplete keeps "
-                               f"its finished steps): {exc}") from None
-        except LogFormatError as exc:
-            raise FitDataError(f"corrupt trajectory log: {exc}") from None
-        if not traj.steps or len(traj.states()) < 2:
-            raise FitDataError(f"{path}: the log has no steps (empty episode)")
-        num_players = len(traj.steps[0].state.players)
-        side = (1 - traj.header.seat if num_players == 2 else None) if partner_side is None \
-            else partner_side
-        if side is None:
-            raise FitDataError(f"{path}: {num_players} players; say which one with --partner-side")
-        if not 0 <= side < num_players:
-            raise FitDataError(f"{path}: partner side {side} but the log has {num_players} players")
-        key = (traj.header.layout, side)
-        if key not in observers:
-            try:
-                observers[key] = OvercookedObserver(traj.header.layout, partner=side,
-                                                    ambiguous_weight=amb_w)
-            except UnknownLayoutError as exc:
-                raise FitDataError(f"{path}: {exc.args[0] if exc.args else exc}") from None
-        observer = observers[key]
-        if names is None:
-            names = tuple(observer.library.names)
-        elif tuple(observer.library.names) != names:
-            raise FitDataError(f"{path}: skill library differs from the other logs'")
-        steps = _trajectory_steps(path, traj, side, observer)
-        if not np.any(steps.weight > 0):
-            raise FitDataError(
-                f"{path}: player {side} never acts in this log (all {len(steps.weight)} steps are "
-                "excluded, e.g. STAY): there is nothing to fit; check --partner-side")
-        per_traj.append(steps)
-        layouts.append(traj.header.layout)
-        sides.append(side)
-        if progress is not None:
-            progress(i + 1, len(paths), path.name)
-    return pad_trajectories(per_traj, names, tuple(ACTION_NAMES), (STAY,), tuple(str(p) for p in paths),
-                {"layouts": layouts, "partner_sides": sides, "ambiguous_weight": amb_w,
-                 "domain": "overcooked"})
+    return load_domain_logs(FIT_DOMAIN, paths, partner_side, allow_incomplete=allow_incomplete,
+                            ambiguous_weight=ambiguous_weight, progress=progress)
 
 
-__all__ = ["q_and_evidence", "load_logs"]
+__all__ = ["FIT_DOMAIN", "q_and_evidence", "load_logs"]

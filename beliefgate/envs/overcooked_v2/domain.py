@@ -180,6 +180,14 @@ class OvercookedV2Domain(Domain):
 
         return recipe_viewers(state)
 
+    # ------------------------------------------------------------------ fitting
+    def load_fit_data(self, paths, partner_side: Optional[int] = None, **options):
+        """V2 trajectory logs -> the skill model's ``FitData`` (:func:`.fitdata.load_logs`; also the
+        ``overcooked_v2`` entry point of ``beliefgate.fitdata``)."""
+        from beliefgate.envs.overcooked_v2.fitdata import load_logs
+
+        return load_logs(paths, partner_side, **options)
+
     # ---------------------------------------------------------------- rendering
     def render_layout(self, layout: str) -> Dict[str, Any]:
         from beliefgate.envs.overcooked_v2.render import layout_record
@@ -190,6 +198,12 @@ class OvercookedV2Domain(Domain):
         from beliefgate.envs.overcooked_v2.render import encode_frame
 
         return encode_frame(state)
+
+    def render_view(self, state, player: int) -> List[Any]:
+        """The frame as ``player`` sees it: the recipe only where ``player`` sees it (the play page)."""
+        from beliefgate.envs.overcooked_v2.render import encode_view
+
+        return encode_view(state, player)
 
     # ------------------------------------------------------------------ partners
     def partner_names(self) -> Tuple[str, ...]:
@@ -202,6 +216,23 @@ class OvercookedV2Domain(Domain):
         from beliefgate.envs.overcooked_v2.partners import PARTNERS
 
         return [p.summary() for p in PARTNERS.values()]
+
+    #: the switch benchmark's teammate: it only plates and serves, so the partner it scores fetches
+    #: every ingredient (the choices a resampled recipe changes)
+    switch_ego = "v2-server"
+
+    def switching_partners(self) -> Tuple[str, ...]:
+        """The shipped scripted partners that re-read the recipe every step: they change course (a
+        hidden switch of ingredient) when the recipe is resampled on delivery."""
+        from beliefgate.envs.overcooked_v2.partners import PARTNERS, V2PartnerSpec
+
+        return tuple(n for n, s in PARTNERS.items() if isinstance(s, V2PartnerSpec) and s.adaptive
+                     and s.role != "server")
+
+    def switch_env_options(self, layout: str) -> Dict[str, Any]:
+        """The recipe is resampled after each correct delivery (else a recipe-seeing partner never
+        changes course)."""
+        return {"sample_recipe_on_delivery": True}
 
     def partner_group(self, name: str) -> Optional[str]:
         from beliefgate.envs.overcooked_v2.partners import PARTNERS

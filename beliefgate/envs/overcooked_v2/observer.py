@@ -32,6 +32,8 @@ def infer_actions(s0: V2State, s1: V2State, player: int) -> frozenset:
     p0, p1 = s0.players[player], s1.players[player]
     if p0.position != p1.position:
         dx, dy = p1.position[0] - p0.position[0], p1.position[1] - p0.position[1]
+        if (dx, dy) not in DIR_VEC:   # a logged pair no step can produce
+            raise V2StateError(f"player {player} moves from {list(p0.position)} to {list(p1.position)} in one step")
         d = DIR_VEC.index((dx, dy))
         return frozenset({ACTION_DIR.index(d)})
     if p0.direction != p1.direction:

@@ -4,6 +4,12 @@
  *   players[i] = [x, y, orientation, held]  orientation: 0 N, 1 S, 2 E, 3 W
  *   pots[j]    = [ingredients, status, timer]  status: 0 idle, 1 cooking, 2 ready
  *   counters[k]= [x, y, object]; objects: 0 none, 1 onion, 2 tomato, 3 dish, 4 soup
+ * OvercookedV2 (layout.v2 set; the frame's sixth element, beliefgate/envs/overcooked_v2/render.py):
+ *   extra = {recipe: [ingredient indices] or null (hidden from this viewer), pots: [[indices]],
+ *            held: [codes], buttons: [timers], counters: [[x, y, code]], viewers: [players]}
+ *   codes are JaxMARL's DynamicObject: bit 0 plate, bit 1 cooked, two bits per ingredient from bit 2.
+ *   Ingredients are drawn by type (colour and index), recipe indicators show the recipe, a pressed
+ *   button shows it too, and a band under the kitchen shows it with who sees it (gold rings).
  * Shared by the episode report and the play page. No dependencies. */
 (function () {
   "use strict";
@@ -83,29 +89,128 @@
     if (p[3]) { drawObject(ctx, p[3], cx, cy + s * 0.14, s * 0.8); }
   }
 
+  // ---------------------------------------------------------------- OvercookedV2
+  var INGREDIENT_COLOURS = ["#f2d04b", "#e0433b", "#4caf50", "#8d5524", "#9b59b6", "#ff8c1a", "#16a3b8",
+                            "#2c3e50", "#ff6fb5", "#3f7fff"];
+  var RECIPE_GOLD = "#d4a017";
+
+  function ingredientsOf(code) {
+    var out = [], c = code >> 2, i = 0;
+    while (c > 0) { for (var n = 0; n < (c & 3); n++) { out.push(i); } c = c >> 2; i++; }
+    return out;
+  }
+
+  function drawIngredient(ctx, i, cx, cy, r) {
+    circle(ctx, cx, cy, r, INGREDIENT_COLOURS[i % INGREDIENT_COLOURS.length], "#222222");
+    ctx.fillStyle = "#111111"; ctx.font = "bold " + Math.max(8, Math.round(r * 1.2)) + "px sans-serif";
+    ctx.textAlign = "center"; ctx.textBaseline = "middle"; ctx.fillText(String(i), cx, cy + 0.5);
+  }
+
+  function drawIngredientRow(ctx, list, cx, cy, s) {
+    var r = s * 0.12, gap = r * 2.1;
+    for (var k = 0; k < list.length; k++) { drawIngredient(ctx, list[k], cx + (k - (list.length - 1) / 2) * gap, cy, r); }
+  }
+
+  function drawV2Object(ctx, code, cx, cy, s) {
+    if (!code) { return; }
+    var ing = ingredientsOf(code);
+    if (code & 1) {   // a plate, with a soup on it when cooked
+      circle(ctx, cx, cy, s * 0.22, "#ffffff", "#777777");
+      if (code & 2) { circle(ctx, cx, cy, s * 0.15, "#e8892b"); }
+      drawIngredientRow(ctx, ing, cx, cy, s * 0.75);
+    } else {
+      drawIngredientRow(ctx, ing, cx, cy, s);
+    }
+  }
+
+  function drawRecipe(ctx, recipe, px, py, s) {   // a recipe card in cell (px, py): the ingredients or "?"
+    ctx.fillStyle = "#fff8dc"; ctx.fillRect(px + s * 0.1, py + s * 0.2, s * 0.8, s * 0.6);
+    ctx.strokeStyle = RECIPE_GOLD; ctx.lineWidth = 2; ctx.strokeRect(px + s * 0.1, py + s * 0.2, s * 0.8, s * 0.6);
+    if (recipe) { drawIngredientRow(ctx, recipe, px + s / 2, py + s / 2, s * 0.85); }
+    else {
+      ctx.fillStyle = "#7a5c00"; ctx.font = "bold " + Math.round(s * 0.4) + "px sans-serif";
+      ctx.textAlign = "center"; ctx.textBaseline = "middle"; ctx.fillText("?", px + s / 2, py + s / 2);
+    }
+  }
+
+  function drawV2(ctx, v2, frame, s, h, w, labels) {
+    var extra = frame[5] || {}, recipe = extra.recipe || null, k, c, i;
+    var piles = v2.ingredient_piles || {};
+    for (var key in piles) {
+      if (!Object.prototype.hasOwnProperty.call(piles, key)) { continue; }
+      for (k = 0; k < piles[key].length; k++) {
+        c = piles[key][k];
+        ctx.fillStyle = "#8b5a2b"; ctx.fillRect(c[0] * s + s * 0.15, c[1] * s + s * 0.15, s * 0.7, s * 0.7);
+        drawIngredient(ctx, Number(key), c[0] * s + s / 2, c[1] * s + s / 2, s * 0.22);
+      }
+    }
+    var ind = v2.recipe_indicators || [];
+    for (k = 0; k < ind.length; k++) { drawRecipe(ctx, recipe, ind[k][0] * s, ind[k][1] * s, s); }
+    var buttons = v2.recipe_buttons || [], timers = extra.buttons || [];
+    for (k = 0; k < buttons.length; k++) {
+      var bx = buttons[k][0] * s, by = buttons[k][1] * s;
+      if (timers[k] > 0) { drawRecipe(ctx, recipe, bx, by, s); }
+      else { circle(ctx, bx + s / 2, by + s / 2, s * 0.22, "#c0392b", "#5e1a12"); }
+    }
+    // the recipe band under the kitchen: the recipe (or "hidden") and who sees it
+    var y0 = h * s, viewers = extra.viewers || [];
+    ctx.fillStyle = "#fffdf5"; ctx.fillRect(0, y0, w * s, s * 0.7);
+    ctx.fillStyle = "#333333"; ctx.font = Math.round(s * 0.26) + "px sans-serif";
+    ctx.textAlign = "left"; ctx.textBaseline = "middle";
+    ctx.fillText("recipe", s * 0.15, y0 + s * 0.35);
+    if (recipe) { drawIngredientRow(ctx, recipe, s * 1.6, y0 + s * 0.35, s); }
+    else { ctx.fillText("hidden", s * 1.1, y0 + s * 0.35); }
+    ctx.fillStyle = "#333333"; ctx.font = Math.round(s * 0.26) + "px sans-serif";
+    ctx.textAlign = "left"; ctx.textBaseline = "middle";
+    var who = viewers.map(function (v) { return labels && labels[v] ? labels[v] + " (" + v + ")" : String(v); });
+    ctx.fillText("seen by: " + (who.length ? who.join(", ") : "nobody"), s * 2.6, y0 + s * 0.35);
+    return { recipe: recipe, viewers: viewers };
+  }
+
   /* draw(canvas, layout, frame, opts): opts.labels = per-player labels, opts.cell = px per cell */
   function draw(canvas, layout, frame, opts) {
     opts = opts || {};
     var terrain = layout.terrain, h = terrain.length, w = terrain[0].length;
     var s = opts.cell || Math.max(24, Math.min(72, Math.floor(Math.min(640 / w, 420 / h))));
-    if (canvas.width !== w * s || canvas.height !== h * s) { canvas.width = w * s; canvas.height = h * s; }
+    var v2 = layout.v2 || null, band = v2 ? Math.round(s * 0.7) : 0;
+    if (canvas.width !== w * s || canvas.height !== h * s + band) { canvas.width = w * s; canvas.height = h * s + band; }
     var ctx = canvas.getContext("2d");
     ctx.clearRect(0, 0, canvas.width, canvas.height);
     for (var y = 0; y < h; y++) { for (var x = 0; x < w; x++) { drawCell(ctx, terrain[y][x], x, y, s); } }
     if (!frame) { return; }
+    var extra = v2 ? (frame[5] || {}) : null;
+    var drawn = v2 ? drawV2(ctx, v2, frame, s, h, w, opts.labels) : null;
     var pots = frame[3] || [];
     for (var j = 0; j < pots.length && j < layout.pots.length; j++) {
-      drawPot(ctx, pots[j], layout.pots[j][0], layout.pots[j][1], s);
+      if (extra && extra.pots && pots[j][1] !== 2) {   // V2: the pot's ingredients by type
+        var px = layout.pots[j][0] * s, py = layout.pots[j][1] * s;
+        drawIngredientRow(ctx, extra.pots[j] || [], px + s / 2, py + s / 2, s * 0.8);
+        drawPot(ctx, [0, pots[j][1], pots[j][2]], layout.pots[j][0], layout.pots[j][1], s);
+      } else {
+        drawPot(ctx, pots[j], layout.pots[j][0], layout.pots[j][1], s);
+      }
     }
-    var counters = frame[4] || [];
+    var counters = extra && extra.counters ? extra.counters : frame[4] || [];
     for (var k = 0; k < counters.length; k++) {
-      drawObject(ctx, counters[k][2], counters[k][0] * s + s / 2, counters[k][1] * s + s / 2, s);
+      (extra && extra.counters ? drawV2Object : drawObject)(ctx, counters[k][2], counters[k][0] * s + s / 2,
+                                                            counters[k][1] * s + s / 2, s);
     }
     var players = frame[2] || [];
     for (var i = 0; i < players.length; i++) {
-      drawPlayer(ctx, players[i], i, s, opts.labels ? opts.labels[i] : null);
+      var p = players[i];
+      if (extra && extra.held) { p = [p[0], p[1], p[2], 0]; }
+      if (extra && (extra.viewers || []).indexOf(i) >= 0) {   // sees the recipe: a gold ring
+        circle(ctx, p[0] * s + s / 2, p[1] * s + s / 2, s * 0.42, null, RECIPE_GOLD);
+      }
+      drawPlayer(ctx, p, i, s, opts.labels ? opts.labels[i] : null);
+      if (extra && extra.held && extra.held[i]) {
+        drawV2Object(ctx, extra.held[i], p[0] * s + s / 2, p[1] * s + s / 2 + s * 0.16, s * 0.8);
+      }
     }
+    if (drawn) { canvas.setAttribute("data-recipe", drawn.recipe ? drawn.recipe.join(",") : "hidden");
+                 canvas.setAttribute("data-recipe-viewers", drawn.viewers.join(",")); }
   }
 
-  window.BGKitchen = { draw: draw, PLAYER_COLOURS: PLAYER_COLOURS, OBJECTS: [null, "onion", "tomato", "dish", "soup"] };
+  window.BGKitchen = { draw: draw, PLAYER_COLOURS: PLAYER_COLOURS, OBJECTS: [null, "onion", "tomato", "dish", "soup"],
+                       INGREDIENT_COLOURS: INGREDIENT_COLOURS };
 })();
