@@ -169,14 +169,8 @@ class OverForgeAgent(PlanningAgent):
     def _branches(self, strategies: List[str], feasible: Tuple[str, ...], use: Dict[str, float],
                   state: State) -> List[Tuple[Branch, float]]:
         """(branch, immediate value) per branch."""
-        tables = self.controller.tables
-        me = state.players[self.player]
-        pose = tables.pose(me.position, me.orientation)
-        targets = self.controller.target_mask(state)
-        steps = {}
-        for s in feasible:
-            mask = targets[self.library.index(s)]
-            steps[s] = float(tables.dist[mask, pose].min()) if mask.any() else float("inf")
+        to_target = self.controller.steps_to_targets(state, self.player)
+        steps = {s: float(to_target[self.library.index(s)]) for s in feasible}
         out = []
         for g in strategies:
             strat = self.strategy_of(g)
