@@ -61,8 +61,9 @@ class ForwardModel:
     def __init__(self, domain: Domain, layout: str, controller, gate: Optional[Gate] = None,
                  gates: Optional[Dict[int, Gate]] = None):
         self.domain = domain
-        self.sim = domain.make_env(layout, IMAGINED_HORIZON)
         self.batch = domain.batch_stepper(layout)
+        #: one environment for every branch (only where the domain has no batch stepper)
+        self.sim = domain.make_env(layout, IMAGINED_HORIZON) if self.batch is None else None
         self.players = domain.players(layout)
         self.controller = controller
         #: each teammate's imagined filter by seat (``gates``); a model built from one ``gate`` only
@@ -70,12 +71,12 @@ class ForwardModel:
         self.filters: Dict[int, ImaginedFilter] = {seat: ImaginedFilter(g) for seat, g in (gates or {}).items()}
         self.filter = (next(iter(self.filters.values()), None) if gates
                        else (ImaginedFilter(gate) if gate is not None else None))
+        self.steps = 0  # imagined steps this episode (for the logs)
 
     def filter_for(self, seat: int, first: bool) -> Optional[ImaginedFilter]:
         """The imagined filter of the teammate in ``seat`` (``first``: the first teammate)."""
         found = self.filters.get(seat)
         return found if found is not None or not first else (None if self.filters else self.filter)
-        self.steps = 0  # imagined steps this episode (for the logs)
 
 
 class BranchRollout:

@@ -341,6 +341,9 @@ def _build(canonical: str) -> V2Layout:
 
 def layout_info(name: str) -> V2Layout:
     """The :class:`V2Layout` of ``name`` (built once; imports JaxMARL)."""
+    found = _BUILT.get(name)   # a canonical name already built (the per-step path of controllers)
+    if found is not None:
+        return found
     canonical = resolve_layout(name)
     found = _BUILT.get(canonical)
     if found is None:
