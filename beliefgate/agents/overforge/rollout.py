@@ -9,10 +9,13 @@ filter observing every imagined step so the posterior is the filter's own along 
 when the partner's skill ends); ``mix`` tempers that draw towards the uniform choice
 (``(1 - mix) posterior + mix uniform``). The ``-belief`` ablation draws the partner's skill
 uniformly over its feasible skills instead (and runs no imagined filter). With more than two
-players, every teammate after the first draws its skill uniformly over its feasible skills
-(the gate's belief is about the first teammate). ``extend(steps)``
+players each teammate given in ``teammates`` is drawn from its own gate's posterior and filtered by
+its own imagined filter (one gate per teammate); a teammate without one draws uniformly. Where the
+domain names goals (OvercookedV2's recipes) the rollout runs under an imagined goal
+(``Domain.with_goal``) and teammates prefer the skills it needs. :func:`extend_together` steps many
+rollouts in lockstep, in one call of the domain's batch stepper where it has one. ``extend(steps)``
 continues the same imagined trajectory, so later rounds deepen the branch; the score is the
-progress gain (``Domain.progress``) since the decision.
+value gain (``Domain.rollout_value``, by default ``Domain.progress``) since the decision.
 
 The imagined filter is functional: a rollout starts from the live gate's state at the decision
 (a :class:`~beliefgate.beliefs.core.GateState` value, :attr:`Gate.state`) and carries its own
