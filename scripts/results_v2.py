@@ -44,7 +44,10 @@ NO_VIEW = "v2ablation-noview"
 
 
 PARTNERS = ("v2-cook", "v2-cook-adaptive", "v2-fetcher", "v2-server")
-AGENTS = ("bayes-belief:full", "bayes-belief:no_belief", "bayes-belief:no_replan", NO_VIEW)
+AGENTS = ("bayes-belief:full", "bayes-belief:no_belief", "bayes-belief:no_replan", NO_VIEW, "overforge")
+#: the paired comparisons the report prints: (condition, baseline)
+COMPARISONS = (("bayes-belief:full", "bayes-belief:no_belief"), ("bayes-belief:full", "bayes-belief:no_replan"),
+               ("bayes-belief:full", NO_VIEW), ("overforge", "bayes-belief:no_belief"))
 METRICS = ("reward", "soups", "wrong", "recipe_acc", "gap_rate", "replans", "effective_replans")
 
 
@@ -185,15 +188,15 @@ def report(args) -> None:
             print(f"| {layout} | {agent} | {len(sel)} | {_f(m['reward'])} | {_f(m['soups'], 2)} | {_f(m['wrong'], 2)} "
                   f"| {_f(100 * m['recipe_acc'])}% | {_f(m['gap_rate'], 3)} | {_f(m['replans'], 2)} "
                   f"| {_f(m['effective_replans'], 2)} |")
-    for base in ("bayes-belief:no_belief", "bayes-belief:no_replan", NO_VIEW):
-        if base not in agents or "bayes-belief:full" not in agents:
+    for cond_agent, base in COMPARISONS:
+        if base not in agents or cond_agent not in agents:
             continue
-        print(f"\nPaired differences `bayes-belief:full` − `{base}` (mean [95% bootstrap CI], seeds resampled):\n")
+        print(f"\nPaired differences `{cond_agent}` − `{base}` (mean [95% bootstrap CI], seeds resampled):\n")
         print("| layout | seats | pairs | reward | soups | wrong dishes | gap rate |")
         print("|---|---|---|---|---|---|---|")
         for layout in layouts:
             for seats in ((0, 1), (0,), (1,)):
-                cond = [r for r in rows if r["layout"] == layout and r["agent"] == "bayes-belief:full"
+                cond = [r for r in rows if r["layout"] == layout and r["agent"] == cond_agent
                         and r["seat"] in seats]
                 ref = [r for r in rows if r["layout"] == layout and r["agent"] == base and r["seat"] in seats]
                 cells = []
@@ -206,7 +209,7 @@ def report(args) -> None:
                 print(f"| {layout} | {label} | {pairs} | " + " | ".join(cells) + " |")
         if base != "bayes-belief:no_belief":
             continue
-        print(f"\nReward `bayes-belief:full` − `{base}` per partner and seat (both seats; seat 0; seat 1):\n")
+        print(f"\nReward `{cond_agent}` − `{base}` per partner and seat (both seats; seat 0; seat 1):\n")
         partners = list(dict.fromkeys(r["partner"] for r in rows))
         print("| layout | " + " | ".join(partners) + " |")
         print("|---|" + "---|" * len(partners))
@@ -215,7 +218,7 @@ def report(args) -> None:
             for partner in partners:
                 parts = []
                 for seats in ((0, 1), (0,), (1,)):
-                    cond = [r for r in rows if r["layout"] == layout and r["agent"] == "bayes-belief:full"
+                    cond = [r for r in rows if r["layout"] == layout and r["agent"] == cond_agent
                             and r["partner"] == partner and r["seat"] in seats]
                     ref = [r for r in rows if r["layout"] == layout and r["agent"] == base
                            and r["partner"] == partner and r["seat"] in seats]
@@ -224,7 +227,7 @@ def report(args) -> None:
                                  f"{_f(d.mean, 1, True)} [{_f(d.lo, 1, True)}, {_f(d.hi, 1, True)}]")
                 cells.append(f"{parts[0]}; {parts[1]}; {parts[2]}")
             print(f"| {layout} | " + " | ".join(cells) + " |")
-        print("\nRecipe-MAP accuracy of `bayes-belief:full` per partner and seat (episodes where the partner "
+        print(f"\nRecipe-MAP accuracy of `{cond_agent}` per partner and seat (episodes where the partner "
               "picks an ingredient):\n")
         print("| layout | seat | " + " | ".join(partners) + " |")
         print("|---|---|" + "---|" * len(partners))
@@ -233,7 +236,7 @@ def report(args) -> None:
                 cells = []
                 for partner in partners:
                     acc = [r["recipe_acc"] for r in rows if r["layout"] == layout and r["partner"] == partner
-                           and r["seat"] == seat and r["agent"] == "bayes-belief:full"]
+                           and r["seat"] == seat and r["agent"] == cond_agent]
                     n = sum(1 for a in acc if not math.isnan(a))
                     cells.append(f"{_f(100 * _mean(acc))}% ({n})")
                 print(f"| {layout} | {seat} | " + " | ".join(cells) + " |")

@@ -209,6 +209,31 @@ class Domain:
         observes it: ``(log_weights [G, K], goal_change, goal_loglik [G] or None)`` (see docs/goal.md)."""
         raise NotImplementedError
 
+    # ------------------------------------------------- forward models (optional)
+    def batch_stepper(self, layout: str):
+        """A stepper of many imagined states at once for OverForge's rollouts, or None (the
+        default: rollouts step one environment of :meth:`make_env` per branch). A stepper has
+        ``step(states, joint_actions, seeds) -> [(state, reward, events), ...]``, one row per state,
+        continuing each state under the dynamics its episode runs (see the V2 domain)."""
+        return None
+
+    def with_goal(self, state, goal: str):
+        """``state`` with the goal (OvercookedV2: the recipe) ``goal`` of :meth:`goal_names` made the
+        active one: what an imagined continuation under a believed goal starts from. Only a domain
+        that names goals needs it; the default has none to set."""
+        raise NotImplementedError
+
+    def observable_goal(self, state, player: int) -> Optional[str]:
+        """The goal ``player`` would act on from what it observes now, without any belief
+        (OvercookedV2: a recipe it sees, else the first recipe the pots and the teammates' hands
+        allow); None where the domain names no goals."""
+        return None
+
+    def rollout_value(self, state) -> float:
+        """The value an imagined continuation is scored by (OverForge's rollouts): by default
+        :meth:`progress`; a domain with goals counts progress toward the state's active goal only."""
+        return self.progress(state)
+
     # ------------------------------------------------- planners, trees, metrics
     def scene_text(self, state, ego: int) -> str:
         """The state as the text a planner reads."""

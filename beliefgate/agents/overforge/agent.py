@@ -42,13 +42,15 @@ import numpy as np
 from beliefgate.agents.overforge.config import OverForgeConfig, OverForgeOptionError
 from beliefgate.agents.overforge.judge import immediate_value, usefulness
 from beliefgate.agents.overforge.record import Branch, PCMDecision, StrategyChange
-from beliefgate.agents.overforge.rollout import BranchRollout, ForwardModel
-from beliefgate.agents.overforge.strategies import FLAT, Strategy, StrategyLibrary, flat_strategy, load_strategies
+from beliefgate.agents.overforge.rollout import BranchRollout, ForwardModel, extend_together
+from beliefgate.agents.overforge.strategies import (FLAT, Strategy, StrategyLibrary, flat_strategy, load_strategies,
+                                                   strategies_for)
 from beliefgate.agents.planning import Choice, PlanningAgent
 from beliefgate.beliefs.gate import GateParams
 from beliefgate.beliefs.kappa import Judgment, Kappa, Rollout, RolloutRound
 from beliefgate.envs.domain import State
 from beliefgate.planners.model import ChatModel
+from beliefgate.planners.rule import RulePlanner
 
 #: the partner "has taken" a strategy's role when its MAP skill is in that role with this confidence
 ROLE_CONFIDENCE = 0.7
@@ -64,10 +66,10 @@ class OverForgeAgent(PlanningAgent):
         super().__init__(config.name, None, params)
         self.config = config
         self.client = llm
+        #: strategies given by the caller (else each layout's domain gives its own, at reset)
+        self._given_strategies = strategies
         self.strategies = strategies or load_strategies()
-        if config.pinned is not None and config.pinned not in self.strategies:
-            raise OverForgeOptionError(f"overforge option pinned={config.pinned!r}: unknown strategy; choose from "
-                                       f"{', '.join(self.strategies.names)}")
+        self._check_pinned()
         self.kappa_params = config.kappa_params()
         self.llm_roles = None
         if llm is not None:
@@ -75,10 +77,19 @@ class OverForgeAgent(PlanningAgent):
 
             self.llm_roles = LLMRoles(self, llm)
 
+    def _check_pinned(self) -> None:
+        pinned = self.config.pinned
+        if pinned is not None and pinned not in self.strategies:
+            raise OverForgeOptionError(f"overforge option pinned={pinned!r}: unknown strategy; choose from "
+                                       f"{', '.join(self.strategies.names)}")
+
     # ----------------------------------------------------------------- lifecycle
     def reset(self, layout: str, player: int, seed: int) -> None:
         super().reset(layout, player, seed)
-        self.model = ForwardModel(self.domain, self.layout, self.controller, self.gate)
+        if self._given_strategies is None:
+            self.strategies = strategies_for(self.domain.name, self.library)
+            self._check_pinned()
+        self.model = ForwardModel(self.domain, self.layout, self.controller, gates=self.gates)
         #: what an uncommitted decision plays on this layout (``auto`` resolved by its geometry)
         self.uncommitted = self.config.uncommitted
         if self.uncommitted == "auto":
@@ -90,6 +101,10 @@ class OverForgeAgent(PlanningAgent):
         self.strategy_changes = 0
         self.pending_revision: Optional[str] = None
         self._role_seen: Optional[str] = None
+        #: the goal confidence the agent acts on (the rule planner's ``min_goal_confidence``)
+        self._goal_floor = (self.planner.config.min_goal_confidence if isinstance(self.planner, RulePlanner)
+                            else RulePlanner().config.min_goal_confidence)
+        self._imagined_goals: List[Optional[str]] = []
         #: this step's decision (None on a step without one); ``last_decision`` keeps the latest
         self.record: Optional[PCMDecision] = None
         self.last_decision: Optional[PCMDecision] = None
@@ -99,11 +114,14 @@ class OverForgeAgent(PlanningAgent):
         return super().act(state, my_events)
 
     def step_info(self) -> Dict[str, object]:
-        return {"strategy": self.strategy, "pcm": None if self.record is None else self.record.to_log(),
-                "decisions": self.decisions, "commits": self.commits, "strategy_changes": self.strategy_changes}
+        out = {"strategy": self.strategy, "pcm": None if self.record is None else self.record.to_log(),
+               "decisions": self.decisions, "commits": self.commits, "strategy_changes": self.strategy_changes}
+        if self.goal_names is not None:   # the goals the latest decision's rollouts ran under
+            out["imagined_goals"] = list(self._imagined_goals)
+        return out
 
     def strategy_of(self, name: str) -> Strategy:
-        return flat_strategy() if name == FLAT else self.strategies[name]
+        return flat_strategy(self.library) if name == FLAT else self.strategies[name]
 
     # ------------------------------------------------------------------ triggers
     def trigger(self, state, decision, partner_events):
@@ -169,14 +187,8 @@ class OverForgeAgent(PlanningAgent):
     def _branches(self, strategies: List[str], feasible: Tuple[str, ...], use: Dict[str, float],
                   state: State) -> List[Tuple[Branch, float]]:
         """(branch, immediate value) per branch."""
-        tables = self.controller.tables
-        me = state.players[self.player]
-        pose = tables.pose(me.position, me.orientation)
-        targets = self.controller.target_mask(state)
-        steps = {}
-        for s in feasible:
-            mask = targets[self.library.index(s)]
-            steps[s] = float(tables.dist[mask, pose].min()) if mask.any() else float("inf")
+        to_target = self.controller.steps_to_targets(state, self.player)
+        steps = {s: float(to_target[self.library.index(s)]) for s in feasible}
         out = []
         for g in strategies:
             strat = self.strategy_of(g)
@@ -206,17 +218,19 @@ class OverForgeAgent(PlanningAgent):
                 out.append(Judgment(branches[pick[0]].name, branches[pick[1]].name, 1))
         return out
 
-    def _choose_next(self, strategy: Strategy):
+    def _choose_next(self, strategy: Strategy, goal: Optional[str] = None):
         """The rollout ego's skill choice after its first skill: the strategy's preferred useful
-        skill; with ``next=complement`` usefulness is counted against the imagined partner's skill."""
+        skill (useful for the imagined ``goal`` where the domain has goals); with
+        ``next=complement`` usefulness is counted against the imagined partner's skill."""
         names = self.library.names
         complement = self.config.next == "complement"
+        extra = {} if goal is None else {"goal": goal}
 
         def choose(s: State, partner_skill: Optional[int] = None) -> Optional[int]:
             mask = self.controller.feasible(s, self.player, require_targets=True)
             if not mask.any():
                 return None
-            needs = self.domain.skill_needs(s, self.player, self.controller, mask)
+            needs = self.domain.skill_needs(s, self.player, self.controller, mask, **extra)
             if complement and partner_skill is not None:
                 feasible = [names[k] for k in np.flatnonzero(mask)]
                 use = usefulness(feasible, needs, {names[partner_skill]: 1.0}, self.complementary)
@@ -236,6 +250,40 @@ class OverForgeAgent(PlanningAgent):
         """Who plays the partner in the rollouts: ``"belief"`` (the gate's posterior) or ``"uniform"``."""
         return "belief" if (self.config.belief and self.gate is not None) else "uniform"
 
+    def believed_goal(self) -> Optional[str]:
+        """The goal (recipe) the agent acts on: the MAP goal of its goal belief when that is
+        confident enough for the rule planner (``min_goal_confidence``), else None (the domain's
+        observable rule decides, as for the no-belief agent)."""
+        goal = self.goal_block() if self.belief_in_prompt else None
+        if goal is None or goal.confidence < self._goal_floor:
+            return None
+        return goal.map_goal
+
+    def imagined_goal(self, state: State, rng: np.random.Generator) -> Optional[str]:
+        """The goal an imagined continuation runs under (None where the domain names no goals): the
+        confident MAP goal; else (``recipe=auto``) a draw from the goal posterior, or (``recipe=map``)
+        the MAP goal; with no goal belief yet, the domain's observable choice
+        (:meth:`Domain.observable_goal`: a recipe the ego sees, else what the pot and the teammates'
+        hands allow, what the no-belief agent cooks). The true goal is never read unless seen."""
+        names = self.domain.goal_names(self.layout)
+        if not names:
+            return None
+        block = self.goal_block() if self.belief_in_prompt else None
+        if block is None:   # (no pot can become any recipe: the first, as the pots show nothing)
+            return self.domain.observable_goal(state, self.player) or names[0]
+        if block.confidence >= self._goal_floor or self.config.recipe == "map":
+            return block.map_goal
+        names = list(block.posterior)
+        p = np.array([block.posterior[n] for n in names], dtype=float)
+        p = p / p.sum()
+        return names[int(rng.choice(len(names), p=p))]
+
+    def _needs(self, state: State, feasible_mask) -> Dict[str, float]:
+        """The kitchen's needs of the ego's skills, under its believed goal where it has one."""
+        goal = self.believed_goal()
+        extra = {} if goal is None else {"goal": goal}
+        return dict(self.domain.skill_needs(state, self.player, self.controller, feasible_mask, **extra))
+
     def search(self, kappa: Kappa, branches: List[Tuple[Branch, float]], state: State, mode: str,
                rng_seed: int) -> List[Dict[str, float]]:
         """The rollout rounds of one decision: round 1 rolls every branch, later rounds extend
@@ -247,19 +295,32 @@ class OverForgeAgent(PlanningAgent):
         names = list(kappa.branches)  # kappa was made over the branches' names, in this order
         predictive = None if self.decision is None else self.decision.predictive
         gate_state = None if self.gate is None else self.gate.state
+        teammates = None
+        if len(self.gates) > 1:   # every teammate drawn from its own posterior, filtered by its own gate
+            teammates = {seat: (gate.state, None if self.teammate_decisions.get(seat) is None
+                                else self.teammate_decisions[seat].predictive)
+                         for seat, gate in self.gates.items()}
+        goals = [self.imagined_goal(state, np.random.default_rng([rng_seed, j, 1]))
+                 for j in range(self.config.samples)]
         rolls = {}
         for name, (branch, _) in zip(names, branches):
-            # samples imagined partners per branch; sample j uses the same random numbers in every
-            # branch (common random numbers), so branch differences are differences of the branch
+            # samples imagined partners per branch; sample j uses the same random numbers (and the
+            # same imagined goal) in every branch (common random numbers), so branch differences
+            # are differences of the branch
             rolls[name] = [BranchRollout(self.model, state, self.player, self.library.index(branch.skill),
-                                         self._choose_next(self.strategy_of(branch.strategy)), mode, gate_state,
-                                         predictive, np.random.default_rng([rng_seed, j]), mix=self.config.mix)
+                                         self._choose_next(self.strategy_of(branch.strategy), goals[j]), mode,
+                                         gate_state, predictive, np.random.default_rng([rng_seed, j]),
+                                         mix=self.config.mix, teammates=teammates, goal=goals[j],
+                                         goal_weight=self.config.goal_weight)
                            for j in range(self.config.samples)]
+        self._imagined_goals = goals
         rounds: List[Dict[str, float]] = []
         for r in range(1, self.config.rounds + 1):
             targets = names if r == 1 else list(kappa.nucleus)
             per = float(r) if self.config.score == "rate" else 1.0  # gain per depth unit, or the gain
-            scores_r = {n: float(np.mean([b.extend(self.config.depth) for b in rolls[n]])) / per for n in targets}
+            flat = [b for n in targets for b in rolls[n]]
+            gains = dict(zip(map(id, flat), extend_together(flat, self.config.depth)))
+            scores_r = {n: float(np.mean([gains[id(b)] for b in rolls[n]])) / per for n in targets}
             info = kappa.update(RolloutRound(tuple(Rollout(n, r, sc) for n, sc in scores_r.items())))
             rounds.append(scores_r)
             if info.commit or info.next != "rollout":
@@ -280,7 +341,7 @@ class OverForgeAgent(PlanningAgent):
         else:
             reason_for_strategy = reason
         self.pending_revision = None
-        needs = self.domain.skill_needs(state, self.player, self.controller, feasible_mask)
+        needs = self._needs(state, feasible_mask)
         posterior = self._posterior()
         use = usefulness(feasible, needs, posterior, self.complementary)
         strategies, scores, proposer = self._candidate_strategies(posterior, use, reason_for_strategy)

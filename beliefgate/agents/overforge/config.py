@@ -14,7 +14,9 @@ players work separate kitchens, ``LayoutInfo.separate_kitchens``), ``pairs=neigh
 (which branch pairs the judge compares), ``score=gain|rate`` (a rollout round's score: the gain since the decision or
 the gain per depth unit), ``next=strategy|complement`` (the rollout ego's skills after its first:
 its strategy's preferred useful skill, or the same counted against the imagined partner's skill)
-and kappa's ``tau=`` and ``sigma_r=``.
+``recipe=auto|map`` (the goal an imagined continuation runs under while the goal belief is not
+confident: a draw from it, or its MAP), ``goal_weight=`` (how much likelier an imagined teammate
+starts a skill the imagined goal needs) and kappa's ``tau=`` and ``sigma_r=``.
 A bad token raises :class:`OverForgeOptionError` naming it.
 """
 
@@ -33,7 +35,7 @@ FLAGS = {"-rollouts": ("rollouts", False), "-hierarchy": ("hierarchy", False), "
          "llm": ("llm", True)}
 NUMBERS = {"k": "k", "first": "first", "depth": "depth", "samples": "samples", "theta": "theta", "rounds": "rounds",
            "nucleus": "nucleus", "mix": "mix", "interrupts": "interrupts", "hold": "hold", "sigma_r": "sigma_r",
-           "tau": "tau"}
+           "tau": "tau", "goal_weight": "goal_weight"}
 #: what an uncommitted decision (kappa < theta after every round) plays: ``best`` = b*, the
 #: branch with the highest argmax probability (the paper); ``rule`` = the rule planner's choice;
 #: ``auto`` = ``best`` where the players share neither floor nor a counter (separate kitchens
@@ -52,8 +54,12 @@ Score = Literal["gain", "rate"]
 #: usefulness counted against the imagined partner's current skill (its need taken off, its
 #: complementary skills raised), so the ego's imagined continuation reacts to the imagined partner
 Next = Literal["strategy", "complement"]
+#: the goal an imagined continuation runs under while the goal belief is below the acting floor:
+#: ``auto`` = a draw from the goal posterior (per imagined sample, shared by every branch),
+#: ``map`` = the MAP goal
+Recipe = Literal["auto", "map"]
 #: the options that name one of a fixed set of words, and the field type that lists the words
-CHOICES = {"uncommitted": Uncommitted, "pairs": Pairs, "score": Score, "next": Next}
+CHOICES = {"uncommitted": Uncommitted, "pairs": Pairs, "score": Score, "next": Next, "recipe": Recipe}
 
 #: kappa's defaults for this agent (utilities in soups of dish progress; chosen on seeds >= 1000)
 DEFAULT_KAPPA = dict(mu0=0.0, sigma0=0.3, tau=0.1, sigma_r=0.15, num_points=2048)
@@ -94,6 +100,11 @@ class OverForgeConfig(CheckedModel):
     #: ``rate`` chosen on seeds 1000-1002 (docs/overforge.md: +10.3 [+1.0, +20.7] over ``gain``)
     score: Score = "rate"
     next: Next = "strategy"
+    #: the goal (recipe) an imagined continuation runs under when the goal belief is not confident:
+    #: ``auto`` a draw from the goal posterior, ``map`` its MAP goal (a confident MAP goal always)
+    recipe: Recipe = "auto"
+    #: how much likelier an imagined teammate starts a skill the imagined goal needs than one it does not
+    goal_weight: float = Field(8.0, ge=1.0, le=1000.0)
     #: kappa's judgment temperature and depth-1 rollout noise (``None``: :data:`DEFAULT_KAPPA`)
     tau: Optional[float] = Field(None, ge=1e-3, le=100.0)
     sigma_r: Optional[float] = Field(None, ge=1e-3, le=100.0)
@@ -150,7 +161,7 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
                         raise OverForgeOptionError(f"overforge option {token!r}: {field} must be 0 or 1")
                     value = raw == "1"
                 else:
-                    real = field in ("theta", "nucleus", "mix", "tau", "sigma_r")
+                    real = field in ("theta", "nucleus", "mix", "tau", "sigma_r", "goal_weight")
                     try:
                         value = float(raw) if real else int(raw)
                     except ValueError:

@@ -84,16 +84,35 @@ class StrategyLibrary:
         return name in self._by
 
 
-def flat_strategy() -> Strategy:
-    """Every skill weighted 1 (the ``-hierarchy`` ablation's single branch set)."""
-    library = load_builtin("overcooked")
+def flat_strategy(library=None) -> Strategy:
+    """Every skill of ``library`` (default: the classic Overcooked library) weighted 1 (the
+    ``-hierarchy`` ablation's single branch set)."""
+    library = library if library is not None else load_builtin("overcooked")
     return Strategy(name=FLAT, description="no strategic layer", roles=(),
                     weights={n: 1.0 for n in library.names})
 
 
-def parse_strategies(data: object, source: str = "strategies") -> StrategyLibrary:
-    """A :class:`StrategyLibrary` from the parsed YAML/JSON of a strategy file."""
-    library = load_builtin("overcooked")
+def _expand(names, have) -> list:
+    """Names with ``{i}`` expanded to the ones ``have`` holds (every ingredient index that gives a
+    known name); a name without ``{i}`` is kept as it is."""
+    out = []
+    for n in names:
+        if "{i}" not in n:
+            out.append(n)
+            continue
+        out += [n.replace("{i}", str(i)) for i in range(10) if n.replace("{i}", str(i)) in have]
+    return out
+
+
+def parse_strategies(data: object, source: str = "strategies", library=None,
+                     layout_specific: bool = False) -> StrategyLibrary:
+    """A :class:`StrategyLibrary` from the parsed YAML/JSON of a strategy file, checked against
+    ``library`` (default: the classic Overcooked skill library). Skill and role names may hold
+    ``{i}`` (every ingredient of ``library``; a pattern that matches no skill or role is dropped).
+    ``layout_specific``: ``library`` is one layout's (OvercookedV2 builds a library per layout), so a
+    weight of a skill it lacks (a recipe button where there is none) is dropped, not refused; the
+    tests check that every name of a shipped file exists in some layout's library."""
+    library = library if library is not None else load_builtin("overcooked")
     try:
         spec = _StrategyFile.model_validate(data)
     except ValidationError as exc:
@@ -106,6 +125,13 @@ def parse_strategies(data: object, source: str = "strategies") -> StrategyLibrar
     for name, body in spec.strategies.items():
         if name == FLAT:
             raise StrategyFileError(f"{source}: strategy name {FLAT!r} is reserved for the -hierarchy ablation")
+        if isinstance(body, dict):   # {i} patterns against this library's skills and roles
+            body = dict(body)
+            if isinstance(body.get("weights"), dict):
+                body["weights"] = {n: w for k, w in body["weights"].items() for n in _expand([k], library.names)
+                                   if not (layout_specific and n not in library.names)}
+            if isinstance(body.get("roles"), (list, tuple)):
+                body["roles"] = _expand([str(r) for r in body["roles"]], roles)
         try:
             strat = Strategy(name=name, **body)
         except (ValidationError, TypeError) as exc:
@@ -132,6 +158,27 @@ def load_strategies(path: Optional[str | Path] = None) -> StrategyLibrary:
     except OSError as exc:
         raise StrategyFileError(f"cannot read strategy file {str(p)!r}: {exc.strerror}") from None
     return parse_strategies(yaml.safe_load(text), str(p))
+
+
+def strategies_for(domain: str, library) -> StrategyLibrary:
+    """The shipped strategy library of a domain: ``strategies_<domain>.yaml`` beside this module
+    expanded over ``library`` (a layout's skill library) where there is one, else the classic
+    ``strategies.yaml``."""
+    name = f"strategies_{domain}.yaml"
+    found = resources.files("beliefgate.agents.overforge").joinpath(name)
+    if not found.is_file():
+        return _builtin()
+    key = (name, tuple(library.names), tuple(s.role for s in library.skills))
+    found_lib = _BY_LIBRARY.get(key)
+    if found_lib is None:
+        text = found.read_text(encoding="utf-8")
+        found_lib = _BY_LIBRARY.setdefault(key, parse_strategies(yaml.safe_load(text), name, library,
+                                                                     layout_specific=True))
+    return found_lib
+
+
+#: parsed domain strategy files by (file, skill names, roles)
+_BY_LIBRARY: Dict[tuple, StrategyLibrary] = {}
 
 
 @lru_cache(maxsize=1)

@@ -112,6 +112,15 @@ class OvercookedController:
             mask[k] = row
         return mask
 
+    def steps_to_targets(self, state: SymbolicState, player: int) -> np.ndarray:
+        """float[K]: the steps from ``player``'s pose to each skill's nearest active target (inf
+        where a skill has none); OverForge's judge discounts a branch by it."""
+        me = state.players[player]
+        pose = self.tables.pose(me.position, me.orientation)
+        mask = self.target_mask(state)
+        d = np.where(mask, self.tables.dist[:, pose][None, :], np.inf)
+        return d.min(axis=1) if d.shape[1] else np.full(mask.shape[0], np.inf)
+
     def feasible(self, state: SymbolicState, player: int, require_targets: bool = False,
                  q: Optional[np.ndarray] = None) -> np.ndarray:
         """bool[K]: skills whose held-object requirement the player meets.

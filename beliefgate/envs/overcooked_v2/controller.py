@@ -259,6 +259,15 @@ class V2Controller:
         mask = self.target_mask(state) if targets is None else targets
         return q_from_tables(self.tables, mask, self.tables.pose(me.position, me.direction))
 
+    def steps_to_targets(self, state: V2State, player: int) -> np.ndarray:
+        """float[K]: the steps from ``player``'s pose to each skill's nearest active target (inf
+        where a skill has none); OverForge's judge discounts a branch by it."""
+        me = state.players[player]
+        pose = self.tables.pose(me.position, me.direction)
+        mask = self.target_mask(state)
+        d = np.where(mask, self.tables.dist[:, pose][None, :], np.inf)
+        return d.min(axis=1) if d.shape[1] else np.full(mask.shape[0], np.inf)
+
     def feasible(self, state: V2State, player: int, require_targets: bool = False,
                  q: Optional[np.ndarray] = None) -> np.ndarray:
         """bool[K]: skills whose held-object requirement ``player`` meets (and, with

@@ -188,6 +188,35 @@ class OvercookedV2Domain(Domain):
 
         return load_logs(paths, partner_side, **options)
 
+    # ------------------------------------------------------------ forward models
+    def batch_stepper(self, layout: str):
+        """JaxMARL's step vmapped over many imagined states, jitted once per batch size
+        (:class:`~.env.BatchStepper`)."""
+        from beliefgate.envs.overcooked_v2.env import batch_stepper
+
+        return batch_stepper(layout)
+
+    def with_goal(self, state, goal: str):
+        """``state`` with the recipe named ``goal`` (:meth:`goal_names`) active."""
+        from beliefgate.envs.overcooked_v2.kitchen import parse_recipe
+        from beliefgate.envs.overcooked_v2.layouts import recipe_code
+
+        return state.model_copy(update={"recipe": recipe_code(parse_recipe(goal, state.layout))})
+
+    def observable_goal(self, state, player: int) -> Optional[str]:
+        """The recipe ``player`` sees, else the first recipe the open pots and the teammates' hands
+        allow (:func:`~.kitchen.candidate_recipes`: what the no-belief agent cooks)."""
+        from beliefgate.envs.overcooked_v2.kitchen import candidate_recipes, recipe_name
+
+        found = candidate_recipes(state, player)
+        return recipe_name(found[0]) if found else None
+
+    def rollout_value(self, state) -> float:
+        """Progress toward the state's active recipe (:func:`~.kitchen.recipe_progress`)."""
+        from beliefgate.envs.overcooked_v2.kitchen import recipe_progress
+
+        return recipe_progress(state)
+
     # ---------------------------------------------------------------- rendering
     def render_layout(self, layout: str) -> Dict[str, Any]:
         from beliefgate.envs.overcooked_v2.render import layout_record

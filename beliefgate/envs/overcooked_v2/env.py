@@ -205,3 +205,129 @@ class V2Env:
 
     def describe(self) -> Dict[str, object]:
         return json.loads(self.options.model_dump_json())
+
+
+#: batch sizes a :class:`BatchStepper` pads to (one jit each, built on first use; no other shape is compiled)
+BATCH_SIZES = (8, 32, 128)
+
+
+class BatchStepper:
+    """Step many V2 states at once (OverForge's rollouts): JaxMARL's ``step_agents`` mapped over a
+    batch (``lax.map``: the rows in turn, in one call; ``vmap`` compiled several times slower here
+    and a call's cost is its dispatch), jitted once per padded batch size (:data:`BATCH_SIZES`) and environment options, fed and
+    read back as plain host arrays (one transfer each way per call). The options of each state's
+    episode that the state records (view size, cooking by interaction, recipe redraw on delivery)
+    choose the dynamics; ``negative_rewards`` and a custom recipe list are not recorded in a state,
+    so imagined steps use the layout's recipes and no negative rewards."""
+
+    #: how many times any stepper traced its step function (the no-recompile test reads it)
+    traces = 0
+
+    def __init__(self, layout: str):
+        self.info = layout_info(layout)
+        self.layout = self.info.name
+        self._fns: Dict[Tuple[str, int], object] = {}
+
+    def _fn(self, options: V2Options, size: int):
+        key = (options.model_dump_json(), size)
+        fn = self._fns.get(key)
+        if fn is not None:
+            return fn
+        import jax
+        import jax.numpy as jnp
+
+        from beliefgate.envs.overcooked_v2._jaxmarl import jaxmarl_v2
+
+        mod = jaxmarl_v2()
+        common = mod.common
+        c = compiled(self.info, options)
+        env, template = c.env, c.template()
+
+        def one(key, x, y, d, inv, grid, recipe, step, ncd, actions):
+            BatchStepper.traces += 1   # runs only while tracing
+            st = template.replace(
+                agents=template.agents.replace(pos=common.Position(x=x, y=y), dir=d, inventory=inv),
+                grid=grid, recipe=recipe, step=step, new_correct_delivery=ncd, done=jnp.asarray(False))
+            st, reward, _ = env.step_agents(key, st, actions)
+            a = st.agents
+            return a.pos.x, a.pos.y, a.dir, a.inventory, st.grid, st.recipe, st.step + 1, st.new_correct_delivery, reward
+
+        def batch(*args):   # the rows one after another inside one call: compiles like a single step
+            return jax.lax.map(lambda row: one(*row), args)
+
+        fn = jax.jit(batch)
+        self._fns[key] = fn
+        return fn
+
+    def step(self, states: Sequence[V2State], joint_actions: Sequence[Sequence[int]],
+             seeds: Sequence[int]) -> List[Tuple[V2State, float, List[List[str]]]]:
+        """Each state stepped by its joint action (``seeds``: one integer per state for the step's
+        random key, used by a recipe redraw): ``(next state, reward, per-player events)`` per state."""
+        import numpy as np
+
+        n = len(states)
+        if n == 0:
+            return []
+        first = states[0]
+        options = V2Options(agent_view_size=first.agent_view_size,
+                            start_cooking_interaction=first.start_cooking_interaction,
+                            sample_recipe_on_delivery=first.sample_recipe_on_delivery)
+        size = next((b for b in BATCH_SIZES if b >= n), None)
+        if size is None:   # more rows than the largest bucket: in chunks of it
+            out: List[Tuple[V2State, float, List[List[str]]]] = []
+            big = BATCH_SIZES[-1]
+            for lo in range(0, n, big):
+                out += self.step(states[lo:lo + big], joint_actions[lo:lo + big], seeds[lo:lo + big])
+            return out
+        info = self.info
+        p = info.players
+        x = np.zeros((size, p), np.int32)
+        y = np.zeros((size, p), np.int32)
+        d = np.zeros((size, p), np.int32)
+        inv = np.zeros((size, p), np.int32)
+        grid = np.zeros((size, info.height, info.width, 3), np.int32)
+        grid[:, :, :, 0] = info.static
+        recipe = np.zeros(size, np.int32)
+        step = np.zeros(size, np.int32)
+        ncd = np.zeros(size, bool)
+        acts = np.full((size, p), 4, np.int32)
+        keys = np.zeros((size, 2), np.uint32)
+        for b, s in enumerate(states):
+            if (s.agent_view_size, s.start_cooking_interaction, s.sample_recipe_on_delivery) != (
+                    first.agent_view_size, first.start_cooking_interaction, first.sample_recipe_on_delivery):
+                raise V2StateError("a batch of states must share the episode options they record")
+            for i, pl in enumerate(s.players):
+                x[b, i], y[b, i] = pl.position
+                d[b, i], inv[b, i] = pl.direction, pl.inventory
+            for cx, cy, content, timer in s.items:
+                grid[b, cy, cx, 1], grid[b, cy, cx, 2] = content, timer
+            recipe[b], step[b], ncd[b] = s.recipe, s.timestep, s.new_correct_delivery
+            acts[b] = joint_actions[b]
+            keys[b] = (0, int(seeds[b]) & 0xFFFFFFFF)
+        for arr in (x, y, d, inv, grid, recipe, step, ncd, acts):   # padding rows repeat the first state
+            arr[n:] = arr[0]
+        import jax
+
+        out_arrays = jax.device_get(self._fn(options, size)(keys, x, y, d, inv, grid, recipe, step, ncd, acts))
+        xs, ys, ds, invs, grids, recipes, steps, ncds, rewards = out_arrays
+        rows = []
+        for b, s in enumerate(states):
+            reward = float(rewards[b])
+            nxt = from_arrays(self.layout, (xs[b], ys[b], ds[b], invs[b], grids[b], recipes[b], steps[b], ncds[b]),
+                              s.score + reward, s.agent_view_size, s.start_cooking_interaction,
+                              s.sample_recipe_on_delivery)
+            rows.append((nxt, reward, detect_events(s, nxt)))
+        return rows
+
+
+_STEPPERS: Dict[str, BatchStepper] = {}
+
+
+def batch_stepper(layout: str) -> BatchStepper:
+    """The process's :class:`BatchStepper` of ``layout`` (its jits are kept across episodes)."""
+    name = layout_info(layout).name
+    found = _STEPPERS.get(name)
+    if found is None:
+        with _LOCK:
+            found = _STEPPERS.setdefault(name, BatchStepper(name))
+    return found

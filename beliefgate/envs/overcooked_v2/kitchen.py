@@ -268,6 +268,35 @@ def progress(state: V2State) -> float:
     return value / DELIVERY_REWARD
 
 
+def recipe_progress(state: V2State) -> float:
+    """:func:`progress` counted toward the active recipe only (the value of an imagined
+    continuation under a believed recipe): a pot's ingredients, cooking and cooked soup count only
+    when its contents fit the recipe (a pot that cannot become it costs one unit per ingredient, the
+    pot is blocked); a held dish counts only if it is the recipe's, a held ingredient (0.5) only if
+    an open pot can still take it for the recipe."""
+    recipe = tuple(state.recipe_ingredients)
+    value = float(state.score)
+    open_rest = []
+    for pot in state.pots:
+        rest = _rest(recipe, pot.ingredients)
+        if rest is None:
+            value -= 1.0 * len(pot.ingredients)
+            continue
+        value += 1.0 * len(pot.ingredients) + (3.0 if pot.cooking else 0.0) + (6.0 if pot.cooked else 0.0)
+        if pot.idle and not pot.full:
+            open_rest.append(rest)
+    for p in state.players:
+        held = p.held or ""
+        if held == "dish":
+            value += 10.0 if decode_ingredients(p.inventory) == recipe else 0.0
+        elif held == "plate":
+            value += 1.0
+        elif held.startswith("ingredient_"):
+            i = int(held.rsplit("_", 1)[1])
+            value += 0.5 if any(i in rest for rest in open_rest) else 0.0
+    return value / DELIVERY_REWARD
+
+
 def flat_state(state: V2State, player: int, **options) -> Dict[str, Any]:
     """Named features a policy tree reads (the recipe only where ``player`` sees it)."""
     known = known_recipe(state, player)

@@ -175,6 +175,40 @@ class V2Layout:
         """Walls next to the floor: where items can be put down."""
         return tuple(c for c in self.interactables if self.code(c) == WALL)
 
+    def region(self, start: Pos) -> frozenset:
+        """The floor cells a player standing on ``start`` can walk to (a 4-neighbour flood fill)."""
+        seen, todo = {tuple(start)}, [tuple(start)]
+        while todo:
+            x, y = todo.pop()
+            for dx, dy in DIR_VEC:
+                nxt = (x + dx, y + dy)
+                if nxt not in seen and self.is_floor(nxt):
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return frozenset(seen)
+
+    def touching(self, start: Pos) -> frozenset:
+        """The interactable cells next to :meth:`region` of ``start``: what that player can reach."""
+        region = self.region(start)
+        return frozenset(c for c in self.interactables
+                         if any((c[0] + dx, c[1] + dy) in region for dx, dy in DIR_VEC))
+
+    @cached_property
+    def shared_floor(self) -> bool:
+        """Can every player walk to every other's start cell (one floor region for all)?"""
+        first, *others = self.starts
+        seen = self.region(first)
+        return all(tuple(o) in seen for o in others)
+
+    @cached_property
+    def separate_kitchens(self) -> bool:
+        """Do the players share neither floor nor a counter (they meet only at pots, piles or the
+        goal)? The classic ``LayoutInfo.separate_kitchens`` rule, which OverForge reads."""
+        if self.shared_floor:
+            return False
+        common = frozenset.intersection(*[self.touching(p) for p in self.starts])
+        return not (common & frozenset(self.counters))
+
     @cached_property
     def ingredients(self) -> Tuple[int, ...]:
         """The ingredients with a pile in this layout."""
@@ -307,6 +341,9 @@ def _build(canonical: str) -> V2Layout:
 
 def layout_info(name: str) -> V2Layout:
     """The :class:`V2Layout` of ``name`` (built once; imports JaxMARL)."""
+    found = _BUILT.get(name)   # a canonical name already built (the per-step path of controllers)
+    if found is not None:
+        return found
     canonical = resolve_layout(name)
     found = _BUILT.get(canonical)
     if found is None:

@@ -1,0 +1,107 @@
+"""OverForge on OvercookedV2 (issue 43): rollouts in JaxMARL's dynamics, batched in one jitted call
+per imagined step, under an imagined recipe the ego believes (never the hidden true one), with every
+teammate drawn from its own posterior; two- and three-player episodes; no recompiles in the loop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jaxmarl")
+
+from beliefgate.agents.overforge import make_overforge_agent
+from beliefgate.envs.domain import register_domain, unregister_domain
+from beliefgate.envs.overcooked_v2.domain import DOMAIN
+from beliefgate.envs.overcooked_v2.env import BatchStepper, V2Env, batch_stepper
+from beliefgate.envs.overcooked_v2.layouts import V2Options
+from beliefgate.eval.episode import run_episode
+from beliefgate.eval.pcm import check_record, decision_records
+
+LAYOUT = "v2/cramped_room_v2"
+OPTIONS = {"agent_view_size": 1, "sample_recipe_on_delivery": True}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _registered():
+    register_domain(DOMAIN)
+    yield
+    unregister_domain(DOMAIN.name)
+
+
+def test_batch_stepper_steps_as_the_env_does_and_compiles_once():
+    env = V2Env(LAYOUT, 50, V2Options(**OPTIONS), seed=3)
+    stepper = batch_stepper(LAYOUT)
+    rng = np.random.default_rng(0)
+    state = env.state
+    stepper.step([state], [[4, 4]], [0])
+    traces = BatchStepper.traces
+    for _ in range(25):
+        a = [int(v) for v in rng.integers(0, 6, 2)]
+        rows = stepper.step([state, state, state], [a, [4, 4], a], [0, 0, 1])
+        real = env.step(a)
+        assert rows[0] == (real.state, real.reward, real.events) and rows[2][0] == real.state
+        stayed = rows[1][0]   # both players stay: only the clock moves
+        assert stayed.timestep == state.timestep + 1 and [p.position for p in stayed.players] == [
+            p.position for p in state.players]
+        state = real.state
+    assert BatchStepper.traces == traces   # 25 calls of 3 rows: no new trace
+
+
+def test_overforge_two_player_v2_episode_rolls_out_under_a_believed_recipe():
+    run_episode(LAYOUT, "overforge", ["v2-cook"], seed=1000, horizon=4, seat=1, env_options=OPTIONS)  # warm
+    traces = BatchStepper.traces
+    res = run_episode(LAYOUT, "overforge", ["v2-cook"], seed=1001, horizon=14, seat=1, env_options=OPTIONS)
+    assert BatchStepper.traces == traces   # a whole episode of rollouts: no recompile
+    records = decision_records(res.trajectory)
+    assert records and any(r["depth"] >= 1 for r in records)
+    for r in records:
+        assert check_record(r) is None
+    names = set(DOMAIN.goal_names(LAYOUT))
+    goals = [g for row in res.trajectory.steps for g in (row.info[1] or {}).get("imagined_goals", [])]
+    assert goals and set(goals) <= names
+
+
+def test_imagined_recipe_is_the_belief_or_what_the_ego_observes_never_the_hidden_truth():
+    env = V2Env("v2/demo_cook_simple", 20, V2Options(agent_view_size=2), seed=4)
+    state = env.state
+    agent = make_overforge_agent("overforge")
+    agent.reset("v2/demo_cook_simple", 1, 0)          # seat 1 never sees the recipe here
+    assert not state.sees_recipe(1)
+    rng = np.random.default_rng(0)
+    seen = {agent.imagined_goal(state, rng) for _ in range(5)}
+    assert seen == {DOMAIN.observable_goal(state, 1)}   # no belief yet: the no-belief agent's rule
+    for goal in DOMAIN.goal_names("v2/demo_cook_simple"):
+        imagined = DOMAIN.with_goal(state, goal)
+        assert "-".join(map(str, imagined.recipe_ingredients)) == goal and imagined.players == state.players
+
+
+def test_overforge_three_player_v2_episode_keeps_a_filter_per_teammate():
+    layout = "v2/cramped_room_v2_3p"
+    res = run_episode(layout, "overforge", ["v2-cook", "v2-server"], seed=1000, horizon=10, seat=0,
+                      env_options={"agent_view_size": 1})
+    records = decision_records(res.trajectory)
+    assert records and all(check_record(r) is None for r in records)
+    assert any(r["depth"] >= 1 for r in records)
+    agent = make_overforge_agent("overforge")
+    agent.reset(layout, 0, 0)
+    assert set(agent.gates) == {1, 2} and set(agent.model.filters) == {1, 2}
+
+
+def test_v2_strategy_file_names_only_skills_and_roles_some_layout_has():
+    import yaml
+    from importlib import resources
+
+    from beliefgate.agents.overforge.strategies import _expand, strategies_for
+    from beliefgate.envs.overcooked_v2.controller import library_for
+
+    libraries = [library_for(name) for name in DOMAIN.layouts()]
+    skills = {n for lib in libraries for n in lib.names}
+    roles = {s.role for lib in libraries for s in lib.skills}
+    text = resources.files("beliefgate.agents.overforge").joinpath("strategies_overcooked_v2.yaml").read_text()
+    for body in yaml.safe_load(text)["strategies"].values():
+        for name in body["weights"]:
+            assert _expand([name], skills), name
+        for role in body["roles"]:
+            assert _expand([role], roles), role
+    lib = strategies_for(DOMAIN.name, library_for(LAYOUT))
+    assert lib["loader"].weight("pickup_ingredient_1") == 1.0 and "ingredient_0" in lib["loader"].roles
