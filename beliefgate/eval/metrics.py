@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -188,6 +188,63 @@ def replans(traj: Trajectory) -> int:
 def _ego_infos(traj: Trajectory) -> List[Dict[str, object]]:
     seat = traj.header.seat
     return [row.info[seat] if seat < len(row.info) else {} for row in traj.steps]
+
+
+@dataclass(frozen=True)
+class GateFirings:
+    """What became of the ego gate's firings in one log (or summed over logs with ``+``):
+    ``fired`` steps with ``gate_fired``, ``interrupts`` of those that interrupted the running skill,
+    and ``vetoes``: per filter (``gate_veto.filter``: ``no_running_skill``, ``no_alternative``,
+    ``still_complementary``, ``plan_stands``, ``condition``, ...) how many firings it stopped.
+    ``logged`` is False for a log from before vetoes were logged (the counts are then 0)."""
+
+    fired: int = 0
+    interrupts: int = 0
+    vetoes: Tuple[Tuple[str, int], ...] = ()
+    logged: bool = False
+
+    def __add__(self, other: "GateFirings") -> "GateFirings":
+        counts = dict(self.vetoes)
+        for name, n in other.vetoes:
+            counts[name] = counts.get(name, 0) + n
+        return GateFirings(self.fired + other.fired, self.interrupts + other.interrupts,
+                           tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+                           self.logged or other.logged)
+
+    @property
+    def vetoed(self) -> int:
+        return sum(n for _, n in self.vetoes)
+
+    def describe(self) -> str:
+        """``18 gate firings: 0 interrupts, 18 vetoed (no_running_skill 12, plan_stands 6)``."""
+        if not self.logged:
+            return f"{self.fired} gate firings (vetoes not logged)"
+        text = f"{self.fired} gate firing{'s' if self.fired != 1 else ''}: {self.interrupts} interrupt" + (
+            "s" if self.interrupts != 1 else "") + f", {self.vetoed} vetoed"
+        if self.vetoes:
+            text += " (" + ", ".join(f"{name} {n}" for name, n in self.vetoes) + ")"
+        return text
+
+
+def gate_firings(traj: Trajectory) -> GateFirings:
+    """Count the ego gate's firings of a log and what stopped those that did not interrupt
+    (the ``gate_veto`` the planning agent logs at each firing that did not become a replan)."""
+    fired = interrupts = 0
+    counts: Dict[str, int] = {}
+    logged = False
+    for info in _ego_infos(traj):
+        if "gate_veto" in info:
+            logged = True
+        if not info.get("gate_fired"):
+            continue
+        fired += 1
+        veto = info.get("gate_veto")
+        if isinstance(veto, dict):
+            name = str(veto.get("filter", "?"))
+            counts[name] = counts.get(name, 0) + 1
+        elif info.get("interrupt"):
+            interrupts += 1
+    return GateFirings(fired, interrupts, (), logged) + GateFirings(0, 0, tuple(counts.items()), logged)
 
 
 def effective_replans(traj: Trajectory) -> float:
