@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -259,9 +260,6 @@ def demo(
     keep: bool = typer.Option(False, "--keep", help="keep the temp dir of logs and the report page (with no --out)"),
 ) -> None:
     """Offline tour: belief-driven agents vs baselines with switching partners, then the belief agent on every layout."""
-    import shutil
-    import tempfile
-
     from beliefgate.eval.demo import TOUR_EGO
 
     from beliefgate.envs.overcooked.partners import check_partners
@@ -269,18 +267,29 @@ def demo(
     check_partners([partner], horizon)  # an unknown name or a bad partner file stops the tour before it starts
     _check_episode_inputs(TOUR_EGO, [partner], None)
     check_output_path("--out", out, folder=True)
-    out_dir = out or Path(tempfile.mkdtemp(prefix="beliefgate-demo-"))
-    try:
+    with demo_folder(out, keep) as out_dir:
         _demo_tour(seed, seeds, horizon, partner, out_dir)
-    finally:
-        if out is None and not keep:
-            shutil.rmtree(out_dir)
     if out is None and not keep:
         console.print("Trajectory logs and report removed with their temp folder (keep them: --keep or --out DIR). "
                       "Next: `beliefgate switches`, `beliefgate episode --help`")
     else:
         console.print(f"Trajectory logs: {out_dir}; report page: {out_dir / 'report.html'}  "
                       "(next: `beliefgate switches`, `beliefgate episode --help`)")
+
+
+@contextmanager
+def demo_folder(out: Optional[Path], keep: bool):
+    """The demo's folder: ``out`` when given (kept), else a fresh temp folder, removed on leaving
+    (an error too) unless ``keep``."""
+    import shutil
+    import tempfile
+
+    folder = out or Path(tempfile.mkdtemp(prefix="beliefgate-demo-"))
+    try:
+        yield folder
+    finally:
+        if out is None and not keep:
+            shutil.rmtree(folder)
 
 
 def _demo_tour(seed: int, seeds: int, horizon: int, partner: str, out_dir: Path) -> None:

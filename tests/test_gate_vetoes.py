@@ -1,0 +1,84 @@
+"""Every gate firing that does not become a replan is logged with the filter that stopped it (issue #47):
+the planning agent writes ``gate_veto`` (filter and numbers) and ``suppressed_reason`` at that step,
+:func:`~beliefgate.eval.metrics.gate_firings` counts them, the report draws them and the demo's
+verdict says why two conditions played the same episodes."""
+
+from __future__ import annotations
+
+import pytest
+
+from beliefgate.eval.episode import run_episode
+from beliefgate.eval.metrics import GateFirings, gate_firings
+
+SWITCHER = "switch-sourcer-to-plater"
+
+
+@pytest.fixture(scope="module")
+def episodes():
+    return {ego: run_episode("cramped_room", ego, SWITCHER, seed=0, horizon=150, seat=0).trajectory
+            for ego in ("bayes-belief", "bayes-belief:no_replan")}
+
+
+def _ego_infos(traj):
+    return [row.info[0] for row in traj.steps]
+
+
+def test_every_firing_is_an_interrupt_or_has_a_veto_with_its_numbers(episodes):
+    for ego, traj in episodes.items():
+        infos = _ego_infos(traj)
+        fired = [i for i in infos if i["gate_fired"]]
+        assert fired, f"{ego}: the switching partner should fire the gate at least once in 150 steps"
+        for info in infos:
+            veto = info["gate_veto"]
+            if not info["gate_fired"] or info["interrupt"]:
+                assert veto is None
+                continue
+            assert isinstance(veto, dict) and info["suppressed_reason"] == veto["filter"]
+            if veto["filter"] == "still_complementary":
+                assert veto["mass"] >= veto["threshold"]
+            if veto["filter"] == "no_running_skill":
+                assert veto["plan_reason"] == info["reason"] and info["replanned"]
+            if ego == "bayes-belief:no_replan" and veto["filter"] != "no_running_skill":
+                assert veto == {"filter": "condition", "condition": "no_replan"}
+        counted = gate_firings(traj)
+        assert counted.logged and counted.fired == len(fired)
+        assert counted.interrupts + counted.vetoed == counted.fired
+        # a contradiction the gate itself suppressed carries the gate's reason, not a veto
+        gate_level = [i for i in infos if i["contradiction"] and not i["gate_fired"]]
+        assert all(i["suppressed_reason"] in ("unstable_map", "low_confidence", "cooldown", "ego_idle")
+                   for i in gate_level)
+
+
+def test_counts_add_up_and_describe_themselves():
+    a = GateFirings(3, 1, (("no_alternative", 2),), True)
+    b = GateFirings(2, 0, (("plan_stands", 1), ("no_alternative", 1)), True)
+    total = a + b
+    assert (total.fired, total.interrupts, total.vetoed) == (5, 1, 4)
+    assert total.describe() == "5 gate firings: 1 interrupt, 4 vetoed (no_alternative 3, plan_stands 1)"
+    assert "vetoes not logged" in GateFirings(4).describe()
+
+
+def test_the_report_draws_vetoes_on_the_suppressed_track(episodes):
+    from beliefgate.viewer.report import report_data
+
+    data = report_data(episodes["bayes-belief:no_replan"])
+    assert data["present"]["suppressed_reason"] is True
+    assert data["gate"]["suppressed"].get("condition")
+
+
+def test_the_demo_verdict_names_the_vetoes():
+    from beliefgate.eval.demo import comparison_verdict
+
+    def row(agent, firings):
+        episodes = [{"layout": "cramped_room", "partner": "p", "seat": 0, "seed": s, "reward": r}
+                    for s, r in enumerate([200.0, 220.0])]
+        return {"agent": agent, "seeds": 2, "reward": 210.0, "effective_replans": 0.0, "replans": 0.0,
+                "episode_rows": episodes, "firings": firings}
+
+    rows = [row("bayes-belief", GateFirings(18, 0, (("no_alternative", 12), ("plan_stands", 6)), True)),
+            row("bayes-belief:no_belief", GateFirings())]
+    line = comparison_verdict(rows, n_boot=200)
+    assert ("it never replanned here, so it played the same episodes as no_belief: all 18 gate firings were "
+            "vetoed (no_alternative 12, plan_stands 6)") in line
+    rows[0]["firings"] = GateFirings(0, 0, (), True)
+    assert "no_belief: its gate never fired (" in comparison_verdict(rows, n_boot=200)
