@@ -14,9 +14,16 @@ SWITCHER = "switch-sourcer-to-plater"
 
 
 @pytest.fixture(scope="module")
-def episodes():
-    return {ego: run_episode("cramped_room", ego, SWITCHER, seed=0, horizon=150, seat=0).trajectory
+def logs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("vetoes")
+    return {ego: run_episode("cramped_room", ego, SWITCHER, seed=0, horizon=150, seat=0,
+                             log_path=folder / f"{ego.replace(':', '_')}.jsonl")
             for ego in ("bayes-belief", "bayes-belief:no_replan")}
+
+
+@pytest.fixture(scope="module")
+def episodes(logs):
+    return {ego: result.trajectory for ego, result in logs.items()}
 
 
 def _ego_infos(traj):
@@ -50,12 +57,13 @@ def test_every_firing_is_an_interrupt_or_has_a_veto_with_its_numbers(episodes):
 
 
 def test_counts_add_up_and_describe_themselves():
-    a = GateFirings(3, 1, (("no_alternative", 2),), True)
-    b = GateFirings(2, 0, (("plan_stands", 1), ("no_alternative", 1)), True)
+    a = GateFirings(3, 1, (("no_alternative", 2),), True, True)
+    b = GateFirings(2, 0, (("plan_stands", 1), ("no_alternative", 1)), True, True)
     total = a + b
     assert (total.fired, total.interrupts, total.vetoed) == (5, 1, 4)
     assert total.describe() == "5 gate firings: 1 interrupt, 4 vetoed (no_alternative 3, plan_stands 1)"
     assert "vetoes not logged" in GateFirings(4).describe()
+    assert GateFirings(0, 0, (), True, False).why_identical() == "it keeps no gate"
 
 
 def test_the_report_draws_vetoes_on_the_suppressed_track(episodes):
@@ -75,10 +83,35 @@ def test_the_demo_verdict_names_the_vetoes():
         return {"agent": agent, "seeds": 2, "reward": 210.0, "effective_replans": 0.0, "replans": 0.0,
                 "episode_rows": episodes, "firings": firings}
 
-    rows = [row("bayes-belief", GateFirings(18, 0, (("no_alternative", 12), ("plan_stands", 6)), True)),
+    rows = [row("bayes-belief", GateFirings(18, 0, (("no_alternative", 12), ("plan_stands", 6)), True, True)),
             row("bayes-belief:no_belief", GateFirings())]
     line = comparison_verdict(rows, n_boot=200)
     assert ("it never replanned here, so it played the same episodes as no_belief: all 18 gate firings were "
             "vetoed (no_alternative 12, plan_stands 6)") in line
-    rows[0]["firings"] = GateFirings(0, 0, (), True)
+    rows[0]["firings"] = GateFirings(0, 0, (), True, True)
     assert "no_belief: its gate never fired (" in comparison_verdict(rows, n_boot=200)
+
+
+def test_eval_report_counts_vetoes_and_says_when_conditions_played_the_same_episodes(tmp_path, logs, episodes):
+    """`eval report` showed bayes-belief:full and no_belief with equal rows and no word on why."""
+    import shutil
+    from beliefgate.eval.metrics import deliveries, duplicate_skill_rate, replans, reward
+    from beliefgate.eval.report import Report, gate_firings_by_condition
+
+    traj = episodes["bayes-belief"]
+    rows = []
+    for agent in ("bayes-belief:full", "bayes-belief:twin"):
+        log = f"{agent.replace(':', '_')}.jsonl"
+        shutil.copy(logs["bayes-belief"].log_path, tmp_path / log)
+        metrics = {"reward": reward(traj), "deliveries": deliveries(traj), "replans": replans(traj),
+                   "duplicate_rate": duplicate_skill_rate(traj), "gap_rate": 0.25, "steps": len(traj.steps)}
+        rows.append({**metrics, "agent": agent, "layout": "cramped_room", "partner": SWITCHER,
+                     "group": "g", "seat": 0, "seed": 0, "horizon": 150, "log": log})
+    rep = Report(rows, n_boot=200, firings=gate_firings_by_condition(tmp_path, rows, ["bayes-belief:full"]))
+    lines = rep.veto_lines(["bayes-belief:full", "bayes-belief:twin"])
+    text = " ".join(lines)
+    assert "`bayes-belief:full` " + gate_firings(traj).describe() in text
+    assert "`bayes-belief:full` and `bayes-belief:twin` played identical episodes" in text
+    assert gate_firings(traj).why_identical() in text
+    rows[1] = {**rows[1], "reward": rows[1]["reward"] + 20.0}
+    assert "identical" not in " ".join(Report(rows, n_boot=200).veto_lines(["bayes-belief:full", "bayes-belief:twin"]))

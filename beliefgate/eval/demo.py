@@ -126,35 +126,12 @@ def comparison_table(rows: List[Dict[str, object]], title: str = ""):
     return table
 
 
-def _same_rewards(rows, base_rows) -> bool:
-    """Every matched episode (layout, partner, seat, seed) has the same reward in both."""
-    from beliefgate.eval.report import PAIR_KEYS
-
-    base = {tuple(r[k] for k in PAIR_KEYS): r["reward"] for r in base_rows}
-    pairs = [(r["reward"], base[tuple(r[k] for k in PAIR_KEYS)]) for r in rows if tuple(r[k] for k in PAIR_KEYS) in base]
-    return bool(pairs) and all(float(a) == float(b) for a, b in pairs)
-
-
-def identical_reason(firings) -> str:
-    """Why a belief agent played the same episodes as a condition without interrupts, from its gate's
-    firings (a :class:`~beliefgate.eval.metrics.GateFirings`): ``all 18 gate firings were vetoed
-    (no_running_skill 12, plan_stands 6)``, ``its gate never fired``; "" when nothing was logged."""
-    if firings is None or not firings.logged:
-        return ""
-    if firings.fired == 0:
-        return "its gate never fired"
-    vetoes = ", ".join(f"{name} {n}" for name, n in firings.vetoes)
-    share = "all" if firings.vetoed == firings.fired else f"{firings.vetoed} of"
-    return (f"{share} {firings.fired} gate firing{'s were' if firings.fired != 1 else ' was'} vetoed"
-            + (f" ({vetoes})" if vetoes else ""))
-
-
 def comparison_verdict(rows: List[Dict[str, object]], agent: str = "bayes-belief",
                        baselines=("bayes-belief:no_replan", "bayes-belief:no_belief"), n_boot: int = 2000) -> str:
     """One line saying what the comparison shows: ``agent``'s reward minus each baseline's, paired
     over seeds with a 95% bootstrap interval, its effective replans, and whether any interval
     excludes zero at this size (computed from ``rows``, never a fixed sentence)."""
-    from beliefgate.eval.report import paired_bootstrap
+    from beliefgate.eval.report import paired_bootstrap, same_rewards
 
     by = {str(r["agent"]): r for r in rows}
     if agent not in by:
@@ -164,7 +141,7 @@ def comparison_verdict(rows: List[Dict[str, object]], agent: str = "bayes-belief
     for base in baselines:
         if base not in by:
             continue
-        if _same_rewards(me["episode_rows"], by[base]["episode_rows"]):
+        if same_rewards(me["episode_rows"], by[base]["episode_rows"]):
             same.append(base.split(":")[-1])
         d = paired_bootstrap(me["episode_rows"], by[base]["episode_rows"], "reward", unit="seed", n_boot=n_boot,
                              name=f"demo-verdict|{agent}|{base}")
@@ -178,7 +155,7 @@ def comparison_verdict(rows: List[Dict[str, object]], agent: str = "bayes-belief
     above = [b for b, s in signs if s == 1]
     below = [b for b, s in signs if s == -1]
     if same and len(same) == len(parts) and float(me["replans"]) == 0.0:
-        why = identical_reason(me.get("firings"))
+        why = me["firings"].why_identical() if me.get("firings") is not None else ""
         reading = (f"it never replanned here, so it played the same episodes as {' and '.join(same)}"
                    + (f": {why}" if why else "") + " (every paired difference is exactly 0; more seeds would not "
                    "separate them: offline, the belief acts only through the gate's interrupts)")

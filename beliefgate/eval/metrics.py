@@ -196,12 +196,14 @@ class GateFirings:
     ``fired`` steps with ``gate_fired``, ``interrupts`` of those that interrupted the running skill,
     and ``vetoes``: per filter (``gate_veto.filter``: ``no_running_skill``, ``no_alternative``,
     ``still_complementary``, ``plan_stands``, ``condition``, ...) how many firings it stopped.
-    ``logged`` is False for a log from before vetoes were logged (the counts are then 0)."""
+    ``logged`` is False for a log from before vetoes were logged (the counts are then 0);
+    ``gated``: the ego kept a gate (a belief) at some step."""
 
     fired: int = 0
     interrupts: int = 0
     vetoes: Tuple[Tuple[str, int], ...] = ()
     logged: bool = False
+    gated: bool = False
 
     def __add__(self, other: "GateFirings") -> "GateFirings":
         counts = dict(self.vetoes)
@@ -209,7 +211,7 @@ class GateFirings:
             counts[name] = counts.get(name, 0) + n
         return GateFirings(self.fired + other.fired, self.interrupts + other.interrupts,
                            tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
-                           self.logged or other.logged)
+                           self.logged or other.logged, self.gated or other.gated)
 
     @property
     def vetoed(self) -> int:
@@ -219,6 +221,8 @@ class GateFirings:
         """``18 gate firings: 0 interrupts, 18 vetoed (no_running_skill 12, plan_stands 6)``."""
         if not self.logged:
             return f"{self.fired} gate firings (vetoes not logged)"
+        if not self.gated:
+            return "no gate"
         text = f"{self.fired} gate firing{'s' if self.fired != 1 else ''}: {self.interrupts} interrupt" + (
             "s" if self.interrupts != 1 else "") + f", {self.vetoed} vetoed"
         if self.vetoes:
@@ -226,15 +230,33 @@ class GateFirings:
         return text
 
 
+    def why_identical(self) -> str:
+        """Why a belief agent with these firings played the same episodes as a condition without
+        interrupts: ``all 18 gate firings were vetoed (no_running_skill 12, plan_stands 6)``, ``its
+        gate never fired``; "" when vetoes were not logged."""
+        if not self.logged:
+            return ""
+        if not self.gated:
+            return "it keeps no gate"
+        if self.fired == 0:
+            return "its gate never fired"
+        vetoes = ", ".join(f"{name} {n}" for name, n in self.vetoes)
+        share = "all" if self.vetoed == self.fired else f"{self.vetoed} of"
+        return (f"{share} {self.fired} gate firing{'s were' if self.fired != 1 else ' was'} vetoed"
+                + (f" ({vetoes})" if vetoes else ""))
+
+
 def gate_firings(traj: Trajectory) -> GateFirings:
     """Count the ego gate's firings of a log and what stopped those that did not interrupt
     (the ``gate_veto`` the planning agent logs at each firing that did not become a replan)."""
     fired = interrupts = 0
     counts: Dict[str, int] = {}
-    logged = False
+    logged = gated = False
     for info in _ego_infos(traj):
         if "gate_veto" in info:
             logged = True
+        if info.get("belief") is not None:
+            gated = True
         if not info.get("gate_fired"):
             continue
         fired += 1
@@ -244,7 +266,7 @@ def gate_firings(traj: Trajectory) -> GateFirings:
             counts[name] = counts.get(name, 0) + 1
         elif info.get("interrupt"):
             interrupts += 1
-    return GateFirings(fired, interrupts, (), logged) + GateFirings(0, 0, tuple(counts.items()), logged)
+    return GateFirings(fired, interrupts, (), logged, gated) + GateFirings(0, 0, tuple(counts.items()), logged, gated)
 
 
 def effective_replans(traj: Trajectory) -> float:
