@@ -194,6 +194,11 @@ def episode(
 
         summary["pcm"] = {k: (None if isinstance(v, float) and math.isnan(v) else v)
                           for k, v in pcm_metrics(result.trajectory).items()}
+    from beliefgate.eval.metrics import gate_firings
+
+    firings = gate_firings(result.trajectory)
+    if firings.gated:  # what became of the ego gate's firings: interrupts, and the vetoes per filter
+        summary["gate"] = {"fired": firings.fired, "interrupts": firings.interrupts, "vetoes": dict(firings.vetoes)}
     if as_json:
         print(json.dumps(summary))
         return
@@ -204,6 +209,8 @@ def episode(
         table.add_row(key, str(summary[key]))
     for key, value in summary.get("pcm", {}).items():
         table.add_row(key, "-" if value is None else f"{value:.3g}")
+    if firings.gated:
+        table.add_row("gate", firings.describe())
     if log is not None:
         table.add_row("log", str(log))
     console.print(table)

@@ -50,3 +50,17 @@ def test_doc_python_block(doc, index, code, tmp_path):
     script.write_text(code, encoding="utf-8")
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, f"{doc} block {index} failed:\n{proc.stderr[-2000:]}"
+
+
+def test_shipped_examples_resolve_from_any_directory(tmp_path, monkeypatch):
+    """`eval run docs/examples/grid_small.yaml` worked only from the repository root."""
+    from beliefgate.eval.grid import GridError, load_grid
+
+    monkeypatch.chdir(tmp_path)
+    assert load_grid("docs/examples/grid_small.yaml").name == "small"
+    (tmp_path / "docs" / "examples").mkdir(parents=True)
+    (tmp_path / "docs" / "examples" / "grid_small.yaml").write_text(
+        (ROOT / "docs/examples/grid_small.yaml").read_text().replace("name: small", "name: mine"))
+    assert load_grid("docs/examples/grid_small.yaml").name == "mine"  # a file here comes first
+    with pytest.raises(GridError, match="docs/examples/nope.yaml"):
+        load_grid("docs/examples/nope.yaml")

@@ -1,7 +1,7 @@
 """The plug-in gate: ``from beliefgate import Gate, GateParams``.
 
 A :class:`Gate` is the convenience class over the functional core
-(:mod:`beliefgate.beliefs.core`, ``make_gate(params) -> (init, update)``): it binds
+(:mod:`beliefgate.beliefs.core`, ``make_gate(params, num_skills) -> GateFunctions``): it binds
 one :class:`GateParams`, holds one immutable :class:`GateState` and swaps it after
 each step, so a step that raises leaves the gate exactly as it was. The state is a
 plain value: read it with :attr:`Gate.state`, put an earlier one back with
