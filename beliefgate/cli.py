@@ -194,8 +194,12 @@ def episode(
 
         summary["pcm"] = {k: (None if isinstance(v, float) and math.isnan(v) else v)
                           for k, v in pcm_metrics(result.trajectory).items()}
+    from beliefgate.agents.planning import NO_LLM_SERVER
     from beliefgate.eval.metrics import gate_firings
 
+    if any(f.get("detail") == NO_LLM_SERVER for f in summary.get("fallback_counts", {}).get("last", [])):
+        err_console.print(f"note: {NO_LLM_SERVER} (counted as a planner fallback; give --llm-base-url URL "
+                          "--llm-model M for a model)")
     firings = gate_firings(result.trajectory)
     if firings.gated:  # what became of the ego gate's firings: interrupts, and the vetoes per filter
         summary["gate"] = {"fired": firings.fired, "interrupts": firings.interrupts, "vetoes": dict(firings.vetoes)}

@@ -65,6 +65,17 @@ def planner_for(llm: Optional[ChatModel]) -> Planner:
     return LLMPlanner(llm)
 
 
+#: the one-line notice of an LLM agent built without a model (no ``--llm-base-url``)
+NO_LLM_SERVER = "no LLM server: rule planner"
+
+
+def without_model(agent: "PlanningAgent", llm: Optional[ChatModel]) -> "PlanningAgent":
+    """Mark an LLM agent built without a model: each episode then starts with one counted ``planner``
+    fallback (reason ``unavailable``, detail :data:`NO_LLM_SERVER`) instead of falling back silently."""
+    agent.no_llm_server = llm is None
+    return agent
+
+
 @dataclass(frozen=True)
 class Choice:
     """What :meth:`PlanningAgent.choose` decided: the skill to start and how it was reached.
@@ -108,6 +119,8 @@ class PlanningAgent:
     goal_params = GoalParams()
     #: options of the domain's ``goal_evidence`` (e.g. an ablation's ``use_view=False``)
     goal_evidence_options: Dict[str, Any] = {}
+    #: an LLM agent built without a model (see :func:`without_model`)
+    no_llm_server = False
 
     def __init__(self, name: str, planner: Optional[Planner] = None, params: Optional[GateParams] = None):
         self.name = name
@@ -168,6 +181,8 @@ class PlanningAgent:
         self._last_source: Optional[str] = None
         self.fallback_log = FallbackLog()
         self.llm_answers = 0
+        if self.no_llm_server:  # said once per episode: logged in step 0's fallback_events and counted
+            self.fallback_log.record(Fallback("planner", "unavailable", NO_LLM_SERVER))
 
     def act(self, state, my_events: Sequence[str] = ()) -> int:
         decision = None
@@ -733,7 +748,7 @@ def bayes_belief_agent(option: Optional[str], *, llm: Optional[ChatModel] = None
 
 def proagent_agent(option: Optional[str], *, llm: Optional[ChatModel] = None) -> ProAgentLike:
     """``proagent`` (offline: the rule planner of :data:`PROAGENT_PLANNER`)."""
-    return ProAgentLike(planner=None if llm is None else planner_for(llm))
+    return without_model(ProAgentLike(planner=None if llm is None else planner_for(llm)), llm)
 
 
 def periodic_agent(option: Optional[str], *, llm: Optional[ChatModel] = None,
@@ -751,4 +766,4 @@ def completion_held_agent(option: Optional[str], *, llm: Optional[ChatModel] = N
 def llm_judge_agent(option: Optional[str], *, llm: Optional[ChatModel] = None,
                     gate_params: Optional[GateParams] = None) -> LLMJudgeAgent:
     """``llm-judge``: the judge and the planner share the model."""
-    return LLMJudgeAgent(client=llm, planner=planner_for(llm), params=gate_params)
+    return without_model(LLMJudgeAgent(client=llm, planner=planner_for(llm), params=gate_params), llm)
