@@ -24,3 +24,17 @@ def test_compare_follows_the_elpd_guidance():
     assert _comparison(90.9, 44.0, n=MIN_LOO_UNITS).warnings() == []
     record = small.to_dict()
     assert record["verdict"] == small.verdict() and record["warnings"] == warnings
+
+
+def test_arviz_is_bounded_below_1_and_the_installed_one_fits():
+    """arviz 1.x changes from_numpyro and summary; the requirement had no upper bound."""
+    import tomllib
+    from pathlib import Path
+
+    import arviz
+    from packaging.requirements import Requirement
+
+    data = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    req = next(Requirement(r) for r in data["project"]["dependencies"] if Requirement(r).name == "arviz")
+    assert not req.specifier.contains("1.0.0") and req.specifier.contains("0.20.0")
+    assert req.specifier.contains(arviz.__version__)
