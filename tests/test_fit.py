@@ -401,6 +401,8 @@ def test_misspecified_switching_fit_is_detected(switching):
     assert skill_good.passed and skill_good.ppp > 0.2
     assert not skill_bad.passed and skill_bad.ppp < 0.05
     assert any("predictive check (skill view) failed" in w for w in bad.warnings)
+    # and it says what the failure points at (the skill dynamics; a free hazard, compare, calibration)
+    assert any("It points at the skill dynamics" in w and "beliefgate compare" in w for w in bad.warnings)
     assert not any("predictive check (skill view)" in w for w in good.warnings)
     # the misfit explains switches as noise: too few "toward another skill" actions predicted
     other = [b.observed[1] - b.predicted[1] for b in skill_bad.buckets]

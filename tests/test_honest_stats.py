@@ -38,3 +38,12 @@ def test_arviz_is_bounded_below_1_and_the_installed_one_fits():
     req = next(Requirement(r) for r in data["project"]["dependencies"] if Requirement(r).name == "arviz")
     assert not req.specifier.contains("1.0.0") and req.specifier.contains("0.20.0")
     assert req.specifier.contains(arviz.__version__)
+
+
+def test_a_failed_predictive_check_says_what_it_points_at():
+    """`diagnose` reported ppp 0.000 on scripted partners and said nothing about what to do."""
+    from beliefgate.models.diagnose import PPC_HINTS, ppc_hint
+
+    assert set(PPC_HINTS) == {"skill", "primitive"}
+    assert "skill dynamics" in ppc_hint("skill") and "scripted partners" in ppc_hint("skill")
+    assert "within a skill" in ppc_hint("primitive") and "epsilon" in ppc_hint("primitive")
