@@ -115,3 +115,27 @@ def test_eval_report_counts_vetoes_and_says_when_conditions_played_the_same_epis
     assert gate_firings(traj).why_identical() in text
     rows[1] = {**rows[1], "reward": rows[1]["reward"] + 20.0}
     assert "identical" not in " ".join(Report(rows, n_boot=200).veto_lines(["bayes-belief:full", "bayes-belief:twin"]))
+
+
+def test_eval_report_html_index_compares_the_agents_with_intervals(tmp_path):
+    """`eval report --html` was a flat list of links: its index now carries reward and gap per condition with
+    95% intervals over seeds, computed from the run's results table."""
+    from beliefgate.viewer.report import comparison_figure, comparison_stats
+
+    rows = [{"agent": agent, "seed": seed, "reward": base + 10.0 * seed, "gap_rate": 0.2 + 0.01 * seed}
+            for agent, base in (("bayes-belief:full", 100.0), ("periodic-10", 60.0)) for seed in range(4)]
+    stats = {s["agent"]: s for s in comparison_stats(rows, n_boot=200)}
+    mean, lo, hi = stats["bayes-belief:full"]["reward"]
+    assert mean == 115.0 and lo < mean < hi and stats["periodic-10"]["reward"][0] == 75.0
+    from beliefgate.eval.runner import write_results
+
+    config = {"grid": "g", "grid_digest": "d", "layout": "cramped_room", "partner": "p", "partner_entry": "p",
+              "group": "g", "seat": 0, "horizon": 10, "llm_model": "", "version": "x", "metrics_version": 3,
+              "episode_key": "k", "log": "l.jsonl", "wall_s": 0.1}
+    from beliefgate.eval.metrics import METRICS
+
+    write_results(tmp_path, [{**{m: float("nan") for m in METRICS}, **config, **r} for r in rows])
+    figure = comparison_figure(tmp_path)
+    assert figure.count('class="mean"') == 4 and figure.count('class="ci"') == 4
+    assert "bayes-belief:full: 115.0 [" in figure and "reward per episode" in figure
+    assert "No agent-comparison figure" in comparison_figure(tmp_path / "nowhere")
