@@ -47,7 +47,7 @@ BLOCKS = blocks()
 def test_the_complete_blocks_are_still_there():
     """The list above names blocks that exist (a reordered doc must update it, not skip it)."""
     assert COMPLETE | set(PRELUDES) | SLOW <= {(f, i) for f, i, _ in BLOCKS}
-    assert all(f"README.md" != f or (f, i) in COMPLETE for f, i, _ in BLOCKS)  # every README block runs as written
+    assert all(f != "README.md" or (f, i) in COMPLETE for f, i, _ in BLOCKS)  # every README block runs as written
 
 
 #: complete blocks that take long (a jit compile): run by the slow target
