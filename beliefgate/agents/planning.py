@@ -271,10 +271,10 @@ class PlanningAgent:
     def gate_veto(self, decision: Decision) -> Dict[str, object]:
         """Why the gate's firing at this step did not interrupt the running skill, as logged in
         ``gate_veto``: ``filter`` (the rule that stopped it) and that rule's numbers. The trigger
-        records its own veto in ``self._veto``; otherwise this agent does not act on the gate."""
+        records its own veto in ``self._veto``; otherwise the agent's trigger declined it (``trigger_declined``)."""
         if self._veto is not None:
             return self._veto
-        return {"filter": "agent_ignores_gate", "agent": self.name}
+        return {"filter": "trigger_declined", "agent": self.name}
 
     def _gate_suppressed(self, decision: Optional[Decision]) -> Optional[str]:
         """The gate's own reason when the step contradicted the belief but the gate did not fire
