@@ -271,10 +271,20 @@ def test_tuning_finds_a_setting_within_the_budget():
 
     result = sw.tune_gate(["coordination_ring"], ["bp-g1-dish-hi-eager-hi", "bp-g2-onion-lo-pot-lo"], [1000, 1001],
                           belief_grid={"beta_epsilon": [(2.0, 0.1)], "hazard": [0.05], "reference": ["skill"]})
-    best = result["best"]["stable_map"]
-    assert best is not None and best["fa_per_100"] <= 1.0
-    params = sw.recommended_params(result)
-    assert params.tau_obs == best["tau_obs"] and params.cooldown == best["cooldown"]
+    for gate in ("stable_map", "changepoint"):
+        best = result["best"][gate]
+        # "best" is chosen only among the settings within the budget that detect a switch
+        usable = [r for r in result["rows"] if r["gate"] == gate and r["fa_per_100"] <= 1.0 and r["detection_rate"] > 0]
+        assert (best is None) == (not usable)
+        if best is None:
+            with pytest.raises(sw.SwitchBenchmarkError, match="detects any switch"):
+                sw.recommended_params(result, gate)
+            continue
+        assert best["fa_per_100"] <= 1.0 and best["detection_rate"] == max(r["detection_rate"] for r in usable)
+        params = sw.recommended_params(result, gate)
+        if gate == "stable_map":
+            assert params.tau_obs == best["tau_obs"] and params.cooldown == best["cooldown"]
+    assert any(result["best"].values())
 
 
 def _episode(steps, truth, hidden):

@@ -608,7 +608,8 @@ def recommended_params(tuning: Dict[str, Any], gate: str = "stable_map"):
 
     row = tuning["best"].get(gate)
     if row is None:
-        raise SwitchBenchmarkError(f"the tuning found no {gate} setting within its false-alarm budget")
+        raise SwitchBenchmarkError(f"the tuning found no {gate} setting within its false-alarm budget that "
+                                   "detects any switch")
     keys = ("beta", "epsilon", "hazard", "reference", "tau_obs", "confidence_floor", "n_stable", "cooldown",
             "cp_horizon", "cp_threshold", "cp_release", "cp_cooldown")
     fields = {k: row[k] for k in keys if k in row}
