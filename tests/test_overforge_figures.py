@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
+import pytest
 
 
+@pytest.mark.slow
 def test_figures_keep_titles_apart_labels_inside_and_lines_distinct(tmp_path, monkeypatch):
     import beliefgate.figures as figures
     from beliefgate.experiments.overforge_report import _figures
