@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -203,6 +204,15 @@ def episode(
 
         summary["pcm"] = {k: (None if isinstance(v, float) and math.isnan(v) else v)
                           for k, v in pcm_metrics(result.trajectory).items()}
+    from beliefgate.agents.planning import NO_LLM_SERVER
+    from beliefgate.eval.metrics import gate_firings
+
+    if any(f.get("detail") == NO_LLM_SERVER for f in summary.get("fallback_counts", {}).get("last", [])):
+        err_console.print(f"note: {NO_LLM_SERVER} (counted as a planner fallback; give --llm-base-url URL "
+                          "--llm-model M for a model)")
+    firings = gate_firings(result.trajectory)
+    if firings.gated:  # what became of the ego gate's firings: interrupts, and the vetoes per filter
+        summary["gate"] = {"fired": firings.fired, "interrupts": firings.interrupts, "vetoes": dict(firings.vetoes)}
     if as_json:
         print(json.dumps(summary))
         return
@@ -216,6 +226,8 @@ def episode(
                       f"episode {entry['seq'] + 1}, {entry['recalled_episodes']} remembered")
     for key, value in summary.get("pcm", {}).items():
         table.add_row(key, "-" if value is None else f"{value:.3g}")
+    if firings.gated:
+        table.add_row("gate", firings.describe())
     if log is not None:
         table.add_row("log", str(log))
     console.print(table)
@@ -259,20 +271,49 @@ def demo(
     seeds: int = typer.Option(3, min=1, max=MAX_SEED_COUNT, help="seeds per agent and partner in the agent comparison"),
     horizon: int = typer.Option(400, min=1, max=MAX_HORIZON, help="episode length"),
     partner: str = typer.Option("switch-sourcer-to-plater", help="partner for the per-layout gate tour"),
-    out: Optional[Path] = typer.Option(None, help="directory for the tour's trajectory logs (default: a temp dir)"),
+    out: Optional[Path] = typer.Option(None, help="directory for the tour's trajectory logs and report page "
+                                       "(default: a temp dir, removed at the end unless --keep)"),
+    keep: bool = typer.Option(False, "--keep", help="keep the temp dir of logs and the report page (with no --out)"),
 ) -> None:
-    """Offline tour: belief-driven agents vs baselines with switching partners, then the gate on every layout."""
-    import tempfile
-
-    from beliefgate.eval.demo import (COMPARISON_CAPTION, compare_agents, comparison_table, comparison_verdict,
-                                      run_demo)
+    """Offline tour: belief-driven agents vs baselines with switching partners, then the belief agent on every layout."""
+    from beliefgate.eval.demo import TOUR_EGO
 
     from beliefgate.envs.overcooked.partners import check_partners
 
     check_partners([partner], horizon)  # an unknown name or a bad partner file stops the tour before it starts
-    _check_episode_inputs("balanced", [partner], None)
+    _check_episode_inputs(TOUR_EGO, [partner], None)
     check_output_path("--out", out, folder=True)
-    out_dir = out or Path(tempfile.mkdtemp(prefix="beliefgate-demo-"))
+    with demo_folder(out, keep) as out_dir:
+        _demo_tour(seed, seeds, horizon, partner, out_dir)
+    if out is None and not keep:
+        console.print("Trajectory logs and report removed with their temp folder (keep them: --keep or --out DIR). "
+                      "Next: `beliefgate switches`, `beliefgate episode --help`")
+    else:
+        console.print(f"Trajectory logs: {out_dir}; report page: {out_dir / 'report.html'}  "
+                      "(next: `beliefgate switches`, `beliefgate episode --help`)")
+
+
+@contextmanager
+def demo_folder(out: Optional[Path], keep: bool):
+    """The demo's folder: ``out`` when given (kept), else a fresh temp folder, removed on leaving
+    (an error too) unless ``keep``."""
+    import shutil
+    import tempfile
+
+    folder = out or Path(tempfile.mkdtemp(prefix="beliefgate-demo-"))
+    try:
+        yield folder
+    finally:
+        if out is None and not keep:
+            shutil.rmtree(folder)
+
+
+def _demo_tour(seed: int, seeds: int, horizon: int, partner: str, out_dir: Path) -> None:
+    """The demo's body: the comparison, then the belief agent on every layout, logs and one report in ``out_dir``."""
+    from beliefgate.eval.demo import (COMPARISON_CAPTION, TOUR_EGO, compare_agents, comparison_table,
+                                      comparison_verdict, run_demo)
+    from beliefgate.viewer.report import write_report
+
     if not err_console.is_interactive:  # progress_bar draws nothing here (make demo's log): say what is running
         from beliefgate.eval.demo import AGENT_COMPARISON, SWITCHERS
 
@@ -290,17 +331,24 @@ def demo(
         agents, f"cramped_room, role-switching partners, {seeds} seeds x 2 partners, {horizon} steps"))
     console.print(COMPARISON_CAPTION)
     console.print(comparison_verdict(agents), style="bold")
-    table = Table(title=f"the gate on every layout: ego 'balanced' + '{partner}', seed {seed}")
+    table = Table(title=f"the belief agent on every layout: ego '{TOUR_EGO}' + '{partner}', seed {seed}")
     table.add_column("layout", no_wrap=True)
-    for col in ("soups", "reward", "MAP acc", "conf", "interrupts", "change-pts"):
+    for col in ("soups", "reward", "MAP acc", "conf", "gate fired", "replans", "vetoed"):
         table.add_column(col, justify="right")
     for r in rows:
+        f = r["firings"]
         table.add_row(r["layout"], str(r["deliveries"]), f"{r['reward']:.0f}", f"{r['map_accuracy']:.2f}",
-                      f"{r['mean_confidence']:.2f}", str(r["interrupts"]), str(r["changepoints"]))
+                      f"{r['mean_confidence']:.2f}", str(f.fired), str(f.interrupts), str(f.vetoed))
     console.print(table)
-    console.print("MAP acc: share of the partner's steps (true skill known) where the gate's most probable skill "
-                  "is the true one; conf: mean posterior of that skill.")
-    console.print(f"Trajectory logs: {out_dir}  (next: `beliefgate switches`, `beliefgate episode --help`)")
+    console.print("MAP acc: share of the partner's steps (true skill known) where the reference gate's most probable "
+                  "skill is the true one; conf: mean posterior of that skill; gate fired / replans / vetoed: the "
+                  "ego's own gate, its firings that interrupted the running skill, and those a filter stopped.")
+    total = sum((r["firings"] for r in rows[1:]), rows[0]["firings"]) if rows else None
+    if total is not None and total.fired:
+        console.print(f"Vetoes on the tour: {total.describe()}.")
+    first = rows[0] if rows else None
+    if first is not None and first["log"] != "-":
+        write_report(first["log"], out_dir / "report.html")
 
 
 @app.command()

@@ -32,6 +32,23 @@ def require_file(path: str | Path, error: Optional[ErrorFactory] = None, what: s
     return path
 
 
+#: the folder the package's source tree sits in (a checkout or an editable install): where the shipped
+#: examples (``docs/examples/...``) live
+SOURCE_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shipped_path(path: str | Path) -> Path:
+    """``path`` itself when it exists or is absolute; else, for a relative path such as
+    ``docs/examples/grid_small.yaml``, the shipped file under :data:`SOURCE_ROOT` when there is one
+    (so the tour's commands work from any directory); else ``path`` unchanged (the caller's own
+    "not found" names it as given)."""
+    path = Path(path)
+    if path.is_absolute() or path.exists():
+        return path
+    shipped = SOURCE_ROOT / path
+    return shipped if shipped.is_file() else path
+
+
 def read_text(path: str | Path, error: Optional[ErrorFactory] = None, what: str = "") -> str:
     """The UTF-8 text of the file ``path``, or ``error(message)`` naming it: missing, a
     directory, unreadable, or not UTF-8 text (``PATH: not UTF-8 text (invalid start byte at byte 1)``).

@@ -1,6 +1,7 @@
 """The command line, run as a user runs it (a subprocess of the installed console script)."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,8 @@ import pytest
 BIN = Path(sys.executable).parent / "beliefgate"
 
 
-def run(*args, check=True):
-    proc = subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=300)
+def run(*args, check=True, env=None):
+    proc = subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=300, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"beliefgate {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -75,7 +76,8 @@ def test_demo_end_to_end(tmp_path):
                    "counter_circuit"):
         assert layout in out
         assert (tmp_path / f"{layout}_seed1.jsonl").exists()
-    assert "MAP acc" in out
+    assert "MAP acc" in out and "vetoed" in out
+    assert (tmp_path / "report.html").exists()  # the tour ends on a report page of the belief agent
     for column in ("effective/ep", "gap/step", "gap@dp", "gap@oracle"):  # the comparison, with its caption
         assert column in out
     assert "Mean [95% CI over seeds]" in out
@@ -83,6 +85,37 @@ def test_demo_end_to_end(tmp_path):
     # one seed: no interval; if the gate never fired, the conditions were one policy and it says that instead
     assert "What it means: bayes-belief reward" in out
     assert "too few seeds for an interval" in flat or "it never replanned here, so it played the same episodes" in flat
+
+
+def test_demo_folder_is_removed_unless_kept_or_named(tmp_path, monkeypatch):
+    """`make demo` left a 1.3 MB beliefgate-demo-* folder in the temp directory on every run."""
+    import tempfile
+
+    from beliefgate.cli import demo_folder
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with demo_folder(None, keep=False) as folder:
+        (folder / "log.jsonl").write_text("{}")
+    assert not folder.exists()
+    with pytest.raises(RuntimeError), demo_folder(None, keep=False) as folder:
+        raise RuntimeError("an episode failed")
+    assert not folder.exists()  # removed on an error too
+    with demo_folder(None, keep=True) as kept:
+        (kept / "log.jsonl").write_text("{}")
+    named = tmp_path / "mine"
+    with demo_folder(named, keep=False) as folder:
+        assert folder == named
+    assert (kept / "log.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_demo_removes_its_temp_folder_unless_asked_to_keep_it(tmp_path):
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = run("demo", "--horizon", "5", "--seeds", "1", env=env).stdout
+    assert not list(tmp_path.glob("beliefgate-demo-*")) and "--keep" in out
+    run("demo", "--horizon", "5", "--seeds", "1", "--keep", env=env)
+    kept = list(tmp_path.glob("beliefgate-demo-*"))
+    assert len(kept) == 1 and (kept[0] / "cramped_room_seed0.jsonl").exists()
 
 
 def test_episode_with_an_llm_only_agent_takes_the_model_flags():

@@ -23,6 +23,7 @@ import pytest
 from beliefgate.beliefs import filter as F
 from beliefgate.envs.trajlog import FinalRow, LogWriter, read_log
 from beliefgate.eval.episode import run_episode
+from beliefgate.models import fit as fit_module
 from beliefgate.models import skill_model as M
 from beliefgate.models.data import (
     FitData,
@@ -351,9 +352,14 @@ def test_inference_data_layout_and_round_trip(free_fit, sim, tmp_path):
     draw = {k: float(post[k].values[1, 17]) for k in ("beta", "epsilon", "hazard")}
     ref = M.trajectory_log_likelihood(sim.skill, {**draw, "alpha": 1.0})
     np.testing.assert_allclose(free_fit.log_likelihood["log_lik"].values[1, 17], ref, rtol=1e-5)
+    # the prior the posterior is read against: every sampled parameter, drawn from its prior
+    prior = free_fit.prior
+    assert set(prior) == {"beta", "epsilon", "hazard"} and prior["beta"].shape == (1, fit_module.PRIOR_DRAWS)
+    assert float(prior["hazard"].std()) > float(free_fit.posterior["hazard"].std())  # the data narrowed it
     path = save_fit(free_fit, tmp_path / "sub" / "fit.nc")
     back = load_fit(path)
     assert fit_record(back) == record
+    np.testing.assert_array_equal(back.prior["beta"].values, prior["beta"].values)
     assert FitData.from_idata(back).fingerprint() == sim.fingerprint()
     np.testing.assert_array_equal(FitData.from_idata(back).true_skill, sim.true_skill)
     save_fit(back, path)  # overwriting a file that was read works (it was read eagerly)
@@ -401,6 +407,8 @@ def test_misspecified_switching_fit_is_detected(switching):
     assert skill_good.passed and skill_good.ppp > 0.2
     assert not skill_bad.passed and skill_bad.ppp < 0.05
     assert any("predictive check (skill view) failed" in w for w in bad.warnings)
+    # and it says what the failure points at (the skill dynamics; a free hazard, compare, calibration)
+    assert any("It points at the skill dynamics" in w and "beliefgate compare" in w for w in bad.warnings)
     assert not any("predictive check (skill view)" in w for w in good.warnings)
     # the misfit explains switches as noise: too few "toward another skill" actions predicted
     other = [b.observed[1] - b.predicted[1] for b in skill_bad.buckets]

@@ -356,6 +356,11 @@ def test_evaluation_on_the_fixture(tracks, tmp_path):
     lo, hi = cmp["accuracy_diff_ci95"]
     assert lo <= cmp["accuracy_diff"] <= hi and cmp["accuracy_diff"] == pytest.approx(
         res.overall["filter"]["accuracy"] - res.overall["held_object"]["accuracy"])
+    # `eval human` printed accuracies without intervals: each has a track-bootstrap 95% interval
+    for method in METHODS:
+        lo, hi = data["accuracy_ci95"][method]["overall"]
+        assert lo <= res.overall[method]["accuracy"] <= hi and hi - lo > 0
+        assert set(data["accuracy_ci95"][method]) == {"overall", *data["by_layout"]}
     pngs = reliability_plots(res, tmp_path / "plots")
     assert len(pngs) == 6 and all(p.read_bytes()[:4] == b"\x89PNG" for p in pngs)
 

@@ -135,10 +135,35 @@ def test_closed_loop_cooldown_sweep(grid_file, tmp_path):
     stats = result.rows[0].stats["interrupts"]
     assert stats["ci_low"] <= stats["mean"] <= stats["ci_high"] and stats["n"] == 2
     assert json.loads((out / "sweep.json").read_text())["configs"][0]["dir"] == "base"
+    # a sweep with no interrupt at any value says it measured nothing (and the vetoes behind it)
+    nothing = all(r.stats["interrupts"]["mean"] == 0.0 for r in result.rows)
+    assert bool(result.warnings) == nothing and data["warnings"] == result.warnings
+    assert all(e["gate_fired"] >= e["interrupts"] for eps in result.episodes.values() for e in eps)
     # rerun: every sub-directory resumes with nothing to do, same numbers
     again = sens.run_closed_loop_oat(plan, out, n_boot=200)
     assert all(r["ran"] == 0 and r["already_done"] == 2 for r in again.runs.values())
     assert [r.stats for r in again.rows] == [r.stats for r in result.rows]
+
+
+def test_a_sweep_without_interrupts_warns_that_it_measures_nothing():
+    """`sensitivity oat --closed-loop` reported 0.00 interrupts for every cooldown without a word."""
+    from types import SimpleNamespace
+
+    def row(value, dirname, interrupts):
+        stats = {"interrupts": {"mean": interrupts}}
+        return sens.ClosedLoopRow("cooldown", value, value == 5.0, "bayes-belief:full", dirname, 2, stats)
+
+    episodes = {"base": [{"agent": "bayes-belief:full", "gate_fired": 3, "vetoes": {"no_alternative": 2,
+                                                                                       "plan_stands": 1}}],
+                "cooldown=0": [{"agent": "bayes-belief:full", "gate_fired": 1, "vetoes": {"no_alternative": 1}}]}
+    plan = SimpleNamespace(ranges=[SimpleNamespace(name="cooldown")])
+    result = sens.ClosedLoopResult(plan, Path("."), [row(0.0, "cooldown=0", 0.0), row(5.0, "base", 0.0)], episodes,
+                                   {}, [], 100, 0, 0.95, "inline", 0.0)
+    assert result.warnings == ["cooldown: 0 interrupts for every value (0, 5) and every agent: the gate fired 4 "
+                               "times and every firing was vetoed (no_alternative 3, plan_stands 1); this sweep "
+                               "measures nothing about cooldown"]
+    result.rows[1] = row(5.0, "base", 0.5)
+    assert result.warnings == []
 
 
 def test_closed_loop_base_is_the_grids_gate(tmp_path):

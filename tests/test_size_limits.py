@@ -72,3 +72,42 @@ def test_gate_reset_takes_only_a_bool():
     assert np.array_equal(np.asarray(gate.state.belief.counts), counts)
     gate.reset(keep_memory=np.bool_(False))
     assert not np.array_equal(np.asarray(gate.state.belief.counts), counts)
+
+
+def test_every_gate_constructor_refuses_a_huge_skill_count():
+    """``Gate(10**8)`` built directly (not through ``from_logprobs``) allocated before any check."""
+    from beliefgate.beliefs.core import make_gate
+
+    for make in (lambda: Gate(10 ** 8), lambda: make_gate(None, 10 ** 8)):
+        message = _refused_quickly_and_small(make, "num_skills 100000000")
+        assert f"at most {MAX_SKILLS}" in message
+    assert Gate(MAX_SKILLS).num_skills == MAX_SKILLS
+
+
+def test_remote_gate_reset_takes_only_a_bool():
+    """``RemoteGate.reset(keep_memory="no")`` sent ``bool("no")``, true: the in-process check is run
+    before anything is sent, and a bool goes through unchanged."""
+    pytest.importorskip("httpx")
+    import numpy as np
+
+    from beliefgate.beliefs.errors import InvalidParameterError
+    from beliefgate.serve.client import InvalidRequest, RemoteGate
+
+    class Recorder:
+        def __init__(self):
+            self.sent = []
+
+        def request(self, method, path, body=None):
+            self.sent.append((method, path, body))
+
+    recorder = Recorder()
+    gate = RemoteGate(recorder, {"session_id": "s1", "kind": "logprobs", "skill_names": ["a", "b"],
+                                 "num_skills": 2, "params": {}})
+    for bad in ("no", "", 1, 0, None):
+        with pytest.raises(InvalidRequest, match="keep_memory must be True or False") as info:
+            gate.reset(keep_memory=bad)
+        assert info.value.kind == InvalidParameterError.__name__
+    assert recorder.sent == []
+    gate.reset(keep_memory=np.bool_(True))
+    gate.reset()
+    assert [body for _, _, body in recorder.sent] == [{"keep_memory": True}, {"keep_memory": False}]

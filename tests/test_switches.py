@@ -271,10 +271,20 @@ def test_tuning_finds_a_setting_within_the_budget():
 
     result = sw.tune_gate(["coordination_ring"], ["bp-g1-dish-hi-eager-hi", "bp-g2-onion-lo-pot-lo"], [1000, 1001],
                           belief_grid={"beta_epsilon": [(2.0, 0.1)], "hazard": [0.05], "reference": ["skill"]})
-    best = result["best"]["stable_map"]
-    assert best is not None and best["fa_per_100"] <= 1.0
-    params = sw.recommended_params(result)
-    assert params.tau_obs == best["tau_obs"] and params.cooldown == best["cooldown"]
+    for gate in ("stable_map", "changepoint"):
+        best = result["best"][gate]
+        # "best" is chosen only among the settings within the budget that detect a switch
+        usable = [r for r in result["rows"] if r["gate"] == gate and r["fa_per_100"] <= 1.0 and r["detection_rate"] > 0]
+        assert (best is None) == (not usable)
+        if best is None:
+            with pytest.raises(sw.SwitchBenchmarkError, match="detects any switch"):
+                sw.recommended_params(result, gate)
+            continue
+        assert best["fa_per_100"] <= 1.0 and best["detection_rate"] == max(r["detection_rate"] for r in usable)
+        params = sw.recommended_params(result, gate)
+        if gate == "stable_map":
+            assert params.tau_obs == best["tau_obs"] and params.cooldown == best["cooldown"]
+    assert any(result["best"].values())
 
 
 def _episode(steps, truth, hidden):
@@ -417,3 +427,24 @@ def test_file_partners_are_named_by_digest_in_the_result(tmp_path):
 
     assert PARTNERS[str(mine)]  # re-read (the registry keys files by path and modification time)
     assert partner_files([str(mine)])["partner_files"][str(mine)] != first
+
+
+def test_best_is_chosen_only_among_settings_that_detect_and_few_seeds_are_named():
+    """`switches --seeds 4` presented tau_obs=0.005 with 0.0% detection as the best setting at <= 1 FA/100."""
+    from beliefgate.eval import switches as sw
+
+    def point(value, detected, fa):
+        return sw.PointStats(value, 40, detected, detected / 40, (0.0, 1.0), 3.0, (2.0, 4.0), 3.0, int(fa * 8), 800,
+                             fa, (0.0, fa + 1))
+
+    silent, loud, good = point(0.005, 0, 0.0), point(0.5, 30, 2.5), point(0.2, 12, 0.8)
+    bench = sw.SwitchBenchmark({"seeds": [0, 1, 2, 3], "window": 10}, 8, 40, 800,
+                               {"stable-MAP gate": sw.Sweep("stable-MAP gate", "tau_obs", [silent, loud])}, [])
+    assert bench.best_point("stable-MAP gate", 1.0) is None  # the silent setting is no "best"
+    title, _, rows = sw.summary_rows(bench, 1.0)
+    assert rows[0][1] == "no tau_obs within 1 FA/100 detects any switch"
+    assert "only 4 seeds: too few to choose a setting" in title
+    bench.sweeps["stable-MAP gate"].points.append(good)
+    assert bench.best_point("stable-MAP gate", 1.0) is good
+    bench.config["seeds"] = list(range(20))
+    assert "too few" not in sw.summary_rows(bench, 1.0)[0]

@@ -122,7 +122,8 @@ def _augment(episode_log: Path, path: Path) -> Path:
             t = row["t"]
             row["info"][0]["contradiction"] = t % 7 == 0
             row["info"][0]["suppressed_reason"] = "unstable_map" if t % 5 == 0 else None
-            row["info"][0]["kappa"] = {"kappa": 0.5 + 0.001 * t, "committed": t % 10 == 0} if t % 2 else None
+            row["info"][0]["kappa"] = ({"kappa": 0.5 + 0.001 * t, "committed": t % 10 == 0, "theta": 0.7}
+                                       if t % 2 else None)
             row["info"][0]["fallback_events"] = ([{"role": "planner", "reason": "timeout", "detail": "deadline"}]
                                                  if t in (4, 40) else [])
         out.append(json.dumps(row))
@@ -137,7 +138,7 @@ def test_report_reads_kappa_and_contradictions_when_logged(episode_log, tmp_path
     T = data["steps"]
     assert data["gate"]["contradictions"] == [t for t in range(T) if t % 7 == 0]
     assert data["gate"]["suppressed"] == {"unstable_map": [t for t in range(T) if t % 5 == 0]}
-    assert data["kappa"][1] == pytest.approx(0.501) and data["kappa"][2] is None
+    assert data["kappa"][1] == pytest.approx(0.501) and data["kappa"][2] is None and data["kappa_theta"] == 0.7
     assert [c[0] for c in data["commits"]] == [t for t in range(T) if t % 2]
     assert all(c[1] == (c[0] % 10 == 0) for c in data["commits"])
     assert data["fallbacks"] == [[4, "planner", "timeout", "deadline"], [40, "planner", "timeout", "deadline"]]
@@ -481,7 +482,19 @@ def test_report_with_kappa_and_gate_fields_in_browser(browser, episode_log, tmp_
     assert count("rect.suppressed") == len(range(0, T, 5))
     assert count("rect.commit") == len(range(1, T, 2)) and count("circle.kappa") == len(range(1, T, 2))
     assert count("polyline.kappa-line") == 1
+    # the κ track has an axis (0, 0.5, 1) and the commit threshold θ as a line
+    assert count("line.kappa-tick") == 3 and count("line.kappa-theta") == 1
     assert count("rect.fallback") == 2
+    # the zoom offers no window as long as the episode (150 steps: not 200 or 800)
+    from selenium.webdriver.support.ui import Select
+
+    assert [o.get_attribute("value") for o in Select(browser.find_element(By.ID, "zoom")).options] == ["all", "50"]
+    # events name the players as the kitchen does: E (ego) and P (partner), not P0 / P1
+    events = browser.execute_script("return JSON.parse(document.getElementById('report-data').textContent).events")
+    t = next(i for i, ev in enumerate(events) if any(ev))
+    browser.execute_script(f"window.beliefgateReport.seek({t})")
+    text = browser.find_element(By.ID, "step-table").text
+    assert ("E: " in text or "P: " in text) and "P0:" not in text and "P1:" not in text
     browser.execute_script("window.beliefgateReport.seek(40)")
     assert "planner: timeout (deadline)" in browser.find_element(By.ID, "step-table").text
 
@@ -527,6 +540,7 @@ def test_report_draws_overforge_kappa_and_commits(tmp_path):
     drawn = [k for k in data["kappa"] if k is not None]
     assert drawn == [round(r["kappa"], 4) for r in records]
     assert [c for _, c in data["commits"]] == [bool(r["committed"]) for r in records]
+    assert data["kappa_theta"] == records[0]["kappa_params"]["theta"]  # drawn as the track's θ line
     # plans after a finished skill are kept apart from the interrupts the summary counts as replans
     assert sum(1 for r in data["replans"] if r[3]) == traj.final.summary["replans"]
 

@@ -17,7 +17,7 @@ from typing import List, Optional
 
 from pydantic import Field
 
-from beliefgate.agents.planning import AgentConfig, PlanningAgent, planner_for
+from beliefgate.agents.planning import AgentConfig, PlanningAgent, planner_for, without_model
 from beliefgate.planners.model import ChatModel
 from beliefgate.planners.types import BeliefBlock, Planner
 
@@ -132,4 +132,4 @@ class HypotheticalMindsAgent(PlanningAgent):
 def hypothetical_minds_agent(option: Optional[str], *, llm: Optional[ChatModel] = None,
                              gate_params=None) -> HypotheticalMindsAgent:
     """``hypothetical-minds``: hypotheses and plans from the same model (offline: the gate's MAP)."""
-    return HypotheticalMindsAgent(client=llm, planner=planner_for(llm), params=gate_params)
+    return without_model(HypotheticalMindsAgent(client=llm, planner=planner_for(llm), params=gate_params), llm)

@@ -65,6 +65,17 @@ def planner_for(llm: Optional[ChatModel]) -> Planner:
     return LLMPlanner(llm)
 
 
+#: the one-line notice of an LLM agent built without a model (no ``--llm-base-url``)
+NO_LLM_SERVER = "no LLM server: rule planner"
+
+
+def without_model(agent: "PlanningAgent", llm: Optional[ChatModel]) -> "PlanningAgent":
+    """Mark an LLM agent built without a model: each episode then starts with one counted ``planner``
+    fallback (reason ``unavailable``, detail :data:`NO_LLM_SERVER`) instead of falling back silently."""
+    agent.no_llm_server = llm is None
+    return agent
+
+
 @dataclass(frozen=True)
 class Choice:
     """What :meth:`PlanningAgent.choose` decided: the skill to start and how it was reached.
@@ -108,6 +119,8 @@ class PlanningAgent:
     goal_params = GoalParams()
     #: options of the domain's ``goal_evidence`` (e.g. an ablation's ``use_view=False``)
     goal_evidence_options: Dict[str, Any] = {}
+    #: an LLM agent built without a model (see :func:`without_model`)
+    no_llm_server = False
 
     def __init__(self, name: str, planner: Optional[Planner] = None, params: Optional[GateParams] = None):
         self.name = name
@@ -164,9 +177,13 @@ class PlanningAgent:
         #: does the planning call under way interrupt a running skill (read by :meth:`choose`)
         self.interrupting = False
         self._info: Dict[str, object] = {}
+        #: the veto the trigger recorded this step (see :meth:`gate_veto`)
+        self._veto: Optional[Dict[str, object]] = None
         self._last_source: Optional[str] = None
         self.fallback_log = FallbackLog()
         self.llm_answers = 0
+        if self.no_llm_server:  # said once per episode: logged in step 0's fallback_events and counted
+            self.fallback_log.record(Fallback("planner", "unavailable", NO_LLM_SERVER))
 
     # ------------------------------------------------------------ partner memory
     #: where the teammates' memory comes from (a :class:`~beliefgate.agents.memory.MemorySession`, set
@@ -245,10 +262,17 @@ class PlanningAgent:
                 self.active = None
         interrupted = False
         self._changed = None
+        self._veto = None
         if self.active is not None:
             why = self.trigger(state, decision, partner_events)
             if why:
                 reason, interrupted = why, True
+        # a gate firing that did not interrupt: log the filter that stopped it, with its numbers (with no
+        # skill running the ego plans for its own reason and there is nothing to interrupt)
+        veto = None
+        if decision is not None and decision.interrupt and not interrupted:
+            veto = (self.gate_veto(decision) if reason is None
+                    else {"filter": "no_running_skill", "plan_reason": reason})
         if reason is not None:
             self._plan(state, reason, interrupted)
         action = (self.executor.act(state) if self.active is not None
@@ -259,6 +283,10 @@ class PlanningAgent:
             "reason": reason,
             "interrupt": interrupted,
             "gate_fired": bool(decision is not None and decision.interrupt),
+            "contradiction": bool(decision is not None and decision.contradiction),
+            # why a contradiction did not fire the gate, or why a firing did not interrupt (None: neither)
+            "suppressed_reason": veto["filter"] if veto is not None else self._gate_suppressed(decision),
+            "gate_veto": veto,
             "belief": None if decision is None else [round(float(p), 4) for p in decision.posterior],
             "partner_map": None if decision is None else decision.map_name,
             "plans": self.plans,
@@ -287,6 +315,22 @@ class PlanningAgent:
     def step_info(self) -> Dict[str, object]:
         """The agent's own keys of this step's info, added after (or replacing) the common ones."""
         return {}
+
+    def gate_veto(self, decision: Decision) -> Dict[str, object]:
+        """Why the gate's firing at this step did not interrupt the running skill, as logged in
+        ``gate_veto``: ``filter`` (the rule that stopped it) and that rule's numbers. The trigger
+        records its own veto in ``self._veto``; otherwise the agent's trigger declined it (``trigger_declined``)."""
+        if self._veto is not None:
+            return self._veto
+        return {"filter": "trigger_declined", "agent": self.name}
+
+    def _gate_suppressed(self, decision: Optional[Decision]) -> Optional[str]:
+        """The gate's own reason when the step contradicted the belief but the gate did not fire
+        (``cooldown``, ``unstable_map``, ...); None when there was no contradiction or it fired."""
+        if decision is None or decision.interrupt or not decision.contradiction:
+            return None
+        reason = decision.info.suppressed_reason
+        return None if reason is None else str(reason)
 
     def primary_decision(self) -> Optional[Decision]:
         """The decision the agent acts on this step: the first teammate's whose gate fired, else the
@@ -501,15 +545,25 @@ class BayesBeliefAgent(PlanningAgent):
         if self.interrupts and decision is not None and decision.interrupt:
             if self.interrupt_needs_alternative and not self._has_alternative(state):
                 self.gate_no_alternative += 1
+                self._veto = {"filter": "no_alternative", "running": self.active_skill, "others_needed": 0}
                 return None
             if self.interrupt_needs_gap and self._still_complementary():
                 self.gate_still_complementary += 1
+                self._veto = {"filter": "still_complementary", "running": self.active_skill,
+                              "mass": round(self._complementary_mass(), 4),
+                              "threshold": self.still_complementary_mass}
                 return None
             if self.interrupt_needs_change and self._plan_stands(state):
                 self.gate_plan_stands += 1
+                self._veto = {"filter": "plan_stands", "running": self.active_skill}
                 return None
             return "gate"
         return None
+
+    def gate_veto(self, decision: Decision) -> Dict[str, object]:
+        if self._veto is None and not self.interrupts:
+            return {"filter": "condition", "condition": self.condition}
+        return super().gate_veto(decision)
 
     def _recipe_contradicts(self, state) -> bool:
         """The goal belief contradicts the running skill: its MAP goal, confident enough for the
@@ -570,12 +624,16 @@ class BayesBeliefAgent(PlanningAgent):
     def _still_complementary(self) -> bool:
         """The revised belief gives at least ``still_complementary_mass`` to partner skills that the
         running skill complements (SPEC table)."""
+        mass = self._complementary_mass()
+        return mass == mass and mass >= self.still_complementary_mass
+
+    def _complementary_mass(self) -> float:
+        """The revised belief's mass on partner skills the running skill complements (NaN without one)."""
         block = self.revised_belief()
         current = self.active_skill
         if block is None or current is None:
-            return False
-        mass = sum(p for n, p in block.posterior.items() if self.library.is_complementary(current, n))
-        return mass >= self.still_complementary_mass
+            return float("nan")
+        return float(sum(p for n, p in block.posterior.items() if self.library.is_complementary(current, n)))
 
     def belief_block(self, gate_signal: Optional[str]) -> Optional[BeliefBlock]:
         block = super().belief_block(gate_signal)
@@ -738,7 +796,7 @@ def bayes_belief_agent(option: Optional[str], *, llm: Optional[ChatModel] = None
 
 def proagent_agent(option: Optional[str], *, llm: Optional[ChatModel] = None) -> ProAgentLike:
     """``proagent`` (offline: the rule planner of :data:`PROAGENT_PLANNER`)."""
-    return ProAgentLike(planner=None if llm is None else planner_for(llm))
+    return without_model(ProAgentLike(planner=None if llm is None else planner_for(llm)), llm)
 
 
 def periodic_agent(option: Optional[str], *, llm: Optional[ChatModel] = None,
@@ -756,4 +814,4 @@ def completion_held_agent(option: Optional[str], *, llm: Optional[ChatModel] = N
 def llm_judge_agent(option: Optional[str], *, llm: Optional[ChatModel] = None,
                     gate_params: Optional[GateParams] = None) -> LLMJudgeAgent:
     """``llm-judge``: the judge and the planner share the model."""
-    return LLMJudgeAgent(client=llm, planner=planner_for(llm), params=gate_params)
+    return without_model(LLMJudgeAgent(client=llm, planner=planner_for(llm), params=gate_params), llm)

@@ -48,6 +48,7 @@ from beliefgate.beliefs.errors import (
     UnknownSkillError,
 )
 from beliefgate.beliefs.evidence import StepEvidence
+from beliefgate.limits import MAX_SKILLS, check_count
 from beliefgate.models.transitions import get_transition
 from beliefgate.models.transitions.hazard import hazard_step
 from beliefgate.beliefs.gates import (
@@ -128,6 +129,8 @@ def gate_config(params: Optional[GateParams], num_skills: int,
     if isinstance(num_skills, bool) or not isinstance(num_skills, (int, np.integer)) or num_skills < 1:
         raise ShapeMismatchError(f"num_skills must be an integer >= 1, got {num_skills!r}")
     num_skills = int(num_skills)
+    # every constructor (Gate(n), Gate.from_logprobs, make_gate) passes here: refuse before allocating
+    check_count(num_skills, MAX_SKILLS, f"num_skills {num_skills}")
     if params is None:
         params = GateParams()
     elif not isinstance(params, GateParams):

@@ -1,7 +1,7 @@
 """The plug-in gate: ``from beliefgate import Gate, GateParams``.
 
 A :class:`Gate` is the convenience class over the functional core
-(:mod:`beliefgate.beliefs.core`, ``make_gate(params) -> (init, update)``): it binds
+(:mod:`beliefgate.beliefs.core`, ``make_gate(params, num_skills) -> GateFunctions``): it binds
 one :class:`GateParams`, holds one immutable :class:`GateState` and swaps it after
 each step, so a step that raises leaves the gate exactly as it was. The state is a
 plain value: read it with :attr:`Gate.state`, put an earlier one back with
@@ -40,7 +40,6 @@ from beliefgate.beliefs.core import (
     TableEvidence,  # noqa: F401  (re-exported)
 )
 from beliefgate.plugins import make_observer
-from beliefgate.limits import MAX_SKILLS, check_count
 from beliefgate.beliefs.errors import (
     ActionIndexError,
     BeliefInputError,
@@ -93,8 +92,6 @@ class Gate:
     ) -> "Gate":
         """A domain-agnostic gate fed with per-step action log-probability tables (at most
         :data:`~beliefgate.limits.MAX_SKILLS` skills: more is a :class:`~beliefgate.limits.SizeLimitError`)."""
-        if isinstance(num_skills, (int, np.integer)) and not isinstance(num_skills, bool):
-            check_count(int(num_skills), MAX_SKILLS, f"num_skills {num_skills}")
         return cls(num_skills, params, skill_names, prior_counts)
 
     @classmethod
@@ -211,8 +208,7 @@ class Gate:
         from a partner-memory store (:mod:`beliefgate.agents.memory`); checked as ``prior_counts``
         are, and not combined with ``keep_memory=True``.
         """
-        if not isinstance(keep_memory, (bool, np.bool_)):
-            raise InvalidParameterError(f"keep_memory must be True or False, got {keep_memory!r}")
+        keep_memory = check_keep_memory(keep_memory)
         if memory is not None:
             if keep_memory:
                 raise InvalidParameterError("reset(): give keep_memory=True or memory=..., not both")
@@ -323,6 +319,14 @@ def _layout_problem(value, template, where: str) -> Optional[str]:
             return f"{where}: shape {tuple(template.shape)} is needed, got {shape}"
         return None
     return None
+
+
+def check_keep_memory(value) -> bool:
+    """``keep_memory`` of a reset must be a bool (``np.bool_`` too): ``"no"`` or ``1`` is refused, not
+    read as true (the in-process gate and the HTTP client share this check)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidParameterError(f"keep_memory must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_ego_active(value) -> bool:

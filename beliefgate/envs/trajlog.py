@@ -57,14 +57,23 @@ class LogHeader(BaseModel):
     partner: Optional[str] = None
     version: str
     config: Dict[str, Any] = {}
+    #: the action legend: ``action_legend[i]`` names action index ``i`` of the steps' ``actions`` (the
+    #: domain's ``action_names``; filled in when absent, so logs written before it still load)
+    action_legend: Optional[List[str]] = None
 
     @model_validator(mode="after")
     def _layout_is_known(self) -> "LogHeader":
         # an unknown layout was found only by the consumer: "unknown layout" without file or line, exit 1
         try:
-            domain_for_layout(self.layout)
+            domain = domain_for_layout(self.layout)
         except UnknownLayoutError as exc:
             raise ValueError(str(exc)) from None
+        names = [str(n) for n in getattr(domain, "action_names", ())]
+        if self.action_legend is None:
+            self.action_legend = names or None
+        elif names and list(self.action_legend) != names:
+            raise ValueError(f"action_legend {self.action_legend} is not the {domain.name} domain's {names}: "
+                             "the steps' actions would be misread")
         return self
 
     @model_validator(mode="after")

@@ -13,23 +13,32 @@ from beliefgate.eval.replay import replay
 LAYOUTS = ("cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination", "counter_circuit")
 
 
+#: the tour's ego: the belief agent itself (its gate reads the partner, its vetoes are counted)
+TOUR_EGO = "bayes-belief"
+
+
 def run_demo(seed: int = 0, horizon: int = 400, partner: str = "switch-sourcer-to-plater",
-             out_dir: Optional[Path] = None, progress=None, params=None) -> List[Dict[str, object]]:
-    """Play ``balanced`` with ``partner`` on every layout and replay the partner through the gate."""
+             out_dir: Optional[Path] = None, progress=None, params=None, ego: str = TOUR_EGO) -> List[Dict[str, object]]:
+    """Play ``ego`` (the belief agent) with ``partner`` on every layout, replay the partner through the
+    reference gate, and count what became of the ego gate's firings (``firings``: a
+    :class:`~beliefgate.eval.metrics.GateFirings`)."""
+    from beliefgate.eval.metrics import gate_firings
+
     rows = []
     for i, layout in enumerate(LAYOUTS):
         who = partner  # on a split floor (forced_coordination) every scripted partner passes over counters
         log = (Path(out_dir) / f"{layout}_seed{seed}.jsonl") if out_dir is not None else None
         if progress is not None:
             progress(i, len(LAYOUTS), layout)
-        result = run_episode(layout, "balanced", who, seed=seed, horizon=horizon, seat=0, log_path=log)
+        result = run_episode(layout, ego, who, seed=seed, horizon=horizon, seat=0, log_path=log)
         rep = replay(result.trajectory, params, partner=1)
         known = rep.truth >= 0
         rows.append({
-            "layout": layout, "partner": who, "deliveries": result.summary["deliveries"],
+            "layout": layout, "partner": who, "ego": ego, "deliveries": result.summary["deliveries"],
             "reward": result.summary["reward"], "map_accuracy": rep.map_accuracy,
             "mean_confidence": float(rep.confidence[known].mean()) if known.any() else float("nan"),
             "interrupts": int(rep.interrupt.sum()), "changepoints": int(rep.changepoint.sum()),
+            "firings": gate_firings(result.trajectory),
             "log": str(log) if log else "-",
         })
     return rows
@@ -58,23 +67,26 @@ def compare_agents(layout: str = "cramped_room", agents=AGENT_COMPARISON, partne
     seeds (each seed's value: the mean over the partners; ``<metric>_lo`` / ``<metric>_hi``)."""
     import numpy as np
 
-    from beliefgate.eval.metrics import episode_metrics
+    from beliefgate.eval.metrics import GateFirings, episode_metrics, gate_firings
     from beliefgate.eval.report import bootstrap_mean_ci
 
     seeds = list(seeds)
     jobs = [(a, p, s) for a in agents for p in partners for s in seeds]
     per_agent: Dict[str, List[Dict[str, float]]] = {a: [] for a in agents}
+    firings: Dict[str, GateFirings] = {a: GateFirings() for a in agents}
     for i, (agent, partner, seed) in enumerate(jobs):
         if progress is not None:
             progress(i, len(jobs), f"{agent} + {partner} (seed {seed})")
         traj = run_episode(layout, agent, partner, seed=seed, horizon=horizon).trajectory
         per_agent[agent].append({**episode_metrics(traj), "layout": layout, "partner": partner, "seat": 0,
                                  "seed": seed})
+        firings[agent] = firings[agent] + gate_firings(traj)
     rows = []
     for agent, metrics in per_agent.items():
-        # the per-episode metrics, keyed for :func:`~beliefgate.eval.report.paired_bootstrap`
+        # the per-episode metrics, keyed for :func:`~beliefgate.eval.report.paired_bootstrap`;
+        # ``firings``: the ego gate's firings over all its episodes and the vetoes that stopped them
         row: Dict[str, object] = {"agent": agent, "episodes": len(metrics), "seeds": len(seeds),
-                                  "episode_rows": metrics}
+                                  "episode_rows": metrics, "firings": firings[agent]}
         for key in ("reward", "deliveries", "replans", "effective_replans", "map_accuracy", "gap_rate",
                     "gap_rate_decisions", "oracle_gap_rate"):
             by_seed = [np.nanmean([m[key] for m in metrics if m["seed"] == s] or [np.nan]) for s in seeds]
@@ -114,21 +126,12 @@ def comparison_table(rows: List[Dict[str, object]], title: str = ""):
     return table
 
 
-def _same_rewards(rows, base_rows) -> bool:
-    """Every matched episode (layout, partner, seat, seed) has the same reward in both."""
-    from beliefgate.eval.report import PAIR_KEYS
-
-    base = {tuple(r[k] for k in PAIR_KEYS): r["reward"] for r in base_rows}
-    pairs = [(r["reward"], base[tuple(r[k] for k in PAIR_KEYS)]) for r in rows if tuple(r[k] for k in PAIR_KEYS) in base]
-    return bool(pairs) and all(float(a) == float(b) for a, b in pairs)
-
-
 def comparison_verdict(rows: List[Dict[str, object]], agent: str = "bayes-belief",
                        baselines=("bayes-belief:no_replan", "bayes-belief:no_belief"), n_boot: int = 2000) -> str:
     """One line saying what the comparison shows: ``agent``'s reward minus each baseline's, paired
     over seeds with a 95% bootstrap interval, its effective replans, and whether any interval
     excludes zero at this size (computed from ``rows``, never a fixed sentence)."""
-    from beliefgate.eval.report import paired_bootstrap
+    from beliefgate.eval.report import paired_bootstrap, same_rewards
 
     by = {str(r["agent"]): r for r in rows}
     if agent not in by:
@@ -138,7 +141,7 @@ def comparison_verdict(rows: List[Dict[str, object]], agent: str = "bayes-belief
     for base in baselines:
         if base not in by:
             continue
-        if _same_rewards(me["episode_rows"], by[base]["episode_rows"]):
+        if same_rewards(me["episode_rows"], by[base]["episode_rows"]):
             same.append(base.split(":")[-1])
         d = paired_bootstrap(me["episode_rows"], by[base]["episode_rows"], "reward", unit="seed", n_boot=n_boot,
                              name=f"demo-verdict|{agent}|{base}")
@@ -152,9 +155,10 @@ def comparison_verdict(rows: List[Dict[str, object]], agent: str = "bayes-belief
     above = [b for b, s in signs if s == 1]
     below = [b for b, s in signs if s == -1]
     if same and len(same) == len(parts) and float(me["replans"]) == 0.0:
-        reading = (f"it never replanned here, so it played the same episodes as {' and '.join(same)} (every paired "
-                   "difference is exactly 0; more seeds would not separate them: offline, the belief acts only "
-                   "through the gate's interrupts)")
+        why = me["firings"].why_identical() if me.get("firings") is not None else ""
+        reading = (f"it never replanned here, so it played the same episodes as {' and '.join(same)}"
+                   + (f": {why}" if why else "") + " (every paired difference is exactly 0; more seeds would not "
+                   "separate them: offline, the belief acts only through the gate's interrupts)")
     elif not parts:
         reading = "no baseline to compare with"
     elif not signs:

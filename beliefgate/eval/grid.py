@@ -300,10 +300,12 @@ def parse_grid(data: Any, source: str = "grid") -> GridSpec:
 
 
 def load_grid(path: str | Path) -> GridSpec:
-    """Read a grid file (``.yaml``/``.yml`` or ``.json``) and validate its structure."""
+    """Read a grid file (``.yaml``/``.yml`` or ``.json``) and validate its structure. A relative path
+    not found from here is looked up among the shipped examples (:func:`beliefgate.fileio.shipped_path`)."""
 
-    path = Path(path)
-    from beliefgate.fileio import DataSyntaxError, parse_data, read_text
+    from beliefgate.fileio import DataSyntaxError, parse_data, read_text, shipped_path
+
+    path = shipped_path(path)
 
     text = read_text(path, GridError, "grid file")
     try:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -188,6 +188,85 @@ def replans(traj: Trajectory) -> int:
 def _ego_infos(traj: Trajectory) -> List[Dict[str, object]]:
     seat = traj.header.seat
     return [row.info[seat] if seat < len(row.info) else {} for row in traj.steps]
+
+
+@dataclass(frozen=True)
+class GateFirings:
+    """What became of the ego gate's firings in one log (or summed over logs with ``+``):
+    ``fired`` steps with ``gate_fired``, ``interrupts`` of those that interrupted the running skill,
+    and ``vetoes``: per filter (``gate_veto.filter``: ``no_running_skill``, ``no_alternative``,
+    ``still_complementary``, ``plan_stands``, ``condition``, ...) how many firings it stopped.
+    ``logged`` is False for a log from before vetoes were logged (the counts are then 0);
+    ``gated``: the ego kept a gate (a belief) at some step."""
+
+    fired: int = 0
+    interrupts: int = 0
+    vetoes: Tuple[Tuple[str, int], ...] = ()
+    logged: bool = False
+    gated: bool = False
+
+    def __add__(self, other: "GateFirings") -> "GateFirings":
+        counts = dict(self.vetoes)
+        for name, n in other.vetoes:
+            counts[name] = counts.get(name, 0) + n
+        return GateFirings(self.fired + other.fired, self.interrupts + other.interrupts,
+                           tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+                           self.logged or other.logged, self.gated or other.gated)
+
+    @property
+    def vetoed(self) -> int:
+        return sum(n for _, n in self.vetoes)
+
+    def describe(self) -> str:
+        """``18 gate firings: 0 interrupts, 18 vetoed (no_running_skill 12, plan_stands 6)``."""
+        if not self.logged:
+            return f"{self.fired} gate firings (vetoes not logged)"
+        if not self.gated:
+            return "no gate"
+        text = f"{self.fired} gate firing{'s' if self.fired != 1 else ''}: {self.interrupts} interrupt" + (
+            "s" if self.interrupts != 1 else "") + f", {self.vetoed} vetoed"
+        if self.vetoes:
+            text += " (" + ", ".join(f"{name} {n}" for name, n in self.vetoes) + ")"
+        return text
+
+
+    def why_identical(self) -> str:
+        """Why a belief agent with these firings played the same episodes as a condition without
+        interrupts: ``all 18 gate firings were vetoed (no_running_skill 12, plan_stands 6)``, ``its
+        gate never fired``; "" when vetoes were not logged."""
+        if not self.logged:
+            return ""
+        if not self.gated:
+            return "it keeps no gate"
+        if self.fired == 0:
+            return "its gate never fired"
+        vetoes = ", ".join(f"{name} {n}" for name, n in self.vetoes)
+        share = "all" if self.vetoed == self.fired else f"{self.vetoed} of"
+        return (f"{share} {self.fired} gate firing{'s were' if self.fired != 1 else ' was'} vetoed"
+                + (f" ({vetoes})" if vetoes else ""))
+
+
+def gate_firings(traj: Trajectory) -> GateFirings:
+    """Count the ego gate's firings of a log and what stopped those that did not interrupt
+    (the ``gate_veto`` the planning agent logs at each firing that did not become a replan)."""
+    fired = interrupts = 0
+    counts: Dict[str, int] = {}
+    logged = gated = False
+    for info in _ego_infos(traj):
+        if "gate_veto" in info:
+            logged = True
+        if info.get("belief") is not None:
+            gated = True
+        if not info.get("gate_fired"):
+            continue
+        fired += 1
+        veto = info.get("gate_veto")
+        if isinstance(veto, dict):
+            name = str(veto.get("filter", "?"))
+            counts[name] = counts.get(name, 0) + 1
+        elif info.get("interrupt"):
+            interrupts += 1
+    return GateFirings(fired, interrupts, (), logged, gated) + GateFirings(0, 0, tuple(counts.items()), logged, gated)
 
 
 def effective_replans(traj: Trajectory) -> float:

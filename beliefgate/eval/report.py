@@ -111,6 +111,47 @@ def bootstrap_mean_ci(values: Sequence[float], n_boot: int = 10_000, level: floa
     return mean, float(lo), float(hi)
 
 
+def same_rewards(rows: Iterable[Row], base_rows: Iterable[Row], metrics: Sequence[str] = ("reward",)) -> bool:
+    """Every matched episode (layout, partner, seat, seed) has the same ``metrics`` in both (at least
+    one pair): the two conditions played the same episodes as far as these columns tell."""
+    base = {tuple(r[k] for k in PAIR_KEYS): r for r in base_rows}
+    pairs = [(r, base[tuple(r[k] for k in PAIR_KEYS)]) for r in rows if tuple(r[k] for k in PAIR_KEYS) in base]
+    return bool(pairs) and all(_same_value(a.get(m), b.get(m)) for a, b in pairs for m in metrics)
+
+
+def _same_value(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    x, y = float(a), float(b)
+    return x == y or (math.isnan(x) and math.isnan(y))
+
+
+def gate_firings_by_condition(run_dir, rows: Iterable[Row], conditions: Sequence[str]) -> Dict[str, Any]:
+    """Per condition, the ego gate's firings summed over its episodes' logs (``log`` column, relative
+    to ``run_dir``) and the vetoes that stopped them (:class:`~beliefgate.eval.metrics.GateFirings`);
+    a condition none of whose logs can be read is left out."""
+    from pathlib import Path
+
+    from beliefgate.envs.trajlog import read_log
+    from beliefgate.errors import BeliefgateError
+    from beliefgate.eval.metrics import GateFirings, gate_firings
+
+    out: Dict[str, Any] = {}
+    for r in rows:
+        if r["agent"] not in conditions or not r.get("log"):
+            continue
+        try:
+            traj = read_log(Path(run_dir) / str(r["log"]))
+        except (OSError, BeliefgateError):
+            continue  # a missing or unreadable log: the table's other rows still count (check_results says so)
+        out[r["agent"]] = out.get(r["agent"], GateFirings()) + gate_firings(traj)
+    return out
+
+
+#: the columns two conditions must share on every matched episode to have "played the same episodes"
+IDENTICAL_METRICS = ("reward", "deliveries", "gap_rate", "duplicate_rate", "replans", "steps")
+
+
 def paired_bootstrap(cond: Iterable[Row], base: Iterable[Row], metric: str, unit: str = "seed",
                      n_boot: int = 10_000, level: float = 0.95, seed: int = 0, name: str = "") -> Diff:
     """Paired difference ``metric(cond) − metric(base)`` over matched episodes, with a bootstrap interval.
@@ -197,7 +238,8 @@ class Report:
 
     def __init__(self, rows: List[Row], baseline: Optional[str] = None, conditions: Optional[List[str]] = None,
                  n_boot: int = 10_000, seed: int = 0, unit: str = "seed", level: float = 0.95,
-                 title: str = "Evaluation report", source: str = "", description: str = ""):
+                 title: str = "Evaluation report", source: str = "", description: str = "",
+                 firings: Optional[Dict[str, Any]] = None):
         if not rows:
             raise ReportError("the results table is empty: no finished episodes to report")
         if n_boot < 100:
@@ -214,6 +256,8 @@ class Report:
         rows = [{**{m: float("nan") for m in METRICS if m not in r}, **r} for r in rows]
         self.rows, self.n_boot, self.seed, self.unit, self.level = rows, n_boot, seed, unit, level
         self.title, self.source, self.description = title, source, description.strip()
+        #: per condition, its gate's firings and vetoes read from the logs (``gate_firings_by_condition``)
+        self.firings: Dict[str, Any] = dict(firings or {})
         self.layouts = list(dict.fromkeys(r["layout"] for r in rows))
         self.groups = list(dict.fromkeys(r["group"] for r in rows))
         self.settings = [(lay, g) for lay in self.layouts for g in self.groups
@@ -345,6 +389,7 @@ class Report:
         rows = [[self._setting(lay, g)] + [_mean_sd("reward", self._values(c, "reward", lay, g)) for c in conds]
                 for lay, g in self.settings]
         out += [_table(["setting"] + conds, rows), ""]
+        out += self.veto_lines(conds)
         out += [f"**Table 3′** — paired belief–action gap-rate differences against `{self.baseline}` "
                 f"(negative = smaller gap).", ""]
         out += self._diff_table(conds, "gap_rate")
@@ -458,6 +503,24 @@ class Report:
         if all(p in (2, None) for p in players.values()):
             return ", ".join(self.layouts)
         return ", ".join(f"{lay} ({p} players)" if p else lay for lay, p in players.items())
+
+    def veto_lines(self, conds: Sequence[str]) -> List[str]:
+        """The gate firings of each condition and what vetoed them, and one line per pair of conditions
+        that played identical episodes saying why (its gate's firings were all vetoed, or it never fired)."""
+        out = []
+        counted = [c for c in conds if c in self.firings and self.firings[c].logged]
+        if counted:
+            out += ["Gate firings (from the logs): " + "; ".join(f"`{c}` {self.firings[c].describe()}"
+                                                               for c in counted) + ".", ""]
+        for i, a in enumerate(conds):
+            for b in conds[i + 1:]:
+                if not same_rewards(self._select(a), self._select(b), IDENTICAL_METRICS):
+                    continue
+                why = [f"`{c}`: {self.firings[c].why_identical()}" for c in (a, b)
+                       if c in self.firings and self.firings[c].why_identical()]
+                out += [f"`{a}` and `{b}` played identical episodes" + (f" ({'; '.join(why)})" if why else "")
+                        + ": no matched episode differs in " + ", ".join(IDENTICAL_METRICS) + ".", ""]
+        return out
 
     def markdown(self) -> str:
         n = len(self.rows)

@@ -299,9 +299,15 @@ class SwitchBenchmark:
                 "per_episode": self.per_episode}
 
     def best_point(self, method: str, max_fa: float = 1.0) -> Optional[PointStats]:
-        """The setting with the highest detection rate (then the lowest delay) at ``<= max_fa`` false alarms/100 steps."""
-        ok = [p for p in self.sweeps[method].points if p.fa_per_100 <= max_fa]
+        """The setting with the highest detection rate (then the lowest delay) at ``<= max_fa`` false alarms/100
+        steps, among the settings that detect at least one switch (None when none does: a setting that
+        never alarms meets any false-alarm budget and is no "best")."""
+        ok = [p for p in self.sweeps[method].points if p.fa_per_100 <= max_fa and p.detected > 0]
         return max(ok, key=lambda p: (p.detection_rate, -p.mean_delay)) if ok else None
+
+    @property
+    def seed_count(self) -> int:
+        return len(self.config.get("seeds") or [])
 
 
 def check_names(partners: Sequence[str], ego: str) -> None:
@@ -648,8 +654,8 @@ def tune_gate(layouts: Sequence[str] = DEFAULT_LAYOUTS, partners: Optional[Seque
                          "cp_release": round(thr * rr, 6), "cp_cooldown": cd, "detection_rate": det,
                          "mean_delay": delay, "fa_per_100": fa})
 
-    def best(gate: str) -> Optional[Dict[str, Any]]:
-        ok = [r for r in rows if r["gate"] == gate and r["fa_per_100"] <= max_fa]
+    def best(gate: str) -> Optional[Dict[str, Any]]:  # among the settings that detect anything
+        ok = [r for r in rows if r["gate"] == gate and r["fa_per_100"] <= max_fa and r["detection_rate"] > 0]
         return max(ok, key=lambda r: (r["detection_rate"], -r["mean_delay"])) if ok else None
 
     def frontier(gate: str) -> List[Dict[str, Any]]:
@@ -690,7 +696,8 @@ def recommended_params(tuning: Dict[str, Any], gate: str = "stable_map"):
 
     row = tuning["best"].get(gate)
     if row is None:
-        raise SwitchBenchmarkError(f"the tuning found no {gate} setting within its false-alarm budget")
+        raise SwitchBenchmarkError(f"the tuning found no {gate} setting within its false-alarm budget that "
+                                   "detects any switch")
     keys = ("beta", "epsilon", "hazard", "reference", "tau_obs", "confidence_floor", "n_stable", "cooldown",
             "cp_horizon", "cp_threshold", "cp_release", "cp_cooldown")
     fields = {k: row[k] for k in keys if k in row}
@@ -893,6 +900,10 @@ def _ci(x: float, ci: Tuple[float, float], fmt: str = "{:.2f}") -> str:
     return f"{fmt.format(x)} [{fmt.format(lo)}, {fmt.format(hi)}]"
 
 
+#: fewer seeds than this and the summary says they are too few to choose a setting on
+MIN_CHOOSING_SEEDS = 10
+
+
 def summary_rows(bench: SwitchBenchmark, max_fa: float = 1.0) -> Tuple[str, List[str], List[List[str]]]:
     """``(title, columns, rows)``: the gates at their given settings and every method's best point within
     ``max_fa``, with the detection rate on each subset of :data:`SUBSETS` (what :func:`summary_table`
@@ -900,7 +911,10 @@ def summary_rows(bench: SwitchBenchmark, max_fa: float = 1.0) -> Tuple[str, List
     window = bench.config.get("window", "?")
     title = (f"{bench.switches} hidden switches in {bench.episodes} episodes ({bench.steps} steps); "
              f"detection within {window} steps; "
-             + ("95% bootstrap CIs" if bench.episodes > 1 else "one episode: no bootstrap CIs"))
+             + ("95% bootstrap CIs" if bench.episodes > 1 else "one episode: no bootstrap CIs")
+             + (f"; only {bench.seed_count} seed{'s' if bench.seed_count != 1 else ''}: too few to choose a setting "
+                f"(choose on >= {MIN_CHOOSING_SEEDS} seeds >= 1000, report on seeds 0-19)"
+                if 0 < bench.seed_count < MIN_CHOOSING_SEEDS else ""))
     sizes = next((p.by_subset for sw in bench.sweeps.values() for p in sw.points if p.by_subset), {})
     keys = [key for key in SUBSETS if key in sizes]
     columns = ["method", "setting", "detection", *[f"{key} ({sizes[key][0]})" for key in keys], "mean delay",
@@ -917,7 +931,8 @@ def summary_rows(bench: SwitchBenchmark, max_fa: float = 1.0) -> Tuple[str, List
             row(name, f"given: {sw.parameter}={sw.operating_point.value:g}", sw.operating_point)
         best = bench.best_point(name, max_fa)
         if best is None:
-            rows.append([name, f"no {sw.parameter} within {max_fa:g} FA/100", *["-"] * (len(columns) - 2)])
+            rows.append([name, f"no {sw.parameter} within {max_fa:g} FA/100 detects any switch",
+                         *["-"] * (len(columns) - 2)])
         else:
             row(name, f"best at <= {max_fa:g} FA/100: {sw.parameter}={best.value:g}", best)
     return title, columns, rows

@@ -202,10 +202,13 @@ def eval_human_cmd(
     for lay, scores in groups:
         for i, method in enumerate(METHODS):
             s = scores[method]
-            table.add_row(lay if i == 0 else "", method, _fmt(s["accuracy"]), _fmt(s["log_loss"]), _fmt(s["brier"]),
+            lo, hi = result.accuracy_ci.get(method, {}).get(lay, [float("nan")] * 2)
+            accuracy = _fmt(s["accuracy"]) + (f" [{_fmt(lo)}, {_fmt(hi)}]" if lo == lo else "")
+            table.add_row(lay if i == 0 else "", method, accuracy, _fmt(s["log_loss"]), _fmt(s["brier"]),
                           _fmt(s["ece"]), str(s["n"]), end_section=i == len(METHODS) - 1)
     console.print(table)
-    console.print("held_object / last_completed: skill frequencies counted per layout on the train split; "
+    console.print("accuracy: [95% bootstrap interval over tracks, one partner in one game]. "
+                  "held_object / last_completed: skill frequencies counted per layout on the train split; "
                   "nearest_target: uniform prior; one_step: the filter's likelihood without memory (ablation). "
                   "Unlabelled steps are skipped.")
     console.print(f"Reliability diagrams: {Path(written[0]).parent}")

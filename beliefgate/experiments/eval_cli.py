@@ -46,7 +46,7 @@ def _summary_table(rows, title: str) -> Table:
 
 
 def _write_report(out_dir: Path, path: Path, baseline: Optional[str], n_boot: int, seed: int, unit: str):
-    from beliefgate.eval.report import Report, ReportError
+    from beliefgate.eval.report import Report, ReportError, gate_firings_by_condition
     from beliefgate.eval.runner import RunError, check_results, load_grid_record, load_results
 
     try:
@@ -62,6 +62,7 @@ def _write_report(out_dir: Path, path: Path, baseline: Optional[str], n_boot: in
             description = (description + "\n\n" if description else "") + f"**{note[0].upper() + note[1:]}.**"
         rep = Report(rows, baseline, record.get("conditions"), n_boot, seed, unit, title=title, source=str(out_dir),
                      description=description)
+        rep.firings = gate_firings_by_condition(out_dir, rows, rep.conditions)
         text = rep.markdown()
     except (RunError, ReportError) as exc:
         _fail(str(exc))

@@ -404,10 +404,14 @@ class HumanEvalResult:
     calibration: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict, repr=False)
     #: method -> filter's advantage over it, with paired bootstrap intervals (:func:`paired_bootstrap`)
     comparison: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    #: method -> ``"overall"`` or layout -> 95% bootstrap interval of the accuracy over tracks
+    #: (:func:`accuracy_intervals`)
+    accuracy_ci: Dict[str, Dict[str, List[float]]] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"overall": self.overall, "by_layout": self.by_layout, "comparison": self.comparison,
-                "split": self.split, "params": self.params, "config": self.config}
+                "accuracy_ci95": self.accuracy_ci, "split": self.split, "params": self.params,
+                "config": self.config}
 
 
 def method_posteriors(tracks: Sequence[Track], tables: Dict[str, LayoutTables],
@@ -474,7 +478,34 @@ def evaluate_tracks(tracks: Sequence[Track], train_tracks: Sequence[Track], para
            **(config or {})}
     result = HumanEvalResult(split, params, overall, by_layout, cfg, calibration)
     result.comparison = paired_bootstrap(tracks, posts, seed=bootstrap_seed)
+    result.accuracy_ci = accuracy_intervals(tracks, posts, seed=bootstrap_seed)
     return result
+
+
+def accuracy_intervals(tracks: Sequence[Track], posts: Dict[str, List[np.ndarray]], resamples: int = 2000,
+                       seed: int = 0) -> Dict[str, Dict[str, List[float]]]:
+    """95% percentile intervals of each method's accuracy, overall and per layout, by resampling whole
+    tracks (steps within a game are dependent); a layout with one track gets ``[nan, nan]``."""
+    rng = np.random.default_rng(seed)
+    n = np.array([(t.label >= 0).sum() for t in tracks], float)
+    groups = {"overall": np.arange(len(tracks)),
+              **{lay: np.array([i for i, t in enumerate(tracks) if t.layout == lay])
+                 for lay in sorted({t.layout for t in tracks})}}
+    draws = {g: rng.integers(0, len(sel), size=(resamples, len(sel))) for g, sel in groups.items() if len(sel) > 1}
+    out: Dict[str, Dict[str, List[float]]] = {}
+    for method, plist in posts.items():
+        correct = np.array([np.sum(p[t.label >= 0].argmax(axis=1) == t.label[t.label >= 0])
+                            for p, t in zip(plist, tracks)], float)
+        out[method] = {}
+        for g, sel in groups.items():
+            if g not in draws:
+                out[method][g] = [float("nan"), float("nan")]
+                continue
+            idx = sel[draws[g]]
+            tot = n[idx].sum(axis=1)
+            acc = np.divide(correct[idx].sum(axis=1), tot, out=np.full(len(tot), np.nan), where=tot > 0)
+            out[method][g] = [float(x) for x in np.nanpercentile(acc, [2.5, 97.5])]
+    return out
 
 
 def paired_bootstrap(tracks: Sequence[Track], posts: Dict[str, List[np.ndarray]], reference: str = "filter",

@@ -196,7 +196,10 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str, pr
     plt = pyplot()
     arms = sorted(records)
     paths = []
-    fig, axes = plt.subplots(1, len(arms), figsize=(3.2 * len(arms), 2.8), squeeze=False, sharey=True)
+    # constrained layout: the figure title gets its own row above the panels' titles (tight_layout let
+    # them overlap), and every axis label stays inside the canvas
+    fig, axes = plt.subplots(1, len(arms), figsize=(3.2 * len(arms), 2.8), squeeze=False, sharey=True,
+                             layout="constrained")
     for ax, arm in zip(axes[0], arms):
         k = [r.kappa for r in records[arm]]
         ax.hist(k, bins=np.linspace(0, 1, 21), color="#4477aa")
@@ -206,9 +209,8 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str, pr
     axes[0][0].set_ylabel("decisions")
     axes[0][0].legend(fontsize=7)
     fig.suptitle("(a) confidence κ per decision", fontsize=9)
-    fig.tight_layout()  # the title above the panels' titles, the axis labels inside the canvas
     paths.append(save(fig, img / f"{prefix}_kappa.png", bbox_inches="tight"))
-    fig, ax = plt.subplots(figsize=(5, 3))
+    fig, ax = plt.subplots(figsize=(5, 3), layout="constrained")
     width = 0.8 / max(len(arms), 1)
     for i, arm in enumerate(arms):
         d = np.array([r.depth for r in records[arm]])
@@ -220,10 +222,13 @@ def _figures(records: Dict[str, list], theta: float, img: Path, command: str, pr
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, not on them
     ax.set_title("(b) rollout depth used", fontsize=9)
     paths.append(save(fig, img / f"{prefix}_depth.png", bbox_inches="tight"))
-    fig, ax = plt.subplots(figsize=(5, 3))
-    for arm in arms:
+    fig, ax = plt.subplots(figsize=(5, 3), layout="constrained")
+    # arms whose curves coincide (e.g. overforge and overforge:-belief) stay visible: each its own dash
+    # pattern and width, the later ones drawn thinner on top
+    styles = ["-", "--", ":", "-.", (0, (5, 1, 1, 1))]
+    for i, arm in enumerate(arms):
         g = [r.gap for r in records[arm] if r.gap is not None]
-        ax.plot(np.cumsum(g), label=arm)
+        ax.plot(np.cumsum(g), label=arm, ls=styles[i % len(styles)], lw=max(0.8, 2.4 - 0.4 * i))
     ax.set_xlabel("decision (pooled over episodes)")
     ax.set_ylabel("cumulative gap of the two best E[U]")
     ax.legend(fontsize=6)

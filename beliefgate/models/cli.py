@@ -318,11 +318,9 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             table.add_row(str(r.rank), Text(r.name), Text(variant), f"{r.elpd_loo:.1f}", f"{r.se:.1f}", f"{r.elpd_diff:.1f}",
                           f"{r.dse:.1f}", f"{r.p_loo:.1f}", f"{r.weight:.2f}", "yes" if r.warning else "")
         console.print(table)
-        best, second = result.rows[0], result.rows[1]
-        verdict = ("clearly" if second.elpd_diff > 2 * second.dse else "not clearly")
-        console.print(Text(f"'{best.name}' is {verdict} better than '{second.name}' (elpd_diff "
-                           f"{second.elpd_diff:.1f}, dse {second.dse:.1f}). warning = Pareto k > 0.7 for some "
-                           "trajectory: LOO is unreliable."))
+        console.print(Text(result.verdict() + "."))
+        for line in result.warnings():
+            err_console.print(Text(f"warning: {line}"), style="bold yellow")
 
 
 def _fit_kappa(logs, out, method, chains, draws, warmup, seed, fixed, chain_method, target_accept, svi_steps,

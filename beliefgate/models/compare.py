@@ -42,9 +42,44 @@ class Comparison(NamedTuple):
     def best(self) -> str:
         return self.rows[0].name
 
+    def verdict(self) -> str:
+        """The reading of the two best fits by the usual ELPD guidance: a difference under
+        :data:`SMALL_ELPD_DIFF` is "no clear difference"; above it, clear only when it also exceeds
+        twice its standard error (``dse``)."""
+        best, second = self.rows[0], self.rows[1]
+        d, dse = second.elpd_diff, second.dse
+        numbers = f"elpd_diff {d:.1f}, dse {dse:.1f}"
+        if abs(d) < SMALL_ELPD_DIFF:
+            return (f"no clear difference between '{best.name}' and '{second.name}' ({numbers}: |elpd_diff| < "
+                    f"{SMALL_ELPD_DIFF:g})")
+        if d > 2 * dse:
+            return f"'{best.name}' is clearly better than '{second.name}' ({numbers}: above {SMALL_ELPD_DIFF:g} and 2 dse)"
+        return (f"'{best.name}' may be better than '{second.name}', but the difference is uncertain ({numbers}: "
+                "within 2 dse)")
+
+    def warnings(self) -> List[str]:
+        """What makes this comparison unreliable: Pareto k > 0.7 in a fit, too few LOO units."""
+        out = []
+        flagged = [r.name for r in self.rows if r.warning]
+        if flagged:
+            out.append(f"Pareto k > 0.7 for some trajectory in {', '.join(repr(n) for n in flagged)}: PSIS-LOO is "
+                       "unreliable there (the elpd and its se may be far off); refit with more trajectories or "
+                       "check the influential ones")
+        if self.num_trajectories < MIN_LOO_UNITS:
+            out.append(f"only {self.num_trajectories} LOO unit{'s' if self.num_trajectories != 1 else ''} "
+                       f"(trajectories): with fewer than ~{MIN_LOO_UNITS} the se of the difference is unreliable; "
+                       "fit on more logs")
+        return out
+
     def to_dict(self) -> dict:
         return {"models": [r._asdict() for r in self.rows], "configs": self.configs,
-                "num_trajectories": self.num_trajectories}
+                "num_trajectories": self.num_trajectories, "verdict": self.verdict(), "warnings": self.warnings()}
+
+
+#: |elpd_diff| below this is a small difference whatever its se (the LOO guidance's 4)
+SMALL_ELPD_DIFF = 4.0
+#: fewer LOO units (trajectories) than this and the se of an elpd difference is not to be trusted
+MIN_LOO_UNITS = 10
 
 
 def variant_name(record: Mapping) -> str:
@@ -112,4 +147,5 @@ def compare_files(paths: Sequence[Union[str, Path]]) -> Comparison:
     return compare_fits(fits)
 
 
-__all__ = ["CompareRow", "Comparison", "compare_fits", "compare_files", "variant_name"]
+__all__ = ["CompareRow", "Comparison", "compare_fits", "compare_files", "variant_name", "SMALL_ELPD_DIFF",
+           "MIN_LOO_UNITS"]

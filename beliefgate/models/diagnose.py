@@ -120,6 +120,25 @@ class PredictiveCheck(NamedTuple):
         return out
 
 
+#: what a failed view of the predictive check points at, and what to do next
+PPC_HINTS = {
+    "skill": ("It points at the skill dynamics: how often and to what the partner switches skills, and whether "
+              "its actions lean toward the running skill as the controller's Boltzmann policy says. Try a free "
+              "hazard or the windowed model and `beliefgate compare` them; with scripted partners (they wait, "
+              "pass and detour in ways the controller does not model) expect this check to fail, and judge the "
+              "fit by its calibration (on by default, `--calibration`: the filtered posterior against the logged skills) instead."),
+    "primitive": ("It points at the actions within a skill: the controller's Boltzmann policy (beta, epsilon) "
+                  "does not reproduce which moves the partner makes (waits, detours, a different route or "
+                  "controller); the skill posterior may still be calibrated (see the calibration rows), and a large "
+                  "epsilon is the model absorbing those moves as noise."),
+}
+
+
+def ppc_hint(view: str) -> str:
+    """What a failed predictive check of ``view`` (``"skill"``, ``"primitive"``) points at."""
+    return PPC_HINTS.get(view, "")
+
+
 class CalibrationRow(NamedTuple):
     """Scores of one filtered posterior against the true skills."""
 
@@ -597,7 +616,7 @@ def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = T
             f"skill-state bucket differ from the model's (ppp {view.ppp:.3f} < {view.alpha}, "
             f"X^2 {view.chi2_observed:.1f} observed vs {view.chi2_replicated:.1f} replicated, "
             f"TV {view.tv:.3f}; worst bucket '{worst.label}': TV {worst.tv:.3f} over "
-            f"{worst.steps} steps)")
+            f"{worst.steps} steps). {ppc_hint(view.view)}")
     settings = {"seed": seed, "ppc_draws": ppc_draws, "predictive": predictive, "calibrate": calibrate,
                 "min_bucket_steps": min_bucket_steps, "point": point, "fit": record}
     return Diagnosis(parameters, divergences, warnings, config.method, chains, draws, ppc, cal, settings)

@@ -466,6 +466,34 @@ def _svi(data: FitData, config: FitConfig, progress: bool):
     return idata, {"final_loss": float(losses[-1])}
 
 
+#: draws of the prior group a fit stores (``idata.prior``: the parameters drawn from their priors)
+PRIOR_DRAWS = 500
+
+
+def prior_draws(data: FitData, config: FitConfig, num: int = PRIOR_DRAWS):
+    """The parameters drawn from the model's priors (``config``'s fixed values, variant and per-skill
+    beta), as an xarray Dataset with one chain of ``num`` draws: the fit file's ``prior`` group, to
+    compare the posterior with (only the parameter sites are run: no likelihood is evaluated)."""
+    import arviz as az
+    import jax
+    import numpy as np
+    from numpyro.infer import Predictive
+
+    from beliefgate.models.params import PARAMS
+    from beliefgate.models.skill_model import sample_model_params
+
+    def prior_model():
+        sample_model_params(PARAMS, config.fixed, num_skills=len(data.skill_names), model=config.model,
+                            per_skill_beta=config.per_skill_beta, fit_weight=config.fit_weight)
+
+    names = config.parameter_names()
+    draws = Predictive(prior_model, num_samples=num, return_sites=names)(jax.random.PRNGKey(config.seed + 1))
+    coords, dims = _coords(data, config)
+    dims = {k: v for k, v in dims.items() if k in draws}
+    return az.from_dict(prior={k: np.asarray(v)[None] for k, v in draws.items()},
+                        coords={k: v for k, v in coords.items() if k == "skill"}, dims=dims).prior
+
+
 def fit(data: FitData, config: Optional[FitConfig] = None, *, progress: bool = False,
         extra_attrs: Optional[Mapping[str, Any]] = None):
     """Fit ``config``'s model (default: ``FitConfig()``) to ``data``; returns ``arviz.InferenceData``.
@@ -497,6 +525,9 @@ def fit(data: FitData, config: Optional[FitConfig] = None, *, progress: bool = F
     idata.add_groups(log_likelihood=xr.Dataset({"log_lik": log_lik}))
     observed, constant = data.to_datasets()
     idata.add_groups(observed_data=observed, constant_data=constant)
+    if "prior" in idata.groups():
+        delattr(idata, "prior")
+    idata.add_groups(prior=prior_draws(data, config))
     record = {
         "format": FORMAT,
         "config": config.model_dump(),

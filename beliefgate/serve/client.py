@@ -39,7 +39,7 @@ from beliefgate.beliefs import errors as _errors
 from beliefgate.beliefs import kappa as _kappa
 from beliefgate.beliefs.evidence import StepEvidence
 from beliefgate.beliefs import core as _core
-from beliefgate.beliefs.gate import Decision, GateInfo, GateParams, check_ego_active
+from beliefgate.beliefs.gate import Decision, GateInfo, GateParams, check_ego_active, check_keep_memory
 from beliefgate.beliefs.gates import ChangePointInfo, CusumInfo, StableMapInfo
 from beliefgate.models.checks import as_bool
 from beliefgate.serve.schemas import SESSION_ID_PATTERN
@@ -429,8 +429,10 @@ class RemoteGate:
         self._client.request("POST", self._path("/notify_replanned"))
 
     def reset(self, keep_memory: bool = False) -> None:
-        """Remote :meth:`Gate.reset`."""
-        self._client.request("POST", self._path("/reset"), {"keep_memory": bool(keep_memory)})
+        """Remote :meth:`Gate.reset`; ``keep_memory`` must be a bool, as in process (``bool("no")`` is true)."""
+        with _checked_here():
+            keep_memory = check_keep_memory(keep_memory)
+        self._client.request("POST", self._path("/reset"), {"keep_memory": keep_memory})
 
     def state(self) -> dict:
         """The session's state (``SessionOut``: ``t``, ``posterior``, ``memory``, ``state_digest``, ...)."""

@@ -109,6 +109,19 @@ def _kappa_fields(info: Dict[str, Any]):
     return _finite(k), (bool(commit) if commit is not None else None)
 
 
+def _kappa_theta(info: Dict[str, Any]) -> Optional[float]:
+    """The commit threshold θ of a κ decision: ``theta`` flat, in a ``kappa`` object, or in an OverForge
+    decision record's ``kappa_params``; None where absent."""
+    for record in (info, info.get("pcm"), info.get("kappa")):
+        if not isinstance(record, dict):
+            continue
+        params = record.get("kappa_params")
+        theta = _finite(params.get("theta")) if isinstance(params, dict) else _finite(record.get("theta"))
+        if theta is not None:
+            return theta
+    return None
+
+
 def _check_belief(belief: Any, where: str) -> None:
     """A logged posterior is absent (None) or a list of numbers; anything else (a string, a dict, a
     list holding a string, a bool or null) is a :class:`ReportInputError` naming ``where``.
@@ -211,6 +224,7 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
     present = {"contradiction": False, "interrupt": False, "gate_fired": False, "suppressed_reason": False,
                "replanned": False, "effective": False, "kappa": False, "commit": False, "fallbacks": False}
     previous_count = 0
+    theta: Optional[float] = None  # the commit threshold κ is read against (the first one logged)
     for t, row in enumerate(steps):
         info = row.info[seat] if seat < len(row.info) else {}
         if "contradiction" in info:
@@ -252,6 +266,7 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
             fallbacks.extend([t, "?", "?", ""] for _ in range(max(0, info["fallbacks"] - previous_count)))
             previous_count = info["fallbacks"]
         k, commit = _kappa_fields(info)
+        theta = _kappa_theta(info) if theta is None else theta
         kappa.append(None if k is None else round(k, 4))
         if k is not None:
             present["kappa"] = True
@@ -291,6 +306,7 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
         "replans": replans,
         "deliveries": deliveries,
         "kappa": kappa if present["kappa"] else None,
+        "kappa_theta": theta,
         "commits": commits,
         "fallbacks": fallbacks,
         "plan_source": [(r.info[seat].get("plan_source") if seat < len(r.info) else None) for r in steps],
@@ -384,7 +400,7 @@ def write_episode_reports(run_dir: str | Path, out_dir: Optional[str | Path] = N
         rows.append({**written, "log": str(log), "href": _relative_href(target.relative_to(out_dir))})
     index = out_dir / "index.html"
     try:
-        atomic_write(index, _index_html(run_dir, rows, failed).encode("utf-8"))
+        atomic_write(index, _index_html(run_dir, rows, failed, comparison_figure(run_dir)).encode("utf-8"))
     except OSError as exc:
         raise ReportWriteError(f"cannot write report index {index}: {exc}") from exc
     return {"index": str(index), "reports": rows, "failed": failed}
@@ -401,7 +417,93 @@ def _relative_href(rel: Path) -> str:
     return "/".join(quote(part, safe="") for part in rel.parts)
 
 
-def _index_html(run_dir: Path, rows: List[Dict[str, Any]], failed: List[Dict[str, str]]) -> str:
+#: the agent-comparison figure of the index: (metric, label, digits)
+COMPARISON_METRICS = (("reward", "reward per episode", 1), ("gap_rate", "belief-action gap rate per step (lower is better)", 2))
+
+
+def comparison_stats(results: Sequence[Dict[str, Any]], n_boot: int = 2000) -> List[Dict[str, Any]]:
+    """Per condition (agent) of a results table: for each metric of :data:`COMPARISON_METRICS` the mean
+    over episodes and a 95% bootstrap interval over seeds (each seed's value: its episodes' mean; NaN
+    values skipped; fewer than two seeds: no interval)."""
+    from beliefgate.eval.report import bootstrap_mean_ci
+
+    out = []
+    for agent in dict.fromkeys(str(r["agent"]) for r in results):
+        mine = [r for r in results if str(r["agent"]) == agent]
+        row: Dict[str, Any] = {"agent": agent, "episodes": len(mine)}
+        for metric, _, _ in COMPARISON_METRICS:
+            by_seed: Dict[Any, List[float]] = {}
+            for r in mine:
+                v = _finite(r.get(metric))
+                if v is not None:
+                    by_seed.setdefault(r["seed"], []).append(v)
+            means = [sum(v) / len(v) for v in by_seed.values()]
+            row[metric] = bootstrap_mean_ci(means, n_boot=n_boot, name=f"index|{agent}|{metric}") if means else (
+                float("nan"),) * 3
+        out.append(row)
+    return out
+
+
+def comparison_figure(run_dir: Path) -> str:
+    """The index's agent-comparison figure (inline SVG: reward and gap per condition, mean and 95% CI over
+    seeds) from the run's results table; "" when the run has no readable results."""
+    from beliefgate.eval.runner import RunError, load_results
+
+    try:
+        results = load_results(run_dir)
+    except (RunError, OSError) as exc:  # a folder of logs without a results table: the links still work
+        return f'<p class="no-figure">No agent-comparison figure: {html.escape(str(exc))}</p>'
+
+    stats = comparison_stats(results) if results else []
+    if not stats:
+        return ""
+    label_w, panel_w, row_h, top = 190, 300, 20, 34
+    height = top + row_h * len(stats) + 22
+    width = label_w + len(COMPARISON_METRICS) * (panel_w + 30)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="comparison" '
+             'font-family="system-ui, sans-serif" font-size="11">']
+    for i, r in enumerate(stats):
+        y = top + row_h * i + row_h / 2
+        parts.append(f'<text x="{label_w - 8}" y="{y + 4:.1f}" text-anchor="end">{html.escape(r["agent"])} '
+                     f'(n={r["episodes"]})</text>')
+    for j, (metric, label, digits) in enumerate(COMPARISON_METRICS):
+        x0 = label_w + j * (panel_w + 30)
+        vals = [v for r in stats for v in r[metric] if v == v]
+        parts.append(f'<text x="{x0 + panel_w / 2}" y="14" text-anchor="middle" font-weight="bold">'
+                     f'{html.escape(label)}</text>')
+        if not vals:
+            parts.append(f'<text x="{x0 + 10}" y="{top + 12}" fill="#888">not measured</text>')
+            continue
+        lo, hi = min(vals), max(vals)
+        pad = (hi - lo) * 0.08 or max(abs(hi) * 0.05, 0.01)
+        lo, hi = lo - pad, hi + pad
+
+        def px(v, x0=x0, lo=lo, hi=hi):
+            return x0 + (v - lo) / (hi - lo) * panel_w
+
+        base = top + row_h * len(stats)
+        parts.append(f'<line x1="{x0}" x2="{x0 + panel_w}" y1="{base}" y2="{base}" stroke="#888"/>')
+        for v in sorted({round(lo + pad, 9), round((lo + hi) / 2, 9), round(hi - pad, 9)}):
+            parts.append(f'<line x1="{px(v):.1f}" x2="{px(v):.1f}" y1="{base}" y2="{base + 4}" stroke="#888"/>'
+                         f'<text x="{px(v):.1f}" y="{base + 15}" text-anchor="middle" fill="#555">{v:.{digits}f}</text>')
+        for i, r in enumerate(stats):
+            mean, clo, chi = r[metric]
+            if mean != mean:
+                continue
+            y = top + row_h * i + row_h / 2
+            ci = f"[{clo:.{digits}f}, {chi:.{digits}f}]" if clo == clo else "(one seed: no interval)"
+            if clo == clo:
+                parts.append(f'<line x1="{px(clo):.1f}" x2="{px(chi):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
+                             'stroke="#1f77b4" stroke-width="2" class="ci"/>')
+            parts.append(f'<circle cx="{px(mean):.1f}" cy="{y:.1f}" r="3.5" fill="#1f77b4" class="mean">'
+                         f'<title>{html.escape(r["agent"])}: {mean:.{digits}f} {ci}</title></circle>')
+    parts.append("</svg>")
+    caption = ("Mean per condition with a 95% bootstrap interval over seeds (each seed: the mean of its episodes), "
+               f"from {run_dir / 'results.csv'}; the same numbers as `beliefgate eval report`'s tables.")
+    return f'<figure class="comparison">{"".join(parts)}<figcaption>{html.escape(caption)}</figcaption></figure>'
+
+
+def _index_html(run_dir: Path, rows: List[Dict[str, Any]], failed: List[Dict[str, str]], figure: str = "") -> str:
     lines = []
     for r in rows:
         s = r["summary"]
@@ -414,6 +516,7 @@ def _index_html(run_dir: Path, rows: List[Dict[str, Any]], failed: List[Dict[str
     return fill_template(asset_text("index.html"), {
         "TITLE": html.escape(f"episode reports: {run_dir}"),
         "COUNT": f"{len(rows)} report(s), {len(failed)} log(s) failed",
+        "FIGURE": figure,
         "ROWS": "\n".join(lines),
     })
 

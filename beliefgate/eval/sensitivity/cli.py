@@ -197,6 +197,8 @@ def _closed_loop(grid: Path, logs: List[str], params: List[str], base_path: Opti
                       f"configuration ({', '.join(c.dirname for c in plan.configs)})")
         for p in written:
             console.print(f"plot: {p}")
+        for w in result.warnings:
+            say("warning:", w, "bold yellow")
     if result.failed:
         for line in result.failed:
             say_failure(line)

@@ -165,6 +165,25 @@ def count_interrupts(log_path, seat: int) -> int:
     return n
 
 
+def count_vetoes(log_path, seat: int) -> Tuple[int, Dict[str, int]]:
+    """The ego gate's firings in a logged episode (``gate_fired``) and, per filter, those a veto
+    stopped (``gate_veto.filter``; see :func:`beliefgate.eval.metrics.gate_firings`)."""
+    import json
+
+    fired, vetoes = 0, {}
+    with open(log_path, encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            info = (row.get("info") or []) if row.get("kind") == "step" else []
+            if len(info) > seat and info[seat].get("gate_fired"):
+                fired += 1
+                veto = info[seat].get("gate_veto")
+                if isinstance(veto, dict):
+                    name = str(veto.get("filter", "?"))
+                    vetoes[name] = vetoes.get(name, 0) + 1
+    return fired, vetoes
+
+
 def _bootstrap_stats(values: np.ndarray, n_boot: int, conf_level: float, seed: int, name: str) -> dict:
     """Mean, sd and percentile-bootstrap CI of the mean over episodes (NaN values skipped).
 
@@ -237,11 +256,35 @@ class ClosedLoopResult:
         get = lambda k: np.array([r.stats[output][k] for r in rows])  # noqa: E731
         return np.array([r.value for r in rows]), get("mean"), get("ci_low"), get("ci_high")
 
+    @property
+    def warnings(self) -> List[str]:
+        """One line per swept parameter whose every value left every agent without an interrupt: the
+        sweep measured nothing there (with the gate's firings and the vetoes that stopped them)."""
+        out = []
+        for r in self.plan.ranges:
+            block = self.block(r.name)
+            if not block or any(row.stats["interrupts"]["mean"] != 0.0 for row in block):
+                continue
+            recs = [e for row in block for e in self.episodes.get(row.dirname, []) if e["agent"] == row.agent]
+            fired = sum(int(e.get("gate_fired", 0)) for e in recs)
+            vetoes: Dict[str, int] = {}
+            for e in recs:
+                for name, n in (e.get("vetoes") or {}).items():
+                    vetoes[name] = vetoes.get(name, 0) + int(n)
+            why = (f"the gate fired {fired} times and every firing was vetoed ("
+                   + ", ".join(f"{k} {v}" for k, v in sorted(vetoes.items(), key=lambda kv: -kv[1])) + ")"
+                   if fired else "the gate never fired")
+            values = sorted({row.value for row in block})
+            out.append(f"{r.name}: 0 interrupts for every value ({', '.join(f'{v:g}' for v in values)}) and "
+                       f"every agent: {why}; this sweep measures nothing about {r.name}")
+        return out
+
     def to_dict(self) -> dict:
         import beliefgate
 
         return {
             "kind": "sensitivity.oat.closed_loop",
+            "warnings": self.warnings,
             "format": CLOSED_LOOP_FORMAT,
             "version": beliefgate.__version__,
             "grid": self.plan.grid_record(),
@@ -272,6 +315,7 @@ def _episode_record(row: dict, sub: Path) -> dict:
     for out, col in CLOSED_LOOP_COLUMNS.items():
         rec[out] = float(row[col])
     rec["interrupts"] = float(count_interrupts(sub / row["log"], int(row["seat"])))
+    rec["gate_fired"], rec["vetoes"] = count_vetoes(sub / row["log"], int(row["seat"]))
     return rec
 
 
@@ -347,5 +391,5 @@ def run_closed_loop_oat(plan: ClosedLoopPlan, out, executor=None,
 
 
 __all__ = ["CLOSED_LOOP_OUTPUTS", "CLOSED_LOOP_COLUMNS", "BASE_DIR", "CLOSED_LOOP_FORMAT", "ClosedLoopConfig",
-           "ClosedLoopPlan", "plan_closed_loop", "count_interrupts", "ClosedLoopRow", "ClosedLoopResult",
+           "ClosedLoopPlan", "plan_closed_loop", "count_interrupts", "count_vetoes", "ClosedLoopRow", "ClosedLoopResult",
            "run_closed_loop_oat"]

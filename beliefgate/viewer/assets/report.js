@@ -183,6 +183,18 @@
   function drawKappa(r) {
     if (!hasKappa && !pr.commit) { absent(r, "\u03ba not logged (the ego is no \u03ba agent)"); return; }
     if (hasKappa) {  // κ is logged at decisions: a dot per logged value, joined across the steps between them
+      [0, 0.5, 1].forEach(function (v) {  // the axis: κ runs from 0 (bottom) to 1 (top)
+        var ty = xr(r.y + r.h - v * r.h);
+        el("line", { x1: LEFT - 3, x2: LEFT, y1: ty, y2: ty, stroke: "#888888", "class": "kappa-tick" }, r.g);
+        var lab = el("text", { x: LEFT - 5, y: ty + 3, "font-size": 8, "text-anchor": "end", fill: "#555555",
+                               "class": "kappa-tick-label" }, r.g);
+        lab.textContent = String(v);
+      });
+      if (D.kappa_theta !== null && D.kappa_theta !== undefined) {  // the commit threshold
+        var thy = xr(r.y + r.h - D.kappa_theta * r.h);
+        titled(el("line", { x1: LEFT, x2: LEFT + plotW, y1: thy, y2: thy, stroke: "#33a02c", "stroke-dasharray": "4 3",
+                            "class": "kappa-theta" }, r.g), "\u03b8 = " + D.kappa_theta + ": commit when \u03ba \u2265 \u03b8");
+      }
       var pts = [];
       for (var t = t0; t < t1; t++) {
         var v = D.kappa[t];
@@ -302,7 +314,7 @@
       add("partner true skill", skillName(D.true_skill[t]));
       add("partner MAP", D.partner_map[t] || "-");
       add("replan reason", D.reasons[t] || "-");
-      var ev = D.events[t].map(function (e, i) { return e.length ? "P" + i + ": " + e.join(" ") : ""; }).filter(Boolean);
+      var ev = D.events[t].map(function (e, i) { return e.length ? (labels[i] || String(i)) + ": " + e.join(" ") : ""; }).filter(Boolean);
       add("events", ev.join("; ") || "-");
       if (hasKappa) { add("\u03ba", D.kappa[t] === null ? "-" : D.kappa[t]); }
       if (D.plan_source[t]) { add("plan source", D.plan_source[t]); }
@@ -348,7 +360,13 @@
   }
   playBtn.addEventListener("click", function () { if (timer === null) { start(); } else { stop(); } });
   speedSel.addEventListener("change", function () { if (timer !== null) { start(); } });
-  if (zoomSel) { zoomSel.addEventListener("change", function () { render(0, T); show(frame); }); }
+  if (zoomSel) {
+    // a window as long as the episode or longer shows nothing more than "whole episode": not offered
+    Array.prototype.slice.call(zoomSel.options).forEach(function (o) {
+      if (o.value !== "all" && Number(o.value) >= T) { zoomSel.removeChild(o); }
+    });
+    zoomSel.addEventListener("change", function () { render(0, T); show(frame); });
+  }
   scrubber.max = String(F - 1);
   scrubber.addEventListener("input", function () { show(Number(scrubber.value)); });
   document.addEventListener("keydown", function (e) {
