@@ -116,12 +116,14 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
     if llm is not None:
         llm.start_episode()
     label = partner_label(partners)
+    channel, talkers = open_channel(domain, layout, agents, messages)
     header = LogHeader(
         layout=layout, horizon=horizon, seed=seed, seat=seat, agents=names, ego=ego, partner=label,
         version=beliefgate.__version__,
         config={**domain.env_options(old_dynamics=old_dynamics, **options), **(config or {}),
                 **({"gate_params": gate_params.model_dump(mode="json")} if gate_params is not None else {}),
-                **(llm.describe() if llm is not None else {})},
+                **(llm.describe() if llm is not None else {}),
+                **({"messages": channel.rules.model_dump(mode="json")} if channel is not None else {})},
     )
     traj = Trajectory(header)
     writer = LogWriter(log_path, header) if log_path is not None else None
@@ -130,9 +132,6 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
     #: seats whose logged skill is their hindsight label (a trained policy's); their rows are written at the end
     hindsight = [i for i, a in enumerate(agents) if getattr(a, "skill_labels", None) == "hindsight"]
     deliveries = 0
-    channel, talkers = open_channel(domain, layout, agents, messages)
-    if channel is not None:
-        header.config["messages"] = channel.rules.model_dump(mode="json")
     started = time.perf_counter()
     try:
         for t in range(horizon):

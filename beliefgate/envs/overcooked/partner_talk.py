@@ -124,8 +124,9 @@ class TalkingMixin:
     def act(self, state, my_events: Sequence[str] = ()) -> int:
         self._t = int(state.timestep)
         self._players = len(state.players)
-        if self.following is not None and self._t - self.following[1] > self.talk.patience:
-            self.following = None
+        if self.following is not None and (self._t - self.following[1] > self.talk.patience
+                                           or self.following[0] == self.active_skill):
+            self.following = None  # given up, or it is doing what was asked already
         return super().act(state, my_events)
 
     def _choose(self, state) -> None:
