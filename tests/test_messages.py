@@ -246,3 +246,17 @@ def test_a_followed_request_is_the_partners_next_sub_task(chatterbox):
             executed += 1
     assert sum(h["follow"] for _, h in decided) >= 5  # follow 0.8 of 10 (binomial: P(< 5) = 0.006)
     assert executed >= 3  # (a sourcer fetches onions by preference: without the requests, dishes are rare)
+
+
+def test_a_partner_file_with_a_bad_talk_block_is_refused_naming_the_field(tmp_path):
+    from beliefgate.envs.domain import PartnerSpecError
+    from beliefgate.envs.overcooked.partners import UnknownPartnerFieldError, load_partner
+
+    base = "format: beliefgate.partner/1\nname: t\nstyles:\n  a: {weights: {pickup_dish: 2}}\n"
+    for talk, needle, kind in (("talk: {propose: {self: chef}}", "chef", PartnerSpecError),
+                               ("talk: {follow: 1.5}", "follow", PartnerSpecError),
+                               ("talk: {shout: true}", "shout", UnknownPartnerFieldError)):
+        path = tmp_path / "t.yaml"
+        path.write_text(base + talk + "\n")
+        with pytest.raises(kind, match=needle):
+            load_partner(path)
