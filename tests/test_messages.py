@@ -260,3 +260,43 @@ def test_a_partner_file_with_a_bad_talk_block_is_refused_naming_the_field(tmp_pa
         path.write_text(base + talk + "\n")
         with pytest.raises(kind, match=needle):
             load_partner(path)
+
+
+def test_the_report_draws_the_messages_on_its_timeline(tmp_path):
+    from beliefgate.viewer.report import report_data, write_report
+
+    log = tmp_path / "talk.jsonl"
+    run_episode("cramped_room", "talk-sourcer-keeps", "talk-plater-keeps", seed=1, horizon=30, log_path=log)
+    data = report_data(read_log(log))
+    sent = [[r.t, m.sender, m.kind] for r in read_log(log).steps if r.messages for m in r.messages.sent]
+    assert [m[:3] for m in data["messages"]] == sent and sent  # proposals at 1, answers at 2
+
+
+@pytest.mark.slow
+def test_the_report_page_draws_the_message_marks_in_a_browser(tmp_path):
+    from beliefgate.viewer.report import write_report
+
+    log = tmp_path / "talk.jsonl"
+    run_episode("cramped_room", "talk-sourcer-keeps", "talk-plater-keeps", seed=1, horizon=30, log_path=log)
+    sent = [[r.t, m.sender, m.kind] for r in read_log(log).steps if r.messages for m in r.messages.sent]
+    try:
+        from beliefgate.viewer.browser import BrowserUnavailable, find_browser, headless_chromium
+
+        paths = find_browser()
+    except (ImportError, BrowserUnavailable) as exc:
+        pytest.skip(f"no headless browser: {exc}")
+    from selenium.webdriver.common.by import By
+
+    out = tmp_path / "talk.html"
+    write_report(log, out)
+    driver = headless_chromium(paths=paths)
+    try:
+        driver.get(out.as_uri())
+        end = __import__("time").monotonic() + 10
+        while not driver.execute_script("return !!window.beliefgateReport"):
+            assert __import__("time").monotonic() < end, "report script"
+        marks = driver.find_elements(By.CSS_SELECTOR, "#track-messages text.message")
+        assert [m.get_attribute("data-kind") for m in marks] == [m[2] for m in sent]
+        assert [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"] == []
+    finally:
+        driver.quit()
