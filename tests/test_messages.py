@@ -180,9 +180,10 @@ def test_overforge_adopts_the_role_a_talking_partner_proposes_and_keeps_it():
     # the partner's proposal entered kappa as judgments: more than the judge's own neighbour pairs
     judged = [e for e in pcm["evidence"] if "left" in e]
     assert len(judged) > len(pcm["branches"]) - 1
-    # retention: from then on every decision considers the agreed strategy alone and holds it
+    # retention: from then on every decision starts from the agreed strategy and the agent holds it
     later = [r.info[0] for r in steps if r.t > adopted[0].t and r.info[0].get("pcm")]
-    assert later and all(i["pcm"]["strategies"] == [strategy] and i["strategy"] == strategy for i in later)
+    assert later and all(i["pcm"]["strategies"][0] == strategy and i["strategy"] == strategy for i in later)
+    assert all(r.info[0]["talk"]["agreement"] == strategy for r in steps if r.t >= adopted[0].t)
     assert res.summary["messages"]["refused"] == 0
 
 

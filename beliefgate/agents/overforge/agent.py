@@ -331,7 +331,8 @@ class OverForgeAgent(PlanningAgent):
         committed = bool(info.commit)
         # strategy persistence: change on a commit to another strategy, or on a revision trigger
         change = None
-        if self.config.hierarchy and not self.config.pinned and best.strategy != self.strategy:
+        held = self.talk is not None and self.talk.holds()  # an agreed split keeps the strategy
+        if self.config.hierarchy and not self.config.pinned and best.strategy != self.strategy and not held:
             if self.strategy is None or committed or reason_for_strategy in REVISE_REASONS:
                 change = StrategyChange(self.strategy, best.strategy,
                                         "commit" if (committed and self.strategy is not None) else reason_for_strategy)

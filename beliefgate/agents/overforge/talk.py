@@ -17,7 +17,9 @@ What it hears
   favour of the best consistent branch over each inconsistent one, ``n = round(listen x
   reliability)`` (``listen``: the config's weight of a message, 2 by default). A proposal
   accepted either way (it accepts the teammate's, or the teammate accepts its own) is an
-  *agreement*: the agent then holds the agreed strategy as if pinned (retention) until the
+  *agreement*: the agent then holds the agreed strategy (retention: decisions still weigh the
+  alternative strategy's branches and may play one of their skills, but the held strategy does
+  not change) until the
   teammate's behaviour contradicts it (since the agreement, its believed skill -- confidence >=
   0.7 -- lay in the role the split gave the agent :data:`CONTRADICTION_MARGIN` more times than in
   its own role) or the teammate proposes again.
@@ -180,13 +182,15 @@ class Talk:
         return bool(roles) and ask.my_role in roles and not (set(ask.other_roles) & set(roles))
 
     def strategies(self, strategies: List[str], scores: Dict[str, float]) -> List[str]:
-        """The decision's candidate strategies: the agreed one alone under an agreement; else with
-        the best strategy consistent with each standing proposal added (replacing the last)."""
+        """The decision's candidate strategies: under an agreement the agreed one first (it is the held
+        one: :meth:`holds` keeps it), else with the best strategy consistent with each standing
+        proposal added (replacing the last)."""
         agent = self.agent
         if agent.config.pinned or not agent.config.hierarchy:
             return strategies
         if self.agreement is not None:
-            return [self.agreement.strategy]
+            agreed = self.agreement.strategy
+            return ([agreed] + [g for g in strategies if g != agreed])[:max(1, len(strategies))]
         out = list(strategies)
         for ask in self.asks:
             if ask.kind != "propose":
@@ -199,6 +203,10 @@ class Talk:
                 else:
                     out.append(fits[0])
         return out
+
+    def holds(self) -> bool:
+        """Does an agreement hold the strategy (no change, whatever the decision commits to)?"""
+        return self.agreement is not None
 
     def judgments(self, branches: Sequence[Branch], values: Sequence[float]) -> List[Judgment]:
         """Kappa's evidence from the standing asks: the best consistent branch over each inconsistent
