@@ -98,7 +98,9 @@ def report(args) -> None:
         sent = np.mean([(r["messages"] or {}).get("sent", 0) for r in rs]) if rs else float("nan")
         refused = sum((r["messages"] or {}).get("refused", 0) for r in rs)
         print(f"| `{ARMS[arm]}` self-play | {len(rs)} | {d.mean():.2f} ± {d.std(ddof=1):.2f} | {sent:.1f} | {refused} |")
-    diff = paired_bootstrap(by_arm["messages"], by_arm["no_messages"], "deliveries", name="social")
+    # both arms are self-play: pair them on layout, seat and seed (the partner is the arm's own agent)
+    pair = {arm: [{**r, "partner": "self-play"} for r in rs] for arm, rs in by_arm.items()}
+    diff = paired_bootstrap(pair["messages"], pair["no_messages"], "deliveries", name="social")
     print(f"\nDeliveries, messages − no messages (paired over seeds, bootstrap): **{diff.mean:+.2f} "
           f"[{diff.lo:+.2f}, {diff.hi:+.2f}]** ({diff.units} seeds, {diff.pairs} pairs).\n")
     per_episode = [[RequestOutcome(**o) for o in r["requests"]] for r in by_arm["messages"]]
