@@ -193,6 +193,40 @@ def test_overforge_without_messages_neither_talks_nor_listens():
     assert all("talk" not in r.info[0] for r in res.trajectory.steps)
 
 
+def test_overforge_declines_a_split_no_strategy_fits_and_says_why(chatterbox):
+    class Proposer(Chatterbox):
+        def messages_out(self):  # plating for OverForge and serving for itself: no strategy of the library fits
+            return [Propose(roles={0: "plating", 1: "serving"})] if self.t == 1 else []
+
+    R.register_agent(R.AgentEntry("chatterbox", lambda option, **kw: Proposer(), "proposes once"))
+    res = run_episode("cramped_room", "overforge", chatterbox, seed=1, horizon=40)
+    answers = [m for r in res.trajectory.steps if r.messages for m in r.messages.sent if m.sender == 0
+               and m.kind in ("accept", "decline")]
+    assert [(m.kind, m.reply_to, m.to) for m in answers] == [("decline", 1, 1)]
+    assert answers[0].reason == "undecided" or answers[0].reason.startswith("committed to ")
+    assert all(r.info[0]["talk"]["agreement"] is None for r in res.trajectory.steps)
+
+
+def test_a_teammates_message_weighs_in_kappa_by_its_reliability():
+    from beliefgate.agents.overforge import make_overforge_agent
+    from beliefgate.agents.overforge.record import Branch
+
+    agent = make_overforge_agent("overforge")
+    agent.reset("cramped_room", 0, 0)
+    agent.talk.hear([Propose(roles={0: "plating", 1: "ingredient"}, sender=1, t=0, id=0)])
+    branches = [Branch("finisher", "pickup_dish"), Branch("loader", "pickup_onion"), Branch("supplier", "pickup_onion")]
+    counts = {}
+    for kept, broken in ((1, 1), (9, 1), (1, 9)):
+        agent.talk.reliability[1].kept, agent.talk.reliability[1].broken = kept, broken
+        got = agent.talk.judgments(branches, [0.1, 0.5, 0.9])
+        assert all(j.left == "finisher/pickup_dish" and j.y == 1 for j in got)
+        counts[(kept, broken)] = len(got)
+    assert counts == {(1, 1): 2, (9, 1): 4, (1, 9): 0}  # round(listen=2 x reliability) per inconsistent branch
+    # a candidate set without a consistent strategy gets the best consistent one
+    assert "finisher" in agent.talk.strategies(["loader", "supplier"], {"loader": 1.0, "supplier": 0.9,
+                                                                        "finisher": 0.5, "server": 0.8})
+
+
 # --------------------------------------------------------------------------- talking partners
 @pytest.mark.parametrize("name", ["talk-plater-keeps", "talk-plater-breaks", "talk-server-follows"])
 def test_a_talking_partner_follows_requests_at_its_set_rate(name):
