@@ -281,6 +281,27 @@ def test_a_followed_request_is_the_partners_next_sub_task(chatterbox):
             executed += 1
     assert sum(h["follow"] for _, h in decided) >= 5  # follow 0.8 of 10 (binomial: P(< 5) = 0.006)
     assert executed >= 3  # (a sourcer fetches onions by preference: without the requests, dishes are rare)
+    from beliefgate.eval.social import request_outcomes
+
+    outs = request_outcomes(res.trajectory)
+    assert [(o.t + 1, o.seat, o.skill) for o in outs] == [(t, 1, "pickup_dish") for t, _ in decided]
+
+
+def test_followed_and_chance_shares():
+    from beliefgate.eval.social import RequestOutcome, chance_share, followed_share
+
+    def o(skill, nxt):
+        return RequestOutcome(0, 0, 1, skill, nxt, None)
+
+    outs = [o("a", "a"), o("b", "a"), o("c", "c"), o("a", None)]
+    assert followed_share(outs) == pytest.approx(2 / 3)
+    # shuffled: each next sub-task against every requested skill (a, b, c): a, a, c match 1 each
+    assert chance_share(outs) == pytest.approx(3 / 9)
+    import itertools
+
+    perms = list(itertools.permutations(["a", "b", "c"]))
+    by_perm = [followed_share([o(s, n) for s, n in zip(p, ["a", "a", "c"])]) for p in perms]
+    assert chance_share(outs) == pytest.approx(sum(by_perm) / len(by_perm))
 
 
 def test_a_partner_file_with_a_bad_talk_block_is_refused_naming_the_field(tmp_path):
