@@ -4,7 +4,8 @@ Layout of a log file::
 
     {"kind": "header", "format": "beliefgate.trajectory/1", "layout": ..., "seed": ..., "config": {...}, ...}
     {"kind": "step", "t": 0, "state": {...}, "actions": [a0, a1], "reward": 0.0,
-     "events": [[...], [...]], "skills": [ego_skill, partner_skill], "info": [{...}, {...}]}
+     "events": [[...], [...]], "skills": [ego_skill, partner_skill], "info": [{...}, {...}],
+     "messages": {"sent": [...], "refused": [...]}}     # "messages" only on a step with any
     ...
     {"kind": "final", "state": {...}, "summary": {...}}
 
@@ -25,6 +26,7 @@ from typing import Any, Dict, IO, List, Optional
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from beliefgate.envs.domain import Domain, UnknownLayoutError, domain_for_layout
+from beliefgate.envs.messages import StepMessages
 from beliefgate.fileio import DataSyntaxError, parse_data
 
 FORMAT = "beliefgate.trajectory/1"
@@ -98,6 +100,9 @@ class StepRow(BaseModel):
     events: List[List[str]]
     skills: List[Optional[str]]
     info: List[Dict[str, Any]] = []
+    #: the message channel's part of the step (messages sent, delivered at the next step; refusals);
+    #: absent from the line when nothing was said (logs written before the channel read the same)
+    messages: Optional[StepMessages] = None
 
 
 class FinalRow(BaseModel):
@@ -142,7 +147,7 @@ class LogWriter:
         self._fh.flush()
 
     def step(self, row: StepRow) -> None:
-        self._write(row.model_dump(mode="json"))
+        self._write(row.model_dump(mode="json", exclude={"messages"} if row.messages is None else None))
 
     def final(self, row: FinalRow) -> None:
         self._write(row.model_dump(mode="json"))

@@ -20,6 +20,7 @@ import beliefgate
 from beliefgate.agents.registry import ReportsFallbacks, make_agent
 from beliefgate.envs.domain import PartnerLayoutError, check_seat, domain_for_layout
 from beliefgate.envs.hindsight import domain_labels, relabel_seats
+from beliefgate.envs.messages import Channel, ChannelRules, Talks
 from beliefgate.envs.trajlog import FinalRow, LogHeader, LogWriter, StepRow, Trajectory
 from beliefgate.errors import InputError
 from beliefgate.planners.fallbacks import FallbackLog
@@ -72,7 +73,8 @@ def partner_label(partners: Sequence[str]) -> str:
 def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int = 0, horizon: Optional[int] = None,
                 seat: int = 0, log_path: Optional[str | Path] = None, old_dynamics: bool = True,
                 config: Optional[Dict[str, Any]] = None, llm=None, gate_params=None,
-                env_options: Optional[Dict[str, Any]] = None, memory=None) -> EpisodeResult:
+                env_options: Optional[Dict[str, Any]] = None, memory=None,
+                messages: ChannelRules | bool = True) -> EpisodeResult:
     """Play ``ego`` (in player slot ``seat``) with ``partner`` for ``horizon`` steps.
 
     ``partner`` is one agent name, or a list with one name per other player of the layout (in
@@ -91,6 +93,11 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
     :class:`~beliefgate.agents.memory.MemoryUse`): the ego starts each teammate's gate from what the
     store remembers about that partner and the episode is committed to it at the end, in one
     transaction (``summary["memory"]``); an ego without a gate is a ``MemoryNotUsedError``.
+    ``messages``: the message channel's rules
+    (:class:`~beliefgate.envs.messages.ChannelRules`; ``True``: the defaults, ``False``: no
+    channel); the agents that talk (:class:`~beliefgate.envs.messages.Talks`) hear each step's
+    deliveries before they act and speak after, and each step's messages and refusals are logged
+    in its row (``messages``) and counted in the summary (``messages``).
     """
     domain = domain_for_layout(layout)
     layout = domain.resolve_layout(layout)
@@ -127,13 +134,15 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
     if llm is not None:
         llm.start_episode()
     label = partner_label(partners)
+    channel, talkers = open_channel(domain, layout, agents, messages)
     header = LogHeader(
         layout=layout, horizon=horizon, seed=seed, seat=seat, agents=names, ego=ego, partner=label,
         version=beliefgate.__version__,
         config={**domain.env_options(old_dynamics=old_dynamics, **options), **(config or {}),
                 **({"gate_params": gate_params.model_dump(mode="json")} if gate_params is not None else {}),
                 **({"memory": session.describe()} if session is not None else {}),
-                **(llm.describe() if llm is not None else {})},
+                **(llm.describe() if llm is not None else {}),
+                **({"messages": channel.rules.model_dump(mode="json")} if channel is not None else {})},
     )
     traj = Trajectory(header)
     writer = LogWriter(log_path, header) if log_path is not None else None
@@ -145,13 +154,15 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
     started = time.perf_counter()
     try:
         for t in range(horizon):
+            hear_all(channel, talkers)
             actions = [int(a.act(state, events[i])) for i, a in enumerate(agents)]
             infos = [dict(a.info()) for a in agents]
+            said = speak_all(channel, talkers, t)
             result = env.step(actions)
             events = result.events
             deliveries += sum(e.count(d) for e in events for d in domain.delivery_events)
             row = StepRow(t=t, state=state, actions=actions, reward=result.reward, events=events,
-                          skills=[i.get("skill") for i in infos], info=infos)
+                          skills=[i.get("skill") for i in infos], info=infos, messages=said)
             traj.steps.append(row)
             if writer is not None and not hindsight:
                 writer.step(row)
@@ -174,6 +185,8 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
         }
         if len(partners) > 1:
             summary["partners"] = list(partners)
+        if channel is not None:
+            summary["messages"] = channel.summary()
         if llm is not None:
             summary["llm"] = {**llm.usage_summary(), "fallbacks": int(counts["total"])}
         if session is not None:  # the whole episode in one transaction, before the log's final row
@@ -189,6 +202,40 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
             session.close()
     return EpisodeResult(traj, summary, Path(log_path) if log_path is not None else None)
 
+
+
+def open_channel(domain, layout: str, agents: Sequence[Any], messages: ChannelRules | bool):
+    """The episode's message channel and its talking agents by seat; ``(None, {})`` when the
+    channel is off or no agent talks (then nothing is logged or counted)."""
+    if messages is False:
+        return None, {}
+    if messages is not True and not isinstance(messages, ChannelRules):
+        raise InputError(f"messages must be True, False or a ChannelRules, got {messages!r}")
+    talkers = {i: a for i, a in enumerate(agents) if isinstance(a, Talks)}
+    if not talkers:
+        return None, {}
+    library = domain.controller(layout).library
+    rules = messages if isinstance(messages, ChannelRules) else ChannelRules()
+    return Channel(len(agents), library.names, library.roles, rules), talkers
+
+
+def hear_all(channel: Optional[Channel], talkers: Dict[int, Any]) -> None:
+    """Give every talking agent the messages delivered to it this step (sent at the last)."""
+    for seat, agent in talkers.items():
+        heard = channel.deliver(seat)
+        if heard:
+            agent.hear(heard)
+
+
+def speak_all(channel: Optional[Channel], talkers: Dict[int, Any], t: int):
+    """Take every talking agent's messages of step ``t``; the step's log entry (None: nothing said)."""
+    if channel is None:
+        return None
+    for seat, agent in talkers.items():
+        sent = channel.send(seat, t, list(agent.messages_out() or ()))
+        if sent is not None and hasattr(agent, "on_sent"):
+            agent.on_sent(sent)
+    return channel.end_step()
 
 
 def agent_fallbacks(agent) -> Dict[str, Any]:

@@ -277,6 +277,7 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
     delivered = set(domain_for_layout(h.layout).delivery_events)
     deliveries = [[t, i] for t, row in enumerate(steps) for i, ev in enumerate(row.events)
                   for e in ev if e in delivered]
+    messages, refusals = message_marks(steps)
     frames = [encode_frame(s) for s in traj.states()]
     summary = traj.final.summary if traj.final is not None else {}
     data = {
@@ -309,6 +310,8 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
         "kappa_theta": theta,
         "commits": commits,
         "fallbacks": fallbacks,
+        "messages": messages,
+        "refusals": refusals,
         "plan_source": [(r.info[seat].get("plan_source") if seat < len(r.info) else None) for r in steps],
         "present": present,
         "renormalised_steps": renormalised,
@@ -320,6 +323,20 @@ def report_data(traj, source: str = "") -> Dict[str, Any]:
         data = json_safe(data)
     data["nonfinite"] = {"count": len(bad), "first": bad[0] if bad else None}
     return data
+
+
+def message_marks(steps) -> tuple:
+    """The timeline's messages ``[t, sender, kind, line]`` (drawn at the step they were sent; heard at
+    the next) and refusals ``[t, sender, reason, detail]``, from the steps' ``messages`` entries."""
+    from beliefgate.envs.messages import message_line
+
+    sent, refused = [], []
+    for row in steps:
+        if row.messages is None:
+            continue
+        sent += [[row.t, m.sender, m.kind, message_line(m)] for m in row.messages.sent]
+        refused += [[row.t, r.sender, r.reason, r.detail] for r in row.messages.refused]
+    return sent, refused
 
 
 def render_report(traj, source: str = "") -> str:

@@ -45,6 +45,7 @@ from beliefgate.agents.overforge.record import Branch, PCMDecision, StrategyChan
 from beliefgate.agents.overforge.rollout import BranchRollout, ForwardModel, extend_together
 from beliefgate.agents.overforge.strategies import (FLAT, Strategy, StrategyLibrary, flat_strategy, load_strategies,
                                                    strategies_for)
+from beliefgate.agents.overforge.talk import Talk
 from beliefgate.agents.planning import Choice, PlanningAgent
 from beliefgate.beliefs.gate import GateParams
 from beliefgate.beliefs.kappa import Judgment, Kappa, Rollout, RolloutRound
@@ -60,6 +61,10 @@ REVISE_REASONS = ("start", "gate", "partner_role")
 
 class OverForgeAgent(PlanningAgent):
     """OverForge PCM ego: persistent strategies, strategy-action branches, kappa commit."""
+
+    #: the reliability prior per teammate seat, ``{seat: (kept, broken)}`` pseudo-counts, read at
+    #: :meth:`reset` (the hook for a cross-episode memory; None: ``(1, 1)``; see :mod:`.talk`)
+    talk_priors: Optional[Dict[int, Tuple[float, float]]] = None
 
     def __init__(self, config: OverForgeConfig, llm: Optional[ChatModel] = None,
                  params: Optional[GateParams] = None, strategies: Optional[StrategyLibrary] = None):
@@ -108,9 +113,13 @@ class OverForgeAgent(PlanningAgent):
         #: this step's decision (None on a step without one); ``last_decision`` keeps the latest
         self.record: Optional[PCMDecision] = None
         self.last_decision: Optional[PCMDecision] = None
+        #: the step of the current act (counted from 0), and the messages (None with ``-messages``)
+        self.t_now = -1
+        self.talk: Optional[Talk] = Talk(self, self.config.listen, self.talk_priors) if self.config.messages else None
 
     def act(self, state: State, my_events: Sequence[str] = ()) -> int:
         self.record = None
+        self.t_now += 1
         return super().act(state, my_events)
 
     def step_info(self) -> Dict[str, object]:
@@ -118,7 +127,21 @@ class OverForgeAgent(PlanningAgent):
                "decisions": self.decisions, "commits": self.commits, "strategy_changes": self.strategy_changes}
         if self.goal_names is not None:   # the goals the latest decision's rollouts ran under
             out["imagined_goals"] = list(self._imagined_goals)
+        if self.talk is not None:
+            out["talk"] = self.talk.info()
         return out
+
+    # ------------------------------------------------------------------ messages (the Talks protocol)
+    def hear(self, messages) -> None:
+        if self.talk is not None:
+            self.talk.hear(messages)
+
+    def messages_out(self):
+        return self.talk.messages_out() if self.talk is not None else []
+
+    def on_sent(self, message) -> None:
+        if self.talk is not None:
+            self.talk.on_sent(message)
 
     def strategy_of(self, name: str) -> Strategy:
         return flat_strategy(self.library) if name == FLAT else self.strategies[name]
@@ -128,6 +151,8 @@ class OverForgeAgent(PlanningAgent):
         if decision is None:
             return None
         self._watch_role(decision)
+        if self.talk is not None and self.talk.watch(state) is not None:
+            self.pending_revision = "partner_role"  # an agreement the teammate's behaviour contradicted
         if self.config.interrupts and decision.interrupt:
             return "gate"
         return None
@@ -345,6 +370,8 @@ class OverForgeAgent(PlanningAgent):
         posterior = self._posterior()
         use = usefulness(feasible, needs, posterior, self.complementary)
         strategies, scores, proposer = self._candidate_strategies(posterior, use, reason_for_strategy)
+        if self.talk is not None:
+            strategies = self.talk.strategies(strategies, scores)
         scored = self._branches(strategies, feasible, use, state)
         branches = [b for b, _ in scored]
         values = [v for _, v in scored]
@@ -352,6 +379,9 @@ class OverForgeAgent(PlanningAgent):
         judgments = self._judgments(branches, values) if len(branches) > 1 else []
         if judgments:
             kappa.update_many(judgments)
+        heard = self.talk.judgments(branches, values) if (self.talk is not None and len(branches) > 1) else []
+        if heard:
+            kappa.update_many(heard)
         rounds: List[Dict[str, float]] = []
         if self.config.rollouts and len(branches) > 1:
             rng_seed = int(self.rng.integers(0, 2 ** 31))
@@ -361,7 +391,8 @@ class OverForgeAgent(PlanningAgent):
         committed = bool(info.commit)
         # strategy persistence: change on a commit to another strategy, or on a revision trigger
         change = None
-        if self.config.hierarchy and not self.config.pinned and best.strategy != self.strategy:
+        held = self.talk is not None and self.talk.holds()  # an agreed split keeps the strategy
+        if self.config.hierarchy and not self.config.pinned and best.strategy != self.strategy and not held:
             if self.strategy is None or committed or reason_for_strategy in REVISE_REASONS:
                 change = StrategyChange(self.strategy, best.strategy,
                                         "commit" if (committed and self.strategy is not None) else reason_for_strategy)
@@ -375,6 +406,8 @@ class OverForgeAgent(PlanningAgent):
             elif self.uncommitted == "rule":
                 inp = self.planner_input(state, reason)
                 skill, source = self.planner.choose(inp).skill, "rule"
+        if self.talk is not None:
+            self.talk.after_decision(best, committed, skill, change, state)
         self.decisions += 1
         self.commits += committed
         means = tuple(float(m) for m in info.mean)

@@ -1,7 +1,8 @@
 """OverForge agent names and options: ``overforge[:TOKEN,TOKEN,...]``.
 
 Tokens: ``-rollouts`` (judgments only), ``-hierarchy`` (one flat branch set, no strategies),
-``-belief`` (the rollout partner draws its skills uniformly over its feasible skills instead of
+``-messages`` (neither talks nor listens on the message channel), ``listen=`` (kappa judgments a
+teammate's message is worth at full reliability), ``-belief`` (the rollout partner draws its skills uniformly over its feasible skills instead of
 from the posterior), ``pinned=STRATEGY`` (the strategy never changes), ``llm`` (the LLM strategy
 proposer and pairwise judge; needs a model, e.g. ``--llm-base-url``), and numeric settings
 ``k=`` (strategies per decision), ``first=`` (first skills per strategy), ``depth=`` (imagined
@@ -32,10 +33,10 @@ from beliefgate.validation import CheckedModel
 
 PREFIX = "overforge"
 FLAGS = {"-rollouts": ("rollouts", False), "-hierarchy": ("hierarchy", False), "-belief": ("belief", False),
-         "llm": ("llm", True)}
+         "-messages": ("messages", False), "llm": ("llm", True)}
 NUMBERS = {"k": "k", "first": "first", "depth": "depth", "samples": "samples", "theta": "theta", "rounds": "rounds",
            "nucleus": "nucleus", "mix": "mix", "interrupts": "interrupts", "hold": "hold", "sigma_r": "sigma_r",
-           "tau": "tau", "goal_weight": "goal_weight"}
+           "tau": "tau", "goal_weight": "goal_weight", "listen": "listen"}
 #: what an uncommitted decision (kappa < theta after every round) plays: ``best`` = b*, the
 #: branch with the highest argmax probability (the paper); ``rule`` = the rule planner's choice;
 #: ``auto`` = ``best`` where the players share neither floor nor a counter (separate kitchens
@@ -108,6 +109,10 @@ class OverForgeConfig(CheckedModel):
     #: kappa's judgment temperature and depth-1 rollout noise (``None``: :data:`DEFAULT_KAPPA`)
     tau: Optional[float] = Field(None, ge=1e-3, le=100.0)
     sigma_r: Optional[float] = Field(None, ge=1e-3, le=100.0)
+    #: talk and listen on the episode's message channel (``-messages``: neither; agents/overforge/talk.py)
+    messages: bool = True
+    #: kappa judgments a teammate's proposal or request is worth at reliability 1 (rounded x reliability)
+    listen: int = Field(2, ge=0, le=8)
     tokens: Tuple[str, ...] = ()
 
     def kappa_params(self) -> KappaParams:
@@ -171,7 +176,7 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
                 raise OverForgeOptionError(f"unknown overforge option {token!r}")
         else:
             raise OverForgeOptionError(f"unknown overforge option {token!r}; use -rollouts, -hierarchy, -belief, "
-                                       "pinned=STRATEGY, llm, k=, first=, depth=, samples=, mix=, theta=, rounds=, "
+                                       "-messages, pinned=STRATEGY, llm, listen=, k=, first=, depth=, samples=, mix=, theta=, rounds=, "
                                        "nucleus=, interrupts=, hold=, uncommitted=, pairs=, score=, next=, tau=, "
                                        "sigma_r=")
         if field in values:

@@ -52,13 +52,14 @@ from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterator, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_serializer, model_validator
 from pydantic_core import PydanticCustomError
 
 from beliefgate.envs.domain import PartnerLayoutError, PartnerSpecError, UnknownPartnerError  # noqa: F401 (re-exported)
 from beliefgate.envs.overcooked.controller import OvercookedController, controller_for
 from beliefgate.envs.overcooked.executor import Executor, SkillStatus, fidget
 from beliefgate.envs.overcooked.layouts import DIRECTIONS, Pos, layout_info
+from beliefgate.envs.overcooked.partner_talk import TalkingMixin, TalkSpec
 from beliefgate.envs.overcooked.state import POT_CAPACITY, SymbolicState
 from beliefgate.limits import MAX_HORIZON
 from beliefgate.validation import CheckedModel
@@ -191,10 +192,19 @@ class PartnerSpec(PartnerModel):
     horizon: int = Field(400, ge=2, le=MAX_HORIZON, description="episode length the switch windows are written for")
     noise: float = Field(0.0, ge=0.0, le=1.0, description="probability of replacing an action by a random move")
     layouts: Optional[List[str]] = Field(None, min_length=1, description="layouts it plays (default: all)")
+    talk: Optional[TalkSpec] = Field(None, description="what it says and how it answers (partner_talk.py)")
 
     _source: Optional[str] = PrivateAttr(None)
     #: one of the package's own data files (used by name), not a file a user gave by path
     _shipped: bool = PrivateAttr(False)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        # a partner without a talk block dumps (and so fingerprints) exactly as before the block existed
+        out = handler(self)
+        if isinstance(out, dict) and out.get("talk", 0) is None:
+            del out["talk"]
+        return out
 
     @field_validator("format")
     @classmethod
@@ -378,24 +388,36 @@ _BUILTIN: Dict[str, PartnerSpec] = {
 }
 
 PARTNER_DATA = "partner_data"
+#: the shipped partners that talk (a folder of its own: ``partner_data`` is the BP switching population)
+TALK_DATA = "partner_talk_data"
 
 
-@lru_cache(maxsize=None)
-def shipped_partners() -> Dict[str, PartnerSpec]:
-    """The partner files shipped in ``beliefgate/envs/overcooked/partner_data/`` by name (sorted)."""
-    folder = resources.files("beliefgate.envs.overcooked").joinpath(PARTNER_DATA)
+def _shipped_folder(name: str, taken) -> Dict[str, PartnerSpec]:
+    folder = resources.files("beliefgate.envs.overcooked").joinpath(name)
     out: Dict[str, PartnerSpec] = {}
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.lower().endswith(PARTNER_SUFFIXES):
             continue
         with resources.as_file(entry) as path:
             spec = load_partner(path)
-        spec._source = f"{PARTNER_DATA}/{entry.name}"
+        spec._source = f"{name}/{entry.name}"
         spec._shipped = True
-        if spec.name in out or spec.name in _BUILTIN:
+        if spec.name in out or spec.name in taken:
             raise PartnerSpecError(f"{spec._source}: partner name {spec.name!r} is used twice")
         out[spec.name] = spec
     return out
+
+
+@lru_cache(maxsize=None)
+def shipped_partners() -> Dict[str, PartnerSpec]:
+    """The partner files shipped in ``beliefgate/envs/overcooked/partner_data/`` by name (sorted)."""
+    return _shipped_folder(PARTNER_DATA, _BUILTIN)
+
+
+@lru_cache(maxsize=None)
+def talking_partners() -> Dict[str, PartnerSpec]:
+    """The talking partners shipped in ``beliefgate/envs/overcooked/partner_talk_data/`` by name (sorted)."""
+    return _shipped_folder(TALK_DATA, {**_BUILTIN, **shipped_partners()})
 
 
 class PartnerRegistry(Mapping):
@@ -412,7 +434,7 @@ class PartnerRegistry(Mapping):
         self._files: Dict[Tuple[str, float], PartnerSpec] = {}
 
     def _names(self) -> Dict[str, PartnerSpec]:
-        return {**self._builtin, **shipped_partners()}
+        return {**self._builtin, **shipped_partners(), **talking_partners()}
 
     def __getitem__(self, name: str) -> PartnerSpec:
         if not isinstance(name, str):
@@ -422,6 +444,9 @@ class PartnerRegistry(Mapping):
         shipped = shipped_partners()
         if name in shipped:
             return shipped[name]
+        talking = talking_partners()
+        if name in talking:
+            return talking[name]
         if is_partner_path(name):
             path = Path(name)
             try:
@@ -437,7 +462,8 @@ class PartnerRegistry(Mapping):
         raise KeyError(name)
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and (name in self._builtin or name in shipped_partners() or is_partner_path(name))
+        return isinstance(name, str) and (name in self._builtin or name in shipped_partners()
+                                          or name in talking_partners() or is_partner_path(name))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names())
@@ -731,8 +757,13 @@ class ScriptedAgent:
         return coming - dishes_out - on_counters > 0
 
 
+class TalkingScriptedAgent(TalkingMixin, ScriptedAgent):
+    """A scripted partner with a ``talk:`` block: proposes a split, answers, follows requests."""
+
+
 def make_scripted(name: str) -> ScriptedAgent:
-    return ScriptedAgent(get_partner(name))
+    spec = get_partner(name)
+    return TalkingScriptedAgent(spec) if spec.talk is not None else ScriptedAgent(spec)
 
 
 def check_partners(names: Sequence[str], horizon: int) -> None:

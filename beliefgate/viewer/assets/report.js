@@ -74,8 +74,10 @@
     { key: "replans", h: 18, title: "replans" },
     { key: "deliveries", h: 18, title: "deliveries" },
     { key: "kappa", h: hasKappa ? 50 : 18, title: "\u03ba / commits" },
-    { key: "fallbacks", h: 18, title: "fallbacks" }
+    { key: "fallbacks", h: 18, title: "fallbacks" },
+    { key: "messages", h: 22, title: "messages" }
   ];
+  var KIND_MARK = { propose: "P", request: "R", accept: "\u2713", decline: "\u2717", inform: "i" };
   var ROLE_COLOURS = { planner: "#e6550d", judge: "#3182bd", hypothesis: "#756bb1" };
   var GAP = 6, H = 0;
   rows.forEach(function (r) { r.y = 4 + H; H += r.h + GAP; });
@@ -225,6 +227,23 @@
     });
   }
 
+  function drawMessages(r) {
+    var sent = D.messages || [], refused = D.refusals || [];
+    if (!sent.length && !refused.length) { absent(r, "no messages"); return; }
+    sent.forEach(function (m) {
+      if (!visible(m[0])) { return; }
+      var g = el("text", { x: xr(x(m[0]) - 3), y: r.y + r.h - 6, "font-size": 11, "font-weight": "bold",
+                           fill: window.BGKitchen.PLAYER_COLOURS[m[1] % 4], "class": "message", "data-kind": m[2] }, r.g);
+      g.textContent = KIND_MARK[m[2]] || "?";  // the mark first: the tooltip's <title> goes after it
+      titled(g, m[3] + " (t=" + m[0] + ", heard at t=" + (m[0] + 1) + ")");
+    });
+    refused.forEach(function (f) {
+      if (!visible(f[0])) { return; }
+      titled(el("rect", { x: xr(x(f[0]) - 1), y: r.y + 1, width: 2, height: 5, fill: "#d62728", "class": "refusal" }, r.g),
+             "player " + f[1] + "'s message refused (" + f[2] + ") at t=" + f[0] + (f[3] ? ": " + f[3] : ""));
+    });
+  }
+
   function drawAxis() {
     var y = H - 16, n = t1 - t0, step = 1;
     while (n / step > 12) { step = step === 1 ? 2 : (String(step)[0] === "2" ? step * 2.5 : step * 2); }
@@ -255,6 +274,7 @@
     drawDeliveries(row.deliveries);
     drawKappa(row.kappa);
     drawFallbacks(row.fallbacks);
+    drawMessages(row.messages);
     drawAxis();
     cursor = el("line", { id: "cursor", x1: LEFT, x2: LEFT, y1: 0, y2: H - 18, stroke: "#000", "stroke-width": 1, opacity: 0.6 }, layer);
   }
@@ -320,6 +340,10 @@
       if (D.plan_source[t]) { add("plan source", D.plan_source[t]); }
       var fb = D.fallbacks.filter(function (f) { return f[0] === t; });
       if (fb.length) { add("fallbacks", fb.map(function (f) { return f[1] + ": " + f[2] + (f[3] ? " (" + f[3] + ")" : ""); }).join("; ")); }
+      var ms = (D.messages || []).filter(function (m) { return m[0] === t; });
+      if (ms.length) { add("messages sent", ms.map(function (m) { return m[3]; }).join("; ")); }
+      var rf = (D.refusals || []).filter(function (m) { return m[0] === t; });
+      if (rf.length) { add("messages refused", rf.map(function (m) { return "player " + m[1] + ": " + m[2] + (m[3] ? " (" + m[3] + ")" : ""); }).join("; ")); }
     }
     stepTable.innerHTML = rowsHtml.join("");
     var b = D.belief[t], out = [];
