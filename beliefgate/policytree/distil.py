@@ -92,6 +92,8 @@ class DistilConfig(CheckedModel):
         name = domain.resolve_layout(layout)
         if domain.players(name) != 2:
             raise ValueError(f"layout {name!r} seats {domain.players(name)} players; a policy tree plays two")
+        if not domain.probe_states(name, 0):
+            raise ValueError(f"layout {name!r}: its domain gives no flat-state probe states, so no tree can be checked there")
         return name
 
     @model_validator(mode="after")

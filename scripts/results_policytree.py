@@ -1,0 +1,207 @@
+"""Distilled policy trees vs seed trees vs their teacher (docs/results_policytree.md, issue 46).
+
+    PYTHONPATH=$PWD .venv/bin/python scripts/results_policytree.py distil --out runs/results_policytree \
+        --layout cramped_room [--variant full|no_partner_tree|no_partner_feature|no_aggregate]
+    PYTHONPATH=$PWD .venv/bin/python scripts/results_policytree.py eval --out runs/results_policytree \
+        --layout cramped_room --agent tree --agent seed --agent teacher [--partner noisy ...] [--seeds 0-19]
+    PYTHONPATH=$PWD .venv/bin/python scripts/results_policytree.py report --out runs/results_policytree
+
+``distil`` runs ``beliefgate policytree distil``'s loop (resumable) on the training partners
+(:data:`TRAIN`) with the settings of :data:`SETTINGS` (seeds >= 1000) into
+``OUT/distil/<layout>/<variant>``. ``eval`` plays held-out seeds with held-out partners
+(:data:`HELD_OUT`, never used in distillation), both seats, and appends one JSON line per episode to
+``OUT/rows.jsonl`` (resumable: an episode already there is skipped). Agents: ``tree`` (the run's
+``best.py``; ``tree:<variant>`` for an ablation), ``seed`` (the layout's hand-written seed tree) and
+``teacher`` (the distillation's teacher). Per episode: reward, soups and the ego's decision
+latencies (tree: flat state + sandbox call, every step; teacher: its PCM decision time, at each
+decision), all measured in the same process. ``report`` prints the markdown tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+TEACHER = "overforge"
+#: partners of the distillation (rollouts and labels)
+TRAIN = ("balanced", "onion-sourcer", "plater")
+#: partners never used in distillation
+HELD_OUT = ("counter-passer", "noisy", "switch-sourcer-to-plater")
+LAYOUTS = ("cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination", "counter_circuit")
+#: chosen on seeds >= 1000 (rollouts 1000..1005, played episodes from 1100)
+SETTINGS = dict(teacher=TEACHER, iterations=4, episodes=4, rollouts=6, horizon=400, depth=6, min_leaf=5, seed=1000,
+                start="teacher")
+VARIANTS = {"full": {}, "no_partner_tree": {"partner_tree": False}, "no_partner_feature": {"partner_feature": False},
+            "no_aggregate": {"aggregate": False}}
+
+
+def run_dir(out: Path, layout: str, variant: str) -> Path:
+    return out / "distil" / layout / variant
+
+
+def cmd_distil(args) -> None:
+    from beliefgate.policytree.distil import DistilConfig, Distiller
+
+    for layout in args.layout:
+        for variant in args.variant:
+            cfg = DistilConfig(layout=layout, partners=TRAIN, **SETTINGS, **VARIANTS[variant])
+            started = time.time()
+
+            def progress(k, n, s):
+                print(f"{layout}/{variant} iteration {k}: {s.get('states')} states, agreement {s.get('agreement')}, "
+                      f"fit {s.get('fit_agreement')}, leaves {s.get('partner_leaves')}+{s.get('self_leaves')}, "
+                      f"reward {s.get('reward')}, accepted {s.get('accepted')}, {s.get('seconds')} s", flush=True)
+
+            summary = Distiller(cfg, run_dir(args.out, layout, variant)).run(progress)
+            print(f"{layout}/{variant}: best {summary['best_reward']} (iteration {summary['best_iteration']}), "
+                  f"{time.time() - started:.0f} s this session", flush=True)
+
+
+def _done(rows_path: Path) -> set:
+    if not rows_path.exists():
+        return set()
+    keys = set()
+    for line in rows_path.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            keys.add((r["layout"], r["agent"], r["partner"], r["seat"], r["seed"]))
+    return keys
+
+
+def _seeds(text: str) -> List[int]:
+    lo, _, hi = text.partition("-")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+def agent_name(out: Path, layout: str, agent: str) -> str:
+    if agent == "teacher":
+        return TEACHER
+    if agent == "seed":
+        return f"policy-tree:seed:{layout}"
+    variant = agent.split(":", 1)[1] if ":" in agent else "full"
+    best = run_dir(out, layout, variant) / "best.py"
+    if not best.exists():
+        raise SystemExit(f"no distilled tree {best}; run the distil step first")
+    return f"policy-tree:{best}"
+
+
+def cmd_eval(args) -> None:
+    from beliefgate.envs.domain import domain_for_layout
+    from beliefgate.eval.episode import run_episode
+    from beliefgate.policytree.agent import close_sandboxes
+
+    rows_path = args.out / "rows.jsonl"
+    args.out.mkdir(parents=True, exist_ok=True)
+    done = _done(rows_path)
+    for layout in args.layout:
+        domain = domain_for_layout(layout)
+        for agent in args.agent:
+            ego = agent_name(args.out, layout, agent)
+            for partner in args.partner or HELD_OUT:
+                if domain.partner_restriction(partner, layout) is not None:
+                    continue
+                for seat in (0, 1):
+                    for seed in _seeds(args.seeds):
+                        if (layout, agent, partner, seat, seed) in done:
+                            continue
+                        started = time.perf_counter()
+                        result = run_episode(layout, ego, partner, seed=seed, horizon=args.horizon, seat=seat)
+                        wall = time.perf_counter() - started
+                        infos = [row.info[seat] for row in result.trajectory.steps]
+                        if agent == "teacher":
+                            lat = [i["pcm"]["time_ms"] * 1e3 for i in infos if i.get("pcm")]
+                        else:
+                            lat = [i["tree_us"] for i in infos if i.get("tree_us") is not None]
+                        row = {"layout": layout, "agent": agent, "partner": partner, "seat": seat, "seed": seed,
+                               "reward": float(result.summary["reward"]), "soups": result.summary["deliveries"],
+                               "latency_us": [round(x, 1) for x in lat], "wall_s": round(wall, 2),
+                               "tree_errors": int(infos[-1].get("tree_errors", 0)) if infos else 0}
+                        with rows_path.open("a") as fh:
+                            fh.write(json.dumps(row) + "\n")
+                        print(f"{layout} {agent} {partner} seat {seat} seed {seed}: {row['reward']:g} "
+                              f"({wall:.1f} s)", flush=True)
+                close_sandboxes()
+
+
+def cmd_report(args) -> None:
+    import numpy as np
+
+    from beliefgate.eval.report import bootstrap_mean_ci, paired_bootstrap
+
+    rows = [json.loads(x) for x in (args.out / "rows.jsonl").read_text().splitlines() if x.strip()]
+    by: Dict[tuple, List[dict]] = {}
+    for r in rows:
+        by.setdefault((r["layout"], r["agent"]), []).append(r)
+    print("| layout | agent | episodes | reward | 95% CI | soups | decision p50 (µs) | tree errors |")
+    print("|---|---|---:|---:|---|---:|---:|---:|")
+    for (layout, agent), rs in sorted(by.items()):
+        m, lo, hi = bootstrap_mean_ci([r["reward"] for r in rs], name=f"{layout}/{agent}")
+        lat = np.concatenate([np.asarray(r["latency_us"], float) for r in rs])
+        print(f"| {layout} | {agent} | {len(rs)} | {m:.1f} | [{lo:.1f}, {hi:.1f}] | "
+              f"{np.mean([r['soups'] for r in rs]):.2f} | {np.percentile(lat, 50):.0f} | "
+              f"{sum(r['tree_errors'] for r in rs)} |")
+    print()
+    print("Paired differences (matched on layout, partner, seat, seed; seeds resampled):")
+    print()
+    print("| layout | comparison | pairs | mean diff | 95% CI | ratio of means |")
+    print("|---|---|---:|---:|---|---:|")
+    layouts = sorted({r["layout"] for r in rows})
+    for layout in layouts:
+        for a, b in (("tree", "seed"), ("tree", "teacher"), ("seed", "teacher"),
+                     *((f"tree:{v}", "tree") for v in VARIANTS if v != "full")):
+            ra, rb = by.get((layout, a)), by.get((layout, b))
+            if not ra or not rb:
+                continue
+            d = paired_bootstrap(ra, rb, "reward", name=f"{layout}/{a}-{b}")
+            keys = {(r["partner"], r["seat"], r["seed"]) for r in ra} & {(r["partner"], r["seat"], r["seed"]) for r in rb}
+            ma = np.mean([r["reward"] for r in ra if (r["partner"], r["seat"], r["seed"]) in keys])
+            mb = np.mean([r["reward"] for r in rb if (r["partner"], r["seat"], r["seed"]) in keys])
+            print(f"| {layout} | {a} − {b} | {d.pairs} | {d.mean:+.1f} | [{d.low:+.1f}, {d.high:+.1f}] | "
+                  f"{ma / mb:.3f} |" if mb else f"| {layout} | {a} − {b} | {d.pairs} | {d.mean:+.1f} | - | - |")
+    print()
+    print("Distillation runs (per iteration: states labelled, pooled, on-policy agreement with the teacher, "
+          "fit agreement, leaves partner+self, reward on rollout seeds 1000-1005, accepted, seconds):")
+    print()
+    for summary in sorted((args.out / "distil").glob("*/*/summary.json")):
+        s = json.loads(summary.read_text())
+        total = sum(h.get("seconds") or 0 for h in s["history"])
+        print(f"- {summary.parent.parent.name}/{summary.parent.name}: best iteration {s['best_iteration']} "
+              f"(reward {s['best_reward']}), {total:.0f} s, teacher decisions {s['nq']}")
+        for h in s["history"]:
+            print(f"  - it {h['iteration']}: {h['states']} / {h['total_states']} states, agreement {h['agreement']}, "
+                  f"fit {h['fit_agreement']}, leaves {h['partner_leaves']}+{h['self_leaves']}, reward {h['reward']}, "
+                  f"{'accepted' if h['accepted'] else 'reverted'}, {h['seconds']} s")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("distil")
+    d.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
+    d.add_argument("--layout", action="append", required=True, choices=LAYOUTS)
+    d.add_argument("--variant", action="append", choices=tuple(VARIANTS))
+    e = sub.add_parser("eval")
+    e.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
+    e.add_argument("--layout", action="append", required=True, choices=LAYOUTS)
+    e.add_argument("--agent", action="append", required=True)
+    e.add_argument("--partner", action="append")
+    e.add_argument("--seeds", default="0-19")
+    e.add_argument("--horizon", type=int, default=400)
+    r = sub.add_parser("report")
+    r.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
+    args = ap.parse_args(argv)
+    if args.cmd == "distil":
+        args.variant = args.variant or ["full"]
+        cmd_distil(args)
+    elif args.cmd == "eval":
+        cmd_eval(args)
+    else:
+        cmd_report(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
