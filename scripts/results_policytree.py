@@ -132,16 +132,21 @@ def cmd_report(args) -> None:
 
     from beliefgate.eval.report import bootstrap_mean_ci, paired_bootstrap
 
-    rows = [json.loads(x) for x in (args.out / "rows.jsonl").read_text().splitlines() if x.strip()]
+    rows = []
+    for folder in [args.out, *(args.also or [])]:  # episodes played by other processes into their own folders
+        path = folder / "rows.jsonl"
+        if path.exists():
+            rows += [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
     by: Dict[tuple, List[dict]] = {}
     for r in rows:
         by.setdefault((r["layout"], r["agent"]), []).append(r)
-    print("| layout | agent | episodes | reward | 95% CI | soups | decision p50 (µs) | tree errors |")
-    print("|---|---|---:|---:|---|---:|---:|---:|")
+    print("| layout | agent | partners | episodes | reward | 95% CI | soups | decision p50 (µs) | tree errors |")
+    print("|---|---|---|---:|---:|---|---:|---:|---:|")
     for (layout, agent), rs in sorted(by.items()):
         m, lo, hi = bootstrap_mean_ci([r["reward"] for r in rs], name=f"{layout}/{agent}")
         lat = np.concatenate([np.asarray(r["latency_us"], float) for r in rs])
-        print(f"| {layout} | {agent} | {len(rs)} | {m:.1f} | [{lo:.1f}, {hi:.1f}] | "
+        partners = "+".join(sorted({r["partner"] for r in rs}))
+        print(f"| {layout} | {agent} | {partners} | {len(rs)} | {m:.1f} | [{lo:.1f}, {hi:.1f}] | "
               f"{np.mean([r['soups'] for r in rs]):.2f} | {np.percentile(lat, 50):.0f} | "
               f"{sum(r['tree_errors'] for r in rs)} |")
     print()
@@ -160,7 +165,7 @@ def cmd_report(args) -> None:
             keys = {(r["partner"], r["seat"], r["seed"]) for r in ra} & {(r["partner"], r["seat"], r["seed"]) for r in rb}
             ma = np.mean([r["reward"] for r in ra if (r["partner"], r["seat"], r["seed"]) in keys])
             mb = np.mean([r["reward"] for r in rb if (r["partner"], r["seat"], r["seed"]) in keys])
-            print(f"| {layout} | {a} − {b} | {d.pairs} | {d.mean:+.1f} | [{d.low:+.1f}, {d.high:+.1f}] | "
+            print(f"| {layout} | {a} − {b} | {d.pairs} | {d.mean:+.1f} | [{d.lo:+.1f}, {d.hi:+.1f}] | "
                   f"{ma / mb:.3f} |" if mb else f"| {layout} | {a} − {b} | {d.pairs} | {d.mean:+.1f} | - | - |")
     print()
     print("Distillation runs (per iteration: states labelled, pooled, on-policy agreement with the teacher, "
@@ -193,6 +198,7 @@ def main(argv=None) -> None:
     e.add_argument("--horizon", type=int, default=400)
     r = sub.add_parser("report")
     r.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
+    r.add_argument("--also", type=Path, action="append", help="another folder whose rows.jsonl joins the report")
     args = ap.parse_args(argv)
     if args.cmd == "distil":
         args.variant = args.variant or ["full"]
