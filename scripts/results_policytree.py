@@ -4,6 +4,8 @@
         --layout cramped_room [--variant full|no_partner_tree|no_partner_feature|no_aggregate]
     PYTHONPATH=$PWD .venv/bin/python scripts/results_policytree.py eval --out runs/results_policytree \
         --layout cramped_room --agent tree --agent seed --agent teacher [--partner noisy ...] [--seeds 0-19]
+    PYTHONPATH=$PWD .venv/bin/python scripts/results_policytree.py refit --out runs/results_policytree \
+        --layout cramped_room --variant no_partner_tree --variant no_partner_feature --variant no_aggregate
     PYTHONPATH=$PWD .venv/bin/python scripts/results_policytree.py report --out runs/results_policytree
 
 ``distil`` runs ``beliefgate policytree distil``'s loop (resumable) on the training partners
@@ -30,7 +32,7 @@ TEACHER = "overforge"
 #: partners of the distillation (rollouts and labels)
 TRAIN = ("balanced", "onion-sourcer", "plater")
 #: partners never used in distillation
-HELD_OUT = ("counter-passer", "noisy", "switch-sourcer-to-plater")
+HELD_OUT = ("noisy", "switch-sourcer-to-plater", "bp-g2-onion-hi-pot-lo", "counter-passer")  # counter-passer: forced_coordination only
 LAYOUTS = ("cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination", "counter_circuit")
 #: chosen on seeds >= 1000 (rollouts 1000..1005, played episodes from 1100)
 SETTINGS = dict(teacher=TEACHER, iterations=4, episodes=4, rollouts=6, horizon=400, depth=6, min_leaf=5, seed=1000,
@@ -59,6 +61,33 @@ def cmd_distil(args) -> None:
             summary = Distiller(cfg, run_dir(args.out, layout, variant)).run(progress)
             print(f"{layout}/{variant}: best {summary['best_reward']} (iteration {summary['best_iteration']}), "
                   f"{time.time() - started:.0f} s this session", flush=True)
+
+
+def cmd_refit(args) -> None:
+    """Ablations at fixed labels (cheap: no episode is played): refit the full run's labels with an
+    ablation's flags into ``OUT/distil/<layout>/<variant>-refit/best.py``. ``no_aggregate`` fits the
+    last iteration's labels alone; the others pool the labels up to the full run's best iteration."""
+    from beliefgate.policytree.distil import DistilConfig, emit_code, fit_policy, read_records
+    from beliefgate.policytree.learn import check_tree
+
+    for layout in args.layout:
+        full = run_dir(args.out, layout, "full")
+        state = json.loads((full / "state.json").read_text())
+        for variant in args.variant:
+            cfg = DistilConfig(layout=layout, partners=TRAIN, **SETTINGS, **VARIANTS[variant])
+            its = [state["completed"]] if variant == "no_aggregate" else range(state["best_iteration"] + 1)
+            records = [r for k in its for r in read_records(full / f"iter_{k:02d}" / "data.jsonl")]
+            policy, stats = fit_policy(records, cfg)
+            code = emit_code(policy, layout, f"Refit of {full} (iterations {list(its)}) with {variant}")
+            errors = [e for e in (check_tree(code, layout, 0), check_tree(code, layout, 1)) if e]
+            if errors:
+                raise SystemExit(f"{layout}/{variant}: the refit tree is refused: {errors[0]}")
+            target = run_dir(args.out, layout, f"{variant}-refit")
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "best.py").write_text(code)
+            (target / "fit.json").write_text(json.dumps({**stats, "iterations": list(its)}, indent=2))
+            print(f"{layout}/{variant}-refit: {len(records)} states, fit {stats['fit_agreement']:.4f}, "
+                  f"leaves {stats['partner_leaves']}+{stats['self_leaves']}", flush=True)
 
 
 def _done(rows_path: Path) -> set:
@@ -157,7 +186,7 @@ def cmd_report(args) -> None:
     layouts = sorted({r["layout"] for r in rows})
     for layout in layouts:
         for a, b in (("tree", "seed"), ("tree", "teacher"), ("seed", "teacher"),
-                     *((f"tree:{v}", "tree") for v in VARIANTS if v != "full")):
+                     *((a, "tree") for a in sorted({r["agent"] for r in rows}) if a.startswith("tree:"))):
             ra, rb = by.get((layout, a)), by.get((layout, b))
             if not ra or not rb:
                 continue
@@ -196,6 +225,10 @@ def main(argv=None) -> None:
     e.add_argument("--partner", action="append")
     e.add_argument("--seeds", default="0-19")
     e.add_argument("--horizon", type=int, default=400)
+    f = sub.add_parser("refit")
+    f.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
+    f.add_argument("--layout", action="append", required=True, choices=LAYOUTS)
+    f.add_argument("--variant", action="append", required=True, choices=tuple(v for v in VARIANTS if v != "full"))
     r = sub.add_parser("report")
     r.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
     r.add_argument("--also", type=Path, action="append", help="another folder whose rows.jsonl joins the report")
@@ -203,6 +236,8 @@ def main(argv=None) -> None:
     if args.cmd == "distil":
         args.variant = args.variant or ["full"]
         cmd_distil(args)
+    elif args.cmd == "refit":
+        cmd_refit(args)
     elif args.cmd == "eval":
         cmd_eval(args)
     else:
