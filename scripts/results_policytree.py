@@ -90,6 +90,35 @@ def cmd_refit(args) -> None:
                   f"leaves {stats['partner_leaves']}+{stats['self_leaves']}", flush=True)
 
 
+def cmd_latency(args) -> None:
+    """Decision latency of the tree and its teacher in one process, episodes interleaved (same
+    seeds, seat 0, held-out partner): the tree's flat state + sandbox call at every step, the
+    teacher's PCM decision time at each of its decisions. Writes ``OUT/latency.json``."""
+    import numpy as np
+
+    from beliefgate.eval.episode import run_episode
+    from beliefgate.policytree.agent import close_sandboxes
+
+    out: Dict[str, List[float]] = {"tree": [], "teacher": []}
+    for seed in _seeds(args.seeds):
+        for agent in ("tree", "teacher"):
+            res = run_episode(args.layout, agent_name(args.out, args.layout, agent), args.partner, seed=seed,
+                              horizon=args.horizon, seat=0)
+            infos = [row.info[0] for row in res.trajectory.steps]
+            if agent == "teacher":
+                out[agent] += [i["pcm"]["time_ms"] * 1e3 for i in infos if i.get("pcm")]
+            else:
+                out[agent] += [i["tree_us"] for i in infos if i.get("tree_us") is not None]
+        close_sandboxes()
+    p50 = {k: float(np.percentile(v, 50)) for k, v in out.items()}
+    result = {"layout": args.layout, "partner": args.partner, "seeds": args.seeds, "horizon": args.horizon,
+              "decisions": {k: len(v) for k, v in out.items()}, "p50_us": p50,
+              "p99_us": {k: float(np.percentile(v, 99)) for k, v in out.items()},
+              "tree_share_of_teacher_p50": p50["tree"] / p50["teacher"]}
+    (args.out / "latency.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+
+
 def _done(rows_path: Path) -> set:
     if not rows_path.exists():
         return set()
@@ -229,6 +258,12 @@ def main(argv=None) -> None:
     f.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
     f.add_argument("--layout", action="append", required=True, choices=LAYOUTS)
     f.add_argument("--variant", action="append", required=True, choices=tuple(v for v in VARIANTS if v != "full"))
+    lt = sub.add_parser("latency")
+    lt.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
+    lt.add_argument("--layout", default="cramped_room", choices=LAYOUTS)
+    lt.add_argument("--partner", default="noisy")
+    lt.add_argument("--seeds", default="0-1")
+    lt.add_argument("--horizon", type=int, default=200)
     r = sub.add_parser("report")
     r.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
     r.add_argument("--also", type=Path, action="append", help="another folder whose rows.jsonl joins the report")
@@ -236,6 +271,8 @@ def main(argv=None) -> None:
     if args.cmd == "distil":
         args.variant = args.variant or ["full"]
         cmd_distil(args)
+    elif args.cmd == "latency":
+        cmd_latency(args)
     elif args.cmd == "refit":
         cmd_refit(args)
     elif args.cmd == "eval":
