@@ -158,7 +158,7 @@ def cmd_eval(args) -> None:
     for layout in args.layout:
         domain = domain_for_layout(layout)
         for agent in args.agent:
-            ego = agent_name(args.out, layout, agent)
+            ego = agent_name(args.trees or args.out, layout, agent)
             for partner in args.partner or HELD_OUT:
                 if domain.partner_restriction(partner, layout) is not None:
                     continue
@@ -253,6 +253,7 @@ def main(argv=None) -> None:
     e.add_argument("--agent", action="append", required=True)
     e.add_argument("--partner", action="append")
     e.add_argument("--seeds", default="0-19")
+    e.add_argument("--trees", type=Path, help="the folder holding distil/ (default --out)")
     e.add_argument("--horizon", type=int, default=400)
     f = sub.add_parser("refit")
     f.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
