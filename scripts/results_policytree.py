@@ -74,7 +74,8 @@ def cmd_refit(args) -> None:
         full = run_dir(args.out, layout, "full")
         state = json.loads((full / "state.json").read_text())
         for variant in args.variant:
-            cfg = DistilConfig(layout=layout, partners=TRAIN, **SETTINGS, **VARIANTS[variant])
+            over = {k: v for k, v in (("depth", args.depth), ("min_leaf", args.min_leaf)) if v is not None}
+            cfg = DistilConfig(layout=layout, partners=TRAIN, **{**SETTINGS, **over}, **VARIANTS[variant])
             its = [state["completed"]] if variant == "no_aggregate" else range(state["best_iteration"] + 1)
             records = [r for k in its for r in read_records(full / f"iter_{k:02d}" / "data.jsonl")]
             policy, stats = fit_policy(records, cfg)
@@ -82,11 +83,12 @@ def cmd_refit(args) -> None:
             errors = [e for e in (check_tree(code, layout, 0), check_tree(code, layout, 1)) if e]
             if errors:
                 raise SystemExit(f"{layout}/{variant}: the refit tree is refused: {errors[0]}")
-            target = run_dir(args.out, layout, f"{variant}-refit")
+            tag = "".join(f"-{k}{v}" for k, v in over.items())
+            target = run_dir(args.out, layout, f"{variant}{tag}-refit")
             target.mkdir(parents=True, exist_ok=True)
             (target / "best.py").write_text(code)
             (target / "fit.json").write_text(json.dumps({**stats, "iterations": list(its)}, indent=2))
-            print(f"{layout}/{variant}-refit: {len(records)} states, fit {stats['fit_agreement']:.4f}, "
+            print(f"{layout}/{variant}{tag}-refit: {len(records)} states, fit {stats['fit_agreement']:.4f}, "
                   f"leaves {stats['partner_leaves']}+{stats['self_leaves']}", flush=True)
 
 
@@ -258,7 +260,9 @@ def main(argv=None) -> None:
     f = sub.add_parser("refit")
     f.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
     f.add_argument("--layout", action="append", required=True, choices=LAYOUTS)
-    f.add_argument("--variant", action="append", required=True, choices=tuple(v for v in VARIANTS if v != "full"))
+    f.add_argument("--variant", action="append", required=True, choices=tuple(VARIANTS))
+    f.add_argument("--depth", type=int, help="refit with this depth (settings chosen on seeds >= 1000)")
+    f.add_argument("--min-leaf", type=int)
     lt = sub.add_parser("latency")
     lt.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
     lt.add_argument("--layout", default="cramped_room", choices=LAYOUTS)
