@@ -74,7 +74,8 @@ def cmd_refit(args) -> None:
         full = run_dir(args.out, layout, "full")
         state = json.loads((full / "state.json").read_text())
         for variant in args.variant:
-            over = {k: v for k, v in (("depth", args.depth), ("min_leaf", args.min_leaf)) if v is not None}
+            over = {k: v for k, v in (("depth", args.depth), ("min_leaf", args.min_leaf),
+                                      ("balance", args.balance or None)) if v is not None}
             cfg = DistilConfig(layout=layout, partners=TRAIN, **{**SETTINGS, **over}, **VARIANTS[variant])
             its = [state["completed"]] if variant == "no_aggregate" else range(state["best_iteration"] + 1)
             records = [r for k in its for r in read_records(full / f"iter_{k:02d}" / "data.jsonl")]
@@ -263,6 +264,7 @@ def main(argv=None) -> None:
     f.add_argument("--variant", action="append", required=True, choices=tuple(VARIANTS))
     f.add_argument("--depth", type=int, help="refit with this depth (settings chosen on seeds >= 1000)")
     f.add_argument("--min-leaf", type=int)
+    f.add_argument("--balance", action="store_true", help="class-balanced weights")
     lt = sub.add_parser("latency")
     lt.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
     lt.add_argument("--layout", default="cramped_room", choices=LAYOUTS)

@@ -109,6 +109,8 @@ def distil(
                                             help="ablation w/o P: the self tree does not read the predicted partner skill"),
     no_aggregate: bool = typer.Option(False, "--no-aggregate",
                                       help="ablation w/o R: each iteration fits its own labels only"),
+    balance: bool = typer.Option(False, "--balance-classes",
+                                 help="weight each skill inversely to its frequency when fitting"),
     as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
 ) -> None:
     """Distil a teacher agent into a sandboxed policy tree (DAgger + CART); writes OUT/best.py."""
@@ -128,7 +130,7 @@ def distil(
         cfg = DistilConfig(layout=layout, partners=tuple(partner), teacher=teacher, iterations=iterations,
                            episodes=episodes, rollouts=rollouts, horizon=horizon, depth=depth, min_leaf=min_leaf,
                            seed=seed, start=start, partner_tree=not no_partner_tree,
-                           partner_feature=not no_partner_feature, aggregate=not no_aggregate)
+                           partner_feature=not no_partner_feature, aggregate=not no_aggregate, balance=balance)
         summary = Distiller(cfg, out).run(progress)
     except BeliefgateError as exc:
         fail(str(exc))

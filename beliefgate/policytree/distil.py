@@ -79,6 +79,8 @@ class DistilConfig(CheckedModel):
     partner_tree: bool = True
     partner_feature: bool = True
     aggregate: bool = True
+    #: weight each class inversely to its frequency (rare skills such as deliver_soup get their own leaves)
+    balance: bool = False
     cpu_ms: float = 50
     memory_mb: int = 256
     trace_entries: int = Field(40, ge=1)
@@ -382,7 +384,8 @@ def fit_policy(records: Sequence[Dict[str, Any]], cfg: DistilConfig) -> Tuple[Fi
         flats = [r["flat"] for r in rows]
         plabelled = [(r["flat"], r["partner"]) for r in rows if r["partner"] is not None]
         if cfg.partner_tree and len({y for _, y in plabelled}) > 1:
-            model = DecisionTreeClassifier(max_depth=cfg.depth, min_samples_leaf=cfg.min_leaf, random_state=cfg.seed)
+            model = DecisionTreeClassifier(max_depth=cfg.depth, min_samples_leaf=cfg.min_leaf, random_state=cfg.seed,
+                                           class_weight="balanced" if cfg.balance else None)
             model.fit(matrix([d for d, _ in plabelled], base), [y for _, y in plabelled])
             partner[g] = from_sklearn(model, base)
         else:
@@ -395,7 +398,8 @@ def fit_policy(records: Sequence[Dict[str, Any]], cfg: DistilConfig) -> Tuple[Fi
         feats = base + (features(0, (), (), classes)[-len(classes):] if classes else [])
         labelled = [(d, m, r["teacher"]) for d, m, r in zip(flats, mates, rows) if r["teacher"] is not None]
         if len({y for _, _, y in labelled}) > 1:
-            model = DecisionTreeClassifier(max_depth=cfg.depth, min_samples_leaf=cfg.min_leaf, random_state=cfg.seed)
+            model = DecisionTreeClassifier(max_depth=cfg.depth, min_samples_leaf=cfg.min_leaf, random_state=cfg.seed,
+                                           class_weight="balanced" if cfg.balance else None)
             model.fit(matrix([d for d, _, _ in labelled], feats, [m for _, m, _ in labelled]),
                       [y for _, _, y in labelled])
             own[g] = from_sklearn(model, feats)
