@@ -211,6 +211,16 @@ def cmd_report(args) -> None:
               f"{np.mean([r['soups'] for r in rs]):.2f} | {np.percentile(lat, 50):.0f} | "
               f"{sum(r['tree_errors'] for r in rs)} |")
     print()
+    print("Per partner and seat (mean reward, episodes):")
+    print()
+    cells: Dict[tuple, List[float]] = {}
+    for r in rows:
+        cells.setdefault((r["layout"], r["agent"], r["partner"], r["seat"]), []).append(r["reward"])
+    print("| layout | agent | partner | seat | episodes | reward |")
+    print("|---|---|---|---:|---:|---:|")
+    for key, v in sorted(cells.items()):
+        print(f"| {' | '.join(map(str, key))} | {len(v)} | {np.mean(v):.1f} |")
+    print()
     print("Paired differences (matched on layout, partner, seat, seed; seeds resampled):")
     print()
     print("| layout | comparison | pairs | mean diff | 95% CI | ratio of means |")

@@ -112,10 +112,12 @@ def test_emitted_code_answers_what_the_fitted_trees_answer(tiny_run):
     records = read_records(out / "iter_00" / "data.jsonl") + read_records(out / "iter_01" / "data.jsonl")
     cfg = DistilConfig(layout=LAYOUT, partners=("balanced",), **{**TINY, "depth": 5})
     policy, stats = fit_policy(records, cfg)
+    balanced = fit_policy(records, cfg.model_copy(update={"balance": True}))[0]
+    for fitted in (policy, balanced):
+        with Sandbox(emit_code(fitted, LAYOUT, "test"), "PredictTeammateThenPlan") as box:
+            for r in records[::4]:
+                assert tuple(box.call(r["flat"])) == fitted.predict(r["flat"])
     code = emit_code(policy, LAYOUT, "test")
-    with Sandbox(code, "PredictTeammateThenPlan") as box:
-        for r in records[::4]:
-            assert tuple(box.call(r["flat"])) == policy.predict(r["flat"])
     assert 0.5 < stats["fit_agreement"] <= 1.0 and stats["self_leaves"] >= 3
     no_pi = emit_code(fit_policy(records, cfg.model_copy(update={"partner_tree": False}))[0], LAYOUT, "t")
     assert "def choose_own(state):" in no_pi and "mate_skill ==" not in no_pi
