@@ -89,6 +89,59 @@ def learn(
                   f"({summary['nq_failed']} without an answer); counts {summary['counts']}")
 
 
+@app.command()
+def distil(
+    layout: str = typer.Option(..., help="layout (see `beliefgate layouts`)"),
+    partner: List[str] = typer.Option(..., help="partner(s) played in distillation (repeat for several)"),
+    teacher: str = typer.Option("overforge", help="the agent whose choices label the states"),
+    out: Path = typer.Option(Path("runs/distil"), help="run directory (resumed when it exists)"),
+    iterations: int = typer.Option(4, help="DAgger iterations (0: the teacher or seed tree plays)"),
+    episodes: int = typer.Option(4, help="episodes played and labelled per iteration (both seats in turn)"),
+    rollouts: int = typer.Option(4, help="reward episodes per candidate tree (accept/revert)"),
+    horizon: int = typer.Option(400, help="episode length"),
+    depth: int = typer.Option(6, help="largest depth of each CART"),
+    min_leaf: int = typer.Option(5, help="fewest labelled states in a leaf"),
+    seed: int = typer.Option(1000, help="first rollout seed; the played episodes use SEED+100 on"),
+    start: str = typer.Option("teacher", help="who plays iteration 0: 'teacher' or 'seed' (the layout's seed tree)"),
+    no_partner_tree: bool = typer.Option(False, "--no-partner-tree",
+                                         help="ablation -PI: no partner-inference tree (a constant prediction)"),
+    no_partner_feature: bool = typer.Option(False, "--no-partner-feature",
+                                            help="ablation w/o P: the self tree does not read the predicted partner skill"),
+    no_aggregate: bool = typer.Option(False, "--no-aggregate",
+                                      help="ablation w/o R: each iteration fits its own labels only"),
+    balance: bool = typer.Option(False, "--balance-classes",
+                                 help="weight each skill inversely to its frequency when fitting"),
+    as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
+) -> None:
+    """Distil a teacher agent into a sandboxed policy tree (DAgger + CART); writes OUT/best.py."""
+    check_output_path("--out", out, folder=True)
+    from beliefgate.errors import BeliefgateError
+    from beliefgate.policytree.distil import DistilConfig, Distiller
+
+    def progress(k, n, status):
+        reward = status.get("reward")
+        err_console.print(f"iteration {k}/{n - 1}: played {status.get('played')}, {status.get('states')} states "
+                          f"({status.get('total_states')} pooled), agreement {status.get('agreement')}, "
+                          f"fit {status.get('fit_agreement')}, leaves {status.get('partner_leaves')}+"
+                          f"{status.get('self_leaves')}, reward {'-' if reward is None else f'{reward:g}'}, "
+                          f"{'accepted' if status.get('accepted') else 'reverted'} ({status.get('seconds')} s)")
+
+    try:
+        cfg = DistilConfig(layout=layout, partners=tuple(partner), teacher=teacher, iterations=iterations,
+                           episodes=episodes, rollouts=rollouts, horizon=horizon, depth=depth, min_leaf=min_leaf,
+                           seed=seed, start=start, partner_tree=not no_partner_tree,
+                           partner_feature=not no_partner_feature, aggregate=not no_aggregate, balance=balance)
+        summary = Distiller(cfg, out).run(progress)
+    except BeliefgateError as exc:
+        fail(str(exc))
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    console.print(f"best tree: {summary['best']} (iteration {summary['best_iteration']}, "
+                  f"mean reward {summary['best_reward']:g}); teacher decisions {summary['nq']}; "
+                  f"counts {summary['counts']}")
+
+
 def _fmt(x: float, digits: int = 1) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 

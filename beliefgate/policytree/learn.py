@@ -43,7 +43,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from string import Template
-from typing import Any, Callable, ClassVar, Dict, List, Literal, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Literal, Optional, Sequence, Tuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -433,24 +433,30 @@ def build_trace(traj, seat: int, max_entries: int) -> str:
     return head + "\n" + "\n".join(lines)
 
 
-def run_rollouts(tree_path: Path, cfg: LearnConfig) -> RolloutResult:
-    """``cfg.rollouts`` seeded episodes of the tree file with the source partner (no LLM)."""
+def run_rollouts(tree_path: Path, cfg: LearnConfig,
+                 plan: Optional[Sequence[Tuple[str, int, int]]] = None) -> RolloutResult:
+    """Seeded episodes of the tree file (no LLM): by default ``cfg.rollouts`` episodes with the source
+    partner in seat ``cfg.seat``; ``plan`` lists ``(partner, seat, seed)`` per episode instead."""
     from beliefgate.eval.episode import run_episode
     from beliefgate.policytree.agent import close_sandboxes
 
+    planned = plan is not None
+    if plan is None:
+        plan = [(cfg.partner, cfg.seat, cfg.seed + i) for i in range(cfg.rollouts)]
     rewards, episodes, trace = [], [], ""
     try:
-        for i in range(cfg.rollouts):
-            result = run_episode(cfg.layout, f"policy-tree:{tree_path}", cfg.partner, seed=cfg.seed + i,
-                                 horizon=cfg.horizon, seat=cfg.seat)
-            last = result.trajectory.steps[-1].info[cfg.seat] if result.trajectory.steps else {}
+        for i, (partner, seat, seed) in enumerate(plan):
+            result = run_episode(cfg.layout, f"policy-tree:{tree_path}", partner, seed=seed,
+                                 horizon=cfg.horizon, seat=seat)
+            last = result.trajectory.steps[-1].info[seat] if result.trajectory.steps else {}
             rewards.append(float(result.summary["reward"]))
-            episodes.append({"seed": cfg.seed + i, "reward": result.summary["reward"],
+            episodes.append({"seed": seed, "reward": result.summary["reward"],
                              "deliveries": result.summary["deliveries"],
                              "tree_errors": int(last.get("tree_errors", 0)),
-                             "not_executable": int(last.get("not_executable", 0))})
+                             "not_executable": int(last.get("not_executable", 0)),
+                             **({"partner": partner, "seat": seat} if planned else {})})
             if i == 0:
-                trace = build_trace(result.trajectory, cfg.seat, cfg.trace_entries)
+                trace = build_trace(result.trajectory, seat, cfg.trace_entries)
     finally:
         close_sandboxes()
     return RolloutResult(rewards, episodes, trace)
@@ -475,7 +481,19 @@ class LoopState:
 
 
 class Learner:
-    """Runs (or resumes) one learning run in ``run_dir``."""
+    """Runs (or resumes) one learning run in ``run_dir``.
+
+    The candidate of an iteration comes from :meth:`_candidate` (here: the LLM planner and coder);
+    :class:`~beliefgate.policytree.distil.Distiller` overrides it (a CART fitted to a teacher's
+    labels) and keeps everything else: rollouts, accept/revert, memory pool, run dir, resumption.
+    """
+
+    #: the run dir's kind (``config.json``'s ``kind``; LLM runs made before it existed have none)
+    KIND = "llm"
+    #: the counters ``state.json`` keeps
+    COUNTS: Tuple[str, ...] = tuple(LoopState().counts)
+    #: the keys of each iteration's status that go into the history
+    HISTORY_KEYS: Tuple[str, ...] = ("iteration", "source", "reward", "accepted", "reason")
 
     def __init__(self, cfg: LearnConfig, client, run_dir: Path, llm_info: Optional[Dict[str, Any]] = None):
         self.cfg = cfg
@@ -484,7 +502,7 @@ class Learner:
         self.llm = TreeLLM(client, self.dir / "llm_calls.jsonl")
         self.llm_info = llm_info or {}
 
-        self.seat_note = domain_for_layout(cfg.layout).seat_note(cfg.layout, cfg.seat)
+        self.seat_note = domain_for_layout(cfg.layout).seat_note(cfg.layout, getattr(cfg, "seat", 0))
         self.state = self._load_or_init()
 
     # ---------------------------------------------------------------- persistence
@@ -495,16 +513,25 @@ class Learner:
         mine = {**self.cfg.to_dict(), "learn_version": LEARN_VERSION}
         if config_path.exists():
             saved = _read_json_object(config_path)
-            diff = [k for k in mine if k not in LearnConfig.RESUMABLE and saved.get(k) != mine[k]]
+            kind = saved.get("kind", "llm")
+            if kind != self.KIND:
+                raise LearnConfigError(f"run dir {self.dir} holds a {kind!r} run, not a {self.KIND!r} run; "
+                                       f"use a new --out")
+            resumable = type(self.cfg).RESUMABLE
+            diff = [k for k in mine if k not in resumable and saved.get(k) != mine[k]]
             if diff:
                 raise LearnConfigError(f"run dir {self.dir} was made with other settings ({', '.join(diff)}); "
                                        f"use a new --out")
         state_path = self.dir / "state.json"
-        state = _read_state(state_path) if state_path.exists() else LoopState()
+        state = _read_state(state_path, self.COUNTS) if state_path.exists() else self.new_state()
         _count_failed(self.llm.log_path)  # a torn or foreign line fails now, not after the iterations
-        _put(config_path, json.dumps({**mine, "beliefgate": beliefgate.__version__, "llm": self.llm_info},
+        extra = {"kind": self.KIND} if self.KIND != "llm" else {}
+        _put(config_path, json.dumps({**mine, **extra, "beliefgate": beliefgate.__version__, "llm": self.llm_info},
                                      indent=2))
         return state
+
+    def new_state(self) -> LoopState:
+        return LoopState(counts={k: 0 for k in self.COUNTS})
 
     def _save_state(self) -> None:
         _put(self.dir / "state.json", json.dumps(asdict(self.state), indent=2))
@@ -643,7 +670,7 @@ class Learner:
             status["source"] = source
             self._write(it_dir, "tree.txt", tree)
             path = self._write(it_dir, "code.py", code)
-            result = run_rollouts(path, self.cfg)
+            result = self._rollouts(path)
             self._write(it_dir, "rollouts.json", json.dumps({"rewards": result.rewards, "mean": result.mean,
                                                              "episodes": result.episodes, "trace": result.trace},
                                                             indent=2))
@@ -669,11 +696,14 @@ class Learner:
                                             f"{best:g}, and was discarded; try a different local change.")
         status["queries_after"] = self.llm.queries()
         self._write(it_dir, "status.json", json.dumps(status, indent=2))
-        self.state.history.append({k2: status.get(k2) for k2 in ("iteration", "source", "reward", "accepted",
-                                                                 "reason")})
+        self.state.history.append({k2: status.get(k2) for k2 in self.HISTORY_KEYS})
         self.state.completed = k
         self._save_state()
         return status
+
+    def _rollouts(self, path: Path) -> "RolloutResult":
+        """The candidate's reward episodes (the accept/revert evidence)."""
+        return run_rollouts(path, self.cfg)
 
     def run(self, progress: Optional[Callable[[int, int, Dict[str, Any]], None]] = None) -> Dict[str, Any]:
         """Run the remaining iterations and write ``summary.json``; returns it."""
@@ -718,7 +748,7 @@ def _read_json_object(path: Path) -> Dict[str, Any]:
     return data
 
 
-def _read_state(path: Path) -> LoopState:
+def _read_state(path: Path, known_counts: Optional[Sequence[str]] = None) -> LoopState:
     """``state.json``: an object with :class:`LoopState`'s fields, each strictly of its type (no
     ``"3"`` or ``true`` for a count), counts non-negative and only the counters a run keeps."""
     from typing import get_type_hints
@@ -737,7 +767,7 @@ def _read_state(path: Path) -> LoopState:
             raise _damaged(path, f"has a bad {name}{'.' if exc.errors()[0]['loc'] else ''}"
                                  f"{describe(exc, name).message}") from None
     state = LoopState(**data)
-    known = LoopState().counts
+    known = {k: 0 for k in known_counts} if known_counts is not None else LoopState().counts
     strange = sorted(set(state.counts) - set(known))
     if strange:
         raise _damaged(path, f"has counters a learning run does not keep ({', '.join(strange)})")

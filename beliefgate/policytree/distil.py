@@ -1,0 +1,611 @@
+"""Distil a teacher agent into a readable policy tree: DAgger + CART -> sandboxed Python.
+
+The teacher is any agent of the table that reports its skill (default OverForge); no LLM is
+involved. Iteration ``k`` of ``beliefgate policytree distil``:
+
+1. **play**: ``episodes`` seeded episodes (seeds ``seed+100+k*episodes ...``, partners in turn,
+   both seats). Iteration 0 plays the teacher (``start='teacher'``) or the layout's seed tree
+   (``start='seed'``); later iterations play the tree fitted in the iteration before (DAgger: the
+   learner visits its own states).
+2. **label** every visited state of the played seat with the teacher's choice there
+   (:class:`~beliefgate.agents.query.Shadow`: the teacher watches the episode from that seat
+   without acting; when the teacher played, its own logged skills) and the partner's hindsight
+   skill (:func:`~beliefgate.envs.hindsight.domain_labels`: the skill its next interaction
+   completes). The records go to ``iter_KK/data.jsonl``.
+3. **aggregate** every iteration's records so far (``--no-aggregate``: this iteration's only) and
+   **fit** two depth-limited CARTs (scikit-learn ``DecisionTreeClassifier``) over named features of
+   the flat state dict (:func:`features`): the *partner tree* predicts the partner's hindsight
+   skill, the *self tree* the teacher's skill and reads the partner tree's prediction as features
+   (``--no-partner-feature`` leaves them out; ``--no-partner-tree`` fits no partner tree: the
+   prediction is the partner's most frequent skill, and the self tree cannot read it). On a layout
+   whose seats have different skills (forced_coordination) each seat gets its own pair of trees.
+4. **emit** the trees as Python (:func:`emit_code`): nested ``if``/``else`` on the features'
+   expressions, ``return "skill"`` at the leaves, no data tables, the textual tree as the module
+   docstring; the code is checked in the sandbox on the probe states of both seats like a model's
+   code.
+5. **accept or revert** on the mean reward of ``rollouts`` episodes (seeds ``seed ...``, partners in
+   turn, both seats), with the LLM loop's step (:class:`~beliefgate.policytree.learn.Learner`):
+   the same run dir (``config.json`` with ``kind: distil``, ``iter_KK/``, ``state.json``,
+   ``best.py``, ``summary.json``), memory pool and resumption; ``policytree show`` prints the
+   result and ``policytree run`` plays it.
+
+Every iteration logs the states it labelled and the aggregate's size, the played policy's
+agreement with the teacher on its own states, the fitted trees' agreement on the aggregate, the
+trees' sizes (leaves) and the reward.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Dict, List, Literal, Optional, Sequence, Tuple, Union
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from beliefgate.envs.domain import domain_for_layout
+from beliefgate.errors import BeliefgateError, RuntimeFailure
+from beliefgate.policytree.learn import (ENTRY, PARTNER_HEADER, SELF_HEADER, LearnConfigError, Learner,
+                                         RolloutResult, _put, check_tree, run_rollouts)
+from beliefgate.validation import CheckedModel
+
+DISTIL_VERSION = 1
+#: collection seeds start this far above ``seed`` (the reward rollouts use ``seed ...``)
+COLLECT_OFFSET = 100
+
+
+class DistilConfigError(LearnConfigError):
+    """A distillation configuration (teacher, layout, partners, depth...) or run dir that cannot be used."""
+
+
+class DistilConfig(CheckedModel):
+    """Everything that determines a distillation run (``config.json``, with ``kind: distil``)."""
+
+    error_type = DistilConfigError
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    layout: str
+    partners: Tuple[str, ...] = Field(min_length=1)
+    teacher: str = "overforge"
+    iterations: int = Field(4, ge=1)
+    episodes: int = Field(4, ge=2, le=COLLECT_OFFSET)
+    rollouts: int = Field(4, ge=1, le=COLLECT_OFFSET)
+    horizon: int = Field(400, ge=1)
+    depth: int = Field(6, ge=1, le=12)
+    min_leaf: int = Field(5, ge=1)
+    seed: int = Field(1000, ge=0)
+    start: Literal["teacher", "seed"] = "teacher"
+    partner_tree: bool = True
+    partner_feature: bool = True
+    aggregate: bool = True
+    #: weight each class inversely to its frequency (rare skills such as deliver_soup get their own leaves)
+    balance: bool = False
+    cpu_ms: float = 50
+    memory_mb: int = 256
+    trace_entries: int = Field(40, ge=1)
+
+    RESUMABLE: ClassVar[Tuple[str, ...]] = ("iterations",)
+
+    @field_validator("layout")
+    @classmethod
+    def _resolve_layout(cls, layout: str) -> str:
+        domain = domain_for_layout(layout)
+        name = domain.resolve_layout(layout)
+        if domain.players(name) != 2:
+            raise ValueError(f"layout {name!r} seats {domain.players(name)} players; a policy tree plays two")
+        if not domain.probe_states(name, 0):
+            raise ValueError(f"layout {name!r}: its domain gives no flat-state probe states, so no tree can be checked there")
+        return name
+
+    @model_validator(mode="after")
+    def _playable(self) -> "DistilConfig":
+        from beliefgate.agents.registry import make_agent
+
+        domain = domain_for_layout(self.layout)
+        domain.check_partners(list(self.partners))
+        if len(set(self.partners)) != len(self.partners):
+            raise ValueError(f"partner {next(p for p in self.partners if self.partners.count(p) > 1)!r} is given twice")
+        for name in (self.teacher, *self.partners):
+            why = domain.partner_restriction(name, self.layout)
+            if why is not None:
+                who = "teacher" if name == self.teacher else "partner"
+                raise ValueError(f"{who} {name!r} does not play {self.layout}: {why}")
+        if self.teacher.startswith("policy-tree"):
+            raise ValueError(f"teacher {self.teacher!r}: a policy tree cannot teach a policy tree")
+        try:
+            make_agent(self.teacher, domain=domain)
+        except BeliefgateError as exc:
+            raise ValueError(f"teacher {self.teacher!r}: {str(exc).split('; available')[0]}") from None
+        return self
+
+    @property
+    def partner(self) -> str:
+        return self.partners[0]
+
+    @property
+    def seat(self) -> int:
+        return 0
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {**self.model_dump(mode="json"), "distil_version": DISTIL_VERSION}
+
+
+# ------------------------------------------------------------------------------ features
+@dataclass(frozen=True)
+class Feature:
+    """A named feature of the flat state: ``expr`` is its Python expression in the emitted code
+    (over ``state`` and, for the self tree, ``mate_skill``), ``value`` computes the same number here."""
+
+    name: str
+    expr: str
+    text: str
+    value: Callable[[Dict[str, Any], Optional[str]], float]
+    boolean: bool
+
+
+def _onions_missing(d: Dict[str, Any]) -> int:
+    return sum(3 - p["count"] for p in d["pot"] if p["state"] == "idle")
+
+
+def _soups_coming(d: Dict[str, Any]) -> int:
+    return sum(1 for p in d["pot"] if p["state"] != "idle")
+
+
+HELPERS = '''def onions_missing(state):
+    missing = 0
+    for pot in state["pot"]:
+        if pot["state"] == "idle":
+            missing += 3 - pot["count"]
+    return missing
+
+
+def soups_coming(state):
+    return len([p for p in state["pot"] if p["state"] != "idle"])
+'''
+
+
+def features(pots: int, skills: Sequence[str], self_skills: Sequence[str], mate_skills: Sequence[str] = (),
+             with_seat: bool = False) -> List[Feature]:
+    """The named features of a layout with ``pots`` pots: holdings, pots, counters, the teammate's
+    last completed skill, self's last skill, and (``mate_skills``) the predicted partner skill."""
+    out: List[Feature] = []
+
+    def add(name, expr, text, fn, boolean):
+        out.append(Feature(name, expr, text, fn, boolean))
+
+    if with_seat:
+        add("self_is_player1", 'state["self_player"] == 1', "self is player 1",
+            lambda d, m: float(d["self_player"] == 1), True)
+    for who in ("self", "teammate"):
+        for held in ("onion", "dish", "soup"):
+            add(f"{who}_holds_{held}", f'state["holdings"]["{who}"] == "{held}"', f"{who} holds {held}",
+                lambda d, m, w=who, h=held: float(d["holdings"][w] == h), True)
+    for i in range(pots):
+        add(f"pot{i}_onions", f'state["pot"][{i}]["count"]', f"onions in pot {i}",
+            lambda d, m, i=i: float(d["pot"][i]["count"]), False)
+        for st in ("cooking", "ready"):
+            add(f"pot{i}_{st}", f'state["pot"][{i}]["state"] == "{st}"', f"pot {i} is {st}",
+                lambda d, m, i=i, st=st: float(d["pot"][i]["state"] == st), True)
+        add(f"pot{i}_ticks_left", f'(state["pot"][{i}]["timers"] or 0)', f"cook ticks left in pot {i}",
+            lambda d, m, i=i: float(d["pot"][i]["timers"] or 0), False)
+    add("any_soup_ready", 'state["any_soup_ready"]', "a soup is ready", lambda d, m: float(d["any_soup_ready"]), True)
+    add("any_pot_not_full", 'state["any_pot_not_full"]', "a pot is not full",
+        lambda d, m: float(d["any_pot_not_full"]), True)
+    add("onions_missing", "onions_missing(state)", "onions the idle pots still need",
+        lambda d, m: float(_onions_missing(d)), False)
+    add("soups_coming", "soups_coming(state)", "pots cooking or ready", lambda d, m: float(_soups_coming(d)), False)
+    for kind in ("empty", "onion", "dish", "soup"):
+        key = f"num_{kind}_counters"
+        add(key, f'state["{key}"]', f"{'empty counters' if kind == 'empty' else kind + 's on counters'}",
+            lambda d, m, key=key: float(d[key]), False)
+    for s in skills:
+        add(f"mate_completed_{s}", f'state["teammate_last_completed_skill"] == "{s}"',
+            f"the teammate last completed {s}",
+            lambda d, m, s=s: float(d["teammate_last_completed_skill"] == s), True)
+    for s in self_skills:
+        add(f"self_last_{s}", f'state["self_last_skill"] == "{s}"', f"self's last skill is {s}",
+            lambda d, m, s=s: float(d["self_last_skill"] == s), True)
+    for s in mate_skills:
+        add(f"predicted_{s}", f'mate_skill == "{s}"', f"the teammate is predicted to {s}",
+            lambda d, m, s=s: float(m == s), True)
+    return out
+
+
+def matrix(rows: Sequence[Dict[str, Any]], feats: Sequence[Feature], mates: Optional[Sequence[Optional[str]]] = None):
+    import numpy as np
+
+    mates = mates if mates is not None else [None] * len(rows)
+    return np.array([[f.value(r, m) for f in feats] for r, m in zip(rows, mates)], dtype=float).reshape(
+        len(rows), len(feats))
+
+
+# ------------------------------------------------------------------------------ trees as code
+@dataclass(frozen=True)
+class Leaf:
+    label: str
+
+
+@dataclass(frozen=True)
+class Split:
+    """``feature`` true (boolean) or above ``cut`` (number) -> ``high``, else ``low``."""
+
+    feature: Feature
+    cut: int
+    low: "Node"
+    high: "Node"
+
+
+Node = Union[Leaf, Split]
+
+
+def from_sklearn(model, feats: Sequence[Feature]) -> Node:
+    """The fitted ``DecisionTreeClassifier`` as nested splits, same-answer branches merged."""
+    t = model.tree_
+    classes = [str(c) for c in model.classes_]
+
+    def walk(i: int) -> Node:
+        left, right = int(t.children_left[i]), int(t.children_right[i])
+        if left < 0:
+            return Leaf(classes[int(t.value[i][0].argmax())])
+        low, high = walk(left), walk(right)
+        if low == high:
+            return low
+        f = feats[int(t.feature[i])]
+        return Split(f, int(math.floor(float(t.threshold[i]))), low, high)
+
+    return walk(0)
+
+
+def constant(label: str) -> Node:
+    return Leaf(label)
+
+
+def leaves(node: Node) -> int:
+    return 1 if isinstance(node, Leaf) else leaves(node.low) + leaves(node.high)
+
+
+def predict(node: Node, d: Dict[str, Any], mate: Optional[str] = None) -> str:
+    """What the emitted code answers for the flat state ``d`` (the same rule, evaluated here)."""
+    while isinstance(node, Split):
+        v = node.feature.value(d, mate)
+        node = node.high if (v > 0.5 if node.feature.boolean else v > node.cut) else node.low
+    return node.label
+
+
+def _condition(s: Split) -> str:
+    return s.feature.expr if s.feature.boolean else f"{s.feature.expr} > {s.cut}"
+
+
+def code_lines(node: Node, indent: int = 1) -> List[str]:
+    pad = "    " * indent
+    if isinstance(node, Leaf):
+        return [f'{pad}return "{node.label}"']
+    lines = [f"{pad}if {_condition(node)}:"] + code_lines(node.high, indent + 1)
+    rest = node.low
+    while isinstance(rest, Split):  # an else holding only another split reads as elif
+        lines += [f"{pad}elif {_condition(rest)}:"] + code_lines(rest.high, indent + 1)
+        rest = rest.low
+    return lines + [f"{pad}else:"] + code_lines(rest, indent + 1)
+
+
+def text_lines(node: Node, indent: int = 0) -> List[str]:
+    pad = "   " * indent
+    if isinstance(node, Leaf):
+        return [f"{pad}-> {node.label}"]
+    f = node.feature
+    yes = f.text if f.boolean else f"{f.text} > {node.cut}"
+    no = f"not: {f.text}" if f.boolean else f"{f.text} <= {node.cut}"
+    return ([f"{pad}if {yes}:"] + text_lines(node.high, indent + 1) + [f"{pad}else ({no}):"]
+            + text_lines(node.low, indent + 1))
+
+
+@dataclass
+class FittedPolicy:
+    """The partner and self trees, per seat group (``None`` key: both seats share them)."""
+
+    partner: Dict[Optional[int], Node]
+    own: Dict[Optional[int], Node]
+    reads_partner: bool
+    note: str = ""
+
+    def predict(self, d: Dict[str, Any]) -> Tuple[str, str]:
+        key = d["self_player"] if None not in self.own else None
+        mate = predict(self.partner[key], d)
+        return mate, predict(self.own[key], d, mate)
+
+    def size(self) -> Dict[str, int]:
+        return {"partner_leaves": sum(leaves(n) for n in self.partner.values()),
+                "self_leaves": sum(leaves(n) for n in self.own.values())}
+
+
+def _function(name: str, args: str, trees: Dict[Optional[int], Node]) -> str:
+    if None in trees:
+        return f"def {name}({args}):\n" + "\n".join(code_lines(trees[None])) + "\n"
+    parts = []
+    for seat, node in sorted(trees.items()):
+        parts.append(f"def {name}_seat{seat}({args}):\n" + "\n".join(code_lines(node)) + "\n")
+    seats = sorted(trees)
+    body = [f"def {name}({args}):"]
+    for seat in seats[:-1]:
+        body += [f'    if state["self_player"] == {seat}:', f"        return {name}_seat{seat}({args})"]
+    body.append(f"    return {name}_seat{seats[-1]}({args})")
+    return "\n\n".join(parts) + "\n\n" + "\n".join(body) + "\n"
+
+
+def _text(trees: Dict[Optional[int], Node]) -> str:
+    if None in trees:
+        return "\n".join(text_lines(trees[None]))
+    return "\n".join(line for seat, node in sorted(trees.items())
+                     for line in [f"Seat {seat}:"] + text_lines(node, 1))
+
+
+def emit_code(policy: FittedPolicy, layout: str, header: str) -> str:
+    """The tree file: the textual two-part tree as docstring, then readable code (no data tables)."""
+    doc = (f"### FunctionDescription:\nName: {ENTRY}\nLayout: {layout}\n{header}\n"
+           f"Outputs: (inferred_teammate_current_skill, self_action_now)\n\n"
+           f"{PARTNER_HEADER}\n{_text(policy.partner)}\n\n{SELF_HEADER}\n{_text(policy.own)}\n")
+    doc = doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    own_args = "state, mate_skill" if policy.reads_partner else "state"
+    call = "choose_own(state, mate_skill)" if policy.reads_partner else "choose_own(state)"
+    return (f'"""{doc}"""\n\n\n{HELPERS}\n\n{_function("predict_teammate", "state", policy.partner)}\n\n'
+            f'{_function("choose_own", own_args, policy.own)}\n\n'
+            f"def {ENTRY}(state):\n    mate_skill = predict_teammate(state)\n    return mate_skill, {call}\n")
+
+
+# ------------------------------------------------------------------------------ fitting
+def _majority(labels: Sequence[str], default: str) -> str:
+    from collections import Counter
+
+    return Counter(labels).most_common(1)[0][0] if labels else default
+
+
+def fit_policy(records: Sequence[Dict[str, Any]], cfg: DistilConfig) -> Tuple[FittedPolicy, Dict[str, Any]]:
+    """The two trees fitted to ``records`` (flat state, teacher skill, partner hindsight skill)."""
+    try:
+        from sklearn.tree import DecisionTreeClassifier
+    except ImportError:
+        raise RuntimeFailure("policytree distil needs scikit-learn (pip install scikit-learn)") from None
+
+    domain = domain_for_layout(cfg.layout)
+    library = domain.controller(cfg.layout).library.names
+    seat_sets = [tuple(domain.seat_skills(cfg.layout, s)) for s in (0, 1)]
+    split = seat_sets[0] != seat_sets[1]
+    groups: List[Optional[int]] = [0, 1] if split else [None]
+    pots = len(records[0]["flat"]["pot"]) if records else 1
+    partner, own = {}, {}
+    stats: Dict[str, Any] = {"groups": {}}
+    hits = total = mhits = mtotal = 0
+    for g in groups:
+        rows = [r for r in records if g is None or r["seat"] == g]
+        self_skills = seat_sets[g if g is not None else 0]
+        mate_skills = seat_sets[1 - g] if g is not None else seat_sets[1]
+        base = features(pots, library, self_skills, with_seat=not split)
+        flats = [r["flat"] for r in rows]
+        plabelled = [(r["flat"], r["partner"]) for r in rows if r["partner"] is not None]
+        if cfg.partner_tree and len({y for _, y in plabelled}) > 1:
+            model = DecisionTreeClassifier(max_depth=cfg.depth, min_samples_leaf=cfg.min_leaf, random_state=cfg.seed,
+                                           class_weight="balanced" if cfg.balance else None)
+            model.fit(matrix([d for d, _ in plabelled], base), [y for _, y in plabelled])
+            partner[g] = from_sklearn(model, base)
+        else:
+            partner[g] = Leaf(_majority([y for _, y in plabelled], mate_skills[0]))
+        mates = [predict(partner[g], d) for d in flats]
+        mhits += sum(predict(partner[g], d) == y for d, y in plabelled)
+        mtotal += len(plabelled)
+        reads = cfg.partner_tree and cfg.partner_feature
+        classes = sorted({m for m in mates}) if reads else []
+        feats = base + (features(0, (), (), classes)[-len(classes):] if classes else [])
+        labelled = [(d, m, r["teacher"]) for d, m, r in zip(flats, mates, rows) if r["teacher"] is not None]
+        if len({y for _, _, y in labelled}) > 1:
+            model = DecisionTreeClassifier(max_depth=cfg.depth, min_samples_leaf=cfg.min_leaf, random_state=cfg.seed,
+                                           class_weight="balanced" if cfg.balance else None)
+            model.fit(matrix([d for d, _, _ in labelled], feats, [m for _, m, _ in labelled]),
+                      [y for _, _, y in labelled])
+            own[g] = from_sklearn(model, feats)
+        else:
+            own[g] = Leaf(_majority([y for _, _, y in labelled], self_skills[0]))
+        ghits = sum(predict(own[g], d, m) == y for d, m, y in labelled)
+        hits += ghits
+        total += len(labelled)
+        stats["groups"][str(g)] = {"states": len(rows), "teacher_labelled": len(labelled),
+                                   "partner_labelled": len(plabelled)}
+    policy = FittedPolicy(partner, own, cfg.partner_tree and cfg.partner_feature)
+    stats.update(fit_agreement=hits / total if total else None, partner_accuracy=mhits / mtotal if mtotal else None,
+                 **policy.size())
+    return policy, stats
+
+
+# ------------------------------------------------------------------------------ data
+def label_episode(traj, cfg: DistilConfig, seat: int, seed: int, teacher_played: bool) -> Tuple[List[Dict[str, Any]], int]:
+    """One record per step of the played seat (flat state as the tree would see it, teacher skill,
+    partner hindsight skill, the played skill); and the teacher's decisions made to label them."""
+    from beliefgate.agents.query import Shadow
+    from beliefgate.agents.registry import make_agent
+    from beliefgate.envs.hindsight import domain_labels
+    from beliefgate.eval.episode import agent_seeds
+
+    domain = domain_for_layout(cfg.layout)
+    library = domain.controller(cfg.layout).library
+    mate = 1 - seat
+    steps = traj.steps
+    hindsight = domain_labels(domain, cfg.layout, [r.events for r in steps])
+    shadow = None
+    if not teacher_played:
+        shadow = Shadow(make_agent(cfg.teacher, domain=domain), cfg.layout, seat,
+                        agent_seeds(seed, domain.players(cfg.layout))[seat])
+    records = []
+    completed = last_self = inferred = None
+    for t, row in enumerate(steps):
+        if t > 0:
+            done = domain.completed_skills(domain.detect_events(steps[t - 1].state, row.state)[mate], library)
+            if done:
+                completed = library.names[done[-1]]
+        flat = domain.flat_state(row.state, seat, teammate_last_completed_skill=completed,
+                                 teammate_last_inferred_skill=inferred, self_last_skill=last_self)
+        info = row.info[seat]
+        played = row.skills[seat] if teacher_played else info.get("tree_skill")
+        if teacher_played:
+            teacher = row.skills[seat]
+        else:
+            teacher = shadow.would_choose(row.state, steps[t - 1].events[seat] if t > 0 else ())
+        records.append({"t": t, "seed": seed, "seat": seat, "flat": flat, "teacher": teacher,
+                        "partner": hindsight[t][mate], "played": played})
+        if played is not None:
+            last_self = played
+        if not teacher_played and info.get("partner_map") is not None:
+            inferred = info.get("partner_map")
+    decisions = shadow.decisions if shadow is not None else int(steps[-1].info[seat].get("plans", 0)) if steps else 0
+    return records, decisions
+
+
+def read_records(path: Path) -> List[Dict[str, Any]]:
+    from beliefgate.policytree.learn import _damaged
+
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                raise _damaged(path, f"line {n} is not JSON (a write cut short?)") from None
+            if not isinstance(rec, dict) or not {"flat", "seat", "teacher", "partner"} <= set(rec):
+                raise _damaged(path, f"line {n} is not a distillation record")
+            out.append(rec)
+    return out
+
+
+# ------------------------------------------------------------------------------ the loop
+class Distiller(Learner):
+    """A distillation run in ``run_dir``: the candidate of an iteration is the CART fitted to the
+    teacher's labels; accept/revert, memory pool, run dir and resumption are the LLM loop's."""
+
+    KIND = "distil"
+    COUNTS = ("states", "teacher_decisions", "unusable", "rejected", "accepted")
+    HISTORY_KEYS = ("iteration", "played", "states", "total_states", "agreement", "fit_agreement",
+                    "partner_accuracy", "partner_leaves", "self_leaves", "reward", "accepted", "reason", "seconds")
+
+    def __init__(self, cfg: DistilConfig, run_dir: Path):
+        super().__init__(cfg, None, run_dir, {"teacher": cfg.teacher, "llm": None})
+
+    def plan(self, k: int) -> List[Tuple[str, int, int]]:
+        """(partner, seat, seed) of iteration ``k``'s played episodes: both seats with each partner in turn."""
+        cfg, n = self.cfg, len(self.cfg.partners)
+        return [(cfg.partners[(j // 2) % n], j % 2, cfg.seed + COLLECT_OFFSET + k * cfg.episodes + j)
+                for j in range(cfg.episodes)]
+
+    def rollout_plan(self) -> List[Tuple[str, int, int]]:
+        cfg, n = self.cfg, len(self.cfg.partners)
+        return [(cfg.partners[(i // 2) % n], i % 2, cfg.seed + i) for i in range(cfg.rollouts)]
+
+    def _rollouts(self, path: Path) -> RolloutResult:
+        return run_rollouts(path, self.cfg, self.rollout_plan())
+
+    def _played(self, k: int) -> Tuple[str, str]:
+        """(what, agent name) played in iteration ``k``: the teacher / seed tree first, then the last fitted tree."""
+        for j in range(k - 1, -1, -1):
+            code = self.dir / f"iter_{j:02d}" / "code.py"
+            if code.exists():
+                return f"tree of iteration {j}", f"policy-tree:{code}"
+        if self.cfg.start == "seed":
+            return "seed tree", f"policy-tree:seed:{self.cfg.layout}"
+        return "teacher", self.cfg.teacher
+
+    def _candidate(self, k: int, it_dir: Path, status: Dict[str, Any]) -> Optional[Tuple[str, str, str]]:
+        import time
+
+        from beliefgate.eval.episode import run_episode
+        from beliefgate.policytree.agent import close_sandboxes
+        from beliefgate.policytree.seeds import tree_text
+
+        started = time.perf_counter()
+        what, ego = self._played(k)
+        teacher_played = ego == self.cfg.teacher
+        records: List[Dict[str, Any]] = []
+        decisions = 0
+        try:
+            for partner, seat, seed in self.plan(k):
+                result = run_episode(self.cfg.layout, ego, partner, seed=seed, horizon=self.cfg.horizon, seat=seat)
+                recs, n = label_episode(result.trajectory, self.cfg, seat, seed, teacher_played)
+                records += recs
+                decisions += n
+        finally:
+            close_sandboxes()
+        _put(it_dir / "data.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+        labelled = [r for r in records if r["teacher"] is not None]
+        agreement = (sum(r["played"] == r["teacher"] for r in labelled) / len(labelled)) if labelled else None
+        pool: List[Dict[str, Any]] = []
+        for j in (range(k + 1) if self.cfg.aggregate else (k,)):
+            path = self.dir / f"iter_{j:02d}" / "data.jsonl"
+            pool += records if j == k else (read_records(path) if path.exists() else [])
+        policy, stats = fit_policy(pool, self.cfg)
+        header = (f"Distilled from: {self.cfg.teacher} (DAgger iteration {k}, {len(pool)} labelled states, "
+                  f"CART depth <= {self.cfg.depth}; partners {', '.join(self.cfg.partners)})")
+        code = emit_code(policy, self.cfg.layout, header)
+        self.state.counts["states"] += len(records)
+        self.state.counts["teacher_decisions"] += 0 if teacher_played else decisions
+        status.update(played=what, states=len(records), total_states=len(pool),
+                      agreement=None if agreement is None else round(agreement, 4),
+                      fit_agreement=None if stats["fit_agreement"] is None else round(stats["fit_agreement"], 4),
+                      partner_accuracy=None if stats["partner_accuracy"] is None else round(stats["partner_accuracy"], 4),
+                      partner_leaves=stats["partner_leaves"], self_leaves=stats["self_leaves"],
+                      teacher_decisions=decisions if not teacher_played else 0)
+        _put(it_dir / "fit.json", json.dumps(stats, indent=2))
+        errors = [e for e in (check_tree(code, self.cfg.layout, s, self.cfg.cpu_ms, self.cfg.memory_mb)
+                              for s in (0, 1)) if e]
+        status["seconds"] = round(time.perf_counter() - started, 1)
+        if errors:
+            self._write(it_dir, "code_refused.py", code)
+            status["code_error"] = errors[0]
+            self.state.counts["unusable"] += 1
+            return None
+        return "distil", tree_text(code), code
+
+    def _summarize(self, k: int, tree: str, result: RolloutResult, it_dir: Path, status: Dict[str, Any]) -> None:
+        summary = (f"tree distilled in iteration {k} from {status.get('total_states')} states: "
+                   f"{status.get('partner_leaves')} partner leaves, {status.get('self_leaves')} self leaves, "
+                   f"agreement with the teacher {status.get('fit_agreement')}")
+        self.state.memory.append({"iteration": k, "score": result.mean, "summary": summary, "source": "distil"})
+
+    def iteration(self, k: int) -> Dict[str, Any]:
+        import time
+
+        started = time.perf_counter()
+        status = super().iteration(k)
+        status["seconds"] = round(time.perf_counter() - started, 1)
+        self.state.history[-1]["seconds"] = status["seconds"]
+        self._write(self.dir / f"iter_{k:02d}", "status.json", json.dumps(status, indent=2))
+        self._save_state()
+        return status
+
+    def run(self, progress: Optional[Callable[[int, int, Dict[str, Any]], None]] = None) -> Dict[str, Any]:
+        start = self.state.completed + 1 if self.state.history else 0
+        for k in range(start, self.cfg.iterations):
+            status = self.iteration(k)
+            if progress is not None:
+                progress(k, self.cfg.iterations, status)
+        return self.write_summary()
+
+    def write_summary(self) -> Dict[str, Any]:
+        summary = {
+            "kind": self.KIND, "config": self.cfg.to_dict(),
+            "best_iteration": self.state.best_iteration, "best_reward": self.state.best_reward,
+            "best": str(self.dir / "best.py") if self.state.best_iteration is not None else None,
+            "history": self.state.history, "counts": self.state.counts, "nq": self.state.counts["teacher_decisions"],
+        }
+        _put(self.dir / "summary.json", json.dumps(summary, indent=2))
+        return summary
+
+
+def distil(layout: str, partners: Sequence[str], out: Union[str, Path],
+           progress: Optional[Callable[[int, int, Dict[str, Any]], None]] = None, **settings) -> Dict[str, Any]:
+    """Run (or resume) a distillation run; ``settings`` are :class:`DistilConfig` fields. The
+    configuration is checked before anything is written."""
+    cfg = DistilConfig(layout=layout, partners=tuple(partners), **settings)
+    return Distiller(cfg, Path(out)).run(progress)
+
+
+__all__ = ["DistilConfig", "DistilConfigError", "Distiller", "distil", "features", "fit_policy", "emit_code",
+           "label_episode", "FittedPolicy"]

@@ -1,0 +1,302 @@
+"""Distilled policy trees vs seed trees vs their teacher (docs/results_policytree.md, issue 46).
+
+    PYTHONPATH=$PWD .venv/bin/python scripts/results_policytree.py distil --out runs/results_policytree \
+        --layout cramped_room [--variant full|no_partner_tree|no_partner_feature|no_aggregate]
+    PYTHONPATH=$PWD .venv/bin/python scripts/results_policytree.py eval --out runs/results_policytree \
+        --layout cramped_room --agent tree --agent seed --agent teacher [--partner noisy ...] [--seeds 0-19]
+    PYTHONPATH=$PWD .venv/bin/python scripts/results_policytree.py refit --out runs/results_policytree \
+        --layout cramped_room --variant no_partner_tree --variant no_partner_feature --variant no_aggregate
+    PYTHONPATH=$PWD .venv/bin/python scripts/results_policytree.py report --out runs/results_policytree
+
+``distil`` runs ``beliefgate policytree distil``'s loop (resumable) on the training partners
+(:data:`TRAIN`) with the settings of :data:`SETTINGS` (seeds >= 1000) into
+``OUT/distil/<layout>/<variant>``. ``eval`` plays held-out seeds with held-out partners
+(:data:`HELD_OUT`, never used in distillation), both seats, and appends one JSON line per episode to
+``OUT/rows.jsonl`` (resumable: an episode already there is skipped). Agents: ``tree`` (the run's
+``best.py``; ``tree:<variant>`` for an ablation), ``seed`` (the layout's hand-written seed tree) and
+``teacher`` (the distillation's teacher). Per episode: reward, soups and the ego's decision
+latencies (tree: flat state + sandbox call, every step; teacher: its PCM decision time, at each
+decision), all measured in the same process. ``report`` prints the markdown tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+TEACHER = "overforge"
+#: partners of the distillation (rollouts and labels)
+TRAIN = ("balanced", "onion-sourcer", "plater")
+#: partners never used in distillation
+HELD_OUT = ("noisy", "switch-sourcer-to-plater", "bp-g2-onion-hi-pot-lo", "counter-passer")  # counter-passer: forced_coordination only
+LAYOUTS = ("cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination", "counter_circuit")
+#: chosen on seeds >= 1000 (rollouts 1000..1005, played episodes from 1100)
+SETTINGS = dict(teacher=TEACHER, iterations=4, episodes=4, rollouts=6, horizon=400, depth=6, min_leaf=5, seed=1000,
+                start="teacher")
+VARIANTS = {"full": {}, "no_partner_tree": {"partner_tree": False}, "no_partner_feature": {"partner_feature": False},
+            "no_aggregate": {"aggregate": False}}
+
+
+def run_dir(out: Path, layout: str, variant: str) -> Path:
+    return out / "distil" / layout / variant
+
+
+def cmd_distil(args) -> None:
+    from beliefgate.policytree.distil import DistilConfig, Distiller
+
+    for layout in args.layout:
+        for variant in args.variant:
+            cfg = DistilConfig(layout=layout, partners=TRAIN, **SETTINGS, **VARIANTS[variant])
+            started = time.time()
+
+            def progress(k, n, s):
+                print(f"{layout}/{variant} iteration {k}: {s.get('states')} states, agreement {s.get('agreement')}, "
+                      f"fit {s.get('fit_agreement')}, leaves {s.get('partner_leaves')}+{s.get('self_leaves')}, "
+                      f"reward {s.get('reward')}, accepted {s.get('accepted')}, {s.get('seconds')} s", flush=True)
+
+            summary = Distiller(cfg, run_dir(args.out, layout, variant)).run(progress)
+            print(f"{layout}/{variant}: best {summary['best_reward']} (iteration {summary['best_iteration']}), "
+                  f"{time.time() - started:.0f} s this session", flush=True)
+
+
+def cmd_refit(args) -> None:
+    """Ablations at fixed labels (cheap: no episode is played): refit the full run's labels with an
+    ablation's flags into ``OUT/distil/<layout>/<variant>-refit/best.py``. ``no_aggregate`` fits the
+    last iteration's labels alone; the others pool the labels up to the full run's best iteration."""
+    from beliefgate.policytree.distil import DistilConfig, emit_code, fit_policy, read_records
+    from beliefgate.policytree.learn import check_tree
+
+    for layout in args.layout:
+        full = run_dir(args.out, layout, "full")
+        state = json.loads((full / "state.json").read_text())
+        for variant in args.variant:
+            over = {k: v for k, v in (("depth", args.depth), ("min_leaf", args.min_leaf),
+                                      ("balance", args.balance or None)) if v is not None}
+            cfg = DistilConfig(layout=layout, partners=TRAIN, **{**SETTINGS, **over}, **VARIANTS[variant])
+            its = [state["completed"]] if variant == "no_aggregate" else range(state["best_iteration"] + 1)
+            records = [r for k in its for r in read_records(full / f"iter_{k:02d}" / "data.jsonl")]
+            policy, stats = fit_policy(records, cfg)
+            code = emit_code(policy, layout, f"Refit of {full} (iterations {list(its)}) with {variant}")
+            errors = [e for e in (check_tree(code, layout, 0), check_tree(code, layout, 1)) if e]
+            if errors:
+                raise SystemExit(f"{layout}/{variant}: the refit tree is refused: {errors[0]}")
+            tag = "".join(f"-{k}{v}" for k, v in over.items())
+            target = run_dir(args.out, layout, f"{variant}{tag}-refit")
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "best.py").write_text(code)
+            (target / "fit.json").write_text(json.dumps({**stats, "iterations": list(its)}, indent=2))
+            print(f"{layout}/{variant}{tag}-refit: {len(records)} states, fit {stats['fit_agreement']:.4f}, "
+                  f"leaves {stats['partner_leaves']}+{stats['self_leaves']}", flush=True)
+
+
+def cmd_latency(args) -> None:
+    """Decision latency of the tree and its teacher in one process, episodes interleaved (same
+    seeds, seat 0, held-out partner): the tree's flat state + sandbox call at every step, the
+    teacher's PCM decision time at each of its decisions. Writes ``OUT/latency.json``."""
+    import numpy as np
+
+    from beliefgate.eval.episode import run_episode
+    from beliefgate.policytree.agent import close_sandboxes
+
+    out: Dict[str, List[float]] = {"tree": [], "teacher": []}
+    for seed in _seeds(args.seeds):
+        for agent in ("tree", "teacher"):
+            res = run_episode(args.layout, agent_name(args.out, args.layout, agent), args.partner, seed=seed,
+                              horizon=args.horizon, seat=0)
+            infos = [row.info[0] for row in res.trajectory.steps]
+            if agent == "teacher":
+                out[agent] += [i["pcm"]["time_ms"] * 1e3 for i in infos if i.get("pcm")]
+            else:
+                out[agent] += [i["tree_us"] for i in infos if i.get("tree_us") is not None]
+        close_sandboxes()
+    p50 = {k: float(np.percentile(v, 50)) for k, v in out.items()}
+    result = {"layout": args.layout, "partner": args.partner, "seeds": args.seeds, "horizon": args.horizon,
+              "decisions": {k: len(v) for k, v in out.items()}, "p50_us": p50,
+              "p99_us": {k: float(np.percentile(v, 99)) for k, v in out.items()},
+              "tree_share_of_teacher_p50": p50["tree"] / p50["teacher"]}
+    (args.out / "latency.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+
+
+def _done(rows_path: Path) -> set:
+    if not rows_path.exists():
+        return set()
+    keys = set()
+    for line in rows_path.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            keys.add((r["layout"], r["agent"], r["partner"], r["seat"], r["seed"]))
+    return keys
+
+
+def _seeds(text: str) -> List[int]:
+    lo, _, hi = text.partition("-")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+def agent_name(out: Path, layout: str, agent: str) -> str:
+    if agent == "teacher":
+        return TEACHER
+    if agent == "seed":
+        return f"policy-tree:seed:{layout}"
+    variant = agent.split(":", 1)[1] if ":" in agent else "full"
+    best = run_dir(out, layout, variant) / "best.py"
+    if not best.exists():
+        raise SystemExit(f"no distilled tree {best}; run the distil step first")
+    return f"policy-tree:{best}"
+
+
+def cmd_eval(args) -> None:
+    from beliefgate.envs.domain import domain_for_layout
+    from beliefgate.eval.episode import run_episode
+    from beliefgate.policytree.agent import close_sandboxes
+
+    rows_path = args.out / "rows.jsonl"
+    args.out.mkdir(parents=True, exist_ok=True)
+    done = _done(rows_path)
+    for layout in args.layout:
+        domain = domain_for_layout(layout)
+        for agent in args.agent:
+            ego = agent_name(args.trees or args.out, layout, agent)
+            for partner in args.partner or HELD_OUT:
+                if domain.partner_restriction(partner, layout) is not None:
+                    continue
+                for seat in (0, 1):
+                    for seed in _seeds(args.seeds):
+                        if (layout, agent, partner, seat, seed) in done:
+                            continue
+                        started = time.perf_counter()
+                        result = run_episode(layout, ego, partner, seed=seed, horizon=args.horizon, seat=seat)
+                        wall = time.perf_counter() - started
+                        infos = [row.info[seat] for row in result.trajectory.steps]
+                        if agent == "teacher":
+                            lat = [i["pcm"]["time_ms"] * 1e3 for i in infos if i.get("pcm")]
+                        else:
+                            lat = [i["tree_us"] for i in infos if i.get("tree_us") is not None]
+                        row = {"layout": layout, "agent": agent, "partner": partner, "seat": seat, "seed": seed,
+                               "reward": float(result.summary["reward"]), "soups": result.summary["deliveries"],
+                               "latency_us": [round(x, 1) for x in lat], "wall_s": round(wall, 2),
+                               "tree_errors": int(infos[-1].get("tree_errors", 0)) if infos else 0}
+                        with rows_path.open("a") as fh:
+                            fh.write(json.dumps(row) + "\n")
+                        print(f"{layout} {agent} {partner} seat {seat} seed {seed}: {row['reward']:g} "
+                              f"({wall:.1f} s)", flush=True)
+                close_sandboxes()
+
+
+def cmd_report(args) -> None:
+    import numpy as np
+
+    from beliefgate.eval.report import bootstrap_mean_ci, paired_bootstrap
+
+    rows = []
+    for folder in [args.out, *(args.also or [])]:  # episodes played by other processes into their own folders
+        path = folder / "rows.jsonl"
+        if path.exists():
+            rows += [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    by: Dict[tuple, List[dict]] = {}
+    for r in rows:
+        by.setdefault((r["layout"], r["agent"]), []).append(r)
+    print("| layout | agent | partners | episodes | reward | 95% CI | soups | decision p50 (µs) | tree errors |")
+    print("|---|---|---|---:|---:|---|---:|---:|---:|")
+    for (layout, agent), rs in sorted(by.items()):
+        m, lo, hi = bootstrap_mean_ci([r["reward"] for r in rs], name=f"{layout}/{agent}")
+        lat = np.concatenate([np.asarray(r["latency_us"], float) for r in rs])
+        partners = "+".join(sorted({r["partner"] for r in rs}))
+        print(f"| {layout} | {agent} | {partners} | {len(rs)} | {m:.1f} | [{lo:.1f}, {hi:.1f}] | "
+              f"{np.mean([r['soups'] for r in rs]):.2f} | {np.percentile(lat, 50):.0f} | "
+              f"{sum(r['tree_errors'] for r in rs)} |")
+    print()
+    print("Per partner and seat (mean reward, episodes):")
+    print()
+    cells: Dict[tuple, List[float]] = {}
+    for r in rows:
+        cells.setdefault((r["layout"], r["agent"], r["partner"], r["seat"]), []).append(r["reward"])
+    print("| layout | agent | partner | seat | episodes | reward |")
+    print("|---|---|---|---:|---:|---:|")
+    for key, v in sorted(cells.items()):
+        print(f"| {' | '.join(map(str, key))} | {len(v)} | {np.mean(v):.1f} |")
+    print()
+    print("Paired differences (matched on layout, partner, seat, seed; seeds resampled):")
+    print()
+    print("| layout | comparison | pairs | mean diff | 95% CI | ratio of means |")
+    print("|---|---|---:|---:|---|---:|")
+    layouts = sorted({r["layout"] for r in rows})
+    for layout in layouts:
+        for a, b in (("tree", "seed"), ("tree", "teacher"), ("seed", "teacher"),
+                     *((a, "tree") for a in sorted({r["agent"] for r in rows}) if a.startswith("tree:"))):
+            ra, rb = by.get((layout, a)), by.get((layout, b))
+            if not ra or not rb:
+                continue
+            d = paired_bootstrap(ra, rb, "reward", name=f"{layout}/{a}-{b}")
+            keys = {(r["partner"], r["seat"], r["seed"]) for r in ra} & {(r["partner"], r["seat"], r["seed"]) for r in rb}
+            ma = np.mean([r["reward"] for r in ra if (r["partner"], r["seat"], r["seed"]) in keys])
+            mb = np.mean([r["reward"] for r in rb if (r["partner"], r["seat"], r["seed"]) in keys])
+            print(f"| {layout} | {a} − {b} | {d.pairs} | {d.mean:+.1f} | [{d.lo:+.1f}, {d.hi:+.1f}] | "
+                  f"{ma / mb:.3f} |" if mb else f"| {layout} | {a} − {b} | {d.pairs} | {d.mean:+.1f} | - | - |")
+    print()
+    print("Distillation runs (per iteration: states labelled, pooled, on-policy agreement with the teacher, "
+          "fit agreement, leaves partner+self, reward on rollout seeds 1000-1005, accepted, seconds):")
+    print()
+    for summary in sorted((args.out / "distil").glob("*/*/summary.json")):
+        s = json.loads(summary.read_text())
+        total = sum(h.get("seconds") or 0 for h in s["history"])
+        print(f"- {summary.parent.parent.name}/{summary.parent.name}: best iteration {s['best_iteration']} "
+              f"(reward {s['best_reward']}), {total:.0f} s, teacher decisions {s['nq']}")
+        for h in s["history"]:
+            print(f"  - it {h['iteration']}: {h['states']} / {h['total_states']} states, agreement {h['agreement']}, "
+                  f"fit {h['fit_agreement']}, leaves {h['partner_leaves']}+{h['self_leaves']}, reward {h['reward']}, "
+                  f"{'accepted' if h['accepted'] else 'reverted'}, {h['seconds']} s")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("distil")
+    d.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
+    d.add_argument("--layout", action="append", required=True, choices=LAYOUTS)
+    d.add_argument("--variant", action="append", choices=tuple(VARIANTS))
+    e = sub.add_parser("eval")
+    e.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
+    e.add_argument("--layout", action="append", required=True, choices=LAYOUTS)
+    e.add_argument("--agent", action="append", required=True)
+    e.add_argument("--partner", action="append")
+    e.add_argument("--seeds", default="0-19")
+    e.add_argument("--trees", type=Path, help="the folder holding distil/ (default --out)")
+    e.add_argument("--horizon", type=int, default=400)
+    f = sub.add_parser("refit")
+    f.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
+    f.add_argument("--layout", action="append", required=True, choices=LAYOUTS)
+    f.add_argument("--variant", action="append", required=True, choices=tuple(VARIANTS))
+    f.add_argument("--depth", type=int, help="refit with this depth (settings chosen on seeds >= 1000)")
+    f.add_argument("--min-leaf", type=int)
+    f.add_argument("--balance", action="store_true", help="class-balanced weights")
+    lt = sub.add_parser("latency")
+    lt.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
+    lt.add_argument("--layout", default="cramped_room", choices=LAYOUTS)
+    lt.add_argument("--partner", default="noisy")
+    lt.add_argument("--seeds", default="0-1")
+    lt.add_argument("--horizon", type=int, default=200)
+    r = sub.add_parser("report")
+    r.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
+    r.add_argument("--also", type=Path, action="append", help="another folder whose rows.jsonl joins the report")
+    args = ap.parse_args(argv)
+    if args.cmd == "distil":
+        args.variant = args.variant or ["full"]
+        cmd_distil(args)
+    elif args.cmd == "latency":
+        cmd_latency(args)
+    elif args.cmd == "refit":
+        cmd_refit(args)
+    elif args.cmd == "eval":
+        cmd_eval(args)
+    else:
+        cmd_report(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

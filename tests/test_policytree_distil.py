@@ -1,0 +1,166 @@
+"""``beliefgate policytree distil``: DAgger + CART from a teacher agent to sandboxed tree code.
+
+Real dynamics, real teacher, real sandbox: a tiny run (two iterations, short horizon) that emits
+code which the sandbox accepts, ``policytree show`` prints and an episode plays; the emitted code
+answers what the fitted trees answer; resumption; bad input as one line, exit 2, nothing written.
+"""
+
+import ast
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from beliefgate.cli import app
+from beliefgate.policytree.distil import DistilConfig, Distiller, emit_code, fit_policy, read_records
+from beliefgate.policytree.learn import check_tree
+
+LAYOUT = "cramped_room"
+#: a fast teacher for the loop tests (OverForge itself is checked in the shadow test)
+TINY = dict(teacher="bayes-belief", iterations=1, episodes=2, rollouts=1, horizon=30, depth=3, min_leaf=2, seed=1000)
+
+
+def _one_line_error(res, *words):
+    assert res.exit_code == 2, res.output
+    text = res.output.strip()
+    assert text.startswith("error:") and "\n" not in text, text
+    for w in words:
+        assert w in text, text
+
+
+@pytest.mark.parametrize("teacher,horizon", [("bayes-belief", 40),
+                                             pytest.param("overforge", 30, marks=pytest.mark.slow)])
+def test_shadow_gives_back_the_teachers_own_choices(teacher, horizon):
+    """The 'what would you choose here' hook: a teacher watching an episode it played itself, from
+    its seat and with its seed, answers exactly the skills it logged."""
+    from beliefgate.agents.query import Shadow
+    from beliefgate.agents.registry import make_agent
+    from beliefgate.envs.domain import domain_for_layout
+    from beliefgate.eval.episode import agent_seeds, run_episode
+
+    seat, seed = 1, 1003
+    traj = run_episode(LAYOUT, teacher, "balanced", seed=seed, horizon=horizon, seat=seat).trajectory
+    domain = domain_for_layout(LAYOUT)
+    shadow = Shadow(make_agent(teacher, domain=domain), LAYOUT, seat, agent_seeds(seed, 2)[seat])
+    answers = [shadow.would_choose(row.state, traj.steps[t - 1].events[seat] if t else ())
+               for t, row in enumerate(traj.steps)]
+    logged = [row.skills[seat] for row in traj.steps]
+    assert answers == logged and len(set(logged)) > 1
+    assert shadow.decisions >= 2
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """One iteration, then resumed for a second: (run dir, iteration 0's data before the resumption)."""
+    out = tmp_path_factory.mktemp("distil") / "run"
+    first = Distiller(DistilConfig(layout=LAYOUT, partners=("balanced",), **TINY), out).run()
+    assert [h["iteration"] for h in first["history"]] == [0] and first["best_iteration"] == 0
+    data0 = (out / "iter_00" / "data.jsonl").read_text()
+    Distiller(DistilConfig(layout=LAYOUT, partners=("balanced",), **{**TINY, "iterations": 2}), out).run()
+    return out, data0
+
+
+def test_tiny_distillation_resumes_and_logs_every_iteration(tiny_run):
+    out, data0 = tiny_run
+    summary = json.loads((out / "summary.json").read_text())
+    assert [h["iteration"] for h in summary["history"]] == [0, 1]  # resumed: iteration 0 not played again
+    assert (out / "iter_00" / "data.jsonl").read_text() == data0
+    h0, h1 = summary["history"]
+    assert h0["played"] == "teacher" and h0["agreement"] == 1.0  # the teacher agrees with itself
+    assert h1["played"] == "tree of iteration 0" and 0 <= h1["agreement"] <= 1
+    assert h0["states"] == h1["states"] == 2 * TINY["horizon"] and h1["total_states"] == 4 * TINY["horizon"]
+    for h in summary["history"]:
+        assert h["self_leaves"] >= 2 and h["partner_leaves"] >= 1 and h["reward"] is not None
+        assert 0 < h["fit_agreement"] <= 1 and h["seconds"] > 0
+    assert summary["counts"]["teacher_decisions"] > 0 and summary["nq"] == summary["counts"]["teacher_decisions"]
+    assert json.loads((out / "config.json").read_text())["kind"] == "distil"
+    assert summary["counts"]["accepted"] + summary["counts"]["rejected"] == 2
+
+
+def test_distilled_code_is_readable_sandboxed_shown_and_plays(tiny_run):
+    out, _ = tiny_run
+    code = (out / "best.py").read_text()
+    assert check_tree(code, LAYOUT, 0) is None and check_tree(code, LAYOUT, 1) is None
+    # readable: no data tables (no list, dict, set or constant tuple anywhere in the code)
+    for node in ast.walk(ast.parse(code)):
+        assert not isinstance(node, (ast.List, ast.Dict, ast.Set)), ast.dump(node)
+        if isinstance(node, ast.Tuple):
+            assert not any(isinstance(e, ast.Constant) for e in node.elts), ast.dump(node)
+    assert "if state[" in code or "elif state[" in code
+
+    shown = CliRunner().invoke(app, ["policytree", "show", str(out / "best.py")])
+    assert shown.exit_code == 0 and "**Self Action Selection Tree**" in shown.output
+    assert "Distilled from: bayes-belief" in shown.output
+
+    from beliefgate.eval.episode import run_episode
+    from beliefgate.policytree.agent import close_sandboxes
+
+    try:
+        res = run_episode(LAYOUT, f"policy-tree:{out / 'best.py'}", "balanced", seed=3, horizon=20, seat=1)
+    finally:
+        close_sandboxes()
+    infos = [r.info[1] for r in res.trajectory.steps]
+    assert len(infos) == 20 and infos[-1]["tree_errors"] == 0 and all(i["tree_skill"] for i in infos)
+
+
+def test_emitted_code_answers_what_the_fitted_trees_answer(tiny_run):
+    """The code is the trees: on recorded states the sandboxed function returns the fitted trees'
+    (partner, self) prediction; and the ablations change the code as they should."""
+    from beliefgate.policytree.sandbox import Sandbox
+
+    out, _ = tiny_run
+    records = read_records(out / "iter_00" / "data.jsonl") + read_records(out / "iter_01" / "data.jsonl")
+    cfg = DistilConfig(layout=LAYOUT, partners=("balanced",), **{**TINY, "depth": 5})
+    policy, stats = fit_policy(records, cfg)
+    balanced = fit_policy(records, cfg.model_copy(update={"balance": True}))[0]
+    for fitted in (policy, balanced):
+        with Sandbox(emit_code(fitted, LAYOUT, "test"), "PredictTeammateThenPlan") as box:
+            for r in records[::4]:
+                assert tuple(box.call(r["flat"])) == fitted.predict(r["flat"])
+    code = emit_code(policy, LAYOUT, "test")
+    assert 0.5 < stats["fit_agreement"] <= 1.0 and stats["self_leaves"] >= 3
+    no_pi = emit_code(fit_policy(records, cfg.model_copy(update={"partner_tree": False}))[0], LAYOUT, "t")
+    assert "def choose_own(state):" in no_pi and "mate_skill ==" not in no_pi
+    assert no_pi.split("def predict_teammate(state):\n")[1].lstrip().startswith("return")
+    no_p = emit_code(fit_policy(records, cfg.model_copy(update={"partner_feature": False}))[0], LAYOUT, "t")
+    assert "def choose_own(state):" in no_p and "if " in no_p.split("def predict_teammate(state):")[1]
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--teacher", "nosuch"], ["teacher", "nosuch"]),
+    (["--depth", "0"], ["depth"]),
+    (["--partner", "v2-cook"], ["v2-cook"]),
+    (["--layout", "cramped_room_3p"], ["cramped_room_3p"]),
+    (["--teacher", "policy-tree:seed:cramped_room"], ["teacher"]),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, words):
+    base = {"--layout": LAYOUT, "--partner": "balanced"}
+    for flag in ("--layout", "--partner"):
+        if flag in args:
+            base.pop(flag)
+    argv = ["policytree", "distil", "--out", str(tmp_path / "out")] + [x for kv in base.items() for x in kv] + args
+    _one_line_error(CliRunner().invoke(app, argv), *words)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_run_dir_of_another_kind_or_layout_is_refused_unchanged(tmp_path):
+    from beliefgate.policytree.learn import LearnConfig, Learner
+
+    llm_dir = tmp_path / "llm"
+    Learner(LearnConfig(LAYOUT, "balanced"), None, llm_dir)  # writes the LLM run's config.json
+    before = {p.name: p.read_bytes() for p in llm_dir.iterdir()}
+    runner = CliRunner()
+    res = runner.invoke(app, ["policytree", "distil", "--layout", LAYOUT, "--partner", "balanced", "--out", str(llm_dir)])
+    _one_line_error(res, "'llm' run", str(llm_dir))
+    assert {p.name: p.read_bytes() for p in llm_dir.iterdir()} == before
+
+    d = tmp_path / "distil"
+    Distiller(DistilConfig(layout=LAYOUT, partners=("balanced",), **TINY), d)  # config only
+    before = {p.name: p.read_bytes() for p in d.iterdir()}
+    res = runner.invoke(app, ["policytree", "distil", "--layout", "coordination_ring", "--partner", "balanced",
+                              "--teacher", "bayes-belief", "--out", str(d)])
+    _one_line_error(res, "layout")
+    res = runner.invoke(app, ["policytree", "learn", "--layout", LAYOUT, "--partner", "balanced", "--out", str(d),
+                              "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m"])
+    _one_line_error(res, "'distil' run")
+    assert {p.name: p.read_bytes() for p in d.iterdir()} == before
