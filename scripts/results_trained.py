@@ -83,7 +83,17 @@ def _column(layout: str, partner: str, ros) -> str:
 
 
 def _key(row) -> Tuple:
-    return (row["layout"], row["ego"], row["partner"], int(row["seat"]), int(row["seed"]), int(row["horizon"]))
+    return (row["layout"], row["ego"], row["partner"], int(row["seat"]), int(row["seed"]), int(row["horizon"]),
+            row.get("digest", ""))
+
+
+def _digest(*names: str) -> str:
+    """What the shipped players among ``names`` are (their partner files and checkpoints): a row made
+    with another checkpoint under the same name is not reused."""
+    from beliefgate.envs.overcooked_v2 import trained_agents as T
+
+    specs = T.shipped_specs()
+    return "-".join(specs[n].digest() if n in specs else n for n in names)
 
 
 def load_rows(out: Path) -> List[dict]:
@@ -137,7 +147,8 @@ def play_trained(task) -> List[dict]:
         rows.append({"layout": layout, "ego": ego, "partner": partner, "seat": seat, "seed": int(seed),
                      "horizon": horizon, "runner": "jax", "reward": float(res["reward"][i]),
                      "ego_events": dict(zip(EVENTS, map(float, ev[seat]))),
-                     "partner_events": dict(zip(EVENTS, map(float, ev[1 - seat]))), "wall_s": round(wall, 3)})
+                     "partner_events": dict(zip(EVENTS, map(float, ev[1 - seat]))), "wall_s": round(wall, 3),
+                     "digest": _digest(ego, partner)})
     return rows
 
 
@@ -150,7 +161,7 @@ def play_agent(task) -> dict:
     res = run_episode(layout, agent, partner, seed=seed, horizon=horizon, seat=seat)
     return {"layout": layout, "ego": agent, "partner": partner, "seat": seat, "seed": seed, "horizon": horizon,
             "runner": "episode", "reward": float(res.summary["reward"]), "replans": float(replans(res.trajectory)),
-            "wall_s": round(time.perf_counter() - t0, 2)}
+            "wall_s": round(time.perf_counter() - t0, 2), "digest": _digest(agent, partner)}
 
 
 def _register() -> None:
@@ -176,11 +187,11 @@ def run(args) -> int:
             missing.append(layout)
             continue
         for t in trained_tasks(layout, ros, seeds, args.horizon):
-            todo = [s for s in t[4] if (t[0], t[1], t[2], t[3], s, t[5]) not in done]
+            todo = [s for s in t[4] if (t[0], t[1], t[2], t[3], s, t[5], _digest(t[1], t[2])) not in done]
             if todo:
                 jobs.append(("jax", t[:4] + (tuple(todo), t[5])))
         for t in agent_tasks(layout, ros, args.agents, agent_seeds, args.horizon):
-            if t not in done:
+            if t + (_digest(t[1], t[2]),) not in done:
                 jobs.append(("episode", t))
     if missing:
         print(f"no shipped checkpoints for {', '.join(missing)}: skipped", flush=True)
@@ -230,11 +241,11 @@ def report(args) -> int:
     from beliefgate.eval.report import bootstrap_mean_ci, paired_bootstrap
     from beliefgate.rl.population import load_population
 
-    rows = load_rows(Path(args.out))
+    _register()
+    rows = [r for r in load_rows(Path(args.out)) if r.get("digest") == _digest(r["ego"], r["partner"])]
     if not rows:
         print(f"no rows in {args.out}/rows.jsonl: run first", file=sys.stderr)
         return 2
-    _register()
     layouts = [lay for lay in LAYOUTS if any(r["layout"] == lay for r in rows)]
     pop = load_population()
     for layout in layouts:

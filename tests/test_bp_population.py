@@ -131,3 +131,23 @@ def test_shipping_refuses_a_net_not_trained_on_the_population(tmp_path):
         ship.ship(out, "bp-cramped_room", dest=dest)
     assert not list(dest.iterdir())            # refused before anything was copied
     shutil.rmtree(out)
+
+
+@pytest.mark.slow
+def test_batched_matches_score_what_their_events_deliver():
+    """Two shipped SP policies in one jitted batch: the reward is 20 per delivery event, seeded."""
+    pytest.importorskip("jaxmarl")
+    import numpy as np
+
+    from beliefgate.envs.overcooked_v2 import trained_agents as T
+    from beliefgate.rl.evaluate import play_matches
+
+    specs = T.shipped_specs()
+    a, b = (T.load(specs[n].path, layout="v2/cramped_room") for n in ("sp-cramped_room-s0", "sp-cramped_room-s2"))
+    res = play_matches("v2/cramped_room", a, b, seeds=[0, 1, 2], horizon=150)
+    again = play_matches("v2/cramped_room", a, b, seeds=[0, 1, 2], horizon=150)
+    deliveries = res["events"][:, :, EVENTS.index("delivery")].sum(1)
+    assert res["events"].shape == (3, 2, len(EVENTS))
+    np.testing.assert_array_equal(res["reward"], 20 * deliveries)
+    assert deliveries.min() >= 1
+    np.testing.assert_array_equal(res["events"], again["events"])
