@@ -87,13 +87,17 @@ def _key(row) -> Tuple:
             row.get("digest", ""))
 
 
+_DIGESTS: Dict[str, str] = {}
+
+
 def _digest(*names: str) -> str:
     """What the shipped players among ``names`` are (their partner files and checkpoints): a row made
-    with another checkpoint under the same name is not reused."""
-    from beliefgate.envs.overcooked_v2 import trained_agents as T
+    with another checkpoint under the same name is not reused. (Computed once per name and process.)"""
+    if not _DIGESTS:
+        from beliefgate.envs.overcooked_v2 import trained_agents as T
 
-    specs = T.shipped_specs()
-    return "-".join(specs[n].digest() if n in specs else n for n in names)
+        _DIGESTS.update({n: spec.digest() for n, spec in T.shipped_specs().items()})
+    return "-".join(_DIGESTS.get(n, n) for n in names)
 
 
 def load_rows(out: Path) -> List[dict]:

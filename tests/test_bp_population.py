@@ -104,11 +104,12 @@ def test_a_conditioned_bp_net_ships_as_twelve_partners(tmp_path):
     assert (dest / "bp-cramped_room" / "policy.msgpack").is_file()
     from beliefgate.envs.overcooked_v2 import trained_agents as T
 
-    for b in pop.behaviours():
+    for i, b in enumerate(pop.behaviours()):
         spec = T.parse_trained(T.read_partner_file(dest / f"{b.partner_name('v2/cramped_room')}.yaml"), "t", dest)
         assert spec.weights == b.weights and spec.group == b.group and spec.role == b.group
         assert spec.summary()["training"] == "bp" and spec.summary()["layouts"] == ["v2/cramped_room"]
-        T.check_spec(spec)
+        if i % 4 == 0:             # one per group loads (the shipped ones all load in test_trained_partners)
+            T.check_spec(spec)
     # a bad weight in a partner file: one line naming the file and the event
     bad = dest / "bad.yaml"
     data = T.read_partner_file(dest / files[0])
