@@ -130,12 +130,14 @@ def test_events_from_state_pairs_on_the_real_dynamics():
 
     def body(state, a1):
         _, nxt, *_ = env.step_env(jax.random.PRNGKey(1), state, {"agent_0": S, "agent_1": a1})
-        return nxt, step_events(static, state, nxt)
+        return nxt, jax.numpy.stack([step_events(static, state, nxt, counter_pickups=c) for c in (False, True)])
 
     _, per_step = jax.jit(lambda s0, acts: jax.lax.scan(body, s0, acts))(state, jax.numpy.asarray(plan))
-    counts = np.asarray(per_step).sum(0)
+    counts, with_counter = np.asarray(per_step).sum(0)
     got = dict(zip(EVENTS, counts[1]))
-    assert got["ingredient_pickup"] == 5 and got["pot_placement"] == 3, got
+    # the onion taken back from the counter is no pickup (only the piles count), unless asked
+    assert got["ingredient_pickup"] == 4 and dict(zip(EVENTS, with_counter[1]))["ingredient_pickup"] == 5, got
+    assert got["pot_placement"] == 3, got
     assert got["plate_pickup"] == 1 and got["soup_pickup"] == 1 and got["delivery"] == 1, got
     assert got["counter_placement"] == 1, got
     assert counts[0].sum() == 0

@@ -7,15 +7,23 @@ never moves or turns a player, so the facing cell after the step is the one it a
 ==================  ===============================================  =========================
 event               held before -> after                             facing
 ==================  ===============================================  =========================
-ingredient_pickup   nothing -> an ingredient                         a pile or a counter
+ingredient_pickup   nothing -> an ingredient                         an ingredient pile
 pot_placement       an ingredient -> nothing                         a pot
-plate_pickup        nothing -> a clean plate                         the plate pile or a counter
+plate_pickup        nothing -> a clean plate                         the plate pile
 soup_pickup         a clean plate -> a plated (cooked) dish          a pot
 delivery            a cooked dish -> nothing                         a serving cell
 counter_placement   anything -> nothing                              a counter
 ==================  ===============================================  =========================
 
-A cooked dish taken back from a counter counts as no event (not a soup pickup from a pot).
+A cooked dish taken back from a counter counts as no event (not a soup pickup from a pot), and so
+does an ingredient or a plate taken back from a counter: pickups count only from the piles. With
+counter pickups counted, "put it down, take it back" earns a pickup every two steps (~200 per
+400-step episode, measured by ``scripts/measure_bp_farming.py``; a self-play team that cooks makes
+~40 ingredient and ~13 plate pickups), so any positive pickup weight above ~1.2 paid more for that
+loop than for cooking. From the piles, a pickup brings a new item into the kitchen, and the
+counters it can be left on are few, so a positive pickup weight buys at most a stockpile.
+``counter_placement`` still counts every put-down (a hand-over cannot be told from a loop without
+tracking items), so its weights in the BP population are never positive.
 """
 
 from __future__ import annotations
@@ -26,23 +34,27 @@ import jax.numpy as jnp
 from beliefgate.rl.config import EVENTS
 
 
-def step_events(static_grid, prev_state, next_state):
+def step_events(static_grid, prev_state, next_state, counter_pickups: bool = False):
     """``(players, len(EVENTS))`` float counts (0/1) of each player's events in ``prev -> next``.
 
-    ``static_grid``: the layout's ``(height, width)`` static objects (they never change)."""
+    ``static_grid``: the layout's ``(height, width)`` static objects (they never change).
+    ``counter_pickups``: count an ingredient or plate taken from a counter as a pickup too (the
+    farmable rule, kept only for the measurement in ``scripts/measure_bp_farming.py``)."""
     from jaxmarl.environments.overcooked_v2.common import DynamicObject, StaticObject
 
     before = prev_state.agents.inventory
     after = next_state.agents.inventory
     fwd = jax.vmap(lambda agent: agent.get_fwd_pos())(next_state.agents)  # one agent at a time: it is not batched
     faced = static_grid[fwd.y, fwd.x]
+    from_pile = StaticObject.is_ingredient_pile(faced) | counter_pickups
+    from_plates = (faced == StaticObject.PLATE_PILE) | counter_pickups
     empty_before, empty_after = before == 0, after == 0
     ingredient_before = DynamicObject.is_ingredient(before)
     cooked_before = (before & DynamicObject.COOKED) != 0
     columns = {
-        "ingredient_pickup": empty_before & DynamicObject.is_ingredient(after),
+        "ingredient_pickup": empty_before & DynamicObject.is_ingredient(after) & from_pile,
         "pot_placement": ingredient_before & empty_after & (faced == StaticObject.POT),
-        "plate_pickup": empty_before & (after == DynamicObject.PLATE),
+        "plate_pickup": empty_before & (after == DynamicObject.PLATE) & from_plates,
         "soup_pickup": (before == DynamicObject.PLATE) & ((after & DynamicObject.COOKED) != 0)
                        & (faced == StaticObject.POT),
         "delivery": cooked_before & empty_after & (faced == StaticObject.GOAL),

@@ -56,6 +56,11 @@ class Policy:
         self._greedy = jax.jit(lambda obs: jnp.argmax(logits_fn(obs), axis=-1))
         self._sample = jax.jit(lambda obs, key: jax.random.categorical(key, logits_fn(obs)))
         self._logits = jax.jit(logits_fn)
+        #: the network, its parameters and the conditioning input (the event weights; empty when the
+        #: network is not conditioned): ``net.apply(params, concat(obs.ravel(), cond))`` inside a
+        #: caller's own ``jax.jit`` (batched rollouts: :mod:`beliefgate.rl.evaluate`)
+        self.net, self.params = net, params
+        self.cond = cond if cond is not None else jnp.zeros((0,), jnp.float32)
         self._shape = shape
 
     def _check(self, obs, batched: bool):

@@ -1,0 +1,441 @@
+#!/usr/bin/env python
+"""Cross-play of the trained partners and egos (issue 44, docs/results_trained.md).
+
+    PYTHONPATH=$PWD .venv/bin/python scripts/results_trained.py run --out runs/results_trained
+    PYTHONPATH=$PWD .venv/bin/python scripts/results_trained.py report --out runs/results_trained
+    PYTHONPATH=$PWD .venv/bin/python scripts/results_trained.py curves --runs runs/ppo --img docs/img
+
+``run`` plays, on every layout with shipped checkpoints (``beliefgate/envs/overcooked_v2/trained/``):
+
+* **trained egos** (the SP seeds 0 and 1, the FCP ego) against every trained partner (the 12 BP
+  behaviours, the held-out SP seed 2, the FCP ego): batched in JAX (:func:`beliefgate.rl.evaluate.play_matches`,
+  the same dynamics as an episode, both players sampling as trained), each seat, ``--seeds``;
+  the row keeps the reward and both players' events (:mod:`beliefgate.rl.events`);
+* **agent egos** (``--agents``: ``bayes-belief:full``, ``bayes-belief:no_belief``) through the episode
+  runner against one partner per column: a BP group's column plays its four behaviours in turn
+  (seed ``s`` plays behaviour ``s mod 4``), then the held-out SP seed and the FCP ego; each seat,
+  ``--agent-seeds``.
+
+One JSON line per finished (ego, partner, seat, seed) in ``OUT/rows.jsonl``; a rerun skips what is
+there (resumable; a progress bar on a terminal, a line every few pairs elsewhere). ``report`` prints
+the markdown tables of the page (paired bootstrap CIs, seeds resampled: ``beliefgate.eval.report``);
+``curves`` draws the learning curve of every shipped checkpoint from its training run's ``curve.csv``
+(found by the checkpoint's SHA-256, else by layout, kind and seed) into ``IMG/trained_curves_<layout>.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+LAYOUTS = ("v2/cramped_room", "v2/coord_ring", "v2/forced_coord")
+AGENTS = ("bayes-belief:full", "bayes-belief:no_belief")
+EGO_SP_SEEDS = (0, 1)
+HELD_OUT = 2
+COLUMNS = ("logistics", "cooking", "sourcing", "sp-held-out", "fcp")
+
+
+def _short(layout: str) -> str:
+    return layout.split("/", 1)[-1]
+
+
+def _seeds(text: str) -> List[int]:
+    out: List[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out += list(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def roster(layout: str) -> Dict[str, object]:
+    """The shipped players of ``layout``: ``{"sp": {seed: name}, "fcp": name|None, "bp": {group: [names]}}``."""
+    from beliefgate.envs.overcooked_v2 import trained_agents as T
+    from beliefgate.rl.population import load_population
+
+    specs = T.shipped_specs()
+    short = _short(layout)
+    sp = {int(m.group(1)): n for n in specs if (m := re.fullmatch(rf"sp-{re.escape(short)}-s(\d+)", n))}
+    fcp = [s.name for s in T.fcp_specs(layout)] if any(s.card()["kind"] == "fcp" for s in specs.values()) else []
+    bp: Dict[str, List[str]] = {}
+    for b in load_population().behaviours():
+        name = b.partner_name(layout)
+        if name in specs:
+            bp.setdefault(b.group, []).append(name)
+    return {"sp": sp, "fcp": fcp[0] if fcp else None, "bp": bp}
+
+
+def _column(layout: str, partner: str, ros) -> str:
+    for group, names in ros["bp"].items():
+        if partner in names:
+            return group
+    if partner == ros["fcp"]:
+        return "fcp"
+    return "sp-held-out"
+
+
+def _key(row) -> Tuple:
+    return (row["layout"], row["ego"], row["partner"], int(row["seat"]), int(row["seed"]), int(row["horizon"]),
+            row.get("digest", ""))
+
+
+_DIGESTS: Dict[str, str] = {}
+
+
+def _digest(*names: str) -> str:
+    """What the shipped players among ``names`` are (their partner files and checkpoints): a row made
+    with another checkpoint under the same name is not reused. (Computed once per name and process.)"""
+    if not _DIGESTS:
+        from beliefgate.envs.overcooked_v2 import trained_agents as T
+
+        _DIGESTS.update({n: spec.digest() for n, spec in T.shipped_specs().items()})
+    return "-".join(_DIGESTS.get(n, n) for n in names)
+
+
+def load_rows(out: Path) -> List[dict]:
+    path = out / "rows.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _policy(name: str, layout: str):
+    from beliefgate.envs.overcooked_v2 import trained_agents as T
+
+    spec = T.shipped_specs()[name]
+    return T.load(spec.path, layout=layout, weights=spec.weights)
+
+
+def trained_tasks(layout: str, ros, seeds: List[int], horizon: int) -> List[Tuple]:
+    egos = [ros["sp"][s] for s in EGO_SP_SEEDS if s in ros["sp"]] + ([ros["fcp"]] if ros["fcp"] else [])
+    partners = [n for g in ros["bp"].values() for n in g] + ([ros["sp"][HELD_OUT]] if HELD_OUT in ros["sp"] else []) \
+        + ([ros["fcp"]] if ros["fcp"] else [])
+    return [(layout, ego, partner, seat, tuple(seeds), horizon) for ego in egos for partner in partners
+            for seat in (0, 1)]
+
+
+def agent_tasks(layout: str, ros, agents: List[str], seeds: List[int], horizon: int) -> List[Tuple]:
+    tasks = []
+    for agent in agents:
+        for seed in seeds:
+            partners = [names[seed % len(names)] for names in ros["bp"].values()]
+            partners += [ros["sp"][HELD_OUT]] if HELD_OUT in ros["sp"] else []
+            partners += [ros["fcp"]] if ros["fcp"] else []
+            for partner in partners:
+                for seat in (0, 1):
+                    tasks.append((layout, agent, partner, seat, seed, horizon))
+    return tasks
+
+
+def play_trained(task) -> List[dict]:
+    """The rows of one (ego, partner, seat) over its seeds, in one batched call."""
+    from beliefgate.rl.config import EVENTS
+    from beliefgate.rl.evaluate import play_matches
+
+    layout, ego, partner, seat, seeds, horizon = task
+    t0 = time.perf_counter()
+    a, b = _policy(ego, layout), _policy(partner, layout)
+    res = play_matches(layout, *((a, b) if seat == 0 else (b, a)), seeds=list(seeds), horizon=horizon)
+    wall = (time.perf_counter() - t0) / len(seeds)
+    rows = []
+    for i, seed in enumerate(seeds):
+        ev = res["events"][i]
+        rows.append({"layout": layout, "ego": ego, "partner": partner, "seat": seat, "seed": int(seed),
+                     "horizon": horizon, "runner": "jax", "reward": float(res["reward"][i]),
+                     "ego_events": dict(zip(EVENTS, map(float, ev[seat]))),
+                     "partner_events": dict(zip(EVENTS, map(float, ev[1 - seat]))), "wall_s": round(wall, 3),
+                     "digest": _digest(ego, partner)})
+    return rows
+
+
+def play_agent(task) -> dict:
+    from beliefgate.eval.episode import run_episode
+    from beliefgate.eval.metrics import replans
+
+    layout, agent, partner, seat, seed, horizon = task
+    t0 = time.perf_counter()
+    res = run_episode(layout, agent, partner, seed=seed, horizon=horizon, seat=seat)
+    return {"layout": layout, "ego": agent, "partner": partner, "seat": seat, "seed": seed, "horizon": horizon,
+            "runner": "episode", "reward": float(res.summary["reward"]), "replans": float(replans(res.trajectory)),
+            "wall_s": round(time.perf_counter() - t0, 2), "digest": _digest(agent, partner)}
+
+
+def _register() -> None:
+    from beliefgate.envs.domain import register_domain
+    from beliefgate.envs.overcooked_v2.domain import DOMAIN
+
+    register_domain(DOMAIN)   # the shared venv's entry points may predate the v2 domain
+
+
+def run(args) -> int:
+    from beliefgate.console import progress_bar
+
+    _register()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    done = {_key(r) for r in load_rows(out)}
+    seeds, agent_seeds = _seeds(args.seeds), _seeds(args.agent_seeds)
+    jobs: List[Tuple[str, Tuple]] = []
+    missing = []
+    for layout in args.layouts:
+        ros = roster(layout)
+        if not ros["sp"] and not ros["bp"]:
+            missing.append(layout)
+            continue
+        for t in trained_tasks(layout, ros, seeds, args.horizon):
+            todo = [s for s in t[4] if (t[0], t[1], t[2], t[3], s, t[5], _digest(t[1], t[2])) not in done]
+            if todo:
+                jobs.append(("jax", t[:4] + (tuple(todo), t[5])))
+        for t in agent_tasks(layout, ros, args.agents, agent_seeds, args.horizon):
+            if t + (_digest(t[1], t[2]),) not in done:
+                jobs.append(("episode", t))
+    if missing:
+        print(f"no shipped checkpoints for {', '.join(missing)}: skipped", flush=True)
+    (out / "grid.json").write_text(json.dumps({"layouts": args.layouts, "seeds": args.seeds, "agents": args.agents,
+                                               "agent_seeds": args.agent_seeds, "horizon": args.horizon}, indent=1))
+    print(f"{len(jobs)} jobs to play ({sum(k == 'jax' for k, _ in jobs)} batched trained pairs, "
+          f"{sum(k == 'episode' for k, _ in jobs)} agent episodes)", flush=True)
+    every = max(1, len(jobs) // 20)
+    with open(out / "rows.jsonl", "a") as fh, progress_bar() as bar:
+        task = bar.add_task("cross-play", total=len(jobs))
+        for i, (kind, t) in enumerate(jobs, 1):
+            rows = play_trained(t) if kind == "jax" else [play_agent(t)]
+            for row in rows:
+                fh.write(json.dumps(row) + "\n")
+            fh.flush()
+            bar.update(task, advance=1)
+            if i % every == 0 or i == len(jobs):
+                print(f"progress: {i}/{len(jobs)} ({t[0]} {t[1]} vs {t[2]})", flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- report
+def _f(v: float, digits: int = 1, signed: bool = False) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
+
+
+def _ci(values_by_seed: Dict[int, List[float]], name: str) -> str:
+    from beliefgate.eval.report import bootstrap_mean_ci
+
+    vals = [sum(v) / len(v) for _, v in sorted(values_by_seed.items())]
+    m, lo, hi = bootstrap_mean_ci(vals, name=name)
+    return f"{_f(m)} [{_f(lo)}, {_f(hi)}]" if vals else "–"
+
+
+def _label(name: str, ros) -> str:
+    for s, n in ros["sp"].items():
+        if n == name:
+            return f"SP seed {s}"
+    if name == ros["fcp"]:
+        return "FCP"
+    return name
+
+
+def report(args) -> int:
+    from beliefgate.eval.report import bootstrap_mean_ci, paired_bootstrap
+    from beliefgate.rl.population import load_population
+
+    _register()
+    rows = [r for r in load_rows(Path(args.out)) if r.get("digest") == _digest(r["ego"], r["partner"])]
+    if not rows:
+        print(f"no rows in {args.out}/rows.jsonl: run first", file=sys.stderr)
+        return 2
+    layouts = [lay for lay in LAYOUTS if any(r["layout"] == lay for r in rows)]
+    pop = load_population()
+    for layout in layouts:
+        ros = roster(layout)
+        mine = [r for r in rows if r["layout"] == layout]
+        egos = list(dict.fromkeys(r["ego"] for r in mine))
+        cols = [c for c in COLUMNS if any(_column(layout, r["partner"], ros) == c for r in mine)]
+        print(f"\n#### {layout}: reward per {mine[0]['horizon']}-step episode, mean [95% CI], both seats\n")
+        print("| ego \\ partner | " + " | ".join(cols) + " | average |")
+        print("|---|" + "---|" * (len(cols) + 1))
+        for ego in egos:
+            cells, allv = [], {}
+            for c in cols:
+                sel = [r for r in mine if r["ego"] == ego and _column(layout, r["partner"], ros) == c]
+                by: Dict[int, List[float]] = {}
+                for r in sel:
+                    by.setdefault(r["seed"], []).append(r["reward"])
+                    allv.setdefault(r["seed"], []).append(r["reward"])
+                n = len(sel)
+                cells.append(f"{_ci(by, f'{layout}{ego}{c}')} (n={n})" if n else "–")
+            print(f"| {_label(ego, ros)} | " + " | ".join(cells) + f" | {_ci(allv, f'{layout}{ego}')} |")
+        # seats apart
+        print(f"\nBy seat (mean reward; seat = the ego's):\n")
+        print("| ego | seat | " + " | ".join(cols) + " |")
+        print("|---|---|" + "---|" * len(cols))
+        for ego in egos:
+            for seat in (0, 1):
+                cells = []
+                for c in cols:
+                    v = [r["reward"] for r in mine if r["ego"] == ego and r["seat"] == seat
+                         and _column(layout, r["partner"], ros) == c]
+                    cells.append(_f(sum(v) / len(v)) if v else "–")
+                print(f"| {_label(ego, ros)} | {seat} | " + " | ".join(cells) + " |")
+        # FCP vs SP against the held-out SP seed
+        held = ros["sp"].get(HELD_OUT)
+        if ros["fcp"] and held:
+            print(f"\nFCP − SP against the held-out SP seed {HELD_OUT} (paired on seat and seed; seeds resampled):\n")
+            print("| SP ego | pairs | FCP | SP | FCP − SP [95% CI] |")
+            print("|---|---|---|---|---|")
+            fcp_rows = [dict(r, layout=layout) for r in mine if r["ego"] == ros["fcp"] and r["partner"] == held]
+            for s in EGO_SP_SEEDS:
+                sp_name = ros["sp"].get(s)
+                sp_rows = [r for r in mine if r["ego"] == sp_name and r["partner"] == held]
+                if not sp_rows or not fcp_rows:
+                    continue
+                d = paired_bootstrap(fcp_rows, sp_rows, "reward", name=f"{layout}fcp-sp{s}")
+                mf = sum(r["reward"] for r in fcp_rows) / len(fcp_rows)
+                ms = sum(r["reward"] for r in sp_rows) / len(sp_rows)
+                print(f"| SP seed {s} | {d.pairs} | {_f(mf)} | {_f(ms)} | {_f(d.mean, 1, True)} "
+                      f"[{_f(d.lo, 1, True)}, {_f(d.hi, 1, True)}] |")
+        # BP event frequencies
+        jax_rows = [r for r in mine if r["runner"] == "jax" and r["ego"] == ros["sp"].get(EGO_SP_SEEDS[0])]
+        if jax_rows and ros["bp"]:
+            print(f"\nBP behaviours' own events per episode against SP seed {EGO_SP_SEEDS[0]} (both seats, mean "
+                  f"[95% CI], seeds resampled); the crossed events in bold:\n")
+            for gname, group in pop.groups.items():
+                crossed = list(group.crossed)
+                shown = crossed + [e for e in group.fixed] + ["delivery"] * ("delivery" not in crossed)
+                print(f"\n{gname} (crossed: {', '.join(crossed)}; fixed: "
+                      f"{', '.join(f'{e} {w:+g}' for e, w in group.fixed.items())})\n")
+                print("| behaviour | weights | reward | " + " | ".join(
+                    f"**{e}**" if e in crossed else e for e in shown) + " |")
+                print("|---|---|---|" + "---|" * len(shown))
+                for b in pop.behaviours():
+                    if b.group != gname:
+                        continue
+                    sel = [r for r in jax_rows if r["partner"] == b.partner_name(layout)]
+                    if not sel:
+                        continue
+                    cells = []
+                    for e in ["reward"] + shown:
+                        by: Dict[int, List[float]] = {}
+                        for r in sel:
+                            by.setdefault(r["seed"], []).append(r["reward"] if e == "reward" else r["partner_events"][e])
+                        cells.append(_ci(by, f"{layout}{b.name}{e}"))
+                    print(f"| {b.name} | {b.weights_arg()} | " + " | ".join(cells) + " |")
+                # hi - lo of each crossed event's own frequency, the other factor held (paired on the seed)
+                print(f"\n{gname}: each crossed event's frequency, hi − lo (its other factor and the seat held; "
+                      "seeds resampled):\n")
+                print("| event | other factor | hi | lo | hi − lo [95% CI] |")
+                print("|---|---|---|---|---|")
+                for e in crossed:
+                    other = [x for x in crossed if x != e][0]
+                    for so in ("lo", "hi"):
+                        def pick(setting):
+                            b = next(b for b in pop.behaviours() if b.group == gname and b.settings[e] == setting
+                                     and b.settings[other] == so)
+                            return [dict(r, partner="bp", value=r["partner_events"][e]) for r in jax_rows
+                                    if r["partner"] == b.partner_name(layout)]
+                        hi, lo = pick("hi"), pick("lo")
+                        if not hi or not lo:
+                            continue
+                        d = paired_bootstrap(hi, lo, "value", name=f"{layout}{gname}{e}{so}")
+                        mh = sum(r["value"] for r in hi) / len(hi)
+                        ml = sum(r["value"] for r in lo) / len(lo)
+                        print(f"| {e} | {other} {so} | {_f(mh, 2)} | {_f(ml, 2)} | {_f(d.mean, 2, True)} "
+                              f"[{_f(d.lo, 2, True)}, {_f(d.hi, 2, True)}] |")
+    _ = bootstrap_mean_ci
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- curves
+def _find_run(runs: Path, card: dict) -> Optional[Path]:
+    for policy in runs.rglob("policy.json"):
+        if "snapshots" in policy.parts or "pool_" in str(policy):
+            continue
+        try:
+            other = json.loads(policy.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if other.get("sha256") == card.get("sha256") and (policy.parent / "curve.csv").is_file():
+            return policy.parent
+    for policy in runs.rglob("policy.json"):
+        if "snapshots" in policy.parts or "pool_" in str(policy):
+            continue
+        try:
+            other = json.loads(policy.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if (other.get("layout"), other.get("kind"), other.get("seed"), other.get("event_weights")) == \
+                (card["layout"], card["kind"], card.get("seed"), card.get("event_weights")) \
+                and (policy.parent / "curve.csv").is_file():
+            return policy.parent
+    return None
+
+
+def curves(args) -> int:
+    import csv
+
+    from beliefgate.envs.overcooked_v2 import trained_agents as T
+    from beliefgate.figures import pyplot, save_figure
+
+    runs, img = Path(args.runs), Path(args.img)
+    img.mkdir(parents=True, exist_ok=True)
+    by_layout: Dict[str, Dict[str, Tuple[Path, dict]]] = {}
+    for name, spec in T.shipped_specs().items():
+        card = spec.card()
+        key = spec.checkpoint                      # the 12 BP behaviours share one network: one curve
+        label = name if not spec.weights else f"bp (12 behaviours): {spec.checkpoint.split('/')[0]}"
+        by_layout.setdefault(card["layout"], {}).setdefault(key, (label, card))
+    plt = pyplot()
+    for layout, items in sorted(by_layout.items()):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for key, (label, card) in sorted(items.items()):
+            run = _find_run(runs, card)
+            if run is None:
+                print(f"{layout} {label}: no training run with its curve under {runs}", flush=True)
+                continue
+            pts = []
+            with (run / "curve.csv").open() as fh:
+                for row in csv.DictReader(fh):
+                    if row["mean_return"] and int(row["env_steps"]) <= int(card["steps"]):
+                        pts.append((int(row["env_steps"]), float(row["mean_return"])))
+            if pts:
+                ax.plot(*zip(*pts), lw=1.2, label=f"{label} ({run.name})")
+            print(f"{layout} {label}: {run}", flush=True)
+        ax.set_xlabel("env steps")
+        ax.set_ylabel("mean return per 400-step episode (training)")
+        ax.set_title(f"shipped checkpoints on {layout}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        out = img / f"trained_curves_{_short(layout)}.png"
+        save_figure(fig, out)
+        print(f"wrote {out}", flush=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("run")
+    p.add_argument("--out", default="runs/results_trained")
+    p.add_argument("--layouts", nargs="+", default=list(LAYOUTS))
+    p.add_argument("--seeds", default="0-19", help="seeds of the trained-vs-trained matches")
+    p.add_argument("--agents", nargs="*", default=list(AGENTS))
+    p.add_argument("--agent-seeds", default="0-19", help="seeds of the agent egos' episodes")
+    p.add_argument("--horizon", type=int, default=400)
+    r = sub.add_parser("report")
+    r.add_argument("--out", default="runs/results_trained")
+    c = sub.add_parser("curves")
+    c.add_argument("--runs", default="runs/ppo")
+    c.add_argument("--img", default="docs/img")
+    args = parser.parse_args(argv)
+    return {"run": run, "report": report, "curves": curves}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
