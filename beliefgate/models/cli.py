@@ -20,12 +20,14 @@ from beliefgate.limits import MAX_CHAINS, MAX_DRAWS, MAX_SVI_STEPS
 from beliefgate.models.transitions import TRANSITIONS
 
 
-#: ``--model``: every transition component's name (``models.transitions``), then ``kappa``.
-ModelChoice = Enum("ModelChoice", {**{name: name for name in TRANSITIONS}, "kappa": "kappa"}, type=str)
+#: ``--model``: every transition component's name (``models.transitions``), then ``kappa`` and ``goal``.
+ModelChoice = Enum("ModelChoice", {**{name: name for name in TRANSITIONS}, "kappa": "kappa", "goal": "goal"},
+                   type=str)
 
 
 _MODEL_HELP = (" or ".join(f"{t.name} ({t.summary})" for t in TRANSITIONS.values())
-               + " skill model, or kappa (OverForge branch utilities: mu0, sigma0, tau, sigma_r)")
+               + " skill model, kappa (OverForge branch utilities: mu0, sigma0, tau, sigma_r), or goal "
+                 "(the recipe model over OvercookedV2 logs: beta, epsilon, hazard; docs/goal.md)")
 
 
 class MethodChoice(str, Enum):
@@ -199,6 +201,15 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                        target_accept, svi_steps, learning_rate, guide.value, x64, progress, as_json,
                        _command_options(ctx))
             return
+        if model == ModelChoice.goal:
+            given = [name for name, value in (("--window", window), ("--per-skill-beta", per_skill_beta or None),
+                                              ("--fit-weight", fit_weight or None)) if value is not None]
+            if given:
+                _fail(f"{', '.join(given)}: not an option of the goal model")
+            _fit_goal(logs, out, method.value, chains, draws, warmup, seed, _parse_fixed(fix), method_name,
+                      target_accept, svi_steps, learning_rate, guide.value, x64, progress, as_json, partner_side,
+                      allow_incomplete, domain, _command_options(ctx))
+            return
         from beliefgate.models.fit import FitConfig, FitConfigError
 
         try:
@@ -253,6 +264,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         from beliefgate.models.diagnose import diagnose, write_plots
         from beliefgate.models.fit import FIT_FILE, FitError
         from beliefgate.models.fitio import read_netcdf
+        from beliefgate.models.goal import GoalFitError, goal_fit_file
         from beliefgate.models.kappa import KAPPA_FIT_FILE, KappaFitError
 
         try:  # read once; the record says which model's fit it is
@@ -270,7 +282,13 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                 note_draws()
                 _diagnose_kappa(checked, as_json, plots, ppc_draws, seed, ppc, strict)
                 return
-        except KappaFitError as exc:
+            goal_file = goal_fit_file()
+            if goal_file.has(idata):
+                if plots is not None:
+                    _fail("--plots: not an option for a goal fit (diagnose prints its summary and recipe accuracy)")
+                _diagnose_goal(goal_file.check(idata, fit_file), as_json, strict)
+                return
+        except (KappaFitError, GoalFitError) as exc:
             _fail(str(exc))
         try:
             FIT_FILE.check(idata, fit_file)
@@ -347,6 +365,73 @@ def _fit_kappa(logs, out, method, chains, draws, warmup, seed, fixed, chain_meth
                "x64": x64, "options": options}
     _run_fit(lambda: fit_kappa(decisions, config, progress=progress, extra_attrs={"command": command}),
              KAPPA_FIT_FILE, out, as_json, drop=("sources", "branches", "decision_ids"))
+
+
+def _fit_goal(logs, out, method, chains, draws, warmup, seed, fixed, chain_method, target_accept, svi_steps,
+              learning_rate, guide, x64, progress, as_json, partner_side, allow_incomplete, domain, options) -> None:
+    """``beliefgate fit --model goal``: the goal model's data from the logs' domain (its
+    ``load_goal_fit_data``), fit, write the NetCDF, print the summary."""
+    from beliefgate.models.data import FitDataError, detect_domain, load_goal_logs
+    from beliefgate.models.goal import GoalFitConfig, GoalFitError, fit_goal, goal_fit_file
+
+    try:
+        config = GoalFitConfig(method=method, chains=chains, draws=draws, warmup=warmup, seed=seed, fixed=fixed,
+                               chain_method=chain_method, target_accept=target_accept, svi_steps=svi_steps,
+                               learning_rate=learning_rate, guide=guide)
+    except GoalFitError as exc:
+        _fail(str(exc))
+    domain = domain if domain is not None else detect_domain(logs)
+    try:
+        with err_console.status("reading logs (recipe evidence)", spinner="dots") if progress else _null():
+            loaded = load_goal_logs(logs, partner_side, domain=domain, allow_incomplete=allow_incomplete)
+    except FitDataError as exc:
+        _fail(str(exc))
+    valid = loaded.data.skill.valid
+    err_console.print(f"fitting the goal model by {config.method.upper()} on {valid.shape[0]} trajectories, "
+                      f"{int(valid.sum())} steps, recipes {', '.join(loaded.goal_names)} "
+                      f"({config.chains} chains x {config.draws} draws)")
+    command = {"argv": ["beliefgate", "fit", "--model", "goal", *[str(p) for p in logs]], "out": str(out),
+               "partner_side": partner_side, "x64": x64, "domain": domain, "options": options}
+    _run_fit(lambda: fit_goal(loaded, config, progress=progress, extra_attrs={"command": command}),
+             goal_fit_file(), out, as_json, drop=("sources",))
+
+
+def _null():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+def _diagnose_goal(idata, as_json, strict) -> None:
+    """``beliefgate diagnose`` on a goal fit: summary, warnings, recipe-MAP accuracy of the filter."""
+    from beliefgate.models.diagnose import diagnose_goal
+
+    with err_console.status("diagnosing the goal fit (summary, recipe accuracy)"):
+        result = diagnose_goal(idata)
+    if as_json:
+        print(json.dumps(result))
+    else:
+        from beliefgate.models.diagnose import ParameterSummary
+
+        _print_summary({k: ParameterSummary(**v) for k, v in result["parameters"].items()})
+        console.print(f"goal fit: method {result['method']}, {result['chains']} chains x {result['draws']} draws, "
+                      f"divergences: {result['divergences']}")
+        acc = result["recipe_accuracy"]
+        if acc is not None:
+            table = Table(title="Recipe MAP of the filtered goal posterior vs the logged recipe")
+            for col in ("parameters", "steps", "MAP accuracy", "after first evidence"):
+                table.add_column(col, justify="left" if col == "parameters" else "right")
+            for name in ("fitted", "defaults"):
+                row = acc[name]
+                table.add_row(name + (" (median)" if name == "fitted" else ""), str(row["steps"]),
+                              _fmt(row["accuracy"]), _fmt(row["accuracy_after_evidence"]))
+            console.print(table)
+        for w in result["warnings"]:
+            say("warning:", w, "bold yellow")
+        if not result["warnings"]:
+            console.print(_no_warnings(result["method"]).replace(", predictive check passed", ""))
+    if strict and result["warnings"]:
+        raise typer.Exit(1)
 
 
 def _run_fit(run, file, out: Path, as_json: bool, drop: tuple) -> None:

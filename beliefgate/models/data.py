@@ -286,6 +286,25 @@ def load_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None, *,
     return loader(paths, partner_side, **options)
 
 
+def load_goal_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None, *,
+                   domain: str = "overcooked", **options):
+    """Read trajectory logs of ``domain`` into the goal model's
+    :class:`~beliefgate.models.goal.model.GoalFitData`: the domain object registered under
+    ``beliefgate.domains`` supplies it (``Domain.load_goal_fit_data``), so this package imports no
+    domain. A domain without a goal model (classic Overcooked) raises :class:`FitDataError`."""
+    from beliefgate.plugins import OBSERVERS, UnknownDomainError, plugin
+
+    try:
+        loader = getattr(plugin(OBSERVERS, domain), "load_goal_fit_data", None)
+    except UnknownDomainError as exc:
+        raise FitDataError(str(exc)) from None
+    if loader is None:
+        first = f"{paths[0]}: " if paths else ""
+        raise FitDataError(f"{first}the {domain} domain has no goal (recipe) model: --model goal reads "
+                           "OvercookedV2 logs (v2/ layouts)")
+    return loader(paths, partner_side, **options)
+
+
 def detect_domain(paths: Sequence[PathLike], default: str = "overcooked") -> str:
     """The domain whose layout the first log's header names: the first domain registered under
     ``beliefgate.domains`` that owns it (``owns_layout``); ``default`` when the header cannot be
@@ -397,5 +416,5 @@ def subset(data: FitData, trajectories: Sequence[int], max_steps: Optional[int] 
         sources=[data.sources[i] for i in idx], meta=data.meta)
 
 
-__all__ = ["FitData", "FitDataError", "from_arrays", "load_logs", "pad_trajectories", "simulate",
+__all__ = ["FitData", "FitDataError", "from_arrays", "load_goal_logs", "load_logs", "pad_trajectories", "simulate",
            "subset"]

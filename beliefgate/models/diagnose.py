@@ -214,9 +214,14 @@ def _summary_json(diag) -> dict:
 def summarize(idata, hdi_prob: float = HDI_PROB) -> Dict[str, ParameterSummary]:
     """``{name: ParameterSummary}`` from ``arviz.summary`` over the sampled parameters
     (skill-model fits and kappa fits)."""
+    from beliefgate.models.goal import GoalFitConfig, goal_fit_file
     from beliefgate.models.kappa import is_kappa_fit, kappa_fit_config
 
-    config = kappa_fit_config(idata) if is_kappa_fit(idata) else fit_config(idata)
+    goal_file = goal_fit_file()
+    if goal_file.has(idata):
+        config = GoalFitConfig(**goal_file.record(idata)["config"])
+    else:
+        config = kappa_fit_config(idata) if is_kappa_fit(idata) else fit_config(idata)
     return summarize_names(idata, [n for n in config.parameter_names() if n in idata.posterior], hdi_prob)
 
 
@@ -627,6 +632,59 @@ def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = T
 # --------------------------------------------------------------------------------------
 
 
+def goal_recipe_accuracy(idata, values: Optional[dict] = None) -> Optional[dict]:
+    """How often the MAP goal of the filtered goal posterior (at parameter ``values``; default: the
+    model's defaults) is the goal active in the log, over the valid steps whose goal is known, and
+    over those from the partner's first ingredient pickup on (a completed ``pickup_ingredient_*``
+    skill; ``None`` when it never picks one). ``None`` when the fit holds no logged goals."""
+    from beliefgate.models.goal import filter_goal, goal_data_from_idata, goal_fit_file
+
+    if "true_goal" not in idata.constant_data:
+        return None
+    record = goal_fit_file().record(idata)
+    data = goal_data_from_idata(idata)
+    truth = np.asarray(idata.constant_data["true_goal"].values)
+    scan = filter_goal(data, values or {})
+    post = np.asarray(scan.log_posterior)                           # [B, T, G, K]
+    goal_post = np.log(np.exp(post - post.max(axis=(-2, -1), keepdims=True)).sum(axis=-1))
+    right = np.argmax(goal_post, axis=-1) == truth                 # [B, T]
+    known = np.asarray(data.skill.valid) & (truth >= 0)
+    names = record.get("skill_names") or []
+    pickups = [i for i, n in enumerate(names) if str(n).startswith("pickup_ingredient")]
+    completed = np.asarray(data.skill.completed)
+    picked = np.isin(completed, pickups) if pickups else np.zeros_like(known)
+    after = np.cumsum(picked, axis=-1) > 0                          # from the pickup step on (its posterior counts)
+    n_all, n_after = int(known.sum()), int((known & after).sum())
+    return {"steps": n_all, "accuracy": float(right[known].mean()) if n_all else None,
+            "steps_after_evidence": n_after,
+            "accuracy_after_evidence": float(right[known & after].mean()) if n_after else None}
+
+
+def diagnose_goal(idata) -> dict:
+    """A goal fit's diagnosis (JSON-ready): the parameter summary (R-hat, ESS), divergences, warnings
+    (as the skill model's, plus SVI's loss check) and :func:`goal_recipe_accuracy` at the posterior
+    median (``fitted``) and at the model's defaults (``defaults``)."""
+    from beliefgate.models.goal import GOAL_PARAMS, GoalFitConfig, goal_fit_file
+
+    record = goal_fit_file().record(idata)
+    config = GoalFitConfig(**record["config"])
+    parameters = summarize(idata)
+    divergences = count_divergences(idata)
+    post = idata.posterior
+    chains, draws = int(post.sizes["chain"]), int(post.sizes["draw"])
+    warnings = convergence_warnings(parameters, divergences, chains, draws, config.method)
+    warnings += svi_warnings(idata, config.method)
+    median = {name: float(np.median(np.asarray(post[name].values))) for name in config.parameter_names()}
+    median.update(config.fixed)
+    fitted = goal_recipe_accuracy(idata, median)
+    accuracy = None if fitted is None else {"fitted": fitted, "defaults": goal_recipe_accuracy(idata, {}),
+                                            "point": {k: median[k] for k in sorted(median)}}
+    return {"model": "goal", "method": config.method, "chains": chains, "draws": draws,
+            "parameters": {k: v._asdict() for k, v in parameters.items()}, "divergences": divergences,
+            "warnings": warnings, "recipe_accuracy": accuracy, "goal_names": record.get("goal_names"),
+            "defaults": {s.name: s.default for s in GOAL_PARAMS}}
+
+
 class KappaDiagnosis(NamedTuple):
     """What :func:`diagnose_kappa` found: summary, warnings and the predictive check."""
 
@@ -787,6 +845,7 @@ def _plot_calibration(cal: Calibration, plt):
 
 
 __all__ = [
+    "diagnose_goal", "goal_recipe_accuracy",
     "ParameterSummary",
     "BucketCheck",
     "PredictiveCheck",

@@ -412,27 +412,33 @@ def _coords(data: FitData, config: FitConfig):
     return coords, dims
 
 
-def _nuts(data: FitData, config: FitConfig, progress: bool):
+def run_nuts(model, args, config, progress: bool, coords=None, dims=None):
+    """NUTS on ``model(*args)`` with ``config``'s inference settings (``target_accept``,
+    ``max_tree_depth``, ``chains``, ``draws``, ``warmup``, ``seed``, ``chain_method``): every fitted
+    model's one NUTS set-up (the skill model's :func:`fit`, the goal model's ``fit_goal``).
+    Returns ``(InferenceData, info)``."""
     import arviz as az
     import jax
     from numpyro.infer import MCMC, NUTS
 
-    kernel = NUTS(partial(fitted_model, config=config), target_accept_prob=config.target_accept,
-                  max_tree_depth=config.max_tree_depth)
+    kernel = NUTS(model, target_accept_prob=config.target_accept, max_tree_depth=config.max_tree_depth)
     chain_method = config.chain_method
     if chain_method == "parallel" and jax.local_device_count() < config.chains:
         chain_method = "sequential"  # NumPyro would warn and do the same
     mcmc = MCMC(kernel, num_warmup=config.warmup, num_samples=config.draws,
                 num_chains=config.chains, chain_method=chain_method, progress_bar=progress)
-    mcmc.run(jax.random.PRNGKey(config.seed), prepare(data),
+    mcmc.run(jax.random.PRNGKey(config.seed), *args,
              extra_fields=("diverging", "num_steps", "accept_prob", "adapt_state.step_size",
                            "potential_energy", "energy"))
-    coords, dims = _coords(data, config)
     idata = az.from_numpyro(mcmc, log_likelihood=False, coords=coords, dims=dims)
     return idata, {"chain_method_used": chain_method}
 
 
-def _svi(data: FitData, config: FitConfig, progress: bool):
+def run_svi(model, args, config, names, progress: bool, coords=None, dims=None, error=None):
+    """SVI on ``model(*args)`` with ``config``'s settings (``guide``, ``learning_rate``,
+    ``svi_steps``, ``seed``) and ``chains x draws`` guide draws of the sites ``names`` and
+    ``log_lik``: every fitted model's one SVI set-up. ``error`` (default :class:`FitError`) is
+    raised when the ELBO diverges. Returns ``(InferenceData, info)``."""
     import arviz as az
     import jax
     import numpy as np
@@ -442,28 +448,34 @@ def _svi(data: FitData, config: FitConfig, progress: bool):
     from numpyro.infer.autoguide import AutoMultivariateNormal, AutoNormal
 
     guide_cls = AutoNormal if config.guide == "normal" else AutoMultivariateNormal
-    model = partial(fitted_model, config=config)
     guide = guide_cls(model)
     svi = SVI(model, guide, optim.Adam(config.learning_rate), Trace_ELBO())
     key_fit, key_draw = jax.random.split(jax.random.PRNGKey(config.seed))
-    inputs = prepare(data)
-    result = svi.run(key_fit, config.svi_steps, inputs,
-                     progress_bar=progress)
+    result = svi.run(key_fit, config.svi_steps, *args, progress_bar=progress)
     losses = np.asarray(result.losses)
     if not np.all(np.isfinite(losses[-max(1, len(losses) // 10):])):
-        raise FitError("SVI diverged (non-finite ELBO); lower --learning-rate")
-    names = config.parameter_names()
+        raise (error or FitError)("SVI diverged (non-finite ELBO); lower --learning-rate")
     total = config.chains * config.draws
     draws = Predictive(model, guide=guide, params=result.params, num_samples=total,
-                       return_sites=names + ["log_lik"])(key_draw, inputs)
+                       return_sites=list(names) + ["log_lik"])(key_draw, *args)
     shaped = {k: np.asarray(v).reshape((config.chains, config.draws) + np.shape(v)[1:])
               for k, v in draws.items()}
-    coords, dims = _coords(data, config)
     idata = az.from_dict(posterior=shaped, coords=coords, dims=dims)
     stats = xr.Dataset({"loss": (("svi_step",), losses)},
                        coords={"svi_step": np.arange(len(losses))})
     idata.add_groups(sample_stats=stats)
     return idata, {"final_loss": float(losses[-1])}
+
+
+def _nuts(data: FitData, config: FitConfig, progress: bool):
+    coords, dims = _coords(data, config)
+    return run_nuts(partial(fitted_model, config=config), (prepare(data),), config, progress, coords, dims)
+
+
+def _svi(data: FitData, config: FitConfig, progress: bool):
+    coords, dims = _coords(data, config)
+    return run_svi(partial(fitted_model, config=config), (prepare(data),), config, config.parameter_names(),
+                   progress, coords, dims)
 
 
 #: draws of the prior group a fit stores (``idata.prior``: the parameters drawn from their priors)
@@ -576,6 +588,8 @@ __all__ = [
     "model_loglik",
     "log_marginal",
     "fit",
+    "run_nuts",
+    "run_svi",
     "fit_record",
     "fit_config",
     "point_values",

@@ -188,6 +188,13 @@ class OvercookedV2Domain(Domain):
 
         return load_logs(paths, partner_side, **options)
 
+    def load_goal_fit_data(self, paths, partner_side: Optional[int] = None, **options):
+        """V2 trajectory logs -> the goal (recipe) model's ``GoalFitData``
+        (:func:`.fitdata.load_goal_fit_data`; ``beliefgate fit --model goal``)."""
+        from beliefgate.envs.overcooked_v2.fitdata import load_goal_fit_data
+
+        return load_goal_fit_data(paths, partner_side, **options)
+
     # ------------------------------------------------------------ forward models
     def batch_stepper(self, layout: str):
         """JaxMARL's step vmapped over many imagined states, jitted once per batch size

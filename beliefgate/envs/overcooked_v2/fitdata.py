@@ -129,4 +129,43 @@ def load_goal_logs(paths: Sequence[PathLike], partner_side: Optional[int] = None
                      completed=completed, valid=valid)
 
 
-__all__ = ["FIT_DOMAIN", "load_goal_logs", "load_logs"]
+def load_goal_fit_data(paths: Sequence[PathLike], partner_side: Optional[int] = None, *,
+                       allow_incomplete: bool = False, **options):
+    """V2 trajectory logs -> :class:`~beliefgate.models.goal.model.GoalFitData` for ``beliefgate fit
+    --model goal`` (reached through :meth:`.domain.OvercookedV2Domain.load_goal_fit_data`): the
+    :func:`load_goal_logs` data, the recipe names, the partner's skill names, the paths and the
+    recipe active at each step of each log (-1 on padding). ``options``: those of
+    :func:`load_goal_logs`. A layout without recipes raises :class:`FitDataError` naming the file."""
+    from beliefgate.envs.domain import domain_for_layout
+    from beliefgate.models.goal import GoalFitData
+
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise FitDataError("no trajectory logs given")
+    truth, goals, skills = [], None, None
+    for path in paths:
+        traj = read_trajectory(path, allow_incomplete)
+        layout = traj.header.layout
+        try:
+            domain = domain_for_layout(layout)
+            names = tuple(domain.goal_names(layout) or ())
+            skills = skills or tuple(FIT_DOMAIN.observer(layout, modelled_side(path, traj, partner_side),
+                                                         AMBIGUOUS_WEIGHT).library.names)
+        except (LookupFailure, InputError) as exc:
+            raise FitDataError(f"{path}: {exc.args[0] if exc.args else exc}") from None
+        if not names:
+            raise FitDataError(f"{path}: layout {layout} has no recipes: nothing for the goal model to infer")
+        goals = goals or names
+        states = traj.states()
+        # the step rows are the transitions states[t] -> states[t + 1]: the recipe active at states[t]
+        truth.append([goals.index(r) if r in goals else -1 for r in
+                      ("-".join(map(str, domain.active_recipe(st))) for st in states[:-1])])
+    data = load_goal_logs(paths, partner_side, allow_incomplete=allow_incomplete, **options)
+    horizon = int(np.asarray(data.skill.valid).shape[-1])
+    true_goal = np.full((len(paths), horizon), -1, np.int64)
+    for b, row in enumerate(truth):
+        true_goal[b, :len(row)] = row
+    return GoalFitData(data, goals, skills, tuple(str(p) for p in paths), true_goal)
+
+
+__all__ = ["FIT_DOMAIN", "load_goal_fit_data", "load_goal_logs", "load_logs"]

@@ -15,7 +15,8 @@ from beliefgate.models.goal.step import __all__ as _step_all
 _MODEL_NAMES = (
     "GOAL_HAZARD", "GOAL_PARAMS", "GoalObs", "GoalData", "goal_data", "goal_observations", "GoalScan", "scan_goal", "filter_goal",
     "goal_trajectory_log_likelihood", "partner_goal_model", "partner_goal_model_explicit",
-    "sample_goal_paths", "GoalFitConfig", "GoalFitError", "fit_goal",
+    "sample_goal_paths", "GoalFitConfig", "GoalFitError", "GoalFitData", "fit_goal", "goal_datasets",
+    "goal_data_from_idata", "GOAL_FIT_ATTR", "GOAL_FIT_FORMAT", "goal_fit_file",
 )
 
 

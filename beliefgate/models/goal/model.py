@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Dict, Mapping, NamedTuple, Optional
+from typing import Dict, Literal, Mapping, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +25,7 @@ from numpyro.distributions import constraints
 from pydantic import ConfigDict, Field, field_validator
 
 from beliefgate.models.controllers.boltzmann import boltzmann_logprobs_jax
+from beliefgate.limits import MAX_CHAINS, MAX_DRAWS, MAX_SVI_STEPS
 from beliefgate.models.errors import InvalidParameterError, ShapeMismatchError
 from beliefgate.models.goal.step import (
     check_goal_change,
@@ -273,88 +274,60 @@ def partner_goal_model_explicit(data: GoalData, fixed: Optional[Mapping[str, flo
 # --------------------------------------------------------------------------------------
 # Simulation
 # --------------------------------------------------------------------------------------
-
-
-def sample_goal_paths(rng_key, data: GoalData, values: Optional[Mapping[str, float]] = None,
-                      num_samples: int = 1) -> Dict[str, object]:
-    """Simulate the model on one trajectory's fixed state sequence: ``{"g", "z", "a", "completed"}``
-    int32 ``[S, T]``. Actions come from the untempered controller; at the steps where
-    ``data`` completes a skill, the sampled skill is the one completed (``completed = z_t``,
-    -1 elsewhere) so the forced switches happen where the data put them."""
-    if data.skill.q.ndim != 3:
-        raise ShapeMismatchError(f"sample_goal_paths takes one trajectory [T, K, A], got {data.skill.q.shape}")
-    if int(num_samples) != num_samples or num_samples < 1:
-        raise InvalidParameterError(f"num_samples must be an integer >= 1, got {num_samples!r}")
-    vals = check_values(values or {}, GOAL_PARAMS)
-    keys = jax.random.split(rng_key, int(num_samples))
-    g, z, a = _sample_jit(keys, data, {k: jnp.asarray(v, data.skill.q.dtype) for k, v in vals.items()})
-    completed = jnp.where(data.skill.completed[None] >= 0, z, -1)
-    return {"g": g, "z": z, "a": a, "completed": completed.astype(jnp.int32)}
-
-
-def _sample_one(key, logp, data: GoalData, values):
-    hazard = jnp.maximum(values["hazard"], MIN_HAZARD)
-    goal_hazard = jnp.maximum(values["goal_hazard"], MIN_HAZARD)
-    log_rho = data.log_goal_prior
-    num_skills = logp.shape[1]
-
-    def body(carry, xs):
-        first, reset, change, g_prev, z_prev = carry
-        key_t, logp_t, log_w, feas, completed, goal_change, valid = xs
-        init = goal_log_initial(jnp, log_rho, log_w, feas)
-        redraw = redraw_probability(jnp, goal_hazard, change)
-        trans = goal_log_transition(jnp, log_rho, log_w, feas, hazard, redraw, reset)[g_prev, z_prev]
-        row = jnp.where(first, init, trans).reshape(-1)
-        key_s, key_a = jax.random.split(key_t)
-        s = jax.random.categorical(key_s, row)
-        g, z = s // num_skills, s % num_skills
-        a = jax.random.categorical(key_a, logp_t[z])
-        g = jnp.where(valid, g, g_prev).astype(jnp.int32)
-        z = jnp.where(valid, z, z_prev).astype(jnp.int32)
-        a = jnp.where(valid, a, -1).astype(jnp.int32)
-        carry = (first & ~valid, jnp.where(valid, completed >= 0, reset), jnp.where(valid, goal_change, change), g, z)
-        return carry, (g, z, a)
-
-    s = data.skill
-    keys = jax.random.split(key, logp.shape[0])
-    carry = (jnp.asarray(True), jnp.asarray(True), jnp.zeros((), logp.dtype), jnp.asarray(0, jnp.int32),
-             jnp.asarray(0, jnp.int32))
-    xs = (keys, logp, data.log_weights, s.feasible, s.completed, data.goal_change, s.valid)
-    _, out = lax.scan(body, carry, xs)
-    return out
-
-
-def _sample_paths(keys, data, values):
-
-
-    logp = action_logprobs(data.skill, values["beta"], values["epsilon"])
-    return jax.vmap(lambda key: _sample_one(key, logp, data, values))(keys)
-
-
-_sample_jit = jax.jit(_sample_paths)
-
-
+# Fit (NUTS or SVI, discrete sites marginalised; the skill model's runners)
 # --------------------------------------------------------------------------------------
-# Fit (NUTS, discrete sites marginalised)
-# --------------------------------------------------------------------------------------
+
+#: attribute and format of a goal fit's record (``beliefgate fit --model goal``)
+GOAL_FIT_ATTR = "beliefgate_goal_fit"
+GOAL_FIT_FORMAT = "beliefgate.goal_fit/1"
 
 
 class GoalFitError(ParamError):
-    """A goal fit cannot be configured or run (one line naming the field or the problem)."""
+    """A goal fit cannot be configured, run or read (one line naming the field or the problem)."""
+
+
+def goal_fit_file():
+    """The goal fit's :class:`~beliefgate.models.fitio.FitFile` (record, groups, error)."""
+    from beliefgate.models.fitio import FitFile
+
+    return FitFile(GOAL_FIT_ATTR, GOAL_FIT_FORMAT, GoalFitError,
+                   "not a goal fit: no 'beliefgate_goal_fit' attribute (write it with `beliefgate fit --model goal`)",
+                   groups=("posterior", "log_likelihood", "constant_data"),
+                   what="the goal fit (as `beliefgate fit --model goal` writes it)",
+                   stamp_groups=("posterior", "sample_stats", "log_likelihood"))
+
+
+class GoalFitData(NamedTuple):
+    """What a domain's goal loader returns for a fit: the model's :class:`GoalData`, the goal
+    names (index order), the skill names, the log paths, and per step the goal active in the log
+    (``true_goal`` int ``[B, T]``, -1 unknown or padding) for the recipe-MAP accuracy."""
+
+    data: GoalData
+    goal_names: tuple
+    skill_names: tuple
+    sources: tuple
+    true_goal: object
 
 
 class GoalFitConfig(CheckedModel):
-    """NUTS settings of :func:`fit_goal`: ``chains``, ``draws``, ``warmup``, ``seed``,
-    ``target_accept`` and ``fixed`` (pinned parameter values by name)."""
+    """Settings of :func:`fit_goal`: ``method`` (``nuts``/``svi``), ``chains``, ``draws``,
+    ``warmup``, ``seed``, ``target_accept``, ``max_tree_depth``, ``chain_method``, SVI's
+    ``svi_steps``, ``learning_rate``, ``guide``, and ``fixed`` (pinned parameter values by name)."""
 
     error_type = GoalFitError
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    chains: int = Field(1, ge=1, le=16)
-    draws: int = Field(500, ge=1, le=100_000)
-    warmup: int = Field(500, ge=0, le=100_000)
+    method: Literal["nuts", "svi"] = "nuts"
+    chains: int = Field(1, ge=1, le=MAX_CHAINS)
+    draws: int = Field(500, ge=1, le=MAX_DRAWS)
+    warmup: int = Field(500, ge=0, le=MAX_DRAWS)
     seed: int = Field(0, ge=0)
     target_accept: float = Field(0.8, gt=0.0, lt=1.0)
+    max_tree_depth: int = Field(10, ge=1, le=15)
+    chain_method: Literal["parallel", "sequential", "vectorized"] = "sequential"
+    svi_steps: int = Field(2000, ge=1, le=MAX_SVI_STEPS)
+    learning_rate: float = Field(0.02, gt=0.0)
+    guide: Literal["normal", "mvn"] = "normal"
     fixed: Dict[str, float] = Field(default_factory=dict)
 
     @field_validator("fixed")
@@ -367,43 +340,131 @@ class GoalFitConfig(CheckedModel):
         for name, value in fixed.items():
             if not math.isfinite(value):
                 raise ValueError(f"fixed {name} must be finite, got {value}")
+        try:
+            check_values(fixed, GOAL_PARAMS)
+        except ValueError as exc:
+            raise ValueError(str(exc)) from None
         return fixed
 
+    def parameter_names(self) -> list:
+        """The sampled parameters, in model order (the goal hazard stays at its default unless freed
+        by ``sample_params``; see :data:`GOAL_PARAMS`)."""
+        return [s.name for s in GOAL_PARAMS if not s.fixed and s.name not in self.fixed]
 
-def fit_goal(data: GoalData, config: Optional["GoalFitConfig"] = None, *, progress: bool = False):
-    """NUTS on :func:`partner_goal_model` (discrete ``(g, k)`` summed out by the filter's scan);
-    returns ``arviz.InferenceData`` with ``posterior`` (the sampled parameters),
-    ``sample_stats`` and ``log_likelihood`` (``log_lik``: per trajectory and draw), and the
-    configuration as ``attrs["beliefgate_goal_fit"]`` (JSON)."""
-    import json
 
-    import arviz as az
+def fit_goal(data, config: Optional["GoalFitConfig"] = None, *, progress: bool = False,
+             extra_attrs: Optional[Mapping[str, object]] = None):
+    """NUTS or SVI (``config.method``; the skill model's :func:`~beliefgate.models.fit.run_nuts` /
+    :func:`~beliefgate.models.fit.run_svi`) on :func:`partner_goal_model` (discrete ``(g, k)``
+    summed out by the filter's scan). ``data``: :class:`GoalData`, or :class:`GoalFitData` (a
+    domain loader's, whose names, sources and logged goals are kept: ``constant_data`` holds the
+    model inputs, so ``beliefgate diagnose`` can refilter). Returns ``arviz.InferenceData`` with
+    ``posterior``, ``sample_stats`` (NUTS statistics or the ELBO loss), ``log_likelihood``
+    (``log_lik`` per trajectory and draw) and the record (config, provenance) as
+    ``attrs["beliefgate_goal_fit"]`` (JSON)."""
+    import time
+
     import xarray as xr
-    from numpyro.infer import MCMC, NUTS
+
+    import beliefgate
+    from beliefgate.models.fit import run_nuts, run_svi
 
     config = GoalFitConfig() if config is None else config
+    full = data if isinstance(data, GoalFitData) else None
+    data = full.data if full is not None else data
     if not isinstance(data, GoalData):
         raise GoalFitError(f"expected GoalData (see goal_data), got {type(data).__name__}")
     if not np.any(np.asarray(data.skill.weight) > 0):
         raise GoalFitError("the data hold no weighted step: nothing to fit")
-    kernel = NUTS(partial(partner_goal_model, fixed=dict(config.fixed)), target_accept_prob=config.target_accept)
-    mcmc = MCMC(kernel, num_warmup=config.warmup, num_samples=config.draws, num_chains=config.chains,
-                chain_method="sequential", progress_bar=progress)
-    mcmc.run(jax.random.PRNGKey(config.seed), data)
-    idata = az.from_numpyro(mcmc, log_likelihood=False)
+    batched = data.skill.q.ndim == 4
+    model = partial(partner_goal_model, fixed=dict(config.fixed))
+    dims = {"log_lik": ["trajectory"]} if batched else None
+    coords = {"trajectory": list(range(data.skill.q.shape[0]))} if batched else None
+    started = time.perf_counter()
+    if config.method == "nuts":
+        idata, info = run_nuts(model, (data,), config, progress, coords, dims)
+    else:
+        idata, info = run_svi(model, (data,), config, config.parameter_names(), progress, coords, dims,
+                              error=GoalFitError)
+    wall = time.perf_counter() - started
     for group in ("observed_data", "constant_data", "log_likelihood"):
         if group in idata.groups():
             delattr(idata, group)
     log_lik = idata.posterior["log_lik"]
     idata.posterior = idata.posterior.drop_vars("log_lik")
     idata.add_groups(log_likelihood=xr.Dataset({"log_lik": log_lik}))
-    idata.attrs["beliefgate_goal_fit"] = json.dumps({"config": config.model_dump(),
-                                                      "parameters": sorted(idata.posterior.data_vars)})
-    return idata
+    idata.add_groups(constant_data=goal_datasets(full if full is not None else data))
+    valid = np.asarray(data.skill.valid)
+    record = {
+        "format": GOAL_FIT_FORMAT,
+        "model": "goal",
+        "config": config.model_dump(),
+        "parameters": config.parameter_names(),
+        "goal_names": list(full.goal_names) if full is not None else None,
+        "skill_names": list(full.skill_names) if full is not None else None,
+        "sources": list(full.sources) if full is not None else None,
+        "num_trajectories": int(valid.shape[0]) if batched else 1,
+        "num_steps": int(valid.sum()),
+        "wall_s": round(wall, 3),
+        "beliefgate_version": beliefgate.__version__,
+        "jax_x64": bool(np.asarray(data.skill.q).dtype == np.float64),
+        **info,
+        **dict(extra_attrs or {}),
+    }
+    return goal_fit_file().stamp(idata, record)
+
+
+#: the model inputs a goal fit stores (``constant_data``), by :class:`GoalData` path
+_STORED = (("q", ("skill", "q")), ("action_mask", ("skill", "action_mask")), ("weight", ("skill", "weight")),
+           ("feasible", ("skill", "feasible")), ("completed", ("skill", "completed")),
+           ("valid", ("skill", "valid")), ("log_weights", ("log_weights",)), ("goal_change", ("goal_change",)),
+           ("goal_loglik", ("goal_loglik",)), ("log_goal_prior", ("log_goal_prior",)))
+_DIMS = {"q": ("trajectory", "step", "skill", "action"), "action_mask": ("trajectory", "step", "action"),
+         "weight": ("trajectory", "step"), "feasible": ("trajectory", "step", "skill"),
+         "completed": ("trajectory", "step"), "valid": ("trajectory", "step"),
+         "log_weights": ("trajectory", "step", "goal", "skill"), "goal_change": ("trajectory", "step"),
+         "goal_loglik": ("trajectory", "step", "goal"), "log_goal_prior": ("trajectory", "goal"),
+         "true_goal": ("trajectory", "step")}
+
+
+def goal_datasets(data):
+    """The model inputs of :class:`GoalData` (or :class:`GoalFitData`, with its logged goals) as
+    an xarray Dataset (a leading ``trajectory`` axis even for one trajectory)."""
+    import xarray as xr
+
+    full = data if isinstance(data, GoalFitData) else None
+    data = full.data if full is not None else data
+    one = data.skill.q.ndim == 3
+    out = {}
+    for name, path in _STORED:
+        arr = data
+        for attr in path:
+            arr = getattr(arr, attr)
+        arr = np.asarray(arr)
+        if one:
+            arr = arr[None]
+        if name == "q":  # -inf (impossible actions) is stored as NaN-free: a large negative finite value
+            arr = np.where(np.isfinite(arr), arr, -1e30)
+        out[name] = (_DIMS[name], arr)
+    if full is not None:
+        out["true_goal"] = (_DIMS["true_goal"], np.asarray(full.true_goal, np.int64).reshape(out["valid"][1].shape))
+    return xr.Dataset(out)
+
+
+def goal_data_from_idata(idata) -> GoalData:
+    """The :class:`GoalData` a goal fit was made on (its ``constant_data``; batched)."""
+    c = idata.constant_data
+    arr = {name: np.asarray(c[name].values) for name, _ in _STORED}
+    q = np.where(arr["q"] <= -1e29, -np.inf, arr["q"])
+    return goal_data(q, arr["action_mask"].astype(bool), arr["log_weights"], np.exp(arr["log_goal_prior"]),
+                     arr["goal_change"], arr["goal_loglik"], weight=arr["weight"],
+                     feasible=arr["feasible"].astype(bool), completed=arr["completed"].astype(np.int64),
+                     valid=arr["valid"].astype(bool))
 
 
 __all__ = [
     "GOAL_HAZARD", "GOAL_PARAMS", "GoalObs", "GoalData", "goal_data", "goal_observations", "GoalScan", "scan_goal", "filter_goal",
     "goal_trajectory_log_likelihood", "partner_goal_model", "partner_goal_model_explicit",
-    "sample_goal_paths", "GoalFitConfig", "GoalFitError", "fit_goal",
+    "sample_goal_paths", "GoalFitConfig", "GoalFitError", "GoalFitData", "fit_goal", "goal_datasets",
+    "goal_data_from_idata", "GOAL_FIT_ATTR", "GOAL_FIT_FORMAT", "goal_fit_file",
 ]
