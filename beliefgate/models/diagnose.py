@@ -647,7 +647,9 @@ def goal_recipe_accuracy(idata, values: Optional[dict] = None) -> Optional[dict]
     scan = filter_goal(data, values or {})
     post = np.asarray(scan.log_posterior)                           # [B, T, G, K]
     goal_post = np.log(np.exp(post - post.max(axis=(-2, -1), keepdims=True)).sum(axis=-1))
-    right = np.argmax(goal_post, axis=-1) == truth                 # [B, T]
+    at_truth = np.take_along_axis(goal_post, np.maximum(truth, 0)[..., None], axis=-1)[..., 0]
+    others = np.where(np.arange(goal_post.shape[-1]) == np.maximum(truth, 0)[..., None], -np.inf, goal_post)
+    right = at_truth > others.max(axis=-1) + 1e-9                   # [B, T]: strictly the MAP (a tie is not)
     known = np.asarray(data.skill.valid) & (truth >= 0)
     names = record.get("skill_names") or []
     pickups = [i for i, n in enumerate(names) if str(n).startswith("pickup_ingredient")]

@@ -40,8 +40,9 @@ def read_record(idata, attr: str, fmt: str, error: Type[Exception], missing: str
                 if isinstance(k, str) and k.startswith("beliefgate_") and k != attr]
         if held:  # a fit of the other model: say so instead of "not a beliefgate fit"
             kind = ("a kappa fit (beliefgate fit --model kappa)" if "kappa" in held[0] else
+                    "a goal fit (beliefgate fit --model goal)" if held[0] == "beliefgate_goal_fit" else
                     "a skill-model fit (beliefgate fit)" if held[0] == "beliefgate_fit" else f"a {held[0]!r} record")
-            wanted = "a kappa fit" if "kappa" in attr else "a skill-model fit" if attr == "beliefgate_fit" else attr
+            wanted = "a kappa fit" if "kappa" in attr else "a goal fit" if attr == "beliefgate_goal_fit" else "a skill-model fit" if attr == "beliefgate_fit" else attr
             raise error(f"this is {kind}; this command reads {wanted}")
         raise error(missing)
     try:

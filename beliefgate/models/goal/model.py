@@ -228,13 +228,19 @@ def goal_trajectory_log_likelihood(data: GoalData, values: Mapping[str, object],
     return jax.vmap(one)(obs) if loglik.ndim == 3 else one(obs)
 
 
+_log_lik_jit = jax.jit(goal_trajectory_log_likelihood)
+
+
 def partner_goal_model(data: GoalData, fixed: Optional[Mapping[str, float]] = None,
                        specs: tuple = GOAL_PARAMS, controller=boltzmann_logprobs_jax) -> None:
     """Marginalised goal model (NUTS/SVI): one sample site per non-fixed parameter of ``specs``,
     ``"log_lik"`` (deterministic, per trajectory) and the factor ``"obs"`` (their sum). The
     likelihood is :func:`scan_goal`, the online filter's own step."""
     values = sample_params(specs, fixed)
-    log_lik = goal_trajectory_log_likelihood(data, values, controller)
+    if controller is boltzmann_logprobs_jax:  # one compilation, reused by NumPyro's eager runs (init, Predictive)
+        log_lik = _log_lik_jit(data, {k: values[k] for k in ("beta", "epsilon", "hazard", "goal_hazard")})
+    else:
+        log_lik = goal_trajectory_log_likelihood(data, values, controller)
     numpyro.deterministic("log_lik", log_lik)
     numpyro.factor("obs", jnp.sum(log_lik))
 
