@@ -280,6 +280,68 @@ def partner_goal_model_explicit(data: GoalData, fixed: Optional[Mapping[str, flo
 # --------------------------------------------------------------------------------------
 # Simulation
 # --------------------------------------------------------------------------------------
+
+
+def sample_goal_paths(rng_key, data: GoalData, values: Optional[Mapping[str, float]] = None,
+                      num_samples: int = 1) -> Dict[str, object]:
+    """Simulate the model on one trajectory's fixed state sequence: ``{"g", "z", "a", "completed"}``
+    int32 ``[S, T]``. Actions come from the untempered controller; at the steps where
+    ``data`` completes a skill, the sampled skill is the one completed (``completed = z_t``,
+    -1 elsewhere) so the forced switches happen where the data put them."""
+    if data.skill.q.ndim != 3:
+        raise ShapeMismatchError(f"sample_goal_paths takes one trajectory [T, K, A], got {data.skill.q.shape}")
+    if int(num_samples) != num_samples or num_samples < 1:
+        raise InvalidParameterError(f"num_samples must be an integer >= 1, got {num_samples!r}")
+    vals = check_values(values or {}, GOAL_PARAMS)
+    keys = jax.random.split(rng_key, int(num_samples))
+    g, z, a = _sample_jit(keys, data, {k: jnp.asarray(v, data.skill.q.dtype) for k, v in vals.items()})
+    completed = jnp.where(data.skill.completed[None] >= 0, z, -1)
+    return {"g": g, "z": z, "a": a, "completed": completed.astype(jnp.int32)}
+
+
+def _sample_one(key, logp, data: GoalData, values):
+    hazard = jnp.maximum(values["hazard"], MIN_HAZARD)
+    goal_hazard = jnp.maximum(values["goal_hazard"], MIN_HAZARD)
+    log_rho = data.log_goal_prior
+    num_skills = logp.shape[1]
+
+    def body(carry, xs):
+        first, reset, change, g_prev, z_prev = carry
+        key_t, logp_t, log_w, feas, completed, goal_change, valid = xs
+        init = goal_log_initial(jnp, log_rho, log_w, feas)
+        redraw = redraw_probability(jnp, goal_hazard, change)
+        trans = goal_log_transition(jnp, log_rho, log_w, feas, hazard, redraw, reset)[g_prev, z_prev]
+        row = jnp.where(first, init, trans).reshape(-1)
+        key_s, key_a = jax.random.split(key_t)
+        s = jax.random.categorical(key_s, row)
+        g, z = s // num_skills, s % num_skills
+        a = jax.random.categorical(key_a, logp_t[z])
+        g = jnp.where(valid, g, g_prev).astype(jnp.int32)
+        z = jnp.where(valid, z, z_prev).astype(jnp.int32)
+        a = jnp.where(valid, a, -1).astype(jnp.int32)
+        carry = (first & ~valid, jnp.where(valid, completed >= 0, reset), jnp.where(valid, goal_change, change), g, z)
+        return carry, (g, z, a)
+
+    s = data.skill
+    keys = jax.random.split(key, logp.shape[0])
+    carry = (jnp.asarray(True), jnp.asarray(True), jnp.zeros((), logp.dtype), jnp.asarray(0, jnp.int32),
+             jnp.asarray(0, jnp.int32))
+    xs = (keys, logp, data.log_weights, s.feasible, s.completed, data.goal_change, s.valid)
+    _, out = lax.scan(body, carry, xs)
+    return out
+
+
+def _sample_paths(keys, data, values):
+
+
+    logp = action_logprobs(data.skill, values["beta"], values["epsilon"])
+    return jax.vmap(lambda key: _sample_one(key, logp, data, values))(keys)
+
+
+_sample_jit = jax.jit(_sample_paths)
+
+
+# --------------------------------------------------------------------------------------
 # Fit (NUTS or SVI, discrete sites marginalised; the skill model's runners)
 # --------------------------------------------------------------------------------------
 
