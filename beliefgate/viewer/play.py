@@ -12,12 +12,19 @@ but the session table.
 Protocol (JSON text messages):
 
 * client → server: ``{"type": "key", "action": "north|south|east|west|stay|interact"}``,
+  ``{"type": "say", "message": {...}}`` (a typed message, :mod:`beliefgate.envs.messages`),
   ``{"type": "end"}``. A message longer than ``max_message_bytes``, not JSON, or not one of
   these is answered ``{"type": "error", "error": "oversized|malformed", "detail": ...}``,
   counted in the episode summary (``rejected``), and the game goes on.
 * server → client: ``hello`` (layout, skill names, seats, tick rate, the log's file name, first frame),
   ``state`` once per tick (frame, the agent's belief about the person, its skill, MAP and
-  replan reason), ``done`` (summary and the log's file name, None when no step was played), ``error``.
+  replan reason; ``heard``: the messages delivered to the person; ``said``: the step's channel entry), ``done`` (summary and the log's file name, None when no step was played), ``error``.
+
+Messages: the person's seat is an :class:`~beliefgate.envs.messages.Outbox`; the game runs the
+episode runner's channel (``open_channel``, ``hear_all``, ``speak_all`` of
+:mod:`beliefgate.eval.episode`), so a ``say`` is checked by the channel's rules at the next tick
+(a refusal is in ``said.refused`` and counted, never an ``error``), delivered to the agent the step
+after, and logged in the step row like an episode's.
 
 Only local pages: requests whose ``Host`` is not a local name get 400 and a WebSocket from another
 origin is refused before it takes a slot (:class:`LocalOnly`); the log is created on the first step.
