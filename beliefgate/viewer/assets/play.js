@@ -67,7 +67,8 @@
     if (msg.kind === "propose") {
       body = Object.keys(msg.roles).sort().map(function (s) { return who(+s) + ": " + msg.roles[s]; }).join(", ");
     } else if (msg.kind === "request") {
-      body = (msg.seat === null || msg.seat === undefined ? "you" : who(msg.seat)) + " do " + msg.skill;
+      var asked = msg.seat !== null && msg.seat !== undefined ? msg.seat : msg.to;  /* the recipient by default */
+      body = (asked === null || asked === undefined ? "the others" : who(asked)) + " do " + msg.skill;
     } else if (msg.kind === "accept" || msg.kind === "decline") {
       body = "#" + msg.reply_to + (msg.reason ? " (" + msg.reason + ")" : "");
     } else if (msg.kind === "inform") {
