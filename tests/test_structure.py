@@ -35,7 +35,9 @@ Checked on the source tree, so that a new package is held to them without being 
 Not an import: the agent table (``agents/registry.py``) names each factory as a
 ``"module:function"`` string, imported when an agent of that row is built. That is how the
 table reaches an agent defined in a higher layer (``policy-tree`` in ``policytree/``) without
-depending on it.
+depending on it. Such a string counts as an import for the seam rule: the users of the seam
+name no game module in a ``"module"`` / ``"module:function"`` string either (a game's own agents,
+``bc``, ``ppo``, ``fcp``, come through its Domain's ``agent_kinds`` / ``make_named_agent``).
 
 The checker is tested on planted violations so that it can fail.
 """
@@ -43,6 +45,7 @@ The checker is tested on planted violations so that it can fail.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -161,7 +164,29 @@ def violations(root: Path) -> list[str]:
         if unit in SEAM_USERS and len(parts) > 2 and parts[1] == "envs" and parts[2] in games:
             out.append(f"{path.relative_to(root.parent)}:{line} imports {target} ({unit} reaches a game only "
                        "through beliefgate.envs.domain)")
+    for path in sorted(root.rglob("*.py")):
+        unit = unit_of(module_name(path, root))
+        if unit not in SEAM_USERS:
+            continue
+        for text, line in import_strings(path):
+            parts = text.split(":")[0].split(".")
+            if len(parts) > 2 and parts[:2] == ["beliefgate", "envs"] and parts[2] in games:
+                out.append(f"{path.relative_to(root.parent)}:{line} names {text!r} ({unit} reaches a game only "
+                           "through beliefgate.envs.domain)")
     return sorted(set(out))
+
+
+#: a string that names a module, or a function in one (``"pkg.mod"``, ``"pkg.mod:function"``)
+IMPORT_STRING = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?")
+
+
+def import_strings(path: Path):
+    """``(text, line)`` for every string constant of ``path`` (f-string parts included) that reads
+    as a module or ``module:function`` name -- what an import-string table (the agent table's
+    factories) imports later."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and IMPORT_STRING.fullmatch(node.value):
+            yield node.value, node.lineno
 
 
 def import_graph(root: Path) -> dict[str, set[str]]:
@@ -309,6 +334,40 @@ def test_checker_catches_a_game_import_past_the_seam(tmp_path):
     bad = violations(root)
     assert bad == ["beliefgate/eval/score.py:2 imports beliefgate.envs.kitchen.state (eval reaches a game only "
                    "through beliefgate.envs.domain)"], bad
+
+
+def test_checker_catches_a_game_module_named_in_an_import_string(tmp_path):
+    """An agent table row naming a game's factory (``"beliefgate.envs.<game>.mod:make"``) reaches
+    past the seam as surely as an import: caught in agents/, eval/... but not in a driver, nor for
+    a non-game module or a game's name in prose."""
+    root = _plant(tmp_path, {
+        "envs/domain.py": "", "envs/kitchen/bots.py": "def make():\n    return 1\n",
+        "agents/registry.py": ("ROWS = {'bot': 'beliefgate.envs.kitchen.bots:make',\n"
+                               "        'ok': 'beliefgate.envs.domain:Domain',\n"
+                               "        'text': 'see beliefgate.envs.kitchen.bots for the bots'}\n"),
+        "eval/grid.py": "MOD = 'beliefgate.envs.kitchen.bots'\n",
+        "experiments/study.py": "ROW = 'beliefgate.envs.kitchen.bots:make'\n",
+    })
+    bad = violations(root)
+    assert bad == [
+        "beliefgate/agents/registry.py:1 names 'beliefgate.envs.kitchen.bots:make' (agents reaches a game only "
+        "through beliefgate.envs.domain)",
+        "beliefgate/eval/grid.py:1 names 'beliefgate.envs.kitchen.bots' (eval reaches a game only "
+        "through beliefgate.envs.domain)"], bad
+
+
+def test_the_agent_table_reaches_the_games_agents_through_their_domains():
+    """No import string of a game module in agents/ (the planted check above runs the same rule
+    on the real tree in test_layering_rules_hold_on_every_import); the games' own agents are
+    found through their domains."""
+    from beliefgate.agents.registry import AGENTS, find_entry
+
+    games = {d.name for d in (ROOT / "envs").iterdir() if (d / "__init__.py").is_file()}
+    named = [text for path in sorted((ROOT / "agents").rglob("*.py")) for text, _ in import_strings(path)
+             if text.split(":")[0].split(".")[:2] == ["beliefgate", "envs"]]
+    assert not [t for t in named if t.split(":")[0].split(".")[2] in games], named
+    for prefix in ("bc", "ppo", "fcp"):
+        assert prefix not in AGENTS and find_entry(prefix) is not None, prefix
 
 
 def test_checker_catches_a_package_cycle_without_a_module_cycle(tmp_path):

@@ -568,3 +568,87 @@ def test_play_end_game_updates_the_status_line(browser, play_server):
     finally:
         browser.close()
         browser.switch_to.window(first)
+
+
+# --------------------------------------------------------------------------- play: messages (issue 45)
+@pytest.fixture(scope="module")
+def talk_server(tmp_path_factory):
+    """A play server whose agent talks and listens (OverForge); short games that end at the horizon."""
+    logs = tmp_path_factory.mktemp("talk-logs")
+    env = {**os.environ, "SDL_AUDIODRIVER": "dummy", "PYGAME_HIDE_SUPPORT_PROMPT": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "beliefgate.cli", "play", "--port", "0", "--agent", "overforge",
+                             "--tick-hz", "20", "--horizon", "20", "--log", f"{logs}/", "--seed", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        if match is None:
+            proc.kill()
+            raise AssertionError(f"no address printed: {line!r} {proc.stderr.read()}")
+        yield f"http://127.0.0.1:{match.group(1)}/", logs
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_play_person_proposes_from_a_button_and_the_agent_hears_it(browser, talk_server):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    url, logs = talk_server
+    first = browser.current_window_handle
+    browser.switch_to.new_window("tab")
+    browser.get(url)
+    hello = _wait(lambda: browser.execute_script("return window.beliefgatePlay.hello"), what="hello")
+    assert hello["talks"] and set(hello["roles"]) >= {"ingredient", "plating"}
+    Select(browser.find_element(By.ID, "say-my-role")).select_by_visible_text("plating")
+    Select(browser.find_element(By.ID, "say-agent-role")).select_by_visible_text("ingredient")
+    browser.find_element(By.ID, "say-propose").click()  # also starts the clock
+    _wait(lambda: browser.execute_script("return window.beliefgatePlay.done"), what="the horizon")
+    talk = browser.execute_script("return window.beliefgatePlay.talk")
+    mine = [t for t in talk if " you propose " in t]
+    assert len(mine) == 1 and "you: plating" in mine[0] and "AI: ingredient" in mine[0], talk
+    assert any(" AI propose " in t for t in talk), talk  # the agent's own split arrived on the page
+    assert [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#talk-log li.from-agent")]
+    assert _severe(browser) == []
+    summary = browser.execute_script("return window.beliefgatePlay.summary")
+    session = hello["session"]
+    browser.close()
+    browser.switch_to.window(first)
+    traj = _wait(lambda: _complete(_logs_of(logs, session)), what="final row")
+    said = [(r.t, m) for r in traj.steps if r.messages is not None for m in r.messages.sent]
+    (t_mine, proposal), = [(t, m) for t, m in said if m.sender == 1]
+    assert proposal.kind == "propose" and proposal.roles == {1: "plating", 0: "ingredient"}
+    # delivered at the next step: the agent's info from then on counts it as heard, and it answers it
+    assert traj.steps[t_mine].info[0]["talk"]["heard"] == 0
+    assert traj.steps[t_mine + 1].info[0]["talk"]["heard"] >= 1
+    answers = [m for _, m in said if m.sender == 0 and m.kind in ("accept", "decline") and m.reply_to == proposal.id]
+    assert len(answers) == 1
+    assert summary["messages"]["sent_by_seat"][1] == 1 and summary["messages"]["refused"] == 0
+
+
+def test_play_refuses_a_malformed_message_with_its_reason(talk_server):
+    from websockets.sync.client import connect
+
+    url, logs = talk_server
+    with connect(url.replace("http://", "ws://") + "ws", open_timeout=10) as ws:
+        hello = json.loads(ws.recv(timeout=10))
+        ws.send(json.dumps({"type": "say", "message": {"kind": "propose", "roles": {"0": "juggling"}}}))
+        refused, states = [], 0
+        m = json.loads(ws.recv(timeout=10))
+        while m["type"] != "done":
+            if m["type"] == "state":
+                states += 1
+                refused += [r for r in (m["said"] or {"refused": []})["refused"] if r["sender"] == hello["human_seat"]]
+                if states == 3:  # not a message at all: refused by the channel, the game goes on
+                    ws.send(json.dumps({"type": "say", "message": "hello"}))
+            m = json.loads(ws.recv(timeout=10))
+    assert [r["reason"] for r in refused] == ["unknown_role", "malformed"] and refused[0]["t"] == 0
+    assert "juggling" in refused[0]["detail"] and refused[1]["t"] >= 3
+    summary = m["summary"]
+    assert summary["ended"] == "horizon" and summary["steps"] == 20
+    assert summary["messages"]["refused_by_seat"][1] == {"unknown_role": 1, "malformed": 1}
+    assert summary["messages"]["sent_by_seat"][1] == 0 and summary["rejected"] == {"oversized": 0, "malformed": 0}
+    traj = read_log(logs / m["log"])
+    logged = [(r.t, x.reason) for r in traj.steps if r.messages is not None for x in r.messages.refused if x.sender == 1]
+    assert logged == [(x["t"], x["reason"]) for x in refused]

@@ -1,9 +1,12 @@
 """Agents selectable by name (``--ego NAME``): one explicit table, nothing registered at import.
 
-Names: every scripted partner (``beliefgate partners``), and every row of :data:`AGENTS`:
+Names: every scripted partner (``beliefgate partners``), every row of :data:`AGENTS`:
 ``bayes-belief[:full|no_replan|no_prompt|no_belief|paper]``, ``proagent``, ``periodic[-N]``,
-``completion-held``, ``llm-judge``, ``hypothetical-minds``, ``bc[:<layout>]``,
-``policy-tree:PATH[:bayes]``.
+``completion-held``, ``llm-judge``, ``hypothetical-minds``, ``policy-tree:PATH[:bayes]``,
+``overforge[:...]``, and every agent a game builds by name (its domain's ``agent_kinds``: classic
+Overcooked's ``bc[:<layout>]``, OvercookedV2's ``ppo:NAME|PATH`` and ``fcp:<layout>``), built by
+that domain's ``make_named_agent`` -- the table names no game module (agents reach a game only
+through its Domain; ``tests/test_structure.py`` checks it).
 
 A row names its factory as ``"module:function"``; the module is imported the first time an
 agent of that row is built, so listing names imports no agent code and no module has to be
@@ -34,6 +37,7 @@ there, only the table and installed plug-ins are known (:func:`register_agent` i
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import re
@@ -43,7 +47,7 @@ from typing import (Any, Callable, Dict, List, Literal, Mapping, Optional, Proto
                     get_args, runtime_checkable)
 
 from beliefgate import plugins
-from beliefgate.envs.domain import Domain, UnknownPartnerError, domains, partner_domain
+from beliefgate.envs.domain import AgentKind, Domain, UnknownPartnerError, domains, partner_domain
 from beliefgate.errors import InputError, RuntimeFailure
 
 
@@ -130,7 +134,8 @@ class AgentEntry:
 
 _P = "beliefgate.agents.planning"
 
-#: the agent table: prefix -> how to build it (scripted partners come from the domains)
+#: the agent table: prefix -> how to build it (scripted partners and the games' own agents -- ``bc``,
+#: ``ppo``, ``fcp`` -- come from the domains: :func:`domain_entry`)
 AGENTS: Dict[str, AgentEntry] = {e.prefix: e for e in (
     AgentEntry("bayes-belief", f"{_P}:bayes_belief_agent",
                "posterior in the prompt + gate interrupts; :full|no_replan|no_prompt|no_belief|paper "
@@ -148,15 +153,6 @@ AGENTS: Dict[str, AgentEntry] = {e.prefix: e for e in (
     AgentEntry("llm-judge", f"{_P}:llm_judge_agent",
                "posterior in the prompt, a judge (LLM, or a duplicate-role rule offline) decides replanning",
                llm=True, gate=True),
-    AgentEntry("bc", "beliefgate.envs.overcooked.bc:bc_agent",
-               "behaviour cloning on the human data (bc = the episode's layout, bc:<layout>)", option="optional"),
-    AgentEntry("ppo", "beliefgate.envs.overcooked_v2.trained_agents:ppo_agent",
-               "a trained PPO policy as the ego (ppo:<shipped name>, ppo:PATH to a policy.msgpack, run folder or "
-               "partner file; v2 layouts, and the classic kitchens of their v2 twins)", option="required",
-               digest="beliefgate.envs.overcooked_v2.trained_agents:ppo_digest"),
-    AgentEntry("fcp", "beliefgate.envs.overcooked_v2.trained_agents:fcp_agent",
-               "the shipped FCP ego of a v2 layout (fcp:<layout>)", option="required",
-               digest="beliefgate.envs.overcooked_v2.trained_agents:fcp_digest"),
     AgentEntry("policy-tree", "beliefgate.policytree.agent:make_policy_tree_agent",
                "an executable policy tree run in the sandbox (PATH[:bayes]; seed:LAYOUT)",
                option="required", llm=True, gate=True, digest="beliefgate.policytree.agent:tree_digest"),
@@ -186,7 +182,7 @@ def check_entry(entry: Any, name: str) -> AgentEntry:
                                "(not ending in -N, which reads as a number option)")
     if prefix != name:
         raise AgentPluginError(f"{where} names the prefix {prefix!r}; an entry point's name is its prefix")
-    if prefix in AGENTS or partner_domain(prefix) is not None:
+    if prefix in AGENTS or partner_domain(prefix) is not None or _domain_kind(prefix) is not None:
         raise AgentPluginError(f"{where} collides with the built-in agent {prefix!r}; give it another prefix")
     for field in ("factory", "digest"):
         value = getattr(entry, field)
@@ -231,9 +227,34 @@ def _plugin(prefix: str) -> Optional[AgentEntry]:
     return check_entry(found, prefix)
 
 
-def find_entry(prefix: str) -> Optional[AgentEntry]:
-    """The row of ``prefix``: the table's, else one added in process, else an installed plug-in's."""
+def _domain_kind(prefix: str, domain: Optional[Domain] = None) -> Optional[Tuple[Domain, AgentKind]]:
+    """``(domain, kind)`` of the game that builds agents named ``prefix`` (``domain`` asked first, then
+    every domain in order); None when none does."""
+    for d in ([domain] if domain is not None else []) + [d for d in domains() if d is not domain]:
+        for kind in d.agent_kinds():
+            if kind.prefix == prefix:
+                return d, kind
+    return None
+
+
+def domain_entry(prefix: str, domain: Optional[Domain] = None) -> Optional[AgentEntry]:
+    """The row of an agent a game builds by name (:meth:`~beliefgate.envs.domain.Domain.agent_kinds`:
+    ``bc``, ``ppo``, ``fcp``), asking ``domain`` first, then every domain; None when none builds it.
+    Its factory and digest are the domain's ``make_named_agent`` / ``named_agent_digest``."""
+    found = _domain_kind(prefix, domain)
+    if found is None:
+        return None
+    owner, kind = found
+    return AgentEntry(kind.prefix, functools.partial(owner.make_named_agent, kind.prefix), kind.description,
+                      option=kind.option, digest=functools.partial(owner.named_agent_digest, kind.prefix))
+
+
+def find_entry(prefix: str, domain: Optional[Domain] = None) -> Optional[AgentEntry]:
+    """The row of ``prefix``: the table's, else a game's own agent (``domain``'s first), else one
+    added in process, else an installed plug-in's."""
     entry = AGENTS.get(prefix)
+    if entry is None:
+        entry = domain_entry(prefix, domain)
     if entry is None:
         entry = _LOCAL.get(prefix)
     if entry is None:
@@ -316,7 +337,8 @@ def agent_names() -> List[str]:
     """Every scripted partner of every domain, every prefix of the table and every plug-in's
     (installed or added in process; an installed one is named without being loaded)."""
     partners = {n for d in domains() for n in d.partner_names()}
-    return sorted(partners | set(AGENTS) | set(_LOCAL) | set(_entry_points()) | set(_LEGACY))
+    kinds = {k.prefix for d in domains() for k in d.agent_kinds()}
+    return sorted(partners | kinds | set(AGENTS) | set(_LOCAL) | set(_entry_points()) | set(_LEGACY))
 
 
 def agent_table() -> List[Dict[str, object]]:
@@ -324,8 +346,9 @@ def agent_table() -> List[Dict[str, object]]:
     listings. Every installed plug-in is loaded and checked, so an unusable one (a built-in's
     prefix included, which a lookup by name never reaches) raises :class:`AgentPluginError`."""
     installed = [_plugin(p) for p in sorted(_entry_points()) if p not in _LOCAL]
+    games = [domain_entry(p) for p in sorted({k.prefix for d in domains() for k in d.agent_kinds()} - set(AGENTS))]
     rows = [{"name": e.prefix, "description": e.description, "option": e.option, "llm": e.llm, "gate": e.gate}
-            for e in [*AGENTS.values(), *_LOCAL.values(), *installed]]
+            for e in [*AGENTS.values(), *games, *_LOCAL.values(), *installed]]
     rows += [{"name": p, "description": d, "option": "optional", "llm": False, "gate": False}
              for p, (_, d) in _LEGACY.items()]
     return sorted(rows, key=lambda r: r["name"])
@@ -358,7 +381,7 @@ def make_agent(name: str, llm: Optional[object] = None, gate_params: Optional[ob
     prefix, option = parse_name(name)
     if prefix in _LEGACY:
         return _legacy_build(name, prefix, llm, gate_params)
-    entry = find_entry(prefix)
+    entry = find_entry(prefix, domain)
     if llm is not None and not entry.llm:
         raise AgentNameError(f"agent {name!r} does not use an LLM")
     if gate_params is not None and not entry.gate:
@@ -369,7 +392,8 @@ def make_agent(name: str, llm: Optional[object] = None, gate_params: Optional[ob
     if entry.gate:
         kwargs["gate_params"] = gate_params
     agent = entry.load()(option, **kwargs)
-    if prefix not in AGENTS and not all(callable(getattr(agent, m, None)) for m in ("reset", "act", "info")):
+    if (prefix not in AGENTS and _domain_kind(prefix, domain) is None
+            and not all(callable(getattr(agent, m, None)) for m in ("reset", "act", "info"))):
         raise AgentPluginError(f"agent plug-in {prefix!r}: its factory returned a {type(agent).__name__}, "
                                "not an agent (reset, act, info)")
     if gate_params is not None and not uses_gate(agent):

@@ -22,6 +22,7 @@ written this way, played by the same runner, agents and gate as Overcooked.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -69,6 +70,18 @@ class SkillStatus(str, Enum):
     COMPLETED = "completed"
     INVALID = "invalid"
     TIMED_OUT = "timed_out"
+
+
+@dataclass(frozen=True)
+class AgentKind:
+    """An agent a domain builds by name for any seat, the ego's included (the agent table lists it
+    beside its own rows): ``PREFIX`` or ``PREFIX:OPTION``, built by :meth:`Domain.make_named_agent`.
+    ``option``: ``"none"``, ``"optional"`` or ``"required"`` (as an agent table row's). These agents
+    take no LLM and no gate parameters."""
+
+    prefix: str
+    description: str
+    option: str = "required"
 
 
 #: the methods and attributes every domain must provide (checked when it is registered or loaded)
@@ -288,6 +301,23 @@ class Domain:
         """The source of the hand-written policy tree for ``layout``."""
         raise LookupFailure(f"the {self.name} domain ships no seed policy tree for {layout!r}")
 
+    # ------------------------------------------------------- agents by name (optional)
+    def agent_kinds(self) -> Tuple[AgentKind, ...]:
+        """The agents this game builds by name for the agent table (classic Overcooked: ``bc``;
+        OvercookedV2: ``ppo``, ``fcp``); none by default. Listing them imports nothing heavy."""
+        return ()
+
+    def make_named_agent(self, prefix: str, option: Optional[str]):
+        """A fresh agent of the kind ``prefix`` of :meth:`agent_kinds` (``option``: what follows
+        ``:``, None when absent); it may play other domains' layouts too (a trained policy through
+        a ``jaxmarl_twin``). Only a domain that lists kinds implements it."""
+        raise UnknownPartnerError(f"the {self.name} domain builds no agent {prefix!r}")
+
+    def named_agent_digest(self, prefix: str, option: Optional[str]) -> Optional[str]:
+        """A short hash of what defines ``prefix:option`` beyond its name (a checkpoint's bytes), checking
+        that it loads; None (the default) for an agent defined by its name alone."""
+        return None
+
     # ------------------------------------------------------------------ partners
     def partner_key(self, name: str) -> str:
         """What makes two partner names the same partner (a path and its alias, say)."""
@@ -482,7 +512,7 @@ def check_seat(seat: Any, players: int) -> int:
     return seat
 
 
-__all__ = ["Domain", "DomainPluginError", "PartnerLayoutError", "PartnerSpecError", "PlayerCountError", "REQUIRED",
+__all__ = ["AgentKind", "Domain", "DomainPluginError", "PartnerLayoutError", "PartnerSpecError", "PlayerCountError", "REQUIRED",
            "SkillStatus", "State", "UnknownLayoutError", "UnknownPartnerError",
            "all_layouts", "check_domain", "check_seat", "domain_for_layout", "domains", "get_domain",
            "layout_key", "partner_domain", "partner_key", "register_domain", "resolve_layout", "unregister_domain"]

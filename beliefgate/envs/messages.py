@@ -105,6 +105,30 @@ class Talks(Protocol):
     def messages_out(self) -> Sequence[Any]: ...
 
 
+class Outbox:
+    """A seat whose messages come from outside the episode (a person on the play page): :meth:`put`
+    queues a raw message (the channel checks it when the seat speaks), at most ``limit`` waiting
+    (:meth:`put` is False beyond that); :meth:`hear` keeps what was delivered to the seat."""
+
+    def __init__(self, limit: int = 3):
+        self.limit = int(limit)
+        self.waiting: List[Any] = []
+        self.heard: List[Message] = []
+
+    def put(self, raw: Any) -> bool:
+        if len(self.waiting) >= self.limit:
+            return False
+        self.waiting.append(raw)
+        return True
+
+    def hear(self, messages: Sequence[Message]) -> None:
+        self.heard = list(messages)
+
+    def messages_out(self) -> List[Any]:
+        out, self.waiting = self.waiting, []
+        return out
+
+
 class ChannelRules(CheckedModel):
     """The channel's settings: the budget per player per episode and the longest ``text``."""
 

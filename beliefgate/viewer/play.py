@@ -12,12 +12,19 @@ but the session table.
 Protocol (JSON text messages):
 
 * client → server: ``{"type": "key", "action": "north|south|east|west|stay|interact"}``,
+  ``{"type": "say", "message": {...}}`` (a typed message, :mod:`beliefgate.envs.messages`),
   ``{"type": "end"}``. A message longer than ``max_message_bytes``, not JSON, or not one of
   these is answered ``{"type": "error", "error": "oversized|malformed", "detail": ...}``,
   counted in the episode summary (``rejected``), and the game goes on.
 * server → client: ``hello`` (layout, skill names, seats, tick rate, the log's file name, first frame),
   ``state`` once per tick (frame, the agent's belief about the person, its skill, MAP and
-  replan reason), ``done`` (summary and the log's file name, None when no step was played), ``error``.
+  replan reason; ``heard``: the messages delivered to the person; ``said``: the step's channel entry), ``done`` (summary and the log's file name, None when no step was played), ``error``.
+
+Messages: the person's seat is an :class:`~beliefgate.envs.messages.Outbox`; the game runs the
+episode runner's channel (``open_channel``, ``hear_all``, ``speak_all`` of
+:mod:`beliefgate.eval.episode`), so a ``say`` is checked by the channel's rules at the next tick
+(a refusal is in ``said.refused`` and counted, never an ``error``), delivered to the agent the step
+after, and logged in the step row like an episode's.
 
 Only local pages: requests whose ``Host`` is not a local name get 400 and a WebSocket from another
 origin is refused before it takes a slot (:class:`LocalOnly`); the log is created on the first step.
@@ -184,8 +191,18 @@ class EndMessage(BaseModel):
     type: Literal["end"]
 
 
+class SayMessage(BaseModel):
+    """A message of the person to the agent: ``message`` is checked by the episode's message channel
+    (:class:`~beliefgate.envs.messages.Channel`) when the person's seat speaks at the next tick, so a
+    bad one is refused there, with its reason, like any player's."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["say"]
+    message: Any
+
+
 #: a client message, told apart by its ``type``
-MESSAGE = TypeAdapter(Annotated[Union[KeyMessage, EndMessage], Field(discriminator="type")])
+MESSAGE = TypeAdapter(Annotated[Union[KeyMessage, EndMessage, SayMessage], Field(discriminator="type")])
 
 
 def parse_message(text: Optional[str], max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES):
@@ -234,7 +251,8 @@ class PlayGame:
         from beliefgate.agents.registry import make_agent
         from beliefgate.envs.domain import domain_for_layout
         from beliefgate.envs.trajlog import LogHeader, LogWriter, Trajectory
-        from beliefgate.eval.episode import agent_seeds
+        from beliefgate.envs.messages import Outbox
+        from beliefgate.eval.episode import agent_seeds, open_channel
 
         self.settings = settings
         self.session = session
@@ -254,7 +272,15 @@ class PlayGame:
                                         self.seat)
             self.agent.use_memory(self.memory)
         self.agent.reset(settings.layout, self.seat, agent_seeds(settings.seed, 2)[self.seat])
-        self.names = list(self.domain.controller(settings.layout).library.names)
+        library = self.domain.controller(settings.layout).library
+        self.names = list(library.names)
+        self.roles = list(library.roles)
+        #: the person's messages (from the page's buttons) wait here until the next tick speaks them
+        self.person = Outbox(settings.queue)
+        players: List[Any] = [None, None]
+        players[self.seat], players[self.human] = self.agent, self.person
+        # the episode runner's channel: the person always talks, the agent when it is a Talks agent
+        self.channel, self.talkers = open_channel(self.domain, settings.layout, players, True)
         agents = ["human", "human"]
         agents[self.seat] = settings.agent
         self.header = LogHeader(
@@ -263,7 +289,8 @@ class PlayGame:
             config={**self.domain.env_options(old_dynamics=True, **settings.env_options),
                     "source": "beliefgate play", "session": session,
                     "human_seat": self.human, "tick_hz": settings.tick_hz, "queue": settings.queue,
-                    "max_message_bytes": settings.max_message_bytes},
+                    "max_message_bytes": settings.max_message_bytes,
+                    "messages": self.channel.rules.model_dump(mode="json")},
         )
         self.trajectory = Trajectory(self.header)
         self.log_path = Path(log_path)
@@ -277,6 +304,10 @@ class PlayGame:
         self.idle_ticks = 0
         self.late_ticks = 0
         self.dropped_keys = 0
+        self.dropped_says = 0
+        #: this tick's channel entry (sent and refused) and what was delivered to the person
+        self.said = None
+        self.heard: List[Any] = []
         self.rejected: Dict[str, int] = {"oversized": 0, "malformed": 0}
         self.last_info: Dict[str, Any] = {}
         self.summary: Optional[Dict[str, Any]] = None
@@ -302,6 +333,14 @@ class PlayGame:
         self.pending.append(names.index(action) if action in names else ACTION_NAMES.index(action))
         return True
 
+    def say(self, message: Any) -> bool:
+        """Queue one message of the person (checked by the channel at the next tick); False (and
+        counted in ``dropped_says``) when ``queue`` messages already wait."""
+        if self.person.put(message):
+            return True
+        self.dropped_says += 1
+        return False
+
     def reject(self, kind: str) -> None:
         self.rejected[kind] = self.rejected.get(kind, 0) + 1
 
@@ -322,6 +361,10 @@ class PlayGame:
         else:  # no key waiting: the person stays (counted)
             human_action, source = STAY, "idle"
             self.idle_ticks += 1
+        from beliefgate.eval.episode import hear_all, speak_all
+
+        self.heard = self.channel.deliver(self.human)
+        hear_all(self.channel, self.talkers)
         actions = [STAY, STAY]
         actions[self.seat] = int(self.agent.act(self.state, self.events[self.seat]))
         actions[self.human] = human_action
@@ -329,9 +372,10 @@ class PlayGame:
         human_info = {"skill": None, "input": source, "queued": len(self.pending)}
         infos = [{}, {}]
         infos[self.seat], infos[self.human] = agent_info, human_info
+        self.said = speak_all(self.channel, self.talkers, t)
         result = self.env.step(actions)
         row = StepRow(t=t, state=self.state, actions=actions, reward=result.reward, events=result.events,
-                      skills=[i.get("skill") for i in infos], info=infos)
+                      skills=[i.get("skill") for i in infos], info=infos, messages=self.said)
         self.trajectory.steps.append(row)
         try:
             self.writer.step(row)
@@ -369,7 +413,9 @@ class PlayGame:
                 "score": self.env.score, "reward": reward, "events": self.events,
                 "belief": info.get("belief"), "map": info.get("partner_map"), "agent_skill": info.get("skill"),
                 "reason": info.get("reason"), "interrupt": bool(info.get("interrupt", False)),
-                "queued": len(self.pending)}
+                "queued": len(self.pending),
+                "heard": [m.model_dump(mode="json") for m in self.heard],
+                "said": self.said.model_dump(mode="json") if self.said is not None else None}
 
     def hello(self) -> Dict[str, Any]:
         from beliefgate.viewer.frames import encode_view, layout_record
@@ -378,7 +424,8 @@ class PlayGame:
                 "names": self.names, "agent": self.settings.agent, "agent_seat": self.seat,
                 "human_seat": self.human, "tick_hz": self.settings.tick_hz, "horizon": self.settings.horizon,
                 "log": self.log_path.name, "frame": encode_view(self.state, self.human),
-                "max_message_bytes": self.settings.max_message_bytes}
+                "max_message_bytes": self.settings.max_message_bytes, "roles": self.roles,
+                "talks": self.seat in self.talkers, "budget": self.channel.rules.budget}
 
     # ------------------------------------------------------------------ the end
     def finish(self, ended: str) -> Dict[str, Any]:
@@ -395,7 +442,8 @@ class PlayGame:
             "wall_s": round(time.perf_counter() - self.started_at, 4) if self.started_at is not None else 0.0,
             "ended": ended, "session": self.session, "tick_hz": self.settings.tick_hz,
             "idle_ticks": self.idle_ticks, "late_ticks": self.late_ticks, "dropped_keys": self.dropped_keys,
-            "rejected": dict(self.rejected),
+            "rejected": dict(self.rejected), "dropped_says": self.dropped_says,
+            "messages": self.channel.summary(),
         }
         if self.memory is not None:  # the session in one transaction; nothing when no step was played
             try:
@@ -593,7 +641,11 @@ def create_play_app(settings: PlaySettings, hosts=LOCAL_HOSTS):
                 if isinstance(parsed, EndMessage):
                     ended = "player"
                     break
-                if not game.press(parsed.action):
+                if isinstance(parsed, SayMessage):
+                    if not game.say(parsed.message):
+                        await send(ws, {"type": "error", "error": "say_queue_full",
+                                        "detail": f"{settings.queue} messages are already waiting"})
+                elif not game.press(parsed.action):
                     await send(ws, {"type": "error", "error": "queue_full",
                                     "detail": f"{settings.queue} keys are already waiting"})
                 started.set()
@@ -653,4 +705,5 @@ def serve_play(settings: PlaySettings, port: int = 8770, host: str = "127.0.0.1"
 
 
 __all__ = ["PlaySettings", "PlaySettingsError", "GameOverError", "PlayMessageError", "PlayLogError", "PlayGame", "parse_message",
+           "KeyMessage", "EndMessage", "SayMessage",
            "session_log_path", "create_play_app", "serve_play", "render_play_page", "ACTION_NAMES"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from beliefgate.envs.domain import Domain
+from beliefgate.envs.domain import AgentKind, Domain
 
 
 class OvercookedDomain(Domain):
@@ -192,6 +192,20 @@ class OvercookedDomain(Domain):
         from beliefgate.envs.overcooked.jaxmarl_bridge import twin
 
         return twin(layout)
+
+    # -------------------------------------------------------- agents by name
+    def agent_kinds(self) -> Tuple[AgentKind, ...]:
+        # ppo:/fcp: play these kitchens too: the V2 domain builds them, and plays here through jaxmarl_twin
+        return (AgentKind("bc", "behaviour cloning on the human data (bc = the episode's layout, bc:<layout>)",
+                          option="optional"),)
+
+    def make_named_agent(self, prefix: str, option: Optional[str]):
+        """``bc`` (the episode's layout) or ``bc:<layout>``: the BC model of the human data."""
+        if prefix != "bc":
+            return super().make_named_agent(prefix, option)
+        from beliefgate.envs.overcooked.bc import bc_agent
+
+        return bc_agent(option)
 
     # ------------------------------------------------------------------ partners
     def partner_key(self, name: str) -> str:

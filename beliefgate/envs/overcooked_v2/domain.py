@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from beliefgate.envs.domain import Domain
+from beliefgate.envs.domain import AgentKind, Domain
 
 
 #: how much likelier a recipe-seeing partner newly chooses a skill that serves the recipe than one
@@ -240,6 +240,34 @@ class OvercookedV2Domain(Domain):
         from beliefgate.envs.overcooked_v2.render import encode_view
 
         return encode_view(state, player)
+
+    # -------------------------------------------------------- agents by name
+    def agent_kinds(self) -> Tuple[AgentKind, ...]:
+        return (
+            AgentKind("ppo", "a trained PPO policy as the ego (ppo:<shipped name>, ppo:PATH to a policy.msgpack, "
+                      "run folder or partner file; v2 layouts, and the classic kitchens of their v2 twins)"),
+            AgentKind("fcp", "the shipped FCP ego of a v2 layout (fcp:<layout>)"),
+        )
+
+    def make_named_agent(self, prefix: str, option: Optional[str]):
+        """``ppo:...`` / ``fcp:<layout>``: a trained policy as a player (another domain's layout plays
+        it through that domain's ``jaxmarl_twin``; :class:`.trained_agents.TrainedPlayer`)."""
+        from beliefgate.envs.overcooked_v2 import trained_agents
+
+        if prefix == "ppo":
+            return trained_agents.ppo_agent(option)
+        if prefix == "fcp":
+            return trained_agents.fcp_agent(option)
+        return super().make_named_agent(prefix, option)
+
+    def named_agent_digest(self, prefix: str, option: Optional[str]) -> Optional[str]:
+        from beliefgate.envs.overcooked_v2 import trained_agents
+
+        if prefix == "ppo":
+            return trained_agents.ppo_digest(option)
+        if prefix == "fcp":
+            return trained_agents.fcp_digest(option)
+        return super().named_agent_digest(prefix, option)
 
     # ------------------------------------------------------------------ partners
     def partner_names(self) -> Tuple[str, ...]:

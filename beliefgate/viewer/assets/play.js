@@ -15,7 +15,9 @@
   var hello = null, labels = [], history = [], HISTORY = 120;
   var historyCanvas = document.getElementById("history");
   var P = window.beliefgatePlay = { connected: false, done: false, hello: null, state: null, states: 0,
-                                    sent: 0, errors: [], summary: null, log: null };
+                                    sent: 0, errors: [], summary: null, log: null,
+                                    said: 0, talk: [], lastProposal: null };
+  var talkLog = document.getElementById("talk-log");
   function esc(s) {
     return String(s).replace(/[&<>"']/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]; });
   }
@@ -55,6 +57,72 @@
                 ["last replan", m.reason || "-"], ["keys waiting", m.queued]];
     table.innerHTML = rows.map(function (r) { return "<tr><td>" + esc(r[0]) + "</td><td>" + esc(r[1]) + "</td></tr>"; }).join("");
   }
+  /* messages: the typed form of beliefgate/envs/messages.py; the server's channel checks them */
+  function fill(id, names) {
+    document.getElementById(id).innerHTML = names.map(function (n) { return "<option>" + esc(n) + "</option>"; }).join("");
+  }
+  function who(seat) { return seat === hello.human_seat ? "you" : "AI"; }
+  function line(msg) {
+    var body = "";
+    if (msg.kind === "propose") {
+      body = Object.keys(msg.roles).sort().map(function (s) { return who(+s) + ": " + msg.roles[s]; }).join(", ");
+    } else if (msg.kind === "request") {
+      var asked = msg.seat !== null && msg.seat !== undefined ? msg.seat : msg.to;  /* the recipient by default */
+      body = (asked === null || asked === undefined ? "the others" : who(asked)) + " do " + msg.skill;
+    } else if (msg.kind === "accept" || msg.kind === "decline") {
+      body = "#" + msg.reply_to + (msg.reason ? " (" + msg.reason + ")" : "");
+    } else if (msg.kind === "inform") {
+      body = [msg.holds ? "holds " + msg.holds : "", msg.intends ? "intends " + msg.intends : ""].filter(Boolean).join(", ");
+    }
+    return "#" + msg.id + " " + who(msg.sender) + " " + msg.kind + (body ? " " + body : "") + (msg.text ? ' "' + msg.text + '"' : "");
+  }
+  function addTalk(text, cls) {
+    P.talk.push(text);
+    var li = document.createElement("li");
+    li.textContent = text; li.className = cls;
+    talkLog.appendChild(li);
+    talkLog.scrollTop = talkLog.scrollHeight;
+  }
+  function showTalk(m) {
+    (m.heard || []).forEach(function (msg) {
+      addTalk("t=" + msg.t + " " + line(msg), "from-agent");
+      if (msg.kind === "propose") {
+        P.lastProposal = msg.id;
+        document.getElementById("say-last").textContent = line(msg);
+        document.getElementById("say-accept").disabled = document.getElementById("say-decline").disabled = false;
+      }
+    });
+    if (!m.said) { return; }
+    m.said.sent.forEach(function (msg) { if (msg.sender === hello.human_seat) { addTalk("t=" + msg.t + " " + line(msg), "from-you"); } });
+    m.said.refused.forEach(function (r) {
+      if (r.sender === hello.human_seat) { addTalk("t=" + r.t + " refused (" + r.reason + "): " + r.detail, "refused"); }
+    });
+  }
+  function say(message) {
+    if (ws.readyState !== 1 || P.done) { return; }
+    ws.send(JSON.stringify({ type: "say", message: message }));
+    P.said += 1;
+    canvas.focus();
+  }
+  function value(id) { return document.getElementById(id).value; }
+  document.getElementById("say-propose").addEventListener("click", function () {
+    var roles = {};
+    roles[hello.human_seat] = value("say-my-role"); roles[hello.agent_seat] = value("say-agent-role");
+    say({ kind: "propose", roles: roles, to: hello.agent_seat });
+  });
+  document.getElementById("say-request").addEventListener("click", function () {
+    say({ kind: "request", skill: value("say-skill"), to: hello.agent_seat });
+  });
+  ["accept", "decline"].forEach(function (kind) {
+    document.getElementById("say-" + kind).addEventListener("click", function () {
+      if (P.lastProposal === null) { return; }
+      say({ kind: kind, reply_to: P.lastProposal, to: hello.agent_seat });
+      document.getElementById("say-accept").disabled = document.getElementById("say-decline").disabled = true;
+    });
+  });
+  document.getElementById("say-inform").addEventListener("click", function () {
+    say({ kind: "inform", intends: value("say-intends"), to: hello.agent_seat });
+  });
   ws.onopen = function () { P.connected = true; status.textContent = "connected; press a key to start"; };
   ws.onmessage = function (ev) {
     var m;
@@ -64,6 +132,10 @@
       labels = [];
       for (var i = 0; i < m.frame[2].length; i++) { labels.push(i === m.human_seat ? "YOU" : "AI"); }
       draw(m.frame);
+      fill("say-my-role", m.roles); fill("say-agent-role", m.roles); fill("say-skill", m.names); fill("say-intends", m.names);
+      if (m.roles.length > 1) { document.getElementById("say-agent-role").selectedIndex = 1; }
+      document.getElementById("talk-note").textContent = (m.talks ? "" : "(" + m.agent + " does not listen; your messages are logged) ") +
+        "budget " + m.budget + " a game, one a step";
       status.textContent = "session " + m.session + " \u00b7 " + m.layout.name + " \u00b7 " + m.tick_hz +
         " ticks/s \u00b7 " + m.horizon + " steps \u00b7 log " + m.log + " \u00b7 press a key to start";
       canvas.focus();
@@ -72,7 +144,7 @@
       draw(m.frame);
       hud.textContent = "t = " + m.t + " / " + m.horizon + "   score " + m.score +
         (m.events[hello.human_seat].length ? "   you: " + m.events[hello.human_seat].join(" ") : "");
-      showBelief(m); showAgent(m);
+      showBelief(m); showAgent(m); showTalk(m);
       history.push(m.belief); if (history.length > HISTORY) { history.shift(); }
       drawHistory();
       if (P.states === 1) { status.textContent = status.textContent.replace(" \u00b7 press a key to start", " \u00b7 playing"); }
@@ -96,6 +168,7 @@
   }
   document.addEventListener("keydown", function (e) {
     if (e.target && e.target.tagName === "BUTTON" && e.key === " ") { return; }
+    if (e.target && e.target.tagName === "SELECT") { return; }
     var action = KEYS[e.key];
     if (!action) { return; }
     e.preventDefault();
