@@ -212,6 +212,8 @@ def test_kill_9_mid_episode_leaves_the_store_consistent(tmp_path):
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
+    # the child may have run ahead of this reader (a loaded machine): count every episode it announced
+    printed = reported + sum(line.startswith("committed") for line in proc.stdout.read().splitlines())
     assert reported == 2 and proc.returncode == -signal.SIGKILL
     with MemoryStore(path) as store:  # opens read-write: the WAL is recovered, nothing refused
         entries = store.entries()
@@ -219,7 +221,8 @@ def test_kill_9_mid_episode_leaves_the_store_consistent(tmp_path):
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         per_episode = conn.execute("SELECT COUNT(*) FROM skill_counts GROUP BY episode_id").fetchall()
     conn.close()
-    assert len(entries) == 1 and entries[0]["episodes"] in (2, 3)  # the committed ones (+ one if it finished)
+    # the announced ones (+ one committed in the instant before its announcement)
+    assert len(entries) == 1 and entries[0]["episodes"] in (printed, printed + 1)
     assert [h["seq"] for h in entries[0]["history"]] == list(range(entries[0]["episodes"]))
     assert len(per_episode) == entries[0]["episodes"] and {n for (n,) in per_episode} == {6}  # every row complete
 
