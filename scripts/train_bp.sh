@@ -19,23 +19,17 @@ CONFIG=${CONFIG:-'{"num_envs": 48, "rollout_len": 128, "minibatches": 4}'}
 PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python )}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 deadline=$(( $(date +%s) + ${TIME_LIMIT:-1000000000} ))
+source scripts/train_lib.sh
 weights=()
 while IFS= read -r line; do weights+=(--weights "$line"); done < <("$PY" -m beliefgate.rl.population)
 for layout in $LAYOUTS; do
   for seed in $SEEDS; do
     out="$ROOT/bp_${layout}_seed${seed}"
     if [ -f "$out/DONE" ]; then continue; fi
-    left=$(( deadline - $(date +%s) ))
-    if [ "$left" -le 60 ]; then echo "time limit reached; rerun to continue"; exit 0; fi
     mkdir -p "$out"
     printf '%s\n' "$CONFIG" > "$out/train_config.json"
-    echo "== bp v2/$layout seed $seed (${#weights[@]} weight args) -> $out"
-    rc=0
-    timeout "$left" nice -n "${NICE:-15}" "$PY" -m beliefgate.cli train ppo --layout "v2/$layout" --kind bp \
-      "${weights[@]}" --config "$out/train_config.json" --steps "$STEPS" --seed "$seed" --out "$out" --resume || rc=$?
-    if [ "$rc" = 124 ]; then echo "time limit reached inside $out; rerun to continue"; exit 0; fi
-    if [ "$rc" != 0 ]; then exit "$rc"; fi
-    touch "$out/DONE"
+    train_run "$out" "bp v2/$layout seed $seed (${#weights[@]} weight args)" --layout "v2/$layout" --kind bp \
+      "${weights[@]}" --config "$out/train_config.json" --steps "$STEPS" --seed "$seed"
   done
 done
 echo "bp complete under $ROOT"

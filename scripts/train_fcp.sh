@@ -19,6 +19,7 @@ ROOT=${ROOT:-runs/ppo/fcp}
 PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python )}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 deadline=$(( $(date +%s) + ${TIME_LIMIT:-1000000000} ))
+source scripts/train_lib.sh
 skipped=0
 for layout in $LAYOUTS; do
   pool="$ROOT/pool_${layout}"
@@ -36,18 +37,8 @@ for layout in $LAYOUTS; do
     touch "$pool/READY"
   fi
   for seed in $SEEDS; do
-    out="$ROOT/fcp_${layout}_seed${seed}"
-    if [ -f "$out/DONE" ]; then continue; fi
-    left=$(( deadline - $(date +%s) ))
-    if [ "$left" -le 60 ]; then echo "time limit reached; rerun to continue"; exit 0; fi
-    mkdir -p "$out"
-    echo "== fcp v2/$layout seed $seed, pool $pool -> $out"
-    rc=0
-    timeout "$left" nice -n "${NICE:-15}" "$PY" -m beliefgate.cli train ppo --layout "v2/$layout" --kind fcp \
-      --pool "$pool" --steps "$STEPS" --seed "$seed" --out "$out" --resume || rc=$?
-    if [ "$rc" = 124 ]; then echo "time limit reached inside $out; rerun to continue"; exit 0; fi
-    if [ "$rc" != 0 ]; then exit "$rc"; fi
-    touch "$out/DONE"
+    train_run "$ROOT/fcp_${layout}_seed${seed}" "fcp v2/$layout seed $seed, pool $pool" --layout "v2/$layout" \
+      --kind fcp --pool "$pool" --steps "$STEPS" --seed "$seed"
   done
 done
 if [ "$skipped" = 1 ]; then echo "fcp incomplete: rerun after the SP runs finish"; exit 3; fi

@@ -20,22 +20,13 @@ SEEDS=${SEEDS:-"0 1 2"}
 STEPS=${STEPS:-3000000}
 ROOT=${ROOT:-runs/ppo/zoo}
 PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python )}
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 deadline=$(( $(date +%s) + ${TIME_LIMIT:-1000000000} ))
+source scripts/train_lib.sh
 for layout in $LAYOUTS; do
   for seed in $SEEDS; do
-    out="$ROOT/sp_${layout}_seed${seed}"
-    if [ -f "$out/DONE" ]; then continue; fi
-    left=$(( deadline - $(date +%s) ))
-    if [ "$left" -le 60 ]; then echo "time limit reached; rerun to continue"; exit 0; fi
-    mkdir -p "$out"
-    echo "== sp v2/$layout seed $seed -> $out"
-    rc=0
-    PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout "$left" nice -n "${NICE:-15}" "$PY" -m beliefgate.cli \
-      train ppo --layout "v2/$layout" --kind sp --steps "$STEPS" --seed "$seed" --out "$out" \
-      --resume --snapshots 4 ${CONFIG:+--config "$CONFIG"} || rc=$?
-    if [ "$rc" = 124 ]; then echo "time limit reached inside $out; rerun to continue"; exit 0; fi
-    if [ "$rc" != 0 ]; then exit "$rc"; fi
-    touch "$out/DONE"
+    train_run "$ROOT/sp_${layout}_seed${seed}" "sp v2/$layout seed $seed" --layout "v2/$layout" --kind sp \
+      --steps "$STEPS" --seed "$seed" --snapshots 4 ${CONFIG:+--config "$CONFIG"}
   done
 done
 echo "zoo complete under $ROOT"
