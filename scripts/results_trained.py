@@ -224,6 +224,18 @@ def _f(v: float, digits: int = 1, signed: bool = False) -> str:
     return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
 
 
+def _paired_cells(a: List[dict], b: List[dict], key: str, name: str, digits: int, pairs: bool = True) -> str:
+    """The end of a table row comparing rows ``a`` with rows ``b`` on ``key``: [pairs |] mean a | mean b |
+    a − b [95% CI] (paired bootstrap, seeds resampled)."""
+    from beliefgate.eval.report import paired_bootstrap
+
+    d = paired_bootstrap(a, b, key, name=name)
+    ma = sum(r[key] for r in a) / len(a)
+    mb = sum(r[key] for r in b) / len(b)
+    return ((f"{d.pairs} | " if pairs else "") + f"{_f(ma, digits)} | {_f(mb, digits)} | {_f(d.mean, digits, True)} "
+            f"[{_f(d.lo, digits, True)}, {_f(d.hi, digits, True)}] |")
+
+
 def _ci(values_by_seed: Dict[int, List[float]], name: str) -> str:
     from beliefgate.eval.report import bootstrap_mean_ci
 
@@ -242,7 +254,6 @@ def _label(name: str, ros) -> str:
 
 
 def report(args) -> int:
-    from beliefgate.eval.report import bootstrap_mean_ci, paired_bootstrap
     from beliefgate.rl.population import load_population
 
     _register()
@@ -295,11 +306,7 @@ def report(args) -> int:
                 sp_rows = [r for r in mine if r["ego"] == sp_name and r["partner"] == held]
                 if not sp_rows or not fcp_rows:
                     continue
-                d = paired_bootstrap(fcp_rows, sp_rows, "reward", name=f"{layout}fcp-sp{s}")
-                mf = sum(r["reward"] for r in fcp_rows) / len(fcp_rows)
-                ms = sum(r["reward"] for r in sp_rows) / len(sp_rows)
-                print(f"| SP seed {s} | {d.pairs} | {_f(mf)} | {_f(ms)} | {_f(d.mean, 1, True)} "
-                      f"[{_f(d.lo, 1, True)}, {_f(d.hi, 1, True)}] |")
+                print(f"| SP seed {s} | " + _paired_cells(fcp_rows, sp_rows, "reward", f"{layout}fcp-sp{s}", 1))
         # BP event frequencies
         jax_rows = [r for r in mine if r["runner"] == "jax" and r["ego"] == ros["sp"].get(EGO_SP_SEEDS[0])]
         if jax_rows and ros["bp"]:
@@ -342,12 +349,8 @@ def report(args) -> int:
                         hi, lo = pick("hi"), pick("lo")
                         if not hi or not lo:
                             continue
-                        d = paired_bootstrap(hi, lo, "value", name=f"{layout}{gname}{e}{so}")
-                        mh = sum(r["value"] for r in hi) / len(hi)
-                        ml = sum(r["value"] for r in lo) / len(lo)
-                        print(f"| {e} | {other} {so} | {_f(mh, 2)} | {_f(ml, 2)} | {_f(d.mean, 2, True)} "
-                              f"[{_f(d.lo, 2, True)}, {_f(d.hi, 2, True)}] |")
-    _ = bootstrap_mean_ci
+                        print(f"| {e} | {other} {so} | "
+                              + _paired_cells(hi, lo, "value", f"{layout}{gname}{e}{so}", 2, pairs=False))
     return 0
 
 
