@@ -75,7 +75,7 @@ def test_fit_config_and_cli_follow_the_components():
     from beliefgate.models.cli import _MODEL_HELP, ModelChoice
     from beliefgate.models.fit import FitConfig, FitConfigError
 
-    assert [m.value for m in ModelChoice] == [*T.MODELS, "kappa"]
+    assert [m.value for m in ModelChoice] == [*T.MODELS, "kappa", "goal"]
     assert _MODEL_HELP.startswith("hazard (sticky switching) or windowed (paper-faithful segment window) skill")
     with pytest.raises(FitConfigError, match="window applies to the windowed model only"):
         FitConfig(model="hazard", window=3)
