@@ -7,7 +7,9 @@ first thing they see of the project.
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +93,85 @@ def test_shipped_examples_resolve_from_any_directory(tmp_path, monkeypatch):
     assert load_grid("docs/examples/grid_small.yaml").name == "mine"  # a file here comes first
     with pytest.raises(GridError, match="docs/examples/nope.yaml"):
         load_grid("docs/examples/nope.yaml")
+
+
+# --------------------------------------------------------------------------- the README's prose and tour (#47)
+def _inline_code(text: str) -> list:
+    return [" ".join(span.split()) for span in re.findall(r"`([^`\n]+(?:\n[^`\n]+)?)`", text)]
+
+
+def test_readme_inline_code_of_the_gate_core_and_the_kappa_row_runs():
+    """The README said ``make_gate(params) -> init, update`` (it returns an 8-field ``GateFunctions``, so
+    ``init, update = make_gate(...)`` raised ValueError); its Kappa row never built ``k`` nor said what
+    ``judge``'s third argument means."""
+    import beliefgate
+    from beliefgate import GateParams
+    from beliefgate.beliefs.core import GateFunctions
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    call = next(span for span in _inline_code(text) if "make_gate(" in span)
+    names = {"beliefgate": beliefgate, "params": GateParams(), "num_skills": 3}
+    exec(call, names)  # as written
+    fns = names["fns"]
+    assert isinstance(fns, GateFunctions)
+    used = set(re.findall(r"\bfns\.(\w+)\(", text))
+    assert {"init", "update"} <= used <= set(GateFunctions._fields)
+    row = next(line for line in text.splitlines() if line.startswith("| decide when to commit"))
+    code = [span for span in _inline_code(row) if span.startswith(("from beliefgate", "k =", "k."))]
+    assert code[0].startswith("from beliefgate import") and code[1].startswith("k = ")
+    scope: dict = {}
+    for span in code:  # in the row's order, each as written
+        exec(span, scope)
+    k = scope["k"]
+    assert len(k.log) == 2 and 0.0 <= k.kappa <= 1.0  # the judgment and the rollout
+    # the row's meaning of the third argument: 1 = the first branch judged better
+    from beliefgate import Kappa, KappaParams
+
+    for y, better in ((1, "a"), (0, "b")):
+        judged = Kappa(["a", "b", "c"], KappaParams(theta=0.6))
+        for _ in range(4):
+            judged.judge("a", "b", y)
+        assert judged.best == better, (y, judged.argmax_probs)
+
+
+def _tour_commands() -> list:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"^## A five-minute tour\n+```bash\n(.*?)^```", text, re.S | re.M).group(1)
+    joined = re.sub(r"\\\n\s*", " ", block)
+    return [shlex.split(line.split("#", 1)[0]) for line in joined.splitlines() if line.startswith("beliefgate ")]
+
+
+def test_readme_tour_plays_a_belief_agent_and_reports_its_gate(tmp_path):
+    """The tour's episode used a scripted ego, so the tour never showed a belief acting; it now plays the
+    belief agent and opens its report page (here shortened to 40 steps, paths under tmp_path)."""
+    from typer.testing import CliRunner
+
+    from beliefgate.agents.registry import make_agent
+    from beliefgate.cli import app
+    from beliefgate.envs.trajlog import read_log
+
+    commands = _tour_commands()
+    episode = next(c for c in commands if c[1] == "episode")
+    ego = episode[episode.index("--ego") + 1]
+    assert getattr(make_agent(ego), "keeps_belief", False), ego
+    log = episode[episode.index("--log") + 1]
+    report = next(c for c in commands if c[1] == "report")
+    assert report[2] == log  # the report reads the episode's log
+
+    def here(args):
+        return [a.replace("/tmp/", f"{tmp_path}/") for a in args[1:]]
+
+    runner = CliRunner()
+    res = runner.invoke(app, here(episode) + ["--horizon", "40"])
+    assert res.exit_code == 0, res.output
+    traj = read_log(here([None, log])[0])
+    ego_seat = traj.header.agents.index(ego) if ego in traj.header.agents else 0
+    beliefs = [row.info[ego_seat].get("belief") for row in traj.steps]
+    assert sum(b is not None for b in beliefs) >= 30  # the ego's belief, every step it observed
+    res = runner.invoke(app, here(report))
+    assert res.exit_code == 0, res.output
+    page = Path(here(report)[report.index("-o")]).read_text(encoding="utf-8")
+    start = page.index('<script id="report-data"')
+    data = json.loads(page[page.index(">", start) + 1:page.index("</script>", start)])
+    assert sum(b is not None for b in data["belief"]) >= 30  # the posterior track has the belief to draw
+    assert data["present"]["gate_fired"] and data["present"]["suppressed_reason"]  # firings and their vetoes
