@@ -58,8 +58,9 @@ PRELUDES = {
         "import beliefgate.envs.overcooked_v2 as v2\n"
         "from beliefgate.rl.ppo import make_env\n"
         "os.makedirs('runs/ppo/sp0')\n"
+        "shipped = Path(v2.__file__).parent / 'trained' / 'sp-cramped_room-s0'\n"
         "for name in ('policy.msgpack', 'policy.json'):\n"
-        "    shutil.copyfile(Path(v2.__file__).parent / 'trained' / 'sp-cramped_room-s0' / name, f'runs/ppo/sp0/{name}')\n"
+        "    shutil.copyfile(shipped / name, f'runs/ppo/sp0/{name}')\n"
         "obs, _ = make_env('v2/cramped_room', 400)[1].reset(jax.random.PRNGKey(0))\n"
         "batch_of_obs = np.stack([obs['agent_0'], obs['agent_1']])\n"),
 }
