@@ -47,3 +47,30 @@ def test_a_failed_predictive_check_says_what_it_points_at():
     assert set(PPC_HINTS) == {"skill", "primitive"}
     assert "skill dynamics" in ppc_hint("skill") and "scripted partners" in ppc_hint("skill")
     assert "within a skill" in ppc_hint("primitive") and "epsilon" in ppc_hint("primitive")
+
+
+def test_fit_md_example_is_what_compare_prints_for_its_numbers():
+    """docs/fit.md read a comparison by a 2·dse rule alone, looser than the usual guidance: its example's verdict
+    and warnings are now what `compare` prints for the example's own numbers (and warnings)."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "fit.md").read_text(encoding="utf-8")
+    example = doc[doc.index("$ beliefgate compare free.nc h0.nc"):]
+    example = example[:example.index("$ beliefgate diagnose")]
+    rows = []
+    for line in example.splitlines():
+        m = re.match(r"\s+(\d+)\s+(\w+)\s+\w+ \w+\s+(-?[\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
+                     r"\s*(yes)?$", line)
+        if m:
+            rank, name, elpd, se, diff, dse, p_loo, weight, warn = m.groups()
+            rows.append(CompareRow(name, int(rank), float(elpd), float(se), float(diff), float(dse), float(p_loo),
+                                   float(weight), warn == "yes"))
+    units = int(re.search(r"only (\d+) LOO units", example).group(1))
+    comparison = Comparison(rows, {r.name: {} for r in rows}, units)
+    assert len(rows) == 2 and comparison.verdict() + ".\n" in example  # as `compare` prints it
+    shown = [line[len("warning: "):].removesuffix("...").rstrip(" ;") for line in example.splitlines()
+             if line.startswith("warning: ")]  # the doc cuts each warning short with "..."
+    warnings = comparison.warnings()
+    assert len(shown) == len(warnings) == 2 and all(w.startswith(s) for s, w in zip(shown, warnings)), shown
+    assert "below 4 in absolute value" in " ".join(doc.split())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -588,3 +589,29 @@ def test_stale_temporaries_of_a_killed_conversion_are_removed(tmp_path, frames):
     _, converted = hd.fetch_human(cache, report=said.append, **kwargs)
     assert not converted and not stale.exists()
     assert any("logs-abc123.tmp" in line for line in said)
+
+
+@pytest.mark.slow  # a whole evaluation in process: ~10 s on the 2-core machine (the JSON's intervals are default-tested)
+def test_cli_eval_human_table_gives_each_accuracy_an_interval(cache, tmp_path, monkeypatch):
+    """`eval human` printed accuracies without intervals: the table (not only --json) shows each with its 95%
+    interval over tracks, and says what the interval is."""
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+
+    monkeypatch.setenv("BELIEFGATE_CACHE", str(cache))
+    monkeypatch.setenv("COLUMNS", "200")
+    params = tmp_path / "params.json"  # given parameters: no grid search on the train split
+    params.write_text('{"hazard": 0.1}')
+    res = CliRunner().invoke(app, ["eval", "human", "--split", "test", "--plots", str(tmp_path / "png"),
+                                   "--params", str(params)])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    shown = re.findall(r"(\d\.\d+) \[(\d\.\d+), (\d\.\d+)\]", text)
+    from beliefgate.experiments.human_eval import METHODS
+
+    layouts = len({*re.findall(r"\b(cramped_room|asymmetric_advantages|coordination_ring|forced_coordination|"
+                               r"counter_circuit)\b", text)})
+    assert layouts >= 1 and len(shown) == (layouts + 1) * len(METHODS), text  # every layout, overall, every method
+    assert all(float(lo) <= float(acc) <= float(hi) and float(lo) < float(hi) for acc, lo, hi in shown), shown
+    assert "accuracy: [95% bootstrap interval over tracks" in text

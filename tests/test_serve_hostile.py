@@ -102,6 +102,10 @@ def test_cli_announces_the_address_once_it_accepts_and_keeps_h11_with_an_access_
         with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:  # h11's answer: no Host is a 400
             conn.sendall(b"GET /v1/healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
             assert conn.recv(4096).startswith(b"HTTP/1.1 400 ")
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:  # absolute form: h11's 404, as on the
+            # default path (httptools, which --access-log used to switch to, answered 200)
+            conn.sendall(b"GET http://127.0.0.1/v1/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert conn.recv(4096).startswith(b"HTTP/1.1 404 ")
         with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:  # the header timeout holds here too
             conn.sendall(b"GET /v1/healthz HTTP/1.1\r\n")
             assert _closed_by_server(conn, 3.0)

@@ -196,6 +196,17 @@ def test_python_client_example_of_serve_md_runs(server):
             client.attach(namespace["oc"].session_id)
 
 
+def test_python_kappa_client_example_of_serve_md_prints_what_it_says(server, capsys):
+    """docs/serve.md's kappa client block was only compiled (issue #47: every doc snippet runs as written):
+    run against a live service, it prints the read-out and the error its comments show."""
+    text = (ROOT / "docs" / "serve.md").read_text()
+    block = next(b.split("```", 1)[0] for b in text.split("```python\n")[1:] if "client.kappa(" in b)
+    expected = [re.sub(r"^\s*# ", "", line) for line in block.splitlines() if re.match(r"\s+# left ", line)]
+    expected.append(block.split("exc.field)", 1)[1].split("# ", 1)[1].splitlines()[0].strip())
+    exec(compile(block.replace("http://127.0.0.1:18765", server.url), "serve.md", "exec"), {})  # noqa: S102
+    assert capsys.readouterr().out.splitlines() == expected
+
+
 def test_a_slow_kappa_update_does_not_hold_other_clients(monkeypatch):
     """Kappa updates ran on the event loop: one request of 256 sharp judgments at 4096 points held
     healthz and every other session for ~27 s. They now run in a worker thread under the session's

@@ -55,3 +55,17 @@ def test_an_llm_agent_with_a_model_gives_no_notice():
     result = run_episode("cramped_room", "llm-judge", "plater", seed=0, horizon=8, llm=Echo())
     details = [e["detail"] for row in result.trajectory.steps for e in row.info[0]["fallback_events"]]
     assert NO_LLM_SERVER not in details
+
+
+def test_the_episode_command_prints_the_no_llm_server_note_once():
+    """`episode --ego llm-judge` without --llm-base-url played the rule planner without a word."""
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+
+    args = ["episode", "--layout", "cramped_room", "--partner", "plater", "--horizon", "6", "--json"]
+    res = CliRunner().invoke(app, [*args, "--ego", "llm-judge"])
+    assert res.exit_code == 0, res.output
+    assert " ".join(res.output.split()).count(f"note: {NO_LLM_SERVER}") == 1
+    res = CliRunner().invoke(app, [*args, "--ego", "bayes-belief"])  # no LLM agent: no note
+    assert res.exit_code == 0 and NO_LLM_SERVER not in res.output, res.output
