@@ -160,8 +160,7 @@ def episode(
         _fail(f"--layout: {exc}")
     env_options = _env_options(env_option or [], domain, layout)
     players = domain.players(layout)
-    default = "balanced" if domain.is_partner("balanced") else domain.partner_names()[0]
-    partners = list(partner) if partner else [default] * (players - 1)
+    partners = list(partner) if partner else [domain.default_partner()] * (players - 1)
     try:
         domain.check_players(layout, len(partners) + 1)
         check_seat(seat, players)

@@ -360,6 +360,11 @@ class Domain:
         """The scripted partners this domain ships."""
         raise NotImplementedError
 
+    def default_partner(self) -> str:
+        """The partner that plays a seat nobody named (``beliefgate episode`` without ``--partner``,
+        the play page's third seat): ``balanced`` where the domain has it, else its first partner."""
+        return "balanced" if self.is_partner("balanced") else self.partner_names()[0]
+
     def is_partner(self, name: str) -> bool:
         """Whether ``name`` is one of this domain's partners (a shipped name or a partner file)."""
         return name in self.partner_names()

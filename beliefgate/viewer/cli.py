@@ -59,7 +59,11 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                                       help=f"game steps per second once you press a key ({MIN_TICK_HZ:g} to "
                                            f"{MAX_TICK_HZ:g}; checked with the other play settings)"),
         horizon: int = typer.Option(400, min=1, max=MAX_HORIZON, help="episode length in steps"),
-        human_seat: int = typer.Option(1, "--human-seat", min=0, max=1, help="your player slot (0 or 1)"),
+        human_seat: int = typer.Option(1, "--human-seat", min=0, help="your player slot (0 .. players - 1 of the "
+                                       "layout); the agent takes the first other slot"),
+        third: Optional[str] = typer.Option(None, "--third", help="who plays the remaining seat of a three-player "
+                                            "layout: a partner or agent name, or a partner file (default: the "
+                                            "domain's default partner, e.g. balanced, or v2-cook-adaptive on v2/)"),
         log: str = typer.Option("play-logs/", help="log file, or a directory (one file per session); "
                                  "an existing file is never overwritten (NAME-2.jsonl, ...)"),
         max_sessions: int = typer.Option(4, "--max-sessions", min=1, help="games at once"),
@@ -80,7 +84,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 
         try:
             settings = PlaySettings(layout=layout, agent=agent, seed=seed, tick_hz=tick_hz, horizon=horizon,
-                                    human_seat=human_seat, log=log, max_sessions=max_sessions, memory=memory,
+                                    human_seat=human_seat, third=third, log=log, max_sessions=max_sessions,
+                                    memory=memory,
                                     human_name=human_name, env_options=option_items(env_option or []))
             check_output_path("--log", Path(settings.log), folder=settings.log_is_dir)
             probe = make_agent(agent)
@@ -92,6 +97,14 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                     _fail(f"--memory: agent {agent!r} keeps no partner belief (no gate), so a memory would have "
                           "no effect")
             probe.reset(settings.layout, settings.agent_seat, seed)  # fail now, not in the first game
+            names = settings.seat_names()
+            for i, name in enumerate(names):  # the third player of a three-player layout, likewise
+                if i not in (settings.human_seat, settings.agent_seat):
+                    try:
+                        make_agent(name).reset(settings.layout, i, seed)
+                    except (InputError, LookupFailure) as exc:
+                        _fail(f"--third: {exc}")
+                    break
         except (InputError, LookupFailure) as exc:
             _fail(str(exc))
         except BeliefgateError as exc:

@@ -112,7 +112,11 @@ class PlaySettings(CheckedModel):
     seed: int = Field(0, ge=0)
     tick_hz: float = Field(6.0, ge=MIN_TICK_HZ, le=MAX_TICK_HZ)
     horizon: int = Field(400, ge=1)
-    human_seat: int = Field(1, ge=0, le=1)
+    #: the person's seat (0 .. players - 1 of the layout); the agent takes the first other seat
+    human_seat: int = Field(1, ge=0)
+    #: who plays every seat left after the person's and the agent's (three-player layouts): a partner
+    #: or agent name, or a partner file; None: the domain's default partner (``Domain.default_partner``)
+    third: Optional[str] = Field(None, min_length=1, max_length=500)
     log: Path = Path(DEFAULT_LOG)
     max_message_bytes: int = Field(DEFAULT_MAX_MESSAGE_BYTES, ge=64, le=65536)
     max_sessions: int = Field(4, ge=1)
@@ -128,15 +132,32 @@ class PlaySettings(CheckedModel):
 
     @field_validator("layout")
     @classmethod
-    def _two_player_layout(cls, layout: str) -> str:
+    def _known_layout(cls, layout: str) -> str:
         from beliefgate.envs.domain import domain_for_layout
 
         domain = domain_for_layout(layout)  # an unknown layout: its LookupFailure, as everywhere
-        layout = domain.resolve_layout(layout)
-        if domain.players(layout) != 2:
-            raise ValueError(f"the play page seats one person and one agent: {layout} has "
-                             f"{domain.players(layout)} players")
-        return layout
+        return domain.resolve_layout(layout)
+
+    @model_validator(mode="after")
+    def _seats_fit_the_layout(self) -> "PlaySettings":
+        from beliefgate.envs.domain import domain_for_layout
+
+        domain = domain_for_layout(self.layout)
+        players = domain.players(self.layout)
+        if players < 2:
+            raise ValueError(f"layout: the play page seats a person beside an agent: {self.layout} has "
+                             f"{players} player")
+        if self.human_seat >= players:
+            raise ValueError(f"human_seat: {self.layout} has {players} players (seats 0..{players - 1}), "
+                             f"got {self.human_seat}")
+        if self.third is not None:
+            if players == 2:
+                raise ValueError(f"third: {self.layout} has 2 players (you and the agent), so no seat is left "
+                                 f"for {self.third!r}")
+            why = domain.partner_restriction(self.third, self.layout)
+            if why is not None:
+                raise ValueError(f"third: {self.third} does not play {self.layout}: {why}")
+        return self
 
     @model_validator(mode="after")
     def _options_fit_the_layout(self) -> "PlaySettings":
@@ -176,7 +197,19 @@ class PlaySettings(CheckedModel):
 
     @property
     def agent_seat(self) -> int:
-        return 1 - self.human_seat
+        """The agent's seat: the first one that is not the person's."""
+        return 1 if self.human_seat == 0 else 0
+
+    def seat_names(self) -> List[str]:
+        """Who plays each seat: ``human``, the agent, and the third player (the domain's default
+        partner unless ``third`` names one) in every other seat."""
+        from beliefgate.envs.domain import domain_for_layout
+
+        domain = domain_for_layout(self.layout)
+        third = self.third if self.third is not None else domain.default_partner()
+        names = [third] * domain.players(self.layout)
+        names[self.human_seat], names[self.agent_seat] = "human", self.agent
+        return names
 
 
 # --------------------------------------------------------------------------- messages
@@ -252,7 +285,7 @@ class PlayGame:
         from beliefgate.envs.domain import domain_for_layout
         from beliefgate.envs.trajlog import LogHeader, LogWriter, Trajectory
         from beliefgate.envs.messages import Outbox
-        from beliefgate.eval.episode import agent_seeds, open_channel
+        from beliefgate.eval.episode import agent_seeds, open_channel, partner_label
 
         self.settings = settings
         self.session = session
@@ -261,31 +294,39 @@ class PlayGame:
         self.domain = domain_for_layout(settings.layout)
         self.env = self.domain.make_env(settings.layout, settings.horizon, old_dynamics=True, **settings.env_options)
         self.agent = make_agent(settings.agent, domain=self.domain)
+        #: who plays each seat (``human``, the agent, the third player's name) and how many there are
+        self.seat_names = settings.seat_names()
+        self.players = len(self.seat_names)
+        #: the seats neither the person's nor the agent's (three-player layouts): their agents by seat
+        self.others: Dict[int, Any] = {i: make_agent(n, domain=self.domain)
+                                       for i, n in enumerate(self.seat_names) if i not in (self.seat, self.human)}
         #: the partner memory of this session (None without ``settings.memory``)
         self.memory = None
         if settings.memory is not None:
             from beliefgate.agents.memory import MemorySession, MemoryUse
 
-            seats = [settings.human_name, settings.human_name]
-            seats[self.seat] = settings.agent
+            seats = [settings.human_name if i == self.human else n for i, n in enumerate(self.seat_names)]
             self.memory = MemorySession(MemoryUse(str(settings.memory), scope="play"), settings.layout, seats,
                                         self.seat)
             self.agent.use_memory(self.memory)
-        self.agent.reset(settings.layout, self.seat, agent_seeds(settings.seed, 2)[self.seat])
+        seeds = agent_seeds(settings.seed, self.players)
+        self.agent.reset(settings.layout, self.seat, seeds[self.seat])
+        for i, other in self.others.items():
+            other.reset(settings.layout, i, seeds[i])
         library = self.domain.controller(settings.layout).library
         self.names = list(library.names)
         self.roles = list(library.roles)
         #: the person's messages (from the page's buttons) wait here until the next tick speaks them
         self.person = Outbox(settings.queue)
-        players: List[Any] = [None, None]
+        players: List[Any] = [self.others.get(i) for i in range(self.players)]
         players[self.seat], players[self.human] = self.agent, self.person
-        # the episode runner's channel: the person always talks, the agent when it is a Talks agent
+        # the episode runner's channel: the person always talks, the others when they are Talks agents
         self.channel, self.talkers = open_channel(self.domain, settings.layout, players, True)
-        agents = ["human", "human"]
-        agents[self.seat] = settings.agent
+        #: the agent's teammates in seat order, as an episode names its partners (``human``, ``human+NAME``)
+        self.partner = partner_label([n for i, n in enumerate(self.seat_names) if i != self.seat])
         self.header = LogHeader(
-            layout=settings.layout, horizon=settings.horizon, seed=settings.seed, seat=self.seat, agents=agents,
-            ego=settings.agent, partner="human", version=beliefgate.__version__,
+            layout=settings.layout, horizon=settings.horizon, seed=settings.seed, seat=self.seat,
+            agents=list(self.seat_names), ego=settings.agent, partner=self.partner, version=beliefgate.__version__,
             config={**self.domain.env_options(old_dynamics=True, **settings.env_options),
                     "source": "beliefgate play", "session": session,
                     "human_seat": self.human, "tick_hz": settings.tick_hz, "queue": settings.queue,
@@ -298,7 +339,7 @@ class PlayGame:
         self.writer: Optional[LogWriter] = None
         # an environment that draws its own randomness (the V2 recipe) draws it from the game's seed
         self.state = self.env.reset(settings.seed) if getattr(self.env, "reset_takes_seed", False) else self.env.reset()
-        self.events: List[List[str]] = [[], []]
+        self.events: List[List[str]] = [[] for _ in range(self.players)]
         self.pending: Deque[int] = deque()
         self.deliveries = 0
         self.idle_ticks = 0
@@ -310,6 +351,8 @@ class PlayGame:
         self.heard: List[Any] = []
         self.rejected: Dict[str, int] = {"oversized": 0, "malformed": 0}
         self.last_info: Dict[str, Any] = {}
+        #: the skill each third player ran at the last step, by seat
+        self.other_skills: Dict[int, Any] = {i: None for i in self.others}
         self.summary: Optional[Dict[str, Any]] = None
         self.started_at: Optional[float] = None
 
@@ -365,13 +408,17 @@ class PlayGame:
 
         self.heard = self.channel.deliver(self.human)
         hear_all(self.channel, self.talkers)
-        actions = [STAY, STAY]
-        actions[self.seat] = int(self.agent.act(self.state, self.events[self.seat]))
-        actions[self.human] = human_action
-        agent_info = dict(self.agent.info())
-        human_info = {"skill": None, "input": source, "queued": len(self.pending)}
-        infos = [{}, {}]
-        infos[self.seat], infos[self.human] = agent_info, human_info
+        actions = [STAY] * self.players
+        infos: List[Dict[str, Any]] = [{} for _ in range(self.players)]
+        for i in range(self.players):  # in seat order, as the episode runner asks its players
+            if i == self.human:
+                actions[i] = human_action
+                infos[i] = {"skill": None, "input": source, "queued": len(self.pending)}
+            else:
+                player = self.agent if i == self.seat else self.others[i]
+                actions[i] = int(player.act(self.state, self.events[i]))
+                infos[i] = dict(player.info())
+        agent_info = infos[self.seat]
         self.said = speak_all(self.channel, self.talkers, t)
         result = self.env.step(actions)
         row = StepRow(t=t, state=self.state, actions=actions, reward=result.reward, events=result.events,
@@ -385,6 +432,7 @@ class PlayGame:
         self.deliveries += sum(e.count(d) for e in result.events for d in self.domain.delivery_events)
         self.state = result.state
         self.last_info = agent_info
+        self.other_skills = {i: infos[i].get("skill") for i in self.others}
         message = self.state_message(result.reward)
         if result.done or self.t >= self.settings.horizon:
             self.finish("horizon")
@@ -408,14 +456,40 @@ class PlayGame:
         from beliefgate.viewer.frames import encode_view
 
         info = self.last_info   # the person sees what their seat sees (OvercookedV2: the recipe only in view)
+        belief, guess = self.belief_about_person()
         return {"type": "state", "t": self.t, "horizon": self.settings.horizon,
                 "frame": encode_view(self.state, self.human),
                 "score": self.env.score, "reward": reward, "events": self.events,
-                "belief": info.get("belief"), "map": info.get("partner_map"), "agent_skill": info.get("skill"),
+                "belief": belief, "map": guess, "agent_skill": info.get("skill"),
+                "others": {str(i): skill for i, skill in self.other_skills.items()},
                 "reason": info.get("reason"), "interrupt": bool(info.get("interrupt", False)),
                 "queued": len(self.pending),
                 "heard": [m.model_dump(mode="json") for m in self.heard],
                 "said": self.said.model_dump(mode="json") if self.said is not None else None}
+
+    def belief_about_person(self):
+        """The agent's posterior over the person's skill and its MAP skill name (None, None before it has
+        one). With several teammates the agent logs one posterior per seat (``beliefs``); its ``belief``
+        is then the teammate its gate acted on, which need not be the person."""
+        info = self.last_info
+        per_seat = info.get("beliefs")
+        if not per_seat:
+            return info.get("belief"), info.get("partner_map")
+        belief = per_seat.get(str(self.human))
+        if not belief:
+            return None, None
+        best = max(range(len(belief)), key=belief.__getitem__)
+        return belief, self.names[best] if best < len(self.names) else None
+
+    def seats(self) -> List[Dict[str, Any]]:
+        """Each seat for the page: who plays it (``you``, ``agent``, ``partner``), the name, the chef's label."""
+        out = []
+        for i, name in enumerate(self.seat_names):
+            who = "you" if i == self.human else "agent" if i == self.seat else "partner"
+            label = {"you": "YOU", "agent": "AI"}.get(who, f"P{i}")
+            out.append({"seat": i, "who": who, "name": self.settings.human_name if who == "you" else name,
+                        "label": label})
+        return out
 
     def hello(self) -> Dict[str, Any]:
         from beliefgate.viewer.frames import encode_view, layout_record
@@ -425,7 +499,8 @@ class PlayGame:
                 "human_seat": self.human, "tick_hz": self.settings.tick_hz, "horizon": self.settings.horizon,
                 "log": self.log_path.name, "frame": encode_view(self.state, self.human),
                 "max_message_bytes": self.settings.max_message_bytes, "roles": self.roles,
-                "talks": self.seat in self.talkers, "budget": self.channel.rules.budget}
+                "talks": self.seat in self.talkers, "budget": self.channel.rules.budget,
+                "players": self.players, "seats": self.seats()}
 
     # ------------------------------------------------------------------ the end
     def finish(self, ended: str) -> Dict[str, Any]:
@@ -436,7 +511,7 @@ class PlayGame:
             return self.summary
         info = self.last_info
         self.summary = {
-            "layout": self.settings.layout, "ego": self.settings.agent, "partner": "human", "seed": self.settings.seed,
+            "layout": self.settings.layout, "ego": self.settings.agent, "partner": self.partner, "seed": self.settings.seed,
             "seat": self.seat, "deliveries": self.deliveries, "reward": self.env.score, "steps": self.t,
             "replans": int(info.get("replans", 0)), "llm_calls": int(info.get("llm_calls", 0)),
             "wall_s": round(time.perf_counter() - self.started_at, 4) if self.started_at is not None else 0.0,
@@ -445,6 +520,8 @@ class PlayGame:
             "rejected": dict(self.rejected), "dropped_says": self.dropped_says,
             "messages": self.channel.summary(),
         }
+        if self.players > 2:  # as an episode with several partners says who they were, in seat order
+            self.summary["partners"] = [n for i, n in enumerate(self.seat_names) if i != self.seat]
         if self.memory is not None:  # the session in one transaction; nothing when no step was played
             try:
                 if self.t > 0:

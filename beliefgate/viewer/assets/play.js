@@ -55,13 +55,20 @@
   function showAgent(m) {
     var rows = [["agent", hello.agent], ["agent's skill", m.agent_skill || "-"], ["its guess about you", m.map || "-"],
                 ["last replan", m.reason || "-"], ["keys waiting", m.queued]];
+    (hello.seats || []).forEach(function (s) {  /* three-player kitchens: the third chef and its skill */
+      if (s.who === "partner") { rows.push([s.label + " (" + s.name + ")", (m.others || {})[s.seat] || "-"]); }
+    });
     table.innerHTML = rows.map(function (r) { return "<tr><td>" + esc(r[0]) + "</td><td>" + esc(r[1]) + "</td></tr>"; }).join("");
   }
   /* messages: the typed form of beliefgate/envs/messages.py; the server's channel checks them */
   function fill(id, names) {
     document.getElementById(id).innerHTML = names.map(function (n) { return "<option>" + esc(n) + "</option>"; }).join("");
   }
-  function who(seat) { return seat === hello.human_seat ? "you" : "AI"; }
+  function who(seat) {
+    if (seat === hello.human_seat) { return "you"; }
+    if (seat === hello.agent_seat || !hello.seats || !hello.seats[seat]) { return "AI"; }
+    return hello.seats[seat].label;  /* a third player (P2): it hears only what is sent to everyone */
+  }
   function line(msg) {
     var body = "";
     if (msg.kind === "propose") {
@@ -130,13 +137,18 @@
     if (m.type === "hello") {
       hello = P.hello = m;
       labels = [];
-      for (var i = 0; i < m.frame[2].length; i++) { labels.push(i === m.human_seat ? "YOU" : "AI"); }
+      for (var i = 0; i < m.frame[2].length; i++) {
+        labels.push(m.seats && m.seats[i] ? m.seats[i].label : (i === m.human_seat ? "YOU" : "AI"));
+      }
       draw(m.frame);
       fill("say-my-role", m.roles); fill("say-agent-role", m.roles); fill("say-skill", m.names); fill("say-intends", m.names);
       if (m.roles.length > 1) { document.getElementById("say-agent-role").selectedIndex = 1; }
       document.getElementById("talk-note").textContent = (m.talks ? "" : "(" + m.agent + " does not listen; your messages are logged) ") +
-        "budget " + m.budget + " a game, one a step";
-      status.textContent = "session " + m.session + " \u00b7 " + m.layout.name + " \u00b7 " + m.tick_hz +
+        "budget " + m.budget + " a game, one a step" +
+        (m.players > 2 ? "; messages go to the AI only, and a proposal splits roles between you and it" : "");
+      var partners = (m.seats || []).filter(function (s) { return s.who === "partner"; })
+        .map(function (s) { return " \u00b7 " + s.label + ": " + s.name; }).join("");
+      status.textContent = "session " + m.session + " \u00b7 " + m.layout.name + partners + " \u00b7 " + m.tick_hz +
         " ticks/s \u00b7 " + m.horizon + " steps \u00b7 log " + m.log + " \u00b7 press a key to start";
       canvas.focus();
     } else if (m.type === "state") {
