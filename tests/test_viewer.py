@@ -652,3 +652,117 @@ def test_play_refuses_a_malformed_message_with_its_reason(talk_server):
     traj = read_log(logs / m["log"])
     logged = [(r.t, x.reason) for r in traj.steps if r.messages is not None for x in r.messages.refused if x.sender == 1]
     assert logged == [(x["t"], x["reason"]) for x in refused]
+
+
+# --------------------------------------------------------------------------- play: three players (issue 43)
+@pytest.fixture
+def play_app_server(tmp_path):
+    """Serve a play app from this process (uvicorn in a thread: the jax and OvercookedV2 set-up of the suite
+    is reused, where a server process would import it all again); yields ``start(settings) -> url``."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    from beliefgate.viewer.play import create_play_app
+
+    running = []
+
+    def start(settings):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        server = uvicorn.Server(uvicorn.Config(create_play_app(settings), log_level="warning", lifespan="off"))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        running.append((server, thread, sock))
+        _wait(lambda: server.started, what="the play server")
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/"
+
+    yield start
+    for server, thread, sock in running:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def test_play_three_player_v2_kitchen_in_browser(browser, play_app_server, tmp_path):
+    """A person in seat 2 of v2/cramped_room_v2_3p beside the agent (seat 0) and the default third
+    partner (seat 1): the page draws three chefs in their own colours, the person's keys move seat 2,
+    and the log is an ordinary three-player log that the report renders."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from beliefgate.viewer.play import PlaySettings
+
+    settings = PlaySettings(layout="v2/cramped_room_v2_3p", agent=AGENT, human_seat=2, tick_hz=20, horizon=10,
+                            log=f"{tmp_path}/")
+    url = play_app_server(settings)
+    first = browser.current_window_handle
+    browser.switch_to.new_window("tab")
+    try:
+        browser.get(url)
+        hello = _wait(lambda: browser.execute_script("return window.beliefgatePlay.hello"), what="hello", timeout=30)
+        assert hello["players"] == 3 and (hello["agent_seat"], hello["human_seat"]) == (0, 2)
+        third = settings.seat_names()[1]
+        assert [(s["who"], s["label"], s["name"]) for s in hello["seats"]] == [
+            ("agent", "AI", AGENT), ("partner", "P1", third), ("you", "YOU", "human")]
+        # every chef is drawn in its own colour at its own cell (the start: nobody holds anything)
+        chefs = hello["frame"][2]
+        colours = browser.execute_script("""
+            var c = document.getElementById('kitchen'), ctx = c.getContext('2d'), h = arguments[0];
+            var s = c.width / h.layout.terrain[0].length, out = [];
+            h.frame[2].forEach(function (p) {
+              var d = ctx.getImageData(Math.round(p[0] * s + 0.3 * s), Math.round(p[1] * s + 0.68 * s), 1, 1).data;
+              out.push('#' + [d[0], d[1], d[2]].map(function (v) { return (v < 16 ? '0' : '') + v.toString(16); }).join(''));
+            });
+            return [out, window.BGKitchen.PLAYER_COLOURS];""", hello)
+        assert len(chefs) == 3 and len({tuple(p[:2]) for p in chefs}) == 3
+        assert colours[0] == colours[1][:3], colours
+        body = browser.find_element(By.TAG_NAME, "body")
+        for key in (Keys.ARROW_UP, Keys.ARROW_LEFT, Keys.ARROW_DOWN):
+            body.send_keys(key)
+            time.sleep(0.05)
+        _wait(lambda: browser.execute_script("return window.beliefgatePlay.done"), what="the horizon", timeout=30)
+        rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#agent-table tr")]
+        assert any(r.startswith(f"P1 ({third})") for r in rows), rows
+        assert "P1: " + third in browser.find_element(By.ID, "status").text
+        summary = browser.execute_script("return window.beliefgatePlay.summary")
+        assert _severe(browser) == []
+    finally:
+        browser.close()
+        browser.switch_to.window(first)
+    assert summary["ended"] == "horizon" and summary["steps"] == 10
+    assert summary["partners"] == [third, "human"] and summary["partner"] == f"{third}+human"
+    traj = read_log(tmp_path / summary_log(tmp_path, hello["session"]))
+    assert traj.header.agents == [AGENT, third, "human"] and traj.header.seat == 0
+    assert all(len(r.actions) == 3 and len(r.info) == 3 for r in traj.steps)
+    keyed = [r.actions[2] for r in traj.steps if r.info[2]["input"] == "key"]
+    assert keyed == [3, 2, 1]  # north, west, south in V2's action indices, in the order pressed
+    assert all(r.info[1].get("skill") is not None for r in traj.steps[1:])  # the partner played its skills
+    written = write_report(tmp_path / summary_log(tmp_path, hello["session"]), tmp_path / "p3.html")
+    assert written["complete"] and written["steps"] == 10
+
+
+def summary_log(folder: Path, session: str) -> str:
+    (path,) = [p.name for p in folder.glob("*.jsonl") if session in p.name]
+    return path
+
+
+def test_play_cli_refuses_seats_the_layout_lacks(tmp_path):
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+
+    runner = CliRunner()
+    for args, needle in (
+            (["--layout", "v2/cramped_room_v2_3p", "--human-seat", "3"],
+             "human_seat: v2/cramped_room_v2_3p has 3 players (seats 0..2), got 3"),
+            (["--layout", "cramped_room", "--human-seat", "2"], "human_seat: cramped_room has 2 players"),
+            (["--layout", "cramped_room", "--third", "balanced"], "third: cramped_room has 2 players"),
+            (["--layout", "v2/cramped_room_v2_3p", "--third", "no-such-partner"], "--third: unknown agent"),
+            (["--layout", "v2/asymm_advantages_3p", "--third", "bp-cooking-hi-hi-coord_ring"],
+             "third: bp-cooking-hi-hi-coord_ring does not play v2/asymm_advantages_3p")):
+        res = runner.invoke(app, ["play", "--port", "0", "--log", f"{tmp_path}/", *args])
+        assert res.exit_code == 2 and needle in res.output and len(res.output.strip().splitlines()) == 1, res.output
+    assert list(tmp_path.iterdir()) == []  # nothing was started or written
