@@ -9,6 +9,12 @@ JSONL format as every other episode (:mod:`beliefgate.envs.trajlog`), so ``read_
 ``beliefgate fit`` and ``beliefgate report`` read it. Nothing is shared between sessions
 but the session table.
 
+Seats: the person takes ``human_seat``, the agent the first other seat, and on a layout with more
+players every remaining seat is played by ``third`` (a partner or agent name; default the domain's
+``default_partner``), made and stepped like the episode runner's players. The log names every
+seat (``agents``) and the agent's teammates in seat order (``partner``, ``+``-joined as an
+episode's), so a three-player game is an ordinary three-player log.
+
 Protocol (JSON text messages):
 
 * client → server: ``{"type": "key", "action": "north|south|east|west|stay|interact"}``,
@@ -16,9 +22,12 @@ Protocol (JSON text messages):
   ``{"type": "end"}``. A message longer than ``max_message_bytes``, not JSON, or not one of
   these is answered ``{"type": "error", "error": "oversized|malformed", "detail": ...}``,
   counted in the episode summary (``rejected``), and the game goes on.
-* server → client: ``hello`` (layout, skill names, seats, tick rate, the log's file name, first frame),
+* server → client: ``hello`` (layout, skill names, seats (``seats``: who plays each, with the chef's label),
+  tick rate, the log's file name, first frame),
   ``state`` once per tick (frame, the agent's belief about the person, its skill, MAP and
-  replan reason; ``heard``: the messages delivered to the person; ``said``: the step's channel entry), ``done`` (summary and the log's file name, None when no step was played), ``error``.
+  replan reason; ``others``: the third players' skills by seat; ``heard``: the messages delivered to the
+  person; ``said``: the step's channel entry), ``done`` (summary and the log's file name, None when no step
+  was played), ``error``.
 
 Messages: the person's seat is an :class:`~beliefgate.envs.messages.Outbox`; the game runs the
 episode runner's channel (``open_channel``, ``hear_all``, ``speak_all`` of
@@ -274,7 +283,8 @@ def session_log_path(settings: PlaySettings, number: int, session: str) -> Path:
 
 # --------------------------------------------------------------------------- the game
 class PlayGame:
-    """One session's episode: the agent in ``settings.agent_seat``, the person in the other seat.
+    """One session's episode: the agent in ``settings.agent_seat``, the person in ``settings.human_seat``
+    and, on a layout with more players, ``settings.third`` in every other seat.
 
     Synchronous and free of I/O but its log, so it is tested without a server.
     """
