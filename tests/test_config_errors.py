@@ -337,7 +337,7 @@ def _settings_cases():
         (PlaySettings, {"human_seat": 2}, PlaySettingsError, "human_seat", "2"),
         (PlaySettings, {"queue": 0}, PlaySettingsError, "queue", "0"),
         (PlaySettings, {"log": ""}, PlaySettingsError, "log", "''"),
-        (PlaySettings, {"layout": "cramped_room_3p"}, PlaySettingsError, "layout", "'cramped_room_3p'"),
+        (PlaySettings, {"third": "balanced"}, PlaySettingsError, "third", "'balanced'"),
         (LearnConfig, {**learn, "rollouts": 0}, LearnConfigError, "rollouts", "0"),
         (LearnConfig, {**learn, "start": "magic"}, LearnConfigError, "start", "'magic'"),
         (LearnConfig, {**learn, "repairs": 6}, LearnConfigError, "repairs", "6"),

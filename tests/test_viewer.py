@@ -6,6 +6,7 @@ runs on the real Overcooked dynamics, the real agents, a real uvicorn server and
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -754,15 +755,20 @@ def test_play_cli_refuses_seats_the_layout_lacks(tmp_path):
 
     from beliefgate.cli import app
 
+    # importing jaxmarl sets sys.stderr back to the process's own, so an import inside invoke() would send
+    # the error line past CliRunner: import it first, as the V2 tests before this file do in the suite
+    importlib.import_module("jaxmarl")
+
     runner = CliRunner()
     for args, needle in (
             (["--layout", "v2/cramped_room_v2_3p", "--human-seat", "3"],
              "human_seat: v2/cramped_room_v2_3p has 3 players (seats 0..2), got 3"),
+            (["--layout", "v2/asymm_advantages_3p", "--human-seat", "7"], "human_seat: v2/asymm_advantages_3p has 3"),
             (["--layout", "cramped_room", "--human-seat", "2"], "human_seat: cramped_room has 2 players"),
             (["--layout", "cramped_room", "--third", "balanced"], "third: cramped_room has 2 players"),
             (["--layout", "v2/cramped_room_v2_3p", "--third", "no-such-partner"], "--third: unknown agent"),
             (["--layout", "v2/asymm_advantages_3p", "--third", "bp-cooking-hi-hi-coord_ring"],
-             "third: bp-cooking-hi-hi-coord_ring does not play v2/asymm_advantages_3p")):
+             "third: it does not play v2/asymm_advantages_3p: it plays only v2/coord_ring, got")):
         res = runner.invoke(app, ["play", "--port", "0", "--log", f"{tmp_path}/", *args])
         assert res.exit_code == 2 and needle in res.output and len(res.output.strip().splitlines()) == 1, res.output
     assert list(tmp_path.iterdir()) == []  # nothing was started or written

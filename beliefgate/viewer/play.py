@@ -62,8 +62,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Deque, Dict, List, Literal, Optional, Union
 
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, ValidationInfo,
+                      field_validator, model_validator)
 
 from beliefgate.errors import BeliefgateError, InputError, RuntimeFailure
 from beliefgate.limits import MAX_TICK_HZ, MIN_TICK_HZ
@@ -145,28 +145,35 @@ class PlaySettings(CheckedModel):
         from beliefgate.envs.domain import domain_for_layout
 
         domain = domain_for_layout(layout)  # an unknown layout: its LookupFailure, as everywhere
-        return domain.resolve_layout(layout)
+        layout = domain.resolve_layout(layout)
+        if domain.players(layout) < 2:
+            raise ValueError(f"the play page seats a person beside an agent: {layout} has 1 player")
+        return layout
 
-    @model_validator(mode="after")
-    def _seats_fit_the_layout(self) -> "PlaySettings":
+    @field_validator("human_seat")
+    @classmethod
+    def _seat_of_the_layout(cls, seat: int, info: ValidationInfo) -> int:
+        # fields are checked in order: the layout (when it was valid) is known here
+        players = _players(info.data.get("layout"))
+        if players is not None and seat >= players:
+            raise ValueError(f"{info.data['layout']} has {players} players (seats 0..{players - 1})")
+        return seat
+
+    @field_validator("third")
+    @classmethod
+    def _third_seat_exists(cls, third: Optional[str], info: ValidationInfo) -> Optional[str]:
         from beliefgate.envs.domain import domain_for_layout
 
-        domain = domain_for_layout(self.layout)
-        players = domain.players(self.layout)
-        if players < 2:
-            raise ValueError(f"layout: the play page seats a person beside an agent: {self.layout} has "
-                             f"{players} player")
-        if self.human_seat >= players:
-            raise ValueError(f"human_seat: {self.layout} has {players} players (seats 0..{players - 1}), "
-                             f"got {self.human_seat}")
-        if self.third is not None:
-            if players == 2:
-                raise ValueError(f"third: {self.layout} has 2 players (you and the agent), so no seat is left "
-                                 f"for {self.third!r}")
-            why = domain.partner_restriction(self.third, self.layout)
-            if why is not None:
-                raise ValueError(f"third: {self.third} does not play {self.layout}: {why}")
-        return self
+        layout = info.data.get("layout")
+        players = _players(layout)
+        if third is None or players is None:
+            return third
+        if players == 2:
+            raise ValueError(f"{layout} has 2 players (you and the agent): no seat is left for a third")
+        why = domain_for_layout(layout).partner_restriction(third, layout)
+        if why is not None:
+            raise ValueError(f"it does not play {layout}: {why}")
+        return third
 
     @model_validator(mode="after")
     def _options_fit_the_layout(self) -> "PlaySettings":
@@ -219,6 +226,13 @@ class PlaySettings(CheckedModel):
         names = [third] * domain.players(self.layout)
         names[self.human_seat], names[self.agent_seat] = "human", self.agent
         return names
+
+
+def _players(layout: Optional[str]) -> Optional[int]:
+    """The player count of a checked layout (None when the layout itself was refused)."""
+    from beliefgate.envs.domain import domain_for_layout
+
+    return None if layout is None else domain_for_layout(layout).players(layout)
 
 
 # --------------------------------------------------------------------------- messages
