@@ -73,6 +73,14 @@ def test_flat_state_fields_follow_the_v2_state(episodes, layout):
             for key, count in d["ingredient_need"].items():   # what the no-belief agent's needs say
                 if f"pickup_{key}" in need:
                     assert count == need[f"pickup_{key}"]
+            for key, count in d["ingredient_sure"].items():   # sure <= possible; equal when one candidate
+                assert count <= d["ingredient_need"][key]
+                if len(d["candidate_recipes"]) == 1:
+                    assert count == d["ingredient_need"][key]
+            steps = DOMAIN.controller(layout).steps_to_targets(state, seat)
+            assert d["self_reachable"] == [k for k, v in zip(DOMAIN.controller(layout).library.names, steps)
+                                           if v < float("inf")]
+            assert "deliver_dish" in d["self_reachable"]   # the connected kitchen: every seat reaches the goal
             assert d["teammate_last_completed_skill"] == "pickup_plate"
             seen_ingredient |= d["hold"][seat].startswith("ingredient_")
             seen_pot |= any(p["count"] for p in d["pot"])
@@ -89,8 +97,23 @@ def test_flat_state_fields_follow_the_v2_state(episodes, layout):
     d = DOMAIN.flat_state(blind, seat)
     assert d["recipe"] is None and d["recipe_visible"] is False
     assert set(d["candidate_recipes"]) <= set(d["recipes"]) and len(d["candidate_recipes"]) > 1
+    if not any(p["count"] for p in d["pot"]) and all(h == "empty" for h in d["teammate_holds"]):
+        assert d["ingredient_sure"] != d["ingredient_need"]   # several recipes: less is sure than possible
     with pytest.raises(V2FlatStateError, match="player must be a seat"):
         DOMAIN.flat_state(states[0], n)
+
+
+def test_in_a_split_kitchen_the_flat_state_says_who_reaches_the_pot():
+    from beliefgate.envs.overcooked_v2.state import V2Player, V2State
+
+    layout = "v2/grounded_coord_simple"   # only the right room (seat 1) reaches the pot
+    info = DOMAIN.layout_info(layout)
+    state = V2State(layout=layout, timestep=0, recipe=0, players=tuple(
+        V2Player(position=p, direction=0) for p in info.starts))
+    left, right = DOMAIN.flat_state(state, 0), DOMAIN.flat_state(state, 1)
+    puts = {n for n in DOMAIN.controller(layout).library.names if n.startswith("put_ingredient_")}
+    assert puts <= set(right["self_reachable"]) and not puts & set(left["self_reachable"])
+    assert left["teammate_reachable"] == right["self_reachable"]
 
 
 def test_the_seed_tree_answers_legal_skills_on_every_v2_layouts_probe_states():

@@ -41,6 +41,15 @@ Keys
     ``{"ingredient_<i>": n}`` for each of ``ingredients``: how many more of ingredient ``i`` the
     fullest open pot needs for some candidate recipe beyond what the teammates carry now
     (:func:`~.kitchen.ingredient_need`); 0 when no pot is open.
+``ingredient_sure``
+    the same counts taken as the minimum over the candidate recipes: what the pot needs whichever
+    candidate is the recipe (equal to ``ingredient_need`` where the recipe is visible or the pot's
+    contents and the teammates' hands leave one candidate).
+``self_reachable``, ``teammate_reachable``
+    the skills the controlled player / the first teammate can reach a target of now (a target
+    exists in this state and the player's room leads to it; what it holds and the other players'
+    bodies are not considered): in a split kitchen a seat that cannot reach the pot has no
+    ``put_ingredient_<i>_in_pot`` here.
 ``held_fits``
     the controlled player holds an ingredient that an open pot can take for a candidate recipe.
 ``pot``
@@ -77,6 +86,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+import numpy as np
+
+from beliefgate.envs.overcooked_v2.controller import controller_for
 from beliefgate.envs.overcooked_v2.kitchen import (_fits, _rest, candidate_recipes, ingredient_need, known_recipe,
                                                    recipe_name)
 from beliefgate.envs.overcooked_v2.layouts import decode_ingredients, layout_info
@@ -88,7 +100,8 @@ SCHEMA = "overcooked_v2/1"
 
 FLAT_STATE_KEYS = (
     "version", "game", "self_player", "players", "teammates", "hold", "holdings", "teammate_holds", "dishes",
-    "recipe", "recipe_visible", "recipes", "candidate_recipes", "ingredients", "ingredient_need", "held_fits",
+    "recipe", "recipe_visible", "recipes", "candidate_recipes", "ingredients", "ingredient_need", "ingredient_sure",
+    "self_reachable", "teammate_reachable", "held_fits",
     "pot", "any_soup_ready", "any_soup_cooking", "any_pot_not_full", "soups_coming", "plates_needed",
     "start_by_hand", "any_pot_to_start", "num_empty_counters", "counter_counts",
     "teammate_last_completed_skill", "teammate_last_inferred_skill", "self_last_skill", "timestep",
@@ -119,6 +132,31 @@ def _derived(d: Dict[str, Any]) -> Dict[str, Any]:
         "soups_coming": coming,
         "plates_needed": max(coming - plated, 0),
     }
+
+
+def _sure_need(state: V2State, player: int, candidates) -> Dict[str, int]:
+    """Per ingredient: what the fullest open pot needs whichever candidate recipe is active, beyond
+    what the other players carry (0 when no pot is open)."""
+    info = state.info
+    pots = [p for p in state.pots if p.idle and not p.full]
+    out = {f"ingredient_{i}": 0 for i in info.ingredients}
+    if not pots:
+        return out
+    pot = max(pots, key=lambda p: len(p.ingredients))
+    rests = [r for r in (_rest(c, pot.ingredients) for c in candidates) if r is not None]
+    if not rests:
+        return out
+    for i in info.ingredients:
+        carried = sum(1 for j, p in enumerate(state.players) if j != player and p.held == f"ingredient_{i}")
+        out[f"ingredient_{i}"] = max(min(r.count(i) for r in rests) - carried, 0)
+    return out
+
+
+def _reachable(state: V2State, player: int) -> List[str]:
+    """The skills ``player`` can reach a target of now (:meth:`~.controller.V2Controller.steps_to_targets`)."""
+    ctrl = controller_for(state.layout)
+    steps = ctrl.steps_to_targets(state, player)
+    return [n for n, d in zip(ctrl.library.names, steps) if np.isfinite(d)]
 
 
 def flat_state(state: V2State, player: int, *, teammate_last_completed_skill: Optional[str] = None,
@@ -153,6 +191,9 @@ def flat_state(state: V2State, player: int, *, teammate_last_completed_skill: Op
         "candidate_recipes": [recipe_name(r) for r in candidates],
         "ingredients": list(info.ingredients),
         "ingredient_need": {f"ingredient_{i}": ingredient_need(state, player, i) for i in info.ingredients},
+        "ingredient_sure": _sure_need(state, player, candidates),
+        "self_reachable": _reachable(state, player),
+        "teammate_reachable": _reachable(state, mates[0]),
         "held_fits": held.startswith("ingredient_") and _fits(state, player, int(held.rsplit("_", 1)[1])),
         "pot": pots,
         "start_by_hand": bool(state.start_cooking_interaction),
@@ -191,6 +232,7 @@ def probe_states(layout: str, seat: int) -> List[Dict[str, Any]]:
     pair of holds (self, first teammate) over the layout's objects, four pot situations, the recipe
     seen and unseen."""
     info = layout_info(layout)
+    names = controller_for(layout).library.names
     n = info.players
     mates = [i for i in range(n) if i != seat]
     recipes = [recipe_name(r) for r in info.recipes]
@@ -233,6 +275,10 @@ def probe_states(layout: str, seat: int) -> List[Dict[str, Any]]:
                     "recipes": recipes, "candidate_recipes": [recipes[0]] if visible else recipes,
                     "ingredients": list(info.ingredients),
                     "ingredient_need": {f"ingredient_{i}": rest.count(i) for i in info.ingredients},
+                    "ingredient_sure": {f"ingredient_{i}": rest.count(i) if visible else 0
+                                        for i in info.ingredients},
+                    "self_reachable": list(names) if k % 4 else list(names[: len(names) // 2]),
+                    "teammate_reachable": list(names) if k % 4 != 1 else [],
                     "held_fits": own.startswith("ingredient_") and int(own.rsplit("_", 1)[1]) in rest,
                     "pot": pots, "start_by_hand": k % 3 == 0, "any_pot_to_start": k % 3 == 0 and s == 1,
                     "num_empty_counters": max(len(info.counters) - k % 3, 0),
