@@ -131,6 +131,7 @@ def test_emitted_code_answers_what_the_fitted_trees_answer(tiny_run):
     (["--depth", "0"], ["depth"]),
     (["--partner", "v2-cook"], ["v2-cook"]),
     (["--layout", "cramped_room_3p"], ["cramped_room_3p"]),
+    (["--layout", "v2/cramped_room_v2", "--partner", "v2-cook"], ["v2/cramped_room_v2", "overcooked_v2/1"]),
     (["--teacher", "policy-tree:seed:cramped_room"], ["teacher"]),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, words):

@@ -409,7 +409,7 @@ def test_needs_and_scene_use_the_recipe_only_where_the_player_sees_it(rollout):
     need = skill_needs(blind, 0, ctrl)
     assert need["pickup_ingredient_0"] == 3 and need["pickup_ingredient_1"] == 3
     assert "not visible to you" in DOMAIN.scene_text(blind, 0)
-    assert DOMAIN.flat_state(blind, 0)["recipe"] == "unknown"
+    assert DOMAIN.flat_state(blind, 0)["recipe"] is None and not DOMAIN.flat_state(blind, 0)["recipe_visible"]
     assert 0.0 <= DOMAIN.progress(s) <= DOMAIN.progress(s.model_copy(update={"score": 20.0}))
 
 

@@ -256,6 +256,10 @@ class Domain:
         """A progress potential of the shared task (OverForge's rollout value)."""
         raise NotImplementedError
 
+    #: the name and version of the flat state :meth:`flat_state` builds (None: not declared); a
+    #: consumer written for one schema (``policytree distil``'s features) refuses the others
+    flat_state_schema: Optional[str] = None
+
     def flat_state(self, state, player: int, **options) -> Dict[str, Any]:
         """The flat dict of named features a policy tree reads."""
         raise NotImplementedError

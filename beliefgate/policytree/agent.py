@@ -112,7 +112,7 @@ class PolicyTreeAgent:
         # grounding of place_obj_on_counter where a seat cannot do everything itself
         # (forced_coordination): a counter both cooks reach, as the scripted partners do
         self.place_cells = domain.handover_cells(layout)
-        self.place_skill = self.library.index("place_obj_on_counter")
+        self.place_skill = self.library.index("place_obj_on_counter") if self.place_cells is not None else None
         try:
             self.box = shared_sandbox(self.code, player, self.self_skills, domain.seat_skills(layout, self.partner),
                                       **self.limits)
@@ -163,8 +163,9 @@ class PolicyTreeAgent:
         if choice is not None:
             k = self.library.index(choice)
             allowed = self.place_cells if k == self.place_skill else None
+            where = () if allowed is None else (allowed,)   # a domain without hand-over cells never restricts
             executable = bool(self.library.requirement_met(k, state.players[self.player].held)
-                              and self.executor.reachable(state, k, allowed))
+                              and self.executor.reachable(state, k, *where))
             if not executable:
                 self.not_executable += 1
                 self.active = None
@@ -172,7 +173,7 @@ class PolicyTreeAgent:
             elif k != self.active:
                 if self.active is not None:
                     self.replans += 1
-                self.executor.start(k, allowed)
+                self.executor.start(k, *where)
                 self.active = k
             self.last_prediction = prediction
             self.last_choice = choice

@@ -47,7 +47,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from beliefgate.envs.domain import domain_for_layout
 from beliefgate.errors import BeliefgateError, RuntimeFailure
 from beliefgate.policytree.learn import (ENTRY, PARTNER_HEADER, SELF_HEADER, LearnConfigError, Learner,
-                                         RolloutResult, _put, check_tree, run_rollouts)
+                                         RolloutResult, _put, check_classic_schema, check_tree, run_rollouts)
 from beliefgate.validation import CheckedModel
 
 DISTIL_VERSION = 1
@@ -94,6 +94,7 @@ class DistilConfig(CheckedModel):
         name = domain.resolve_layout(layout)
         if domain.players(name) != 2:
             raise ValueError(f"layout {name!r} seats {domain.players(name)} players; a policy tree plays two")
+        check_classic_schema(domain, name, "distillation (its features)")
         if not domain.probe_states(name, 0):
             raise ValueError(f"layout {name!r}: its domain gives no flat-state probe states, so no tree can be checked there")
         return name

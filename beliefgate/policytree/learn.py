@@ -90,6 +90,20 @@ class LearnConfigError(InputError):
     """A learning configuration or run directory that cannot be used."""
 
 
+#: the flat-state schema (``Domain.flat_state_schema``) the prompts (``prompts/kitchen.txt``, the
+#: example scenes) and distillation's features are written for: classic Overcooked's
+CLASSIC_SCHEMA = "overcooked/1"
+
+
+def check_classic_schema(domain, layout: str, what: str) -> None:
+    """Refuse (ValueError, for a validator) a layout whose flat state is not the classic one."""
+    schema = domain.flat_state_schema
+    if schema != CLASSIC_SCHEMA:
+        raise ValueError(f"layout {layout!r}: {what} reads the classic flat state ({CLASSIC_SCHEMA}); this layout's "
+                         f"is {schema or 'undeclared'} (play the layout's seed tree, policy-tree:seed:{layout}, "
+                         f"or a tree file written for it)")
+
+
 # ------------------------------------------------------------------------------ configuration
 class LearnConfig(CheckedModel):
     """Everything that determines a learning run (saved as ``config.json``; frozen).
@@ -135,7 +149,10 @@ class LearnConfig(CheckedModel):
     @field_validator("layout")
     @classmethod
     def _resolve_layout(cls, layout: str) -> str:
-        return domain_for_layout(layout).resolve_layout(layout)
+        domain = domain_for_layout(layout)
+        name = domain.resolve_layout(layout)
+        check_classic_schema(domain, name, "the LLM loop (its prompts describe the classic kitchen)")
+        return name
 
     @model_validator(mode="after")
     def _known_partner(self) -> "LearnConfig":

@@ -129,6 +129,9 @@ class OvercookedDomain(Domain):
 
         return dish_progress(state)
 
+    #: the Co-pi-tree flat state (``flat_state.py``, paper A.9)
+    flat_state_schema = "overcooked/1"
+
     def flat_state(self, state, player: int, **options) -> Dict[str, Any]:
         from beliefgate.envs.overcooked.flat_state import flat_state
 

@@ -143,10 +143,31 @@ class OvercookedV2Domain(Domain):
 
         return progress(state)
 
+    #: the policy trees' flat state (:mod:`.flat_state`, documented key by key there and in docs/policytree.md)
+    flat_state_schema = "overcooked_v2/1"
+
     def flat_state(self, state, player: int, **options) -> Dict[str, Any]:
-        from beliefgate.envs.overcooked_v2.kitchen import flat_state
+        from beliefgate.envs.overcooked_v2.flat_state import flat_state
 
         return flat_state(state, player, **options)
+
+    def flat_state_text(self, flat: Mapping[str, Any]) -> str:
+        from beliefgate.envs.overcooked_v2.flat_state import flat_state_text
+
+        return flat_state_text(flat)
+
+    def probe_states(self, layout: str, seat: int) -> List[Dict[str, Any]]:
+        from beliefgate.envs.overcooked_v2.flat_state import probe_states
+
+        return probe_states(self.resolve_layout(layout), seat)
+
+    def seed_tree(self, layout: str) -> str:
+        """One hand-written tree for every v2 layout (``seed_trees/v2_kitchen.py``): it reads the
+        recipe where the seat sees it, else the candidate recipes, and fetches typed ingredients."""
+        from importlib import resources
+
+        self.resolve_layout(layout)   # an unknown v2 layout is refused by name
+        return resources.files("beliefgate.envs.overcooked_v2").joinpath("seed_trees", "v2_kitchen.py").read_text()
 
     # ------------------------------------------------------------ recipes (for the recipe belief)
     def recipe_set(self, layout: str) -> Tuple[Tuple[int, ...], ...]:

@@ -8,7 +8,7 @@ player can observe. The recipe-belief model of a later issue reads :func:`recipe
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -296,19 +296,3 @@ def recipe_progress(state: V2State) -> float:
             value += 0.5 if any(i in rest for rest in open_rest) else 0.0
     return value / DELIVERY_REWARD
 
-
-def flat_state(state: V2State, player: int, **options) -> Dict[str, Any]:
-    """Named features a policy tree reads (the recipe only where ``player`` sees it)."""
-    known = known_recipe(state, player)
-    out: Dict[str, Any] = {
-        "held": state.players[player].held or "nothing",
-        "recipe": "-".join(map(str, known)) if known is not None else "unknown",
-        "timestep": state.timestep,
-    }
-    for i, p in enumerate(state.players):
-        if i != player:
-            out[f"player_{i}_held"] = p.held or "nothing"
-    for k, pot in enumerate(state.pots):
-        out[f"pot_{k}_ingredients"] = "-".join(map(str, pot.ingredients)) or "empty"
-        out[f"pot_{k}_status"] = "cooked" if pot.cooked else "cooking" if pot.cooking else "open"
-    return out
