@@ -156,6 +156,10 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         guide: GuideChoice = typer.Option(GuideChoice.normal, help="SVI guide: normal (AutoNormal, "
                                           "independent) or mvn (AutoMultivariateNormal, correlated)"),
         x64: bool = typer.Option(False, "--x64/--no-x64", help="float64 JAX (slower, more precise)"),
+        predictive_draws: int = typer.Option(100, min=0, max=MAX_DRAWS,
+                                             help="posterior and prior draws whose replicated actions the fit "
+                                                  "file stores (posterior_predictive, prior_predictive groups; "
+                                                  "`diagnose` checks with them); 0: none"),
         allow_incomplete: bool = typer.Option(False, "--allow-incomplete",
                                               help="accept logs without their final row"),
         domain: Optional[str] = typer.Option(None, "--domain",
@@ -217,7 +221,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                                warmup=warmup, seed=seed, window=window, per_skill_beta=per_skill_beta,
                                fit_weight=fit_weight, fixed=_parse_fixed(fix), chain_method=method_name,
                                target_accept=target_accept, svi_steps=svi_steps,
-                               learning_rate=learning_rate, guide=guide.value)
+                               learning_rate=learning_rate, guide=guide.value, predictive_draws=predictive_draws)
         except FitConfigError as exc:
             _fail(str(exc))
         from beliefgate.models.data import FitDataError, detect_domain, load_logs
@@ -246,12 +250,15 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 
     @app.command("diagnose")
     def diagnose_command(
+        ctx: typer.Context,
         fit_file: Path = typer.Argument(..., help="a fit written by `beliefgate fit`"),
         as_json: bool = typer.Option(False, "--json", help='print {"parameters", "divergences", "warnings"}'),
         plots: Optional[Path] = typer.Option(None, "--plots", help="write trace, rank, predictive-check and "
                                              "calibration plots (PNG) and diagnosis.json here"),
-        ppc_draws: int = typer.Option(100, min=1, max=MAX_DRAWS, help="posterior draws used by the predictive check"),
-        seed: int = typer.Option(0, min=0, help="seed of the predictive replications"),
+        ppc_draws: int = typer.Option(100, min=1, max=MAX_DRAWS, help="posterior draws used by the predictive check "
+                                      "(given: new replications instead of those the fit file stores)"),
+        seed: int = typer.Option(0, min=0, help="seed of the predictive replications (given: new replications "
+                                 "instead of those the fit file stores)"),
         ppc: bool = typer.Option(True, "--ppc/--no-ppc", help="run the posterior predictive check"),
         calibrate: bool = typer.Option(True, "--calibration/--no-calibration",
                                        help="score the filtered posterior against logged skills"),
@@ -267,13 +274,16 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         from beliefgate.models.goal import GoalFitError, goal_fit_file
         from beliefgate.models.kappa import KAPPA_FIT_FILE, KappaFitError
 
+        # a skill-model fit's own replications (its posterior_predictive group) unless other ones are asked for
+        fresh = any(getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"
+                    for name in ("ppc_draws", "seed"))
         try:  # read once; the record says which model's fit it is
             idata = read_netcdf(fit_file, KappaFitError)
             post = getattr(idata, "posterior", None)
             total = int(post.sizes["chain"] * post.sizes["draw"]) if post is not None else 0
 
             def note_draws() -> None:  # once the file is known to be a fit
-                if ppc and 0 < total < ppc_draws:
+                if ppc and 0 < total < ppc_draws and (fresh or "posterior_predictive" not in idata.groups()):
                     say("note:", f"--ppc-draws {ppc_draws} is more than the fit's {total} draws: the predictive "
                                  f"check uses all {total}")
 
@@ -296,7 +306,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             with err_console.status("diagnosing (convergence summary"
                                     + (", predictive check" if ppc else "")
                                     + (", calibration" if calibrate else "") + ")"):
-                result = diagnose(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc, calibrate=calibrate)
+                result = diagnose(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc, calibrate=calibrate,
+                                  stored=False if fresh else None)
         except (FitError, FitDataError) as exc:
             _fail(str(exc))
         written = []
@@ -499,6 +510,11 @@ def _print_diagnosis(result, written) -> None:
     _print_summary(result.parameters)
     console.print(f"method {result.method}, {result.chains} chains x {result.draws} draws, "
                   f"divergences: {result.divergences}")
+    settings = result.settings or {}
+    if result.predictive:
+        console.print(f"predictive check: {settings.get('ppc_draws')} posterior draws, replications "
+                      + ("stored in the fit file" if settings.get("replications") == "stored" else "drawn now")
+                      + f" (seed {settings.get('seed')})")
     for view in result.predictive:
         table = Table(title=f"Posterior predictive check, {view.view} view: ppp {view.ppp:.3f}, "
                             f"TV {view.tv:.3f}, X^2 {view.chi2_observed:.1f} obs / {view.chi2_replicated:.1f} rep")

@@ -47,7 +47,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Union
 
@@ -135,8 +135,47 @@ PPC_HINTS = {
 
 
 def ppc_hint(view: str) -> str:
-    """What a failed predictive check of ``view`` (``"skill"``, ``"primitive"``) points at."""
+    """What a failed predictive check of ``view`` (``"skill"``, ``"primitive"``) points at, in general
+    (:func:`ppc_advice` says it for one check's numbers)."""
     return PPC_HINTS.get(view, "")
+
+
+#: per skill-view class the model under-predicts: what that points at and what to try
+_SKILL_ADVICE = (
+    "the partner keeps to the skill the model predicts more than the softmax over Q allows: it is more "
+    "deterministic than beta and epsilon say (scripted partners are); try a larger beta (a wider prior, "
+    "or `--fix beta=...`), `--per-skill-beta`, or `--model windowed`, and `beliefgate compare` the fits",
+    "It points at the skill dynamics: the partner turns to another skill more often than the hazard "
+    "allows; free the hazard (no `--fix hazard=...`), try `--model windowed`, and `beliefgate compare` the fits",
+    "the partner makes moves no feasible skill explains (waits, detours, passes) or another player is "
+    "modelled: check `--partner-side`{sides}; a large epsilon is the model absorbing such moves",
+)
+
+
+def ppc_advice(ppc: PredictiveCheck, partner_sides=None) -> str:
+    """One or two sentences on a failed check: which class (skill view) or action (primitive view) the
+    model misses most, where (the bucket with the largest gap), what that points at and what to try.
+
+    Skill view: the class the model under-predicts most (step-weighted excess of observed over
+    predicted share, summed over buckets); primitive view: the action whose share it misses most
+    either way. ``partner_sides``: the modelled player per trajectory (the fit data's meta)."""
+    if not ppc.buckets:
+        return ppc_hint(ppc.view)
+    n = np.asarray([b.steps for b in ppc.buckets], float)[:, None]
+    gap = np.asarray([b.observed for b in ppc.buckets]) - np.asarray([b.predicted for b in ppc.buckets])
+    score = (n * np.clip(gap, 0.0, None)) if ppc.view == "skill" else n * np.abs(gap)
+    worst = int(np.argmax(score.sum(axis=0)))
+    b = ppc.buckets[int(np.argmax(score[:, worst]))]
+    where = (f"'{ppc.actions[worst]}' {b.observed[worst]:.0%} observed vs {b.predicted[worst]:.0%} predicted in "
+             f"bucket '{b.label}'")
+    sides = sorted({int(x) for x in partner_sides or []})
+    side_text = f" (modelled: player {', '.join(map(str, sides))})" if sides else ""
+    if ppc.view == "skill":
+        return f"Most missed: {where}: {_SKILL_ADVICE[worst].format(sides=side_text)}."
+    more = "more" if b.observed[worst] > b.predicted[worst] else "less"
+    return (f"Most missed: {where}: it points at the actions within a skill, the partner choosing it {more} often "
+            f"than the controller's Boltzmann policy says; try `--per-skill-beta` or a larger beta, check "
+            f"`--partner-side`{side_text}; a large epsilon is the model absorbing moves it does not explain.")
 
 
 class CalibrationRow(NamedTuple):
@@ -325,11 +364,17 @@ def svi_warnings(idata, method: str) -> List[str]:
 # --------------------------------------------------------------------------------------
 
 
-def _draws(idata, config: FitConfig, num: int, dtype) -> dict:
-    """Up to ``num`` posterior draws, evenly thinned across chains, with fixed values added."""
-    post = idata.posterior
+def _pick(total: int, num: int) -> np.ndarray:
+    """Up to ``num`` flat draw indices out of ``total``, evenly spread (across chains)."""
+    return np.unique(np.linspace(0, total - 1, min(num, total)).round().astype(int))
+
+
+def _draws(idata, config: FitConfig, num: int, dtype, group: str = "posterior", pick=None):
+    """``(values, pick)``: up to ``num`` draws of ``group`` (``posterior`` or ``prior``), evenly thinned
+    across chains (or the flat indices ``pick``), with fixed values added."""
+    post = getattr(idata, group)
     total = post.sizes["chain"] * post.sizes["draw"]
-    pick = np.unique(np.linspace(0, total - 1, min(num, total)).round().astype(int))
+    pick = _pick(total, num) if pick is None else np.asarray(pick, int)
     out = {}
     for name in config.parameter_names():
         arr = np.asarray(post[name].values)
@@ -340,7 +385,7 @@ def _draws(idata, config: FitConfig, num: int, dtype) -> dict:
     for name in (*(s.name for s in PARAMS), "ambiguous_weight"):
         if name not in out and name in point:
             out[name] = np.full(len(pick), point[name], dtype)
-    return out
+    return out, pick
 
 
 def _point_arrays(values: dict, dtype) -> dict:
@@ -398,8 +443,15 @@ def _pearson(counts, expected, usable):
     return jnp.sum(jnp.where(cell, (counts - expected) ** 2 / jnp.where(cell, expected, 1.0), 0.0))
 
 
-def _check_one(key, draw, inputs, skill, checked, observed, bucket, keep, *, config, num_buckets):
-    """Expected / observed / replicated counts and X^2 of both views, for one posterior draw."""
+def _one_step(key, draw, inputs, skill, checked, keep, *, config):
+    """The one-step-ahead predictive at one parameter draw and one replication drawn from it.
+
+    Returns ``(info, log_pa, probs, action, skill)``: the filter's pass, the predictive
+    ``log p(a_t | a_{<t})`` over the checked actions ``[B, T, A]`` (0 where not ``keep``), its
+    probabilities (0 where not ``keep``), a replicated action per step ``[B, T]`` and the skill
+    behind it, ``z ~ p(z_t | a_{<t}) pi_hat(a_rep | s_t, z)`` (so ``(z, a)`` is a draw of the joint
+    one-step predictive). The check and the fit file's predictive groups both replicate here.
+    """
     import jax
     import jax.numpy as jnp
 
@@ -410,6 +462,23 @@ def _check_one(key, draw, inputs, skill, checked, observed, bucket, keep, *, con
     log_pa = jnp.where(keep[..., None], log_pa, 0.0)
     probs = jnp.where(keep[..., None], jnp.exp(log_pa), 0.0)
     rep = jax.random.categorical(key, log_pa)  # [B, T]
+    behind = jnp.take_along_axis(logp, rep[..., None, None], axis=-1)[..., 0]  # [B, T, K]
+    rep_skill = jax.random.categorical(jax.random.fold_in(key, 1), info.log_predicted + behind)
+    return info, log_pa, probs, rep, rep_skill
+
+
+def _check_one(key, draw, inputs, skill, checked, observed, bucket, keep, stored, use_stored, *, config,
+               num_buckets):
+    """Expected / observed / replicated counts and X^2 of both views, for one posterior draw, and the
+    replication itself (``"replicated"``: action and skill ``[B, T]``, -1 where not ``keep``). The
+    replicated actions are ``stored`` ones where ``use_stored`` (a traced flag: one compilation
+    serves the fit's predictive groups, a check with them and one with new replications)."""
+    import jax
+    import jax.numpy as jnp
+
+    info, log_pa, probs, rep, rep_skill = _one_step(key, draw, inputs, skill, checked, keep, config=config)
+    rep = jnp.where(use_stored, jnp.where(keep, stored, 0), rep)
+    replicated = (jnp.where(keep, rep, -1), jnp.where(keep & ~use_stored, rep_skill, -1))
     obs = jnp.where(keep, observed, 0)
     num_actions = probs.shape[-1]
     in_bucket = jax.nn.one_hot(jnp.where(keep, bucket, num_buckets), num_buckets + 1)[..., :num_buckets]
@@ -435,6 +504,7 @@ def _check_one(key, draw, inputs, skill, checked, observed, bucket, keep, *, con
                       _pearson(r_prim, e_prim, checked[None, :])),
         "skill": (e_skill, o_skill, r_skill, _pearson(o_skill, e_skill, all_classes[None, :]),
                   _pearson(r_skill, e_skill, all_classes[None, :])),
+        "replicated": replicated,
     }
 
 
@@ -470,39 +540,140 @@ def skill_state_buckets(data: FitData, min_steps: int = 20):
     return bucket, labels
 
 
+def _replicable(data: FitData):
+    """``(checked [A], observed [B, T], keep [B, T])``: the checked actions (the domain's excluded ones,
+    e.g. STAY, left out), the taken actions, and the steps a replication is drawn at (valid, weighted,
+    their action known and checked)."""
+    skill = data.skill
+    checked = np.ones(skill.q.shape[-1], bool)
+    checked[list(data.excluded_actions)] = False
+    observed = _observed_actions(data)
+    keep = np.asarray(skill.valid) & (np.asarray(skill.weight) > 0) & (observed >= 0)
+    keep &= checked[np.maximum(observed, 0)]
+    return checked, observed, keep
+
+
+@lru_cache(maxsize=32)
+def _jitted_check(model: str, window, fit_weight: bool, num_buckets: int):
+    """The jitted :func:`_check_one` of one model variant: a fit's two predictive groups and later
+    checks of the same shapes reuse its compilation."""
+    import jax
+
+    config = FitConfig(model=model, window=window, fit_weight=fit_weight)
+    return jax.jit(partial(_check_one, config=config, num_buckets=num_buckets))
+
+
+def _run_checks(idata, data: FitData, config: FitConfig, draws: dict, seed: int, keep, bucket, num_buckets: int,
+                stored=None) -> list:
+    """:func:`_check_one` at each draw of ``draws`` (keys split from ``seed``), the replications
+    ``stored [S, B, T]`` or new ones."""
+    import jax
+    import jax.numpy as jnp
+
+    checked, observed, _ = _replicable(data)
+    num = len(next(iter(draws.values())))
+    keys = jax.random.split(jax.random.PRNGKey(seed), num)
+    fn = _jitted_check(config.model, config.window, config.fit_weight, num_buckets)
+    arrays = (prepare(data), data.skill, jnp.asarray(checked), jnp.asarray(observed), jnp.asarray(bucket),
+              jnp.asarray(keep))
+    empty = jnp.zeros(keep.shape, jnp.int32)
+    return [fn(keys[i], {k: v[i] for k, v in draws.items()}, *arrays,
+               empty if stored is None else jnp.asarray(stored[i], jnp.int32), jnp.asarray(stored is not None))
+            for i in range(num)]
+
+
+#: attribute of a fit's ``posterior_predictive`` / ``prior_predictive`` group: which draws, which seed (JSON)
+REPLICATION_ATTR = "beliefgate_replication"
+
+
+def predictive_replications(idata, data: Optional[FitData] = None, *, group: str = "posterior",
+                            num_draws: int = 100, seed: int = 0):
+    """Replicated actions and skills from ``num_draws`` draws of ``group`` (``"posterior"`` or ``"prior"``):
+    the fit file's ``posterior_predictive`` / ``prior_predictive`` group (an ``xarray.Dataset``).
+
+    At each draw every checked step gets an action from the one-step-ahead predictive
+    ``p(a_t | a_{<t})`` (the predictive check's replication, :func:`_one_step`, renormalised over
+    the checked actions) and the skill behind it. Variables ``action`` and ``skill``
+    ``[chain=1, draw, trajectory, step]`` (int16; -1 where no replication: padding, excluded or
+    unknown actions); ``attrs[REPLICATION_ATTR]`` (JSON) names the group, the flat indices of the
+    draws used (evenly thinned across chains, as the check picks them) and the seed.
+    :func:`predictive_check` with the same draws and seed replicates exactly these actions.
+    """
+    import xarray as xr
+
+    if group not in ("posterior", "prior"):
+        raise FitError(f"group must be 'posterior' or 'prior', got {group!r}")
+    config = fit_config(idata)
+    data = FitData.from_idata(idata) if data is None else data
+    _, _, keep = _replicable(data)
+    bucket, labels = skill_state_buckets(data)  # the check's buckets: the same compiled function
+    draws, pick = _draws(idata, config, num_draws, np.asarray(data.skill.q).dtype, group)
+    reps = [r["replicated"] for r in _run_checks(idata, data, config, draws, seed, keep, bucket, len(labels))]
+    dims = ("chain", "draw", "trajectory", "step")
+    action = np.stack([np.asarray(a) for a, _ in reps]).astype(np.int16)[None]
+    behind = np.stack([np.asarray(z) for _, z in reps]).astype(np.int16)[None]
+    record = {"group": group, "draws": [int(i) for i in pick], "seed": int(seed),
+              "replicates": "one-step-ahead: each step's action given the observed earlier actions"}
+    return xr.Dataset({"action": (dims, action), "skill": (dims, behind)},
+                      coords={"chain": [0], "draw": np.arange(len(pick)),
+                              "trajectory": np.arange(action.shape[2])},
+                      attrs={REPLICATION_ATTR: json.dumps(record)})
+
+
+def stored_replications(idata, data: FitData):
+    """``(actions [S, B, T], draws [S], seed)`` of the fit's ``posterior_predictive`` group, or ``None``
+    when it has none written by :func:`predictive_replications`; :class:`FitError` when it does not
+    match the fit's data or posterior (a damaged or edited file)."""
+    group = getattr(idata, "posterior_predictive", None) if "posterior_predictive" in idata.groups() else None
+    if group is None or REPLICATION_ATTR not in group.attrs or "action" not in group:
+        return None
+    try:
+        record = json.loads(group.attrs[REPLICATION_ATTR])
+        draws, seed = np.asarray(record["draws"], int), int(record["seed"])
+    except (TypeError, ValueError, KeyError) as exc:
+        raise FitError(f"the fit's posterior_predictive record is damaged ({exc})") from None
+    actions = np.asarray(group["action"].values)
+    actions = actions.reshape((-1,) + actions.shape[2:])
+    post = idata.posterior
+    total = post.sizes["chain"] * post.sizes["draw"]
+    lead = tuple(np.shape(data.skill.valid))
+    if actions.shape != (len(draws),) + lead or (len(draws) and (draws.min() < 0 or draws.max() >= total)):
+        raise FitError(f"the fit's posterior_predictive group ({actions.shape[0]} draws of {actions.shape[1:]}) "
+                       f"does not match its data ({lead}) or posterior ({total} draws)")
+    _, _, keep = _replicable(data)
+    if np.any(actions[:, keep] < 0) or np.any(actions >= data.skill.q.shape[-1]):
+        raise FitError("the fit's posterior_predictive group holds actions outside the checked steps' range")
+    return actions, draws, seed
+
+
 def predictive_check(idata, data: Optional[FitData] = None, *, num_draws: int = 100, seed: int = 0,
-                     alpha: float = PPP_ALPHA, min_bucket_steps: int = 20) -> List[PredictiveCheck]:
+                     alpha: float = PPP_ALPHA, min_bucket_steps: int = 20, stored: bool = False) -> List[PredictiveCheck]:
     """One-step-ahead posterior predictive check of action frequencies per skill-state bucket.
 
     Returns two views (see the module doc): ``"skill"`` (actions classed
     relative to the skill the model predicts: toward it, toward another feasible
-    skill, neither) and ``"primitive"`` (the actions themselves).
+    skill, neither) and ``"primitive"`` (the actions themselves). ``stored``: replicate with the
+    fit's ``posterior_predictive`` group (its draws and actions; ``num_draws`` and ``seed`` are
+    then the stored ones) instead of drawing new replications.
     """
-    import jax
-    import jax.numpy as jnp
-
     config = fit_config(idata)
     data = FitData.from_idata(idata) if data is None else data
-    inputs = prepare(data)
-    skill = data.skill
-    dtype = np.asarray(skill.q).dtype
-    num_actions = skill.q.shape[-1]
-    checked_np = np.ones(num_actions, bool)
-    checked_np[list(data.excluded_actions)] = False
-    observed = _observed_actions(data)
+    dtype = np.asarray(data.skill.q).dtype
+    checked_np, _, keep = _replicable(data)
     bucket, labels = skill_state_buckets(data, min_bucket_steps)
-    keep = (np.asarray(skill.valid) & (np.asarray(skill.weight) > 0) & (observed >= 0)
-            & (bucket >= 0))
-    keep &= checked_np[np.maximum(observed, 0)]
+    keep &= bucket >= 0
     if not keep.any():
         raise FitError("no step to check: every step is excluded or its action unknown")
-    draws = _draws(idata, config, num_draws, dtype)
-    num = len(next(iter(draws.values())))
-    keys = jax.random.split(jax.random.PRNGKey(seed), num)
-    fn = jax.jit(partial(_check_one, config=config, num_buckets=len(labels)))
-    arrays = (inputs, skill, jnp.asarray(checked_np), jnp.asarray(observed), jnp.asarray(bucket),
-              jnp.asarray(keep))
-    results = [fn(keys[i], {k: v[i] for k, v in draws.items()}, *arrays) for i in range(num)]
+    saved = stored_replications(idata, data) if stored else None
+    if stored and saved is None:
+        raise FitError("the fit has no posterior_predictive group of `beliefgate fit` to check with")
+    if saved is None:
+        draws, _ = _draws(idata, config, num_draws, dtype)
+        reps = None
+    else:
+        reps, pick, seed = saved
+        draws, _ = _draws(idata, config, len(pick), dtype, pick=pick)
+    results = _run_checks(idata, data, config, draws, seed, keep, bucket, len(labels), reps)
     steps = int(keep.sum())
     views = []
     for view, classes, cols in (
@@ -589,12 +760,15 @@ def calibration(idata, data: Optional[FitData] = None, *, point: str = "median",
 
 
 def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = True,
-             calibrate: bool = True, min_bucket_steps: int = 20, point: str = "median") -> Diagnosis:
+             calibrate: bool = True, min_bucket_steps: int = 20, point: str = "median",
+             stored: Optional[bool] = None) -> Diagnosis:
     """Summary, warnings, predictive check and calibration of a fit (see the module doc).
 
     ``seed`` and ``ppc_draws`` drive the predictive replications, ``min_bucket_steps``
     the skill-state buckets, ``point`` the parameters the calibration filter runs at;
-    all of them, with the fit's own record, are kept in ``Diagnosis.settings``.
+    all of them, with the fit's own record, are kept in ``Diagnosis.settings``. ``stored``:
+    check with the replications the fit file stores (its ``posterior_predictive`` group; then its
+    draws and seed replace ``ppc_draws`` and ``seed``); ``None``: when the file has them.
     """
     record = fit_record(idata)
     config = FitConfig(**record["config"])
@@ -609,8 +783,13 @@ def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = T
 
     with jax.enable_x64(True) if record.get("jax_x64") else contextlib.nullcontext():
         data = FitData.from_idata(idata) if (predictive or calibrate) else None
-        ppc = (predictive_check(idata, data, num_draws=ppc_draws, seed=seed, min_bucket_steps=min_bucket_steps)
-               if predictive else [])
+        saved = stored_replications(idata, data) if predictive and stored is not False else None
+        if stored and saved is None:
+            raise FitError("the fit has no posterior_predictive group of `beliefgate fit` to check with")
+        if saved is not None:
+            ppc_draws, seed = len(saved[1]), saved[2]
+        ppc = (predictive_check(idata, data, num_draws=ppc_draws, seed=seed, min_bucket_steps=min_bucket_steps,
+                                stored=saved is not None) if predictive else [])
         cal = calibration(idata, data, point=point) if calibrate else None
     for view in ppc:
         if view.passed:
@@ -621,8 +800,9 @@ def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = T
             f"skill-state bucket differ from the model's (ppp {view.ppp:.3f} < {view.alpha}, "
             f"X^2 {view.chi2_observed:.1f} observed vs {view.chi2_replicated:.1f} replicated, "
             f"TV {view.tv:.3f}; worst bucket '{worst.label}': TV {worst.tv:.3f} over "
-            f"{worst.steps} steps). {ppc_hint(view.view)}")
+            f"{worst.steps} steps). {ppc_advice(view, (data.meta if data is not None else {}).get('partner_sides'))}")
     settings = {"seed": seed, "ppc_draws": ppc_draws, "predictive": predictive, "calibrate": calibrate,
+                "replications": ("stored" if saved is not None else "drawn") if predictive else None,
                 "min_bucket_steps": min_bucket_steps, "point": point, "fit": record}
     return Diagnosis(parameters, divergences, warnings, config.method, chains, draws, ppc, cal, settings)
 
@@ -863,6 +1043,10 @@ __all__ = [
     "convergence_warnings",
     "skill_state_buckets",
     "predictive_check",
+    "predictive_replications",
+    "stored_replications",
+    "ppc_advice",
+    "REPLICATION_ATTR",
     "filtered_posterior",
     "calibration",
     "diagnose",

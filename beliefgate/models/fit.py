@@ -30,7 +30,11 @@ equals that of :func:`partner_skill_model` on the raw controller tables (tested)
 
 :func:`fit` returns an ``arviz.InferenceData`` with ``posterior`` (parameters),
 ``sample_stats`` (NUTS: divergences, energy, tree depth, ...; SVI: the ELBO loss
-per optimisation step), ``log_likelihood`` (``log_lik``: each trajectory's log
+per optimisation step), ``prior`` (the parameters drawn from their priors),
+``posterior_predictive`` / ``prior_predictive`` (``action`` and the ``skill`` behind it
+replicated one step ahead at ``predictive_draws`` posterior / prior draws:
+:func:`beliefgate.models.diagnose.predictive_replications`, what ``diagnose`` checks with),
+``log_likelihood`` (``log_lik``: each trajectory's log
 marginal likelihood per draw, the unit for LOO because steps within a trajectory
 are dependent), ``observed_data``/``constant_data`` (the model inputs, see
 :meth:`FitData.to_datasets`) and the configuration as attributes
@@ -72,6 +76,11 @@ FIT_FILE = FitFile(CONFIG_ATTR, FORMAT, FitError,
                    stamp_groups=("posterior", "sample_stats", "log_likelihood"))
 
 
+#: posterior (and prior) draws whose replicated actions a fit file stores: the predictive check's
+#: default, so `beliefgate diagnose` checks with them (about 2 x 100 filter passes over the data)
+PREDICTIVE_DRAWS = 100
+
+
 class FitConfigError(ParamError, FitError):
     """A :class:`FitConfig` field is bad: one line naming the field and the value
     (``warmup: Input should be greater than or equal to 0, got -1``). A :class:`FitError`."""
@@ -88,7 +97,8 @@ class FitConfig(CheckedModel):
     ``parallel`` needs as many JAX devices as chains), ``target_accept``,
     ``max_tree_depth``; SVI: ``svi_steps``, ``learning_rate``, ``guide``
     (``normal`` = mean field, ``mvn`` = full-rank Gaussian), and ``chains x draws``
-    draws from the fitted guide.
+    draws from the fitted guide. File: ``predictive_draws`` (posterior and prior draws whose
+    replicated actions the ``posterior_predictive``/``prior_predictive`` groups hold; 0: none).
     A bad value raises :class:`FitConfigError` naming the field (``FitConfig(...)``,
     ``model_validate``, ``model_copy(update=...)``).
     """
@@ -112,6 +122,8 @@ class FitConfig(CheckedModel):
     svi_steps: int = Field(2000, ge=1, le=MAX_SVI_STEPS)
     learning_rate: float = Field(0.02, gt=0.0)
     guide: Literal["normal", "mvn"] = "normal"
+    #: draws behind the file's posterior_predictive and prior_predictive groups (0: neither group)
+    predictive_draws: int = Field(PREDICTIVE_DRAWS, ge=0, le=MAX_DRAWS)
 
     @field_validator("fixed")
     @classmethod
@@ -556,7 +568,19 @@ def fit(data: FitData, config: Optional[FitConfig] = None, *, progress: bool = F
         **info,
         **dict(extra_attrs or {}),
     }
-    return FIT_FILE.stamp(idata, record)
+    FIT_FILE.stamp(idata, record)
+    if config.predictive_draws:
+        from beliefgate.models.diagnose import predictive_replications
+
+        started = time.perf_counter()
+        for group, seed in (("posterior", config.seed), ("prior", config.seed + 2)):
+            if f"{group}_predictive" in idata.groups():
+                delattr(idata, f"{group}_predictive")
+            idata.add_groups({f"{group}_predictive": predictive_replications(
+                idata, data, group=group, num_draws=config.predictive_draws, seed=seed)})
+        record["predictive_wall_s"] = round(time.perf_counter() - started, 3)
+        FIT_FILE.stamp(idata, record)
+    return idata
 
 
 def fit_record(idata) -> dict:
