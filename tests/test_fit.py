@@ -575,7 +575,8 @@ def test_cli_end_to_end(logs, tmp_path, monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", ""))
     a, b = tmp_path / "hazard.nc", tmp_path / "windowed.nc"
     code, out, err = _invoke("fit", *logs, "--out", a, "--chains", 2, "--draws", 120, "--warmup", 100,
-                             "--chain-method", "vectorized", "--seed", 1, "--no-progress", "--json")
+                             "--chain-method", "vectorized", "--seed", 1, "--predictive-draws", 10, "--no-progress",
+                             "--json")
     assert code == 0 and a.is_file(), err
     assert "fitting the hazard model by NUTS on 8 trajectories, 1000 steps" in err
     record = json.loads(out)
@@ -586,10 +587,15 @@ def test_cli_end_to_end(logs, tmp_path, monkeypatch):
     assert options["model"] == "hazard" and options["fix"] == []
     assert set(record["summary"]) == {"beta", "epsilon", "hazard"}
     code, _, err = _invoke("fit", *logs, "--out", b, "--model", "windowed", "--window", 5, "--method", "svi",
-                           "--svi-steps", 150, "--draws", 40, "--chains", 2, "--guide", "mvn", "--no-progress")
+                           "--svi-steps", 150, "--draws", 40, "--chains", 2, "--guide", "mvn", "--predictive-draws", 0,
+                           "--no-progress")
     assert code == 0 and b.is_file(), err
     assert fit_config(load_fit(b)).guide == "mvn"
-    code, out, _ = _invoke("diagnose", a, "--json", "--ppc-draws", 10, "--plots", tmp_path / "plots", "--strict")
+    assert not {"posterior_predictive", "prior_predictive"} & set(load_fit(b).groups())  # --predictive-draws 0
+    fitted = load_fit(a)
+    assert fitted.posterior_predictive["action"].shape == fitted.prior_predictive["skill"].shape == (1, 10, 8, 125)
+    # diagnose checks with the file's 10 replications (seed 1, the fit's)
+    code, out, _ = _invoke("diagnose", a, "--json", "--plots", tmp_path / "plots", "--strict")
     assert code == 1  # --strict: scripted partners fail the predictive check (and 240 draws are few)
     out = json.loads(out)
     assert set(out) == {"parameters", "divergences", "warnings"} and out["warnings"]
@@ -603,7 +609,12 @@ def test_cli_end_to_end(logs, tmp_path, monkeypatch):
                  "diagnosis.json"):
         assert (tmp_path / "plots" / name).stat().st_size > 0
     report = json.loads((tmp_path / "plots" / "diagnosis.json").read_text())
-    assert report["settings"]["seed"] == 0 and report["settings"]["ppc_draws"] == 10
+    assert report["settings"]["seed"] == 1 and report["settings"]["ppc_draws"] == 10
+    assert report["settings"]["replications"] == "stored"
+    # a failed check says what it points at, with the modelled player
+    assert any("Most missed: '" in w and "predictive check" in w for w in out["warnings"])
+    code, table, _ = _invoke("diagnose", a, "--ppc-draws", 10, "--seed", 3, "--no-calibration")  # new replications
+    assert code == 0 and "10 posterior draws, replications drawn now (seed 3)" in table
     assert report["settings"]["fit"]["config"]["draws"] == 120  # the fit's own record comes along
     windowed = GateParams.from_fit(b, point="mean")  # a windowed fit sets the gate's model and window
     assert windowed.model == "windowed" and windowed.window == 5
