@@ -203,11 +203,14 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                 _fail(f"{', '.join(given)}: not an option of the kappa model")
             _fit_kappa(logs, out, method.value, chains, draws, warmup, seed, _parse_fixed(fix), method_name,
                        target_accept, svi_steps, learning_rate, guide.value, x64, progress, as_json,
-                       _command_options(ctx))
+                       _command_options(ctx), predictive_draws)
             return
         if model == ModelChoice.goal:
             given = [name for name, value in (("--window", window), ("--per-skill-beta", per_skill_beta or None),
-                                              ("--fit-weight", fit_weight or None)) if value is not None]
+                                              ("--fit-weight", fit_weight or None),
+                                              ("--predictive-draws", predictive_draws if getattr(
+                                                  ctx.get_parameter_source("predictive_draws"), "name", "")
+                                                  == "COMMANDLINE" else None)) if value is not None]
             if given:
                 _fail(f"{', '.join(given)}: not an option of the goal model")
             _fit_goal(logs, out, method.value, chains, draws, warmup, seed, _parse_fixed(fix), method_name,
@@ -290,7 +293,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             if KAPPA_FIT_FILE.has(idata):
                 checked = KAPPA_FIT_FILE.check(idata, fit_file)
                 note_draws()
-                _diagnose_kappa(checked, as_json, plots, ppc_draws, seed, ppc, strict)
+                _diagnose_kappa(checked, as_json, plots, ppc_draws, seed, ppc, strict, fresh)
                 return
             goal_file = goal_fit_file()
             if goal_file.has(idata):
@@ -353,7 +356,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 
 
 def _fit_kappa(logs, out, method, chains, draws, warmup, seed, fixed, chain_method, target_accept, svi_steps,
-               learning_rate, guide, x64, progress, as_json, options) -> None:
+               learning_rate, guide, x64, progress, as_json, options, predictive_draws=100) -> None:
     """``beliefgate fit --model kappa``: read decisions, fit, write the NetCDF, print the summary."""
     from beliefgate.models.kappa import (KAPPA_FIT_FILE, KappaDataError, KappaFitConfig, KappaFitConfigError,
                                          fit_kappa, read_decisions)
@@ -361,7 +364,7 @@ def _fit_kappa(logs, out, method, chains, draws, warmup, seed, fixed, chain_meth
     try:
         config = KappaFitConfig(fixed=fixed, method=method, chains=chains, draws=draws, warmup=warmup, seed=seed,
                                 chain_method=chain_method, target_accept=target_accept, svi_steps=svi_steps,
-                                learning_rate=learning_rate, guide=guide)
+                                learning_rate=learning_rate, guide=guide, predictive_draws=predictive_draws)
     except KappaFitConfigError as exc:
         _fail(str(exc))
     try:
@@ -468,14 +471,15 @@ def _run_fit(run, file, out: Path, as_json: bool, drop: tuple) -> None:
     console.print(f"wrote {out}  (next: `beliefgate diagnose {out}`)")
 
 
-def _diagnose_kappa(idata, as_json, plots, ppc_draws, seed, ppc, strict) -> None:
+def _diagnose_kappa(idata, as_json, plots, ppc_draws, seed, ppc, strict, fresh=False) -> None:
     """``beliefgate diagnose`` on a kappa fit (``idata``, already read and checked)."""
     from beliefgate.models.diagnose import diagnose_kappa, write_kappa_plots
     from beliefgate.models.kappa import KappaFitError
 
     try:
         with err_console.status("diagnosing the kappa fit (summary" + (", predictive check" if ppc else "") + ")"):
-            result = diagnose_kappa(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc)
+            result = diagnose_kappa(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc,
+                                    stored=False if fresh else None)
     except KappaFitError as exc:
         _fail(str(exc))
     written = []
@@ -489,7 +493,11 @@ def _diagnose_kappa(idata, as_json, plots, ppc_draws, seed, ppc, strict) -> None
         console.print(f"kappa fit: method {result.method}, {result.chains} chains x {result.draws} draws, "
                       f"divergences: {result.divergences}")
         if result.checks:
-            table = Table(title="Posterior predictive check (replicated decisions, same structure)")
+            settings = result.settings or {}
+            table = Table(title=f"Posterior predictive check (replicated decisions, same structure; "
+                                f"{settings.get('ppc_draws')} draws, replications "
+                                + ("stored in the fit file" if settings.get("replications") == "stored" else "drawn now")
+                                + f", seed {settings.get('seed')})")
             for col in ("statistic", "observed", "replicated", "90% band", "ppp"):
                 table.add_column(col, justify="left" if col == "statistic" else "right")
             for c in result.checks:

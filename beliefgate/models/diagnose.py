@@ -59,6 +59,7 @@ from beliefgate.figures import pyplot, save_figure
 from beliefgate.models.transitions import unused_params
 from beliefgate.models.data import FitData
 from beliefgate.models.fit import FitConfig, FitError, fit_config, fit_record, point_values, prepare
+from beliefgate.models.fitio import REPLICATION_ATTR, pick_draws
 from beliefgate.fileio import finite_or_none as _finite_or_none
 
 RHAT_MAX = 1.01
@@ -147,8 +148,9 @@ _SKILL_ADVICE = (
     "or `--fix beta=...`), `--per-skill-beta`, or `--model windowed`, and `beliefgate compare` the fits",
     "It points at the skill dynamics: the partner turns to another skill more often than the hazard "
     "allows; free the hazard (no `--fix hazard=...`), try `--model windowed`, and `beliefgate compare` the fits",
-    "the partner makes moves no feasible skill explains (waits, detours, passes) or another player is "
-    "modelled: check `--partner-side`{sides}; a large epsilon is the model absorbing such moves",
+    "the partner makes moves no feasible skill explains (scripted partners wait for a soup, detour and "
+    "pass) or another player is modelled: check `--partner-side`{sides}; a large epsilon is the model "
+    "absorbing such moves",
 )
 
 
@@ -364,17 +366,12 @@ def svi_warnings(idata, method: str) -> List[str]:
 # --------------------------------------------------------------------------------------
 
 
-def _pick(total: int, num: int) -> np.ndarray:
-    """Up to ``num`` flat draw indices out of ``total``, evenly spread (across chains)."""
-    return np.unique(np.linspace(0, total - 1, min(num, total)).round().astype(int))
-
-
 def _draws(idata, config: FitConfig, num: int, dtype, group: str = "posterior", pick=None):
     """``(values, pick)``: up to ``num`` draws of ``group`` (``posterior`` or ``prior``), evenly thinned
     across chains (or the flat indices ``pick``), with fixed values added."""
     post = getattr(idata, group)
     total = post.sizes["chain"] * post.sizes["draw"]
-    pick = _pick(total, num) if pick is None else np.asarray(pick, int)
+    pick = pick_draws(total, num) if pick is None else np.asarray(pick, int)
     out = {}
     for name in config.parameter_names():
         arr = np.asarray(post[name].values)
@@ -582,8 +579,9 @@ def _run_checks(idata, data: FitData, config: FitConfig, draws: dict, seed: int,
             for i in range(num)]
 
 
-#: attribute of a fit's ``posterior_predictive`` / ``prior_predictive`` group: which draws, which seed (JSON)
-REPLICATION_ATTR = "beliefgate_replication"
+#: at most this many replicated steps (draws x trajectories x steps) per variable of a predictive group:
+#: 20 MB of int16 before compression; more data get fewer draws (100 draws up to 100,000 steps)
+PREDICTIVE_MAX_VALUES = 10_000_000
 
 
 def predictive_replications(idata, data: Optional[FitData] = None, *, group: str = "posterior",
@@ -595,7 +593,8 @@ def predictive_replications(idata, data: Optional[FitData] = None, *, group: str
     ``p(a_t | a_{<t})`` (the predictive check's replication, :func:`_one_step`, renormalised over
     the checked actions) and the skill behind it. Variables ``action`` and ``skill``
     ``[chain=1, draw, trajectory, step]`` (int16; -1 where no replication: padding, excluded or
-    unknown actions); ``attrs[REPLICATION_ATTR]`` (JSON) names the group, the flat indices of the
+    unknown actions; fewer than ``num_draws`` draws where draws x steps would pass
+    :data:`PREDICTIVE_MAX_VALUES`); ``attrs[REPLICATION_ATTR]`` (JSON) names the group, the flat indices of the
     draws used (evenly thinned across chains, as the check picks them) and the seed.
     :func:`predictive_check` with the same draws and seed replicates exactly these actions.
     """
@@ -607,6 +606,7 @@ def predictive_replications(idata, data: Optional[FitData] = None, *, group: str
     data = FitData.from_idata(idata) if data is None else data
     _, _, keep = _replicable(data)
     bucket, labels = skill_state_buckets(data)  # the check's buckets: the same compiled function
+    num_draws = min(num_draws, max(1, PREDICTIVE_MAX_VALUES // keep.size))  # bounded file size
     draws, pick = _draws(idata, config, num_draws, np.asarray(data.skill.q).dtype, group)
     reps = [r["replicated"] for r in _run_checks(idata, data, config, draws, seed, keep, bucket, len(labels))]
     dims = ("chain", "draw", "trajectory", "step")
@@ -892,10 +892,13 @@ class KappaDiagnosis(NamedTuple):
         return json.loads(json.dumps(out, default=_finite_or_none))
 
 
-def diagnose_kappa(idata, *, ppc_draws: int = 200, seed: int = 0, predictive: bool = True) -> KappaDiagnosis:
+def diagnose_kappa(idata, *, ppc_draws: int = 200, seed: int = 0, predictive: bool = True,
+                   stored: Optional[bool] = None) -> KappaDiagnosis:
     """Summary, convergence warnings and the posterior predictive check of a kappa fit
-    (:func:`beliefgate.models.kappa.kappa_predictive_check`)."""
+    (:func:`beliefgate.models.kappa.kappa_predictive_check`; ``stored``: with the fit file's
+    ``posterior_predictive`` group, ``None``: when it has one)."""
     from beliefgate.models.kappa import kappa_fit_config, kappa_fit_record, kappa_predictive_check
+    from beliefgate.models.kappa.fit import data_from_idata, stored_kappa_replications
 
     record = kappa_fit_record(idata)
     config = kappa_fit_config(idata)
@@ -905,13 +908,18 @@ def diagnose_kappa(idata, *, ppc_draws: int = 200, seed: int = 0, predictive: bo
     divergences = count_divergences(idata)
     warnings = convergence_warnings(parameters, divergences, chains, draws, config.method)
     warnings += svi_warnings(idata, config.method)
-    checks = kappa_predictive_check(idata, num_draws=ppc_draws, seed=seed) if predictive else []
+    saved = stored_kappa_replications(idata, data_from_idata(idata)) if predictive and stored is not False else None
+    if saved is not None:
+        ppc_draws, seed = len(saved[2]), saved[3]
+    checks = (kappa_predictive_check(idata, num_draws=ppc_draws, seed=seed, stored=saved is not None)
+              if predictive else [])
     for c in checks:
         if not c.passed:
             warnings.append(f"posterior predictive check failed: {c.name} ({c.description}) observed "
                             f"{c.observed:.3f}, replicated {c.replicated_mean:.3f} [{c.low:.3f}, {c.high:.3f}], "
                             f"ppp {c.ppp:.3f}")
-    settings = {"seed": seed, "ppc_draws": ppc_draws, "predictive": predictive, "fit": record}
+    settings = {"seed": seed, "ppc_draws": ppc_draws, "predictive": predictive, "fit": record,
+                "replications": ("stored" if saved is not None else "drawn") if predictive else None}
     return KappaDiagnosis(parameters, divergences, warnings, config.method, chains, draws, checks, settings)
 
 
