@@ -494,15 +494,26 @@ def _svi(data: FitData, config: FitConfig, progress: bool):
 PRIOR_DRAWS = 500
 
 
-def prior_draws(data: FitData, config: FitConfig, num: int = PRIOR_DRAWS):
-    """The parameters drawn from the model's priors (``config``'s fixed values, variant and per-skill
-    beta), as an xarray Dataset with one chain of ``num`` draws: the fit file's ``prior`` group, to
-    compare the posterior with (only the parameter sites are run: no likelihood is evaluated)."""
+def prior_group(sample_sites, names, seed: int, num: int = PRIOR_DRAWS, coords=None, dims=None):
+    """The parameter sites ``names`` of ``sample_sites()`` (a function that only samples a model's
+    parameters) drawn ``num`` times from their priors, as an xarray Dataset with one chain: every
+    fitted model's ``prior`` group (the skill model's, the goal model's)."""
     import arviz as az
     import jax
     import numpy as np
     from numpyro.infer import Predictive
 
+    draws = Predictive(sample_sites, num_samples=num, return_sites=list(names))(jax.random.PRNGKey(seed))
+    dims = {k: v for k, v in (dims or {}).items() if k in draws}
+    used = {d for v in dims.values() for d in v}
+    return az.from_dict(prior={k: np.asarray(v)[None] for k, v in draws.items()},
+                        coords={k: v for k, v in (coords or {}).items() if k in used}, dims=dims).prior
+
+
+def prior_draws(data: FitData, config: FitConfig, num: int = PRIOR_DRAWS):
+    """The parameters drawn from the model's priors (``config``'s fixed values, variant and per-skill
+    beta), as an xarray Dataset with one chain of ``num`` draws (seed + 1): the fit file's ``prior``
+    group, to compare the posterior with (only the parameter sites are run: no likelihood is evaluated)."""
     from beliefgate.models.params import PARAMS
     from beliefgate.models.skill_model import sample_model_params
 
@@ -510,12 +521,8 @@ def prior_draws(data: FitData, config: FitConfig, num: int = PRIOR_DRAWS):
         sample_model_params(PARAMS, config.fixed, num_skills=len(data.skill_names), model=config.model,
                             per_skill_beta=config.per_skill_beta, fit_weight=config.fit_weight)
 
-    names = config.parameter_names()
-    draws = Predictive(prior_model, num_samples=num, return_sites=names)(jax.random.PRNGKey(config.seed + 1))
     coords, dims = _coords(data, config)
-    dims = {k: v for k, v in dims.items() if k in draws}
-    return az.from_dict(prior={k: np.asarray(v)[None] for k, v in draws.items()},
-                        coords={k: v for k, v in coords.items() if k == "skill"}, dims=dims).prior
+    return prior_group(prior_model, config.parameter_names(), config.seed + 1, num, coords, dims)
 
 
 def fit(data: FitData, config: Optional[FitConfig] = None, *, progress: bool = False,
