@@ -47,7 +47,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from functools import lru_cache, partial
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Union
 
@@ -58,8 +57,10 @@ from beliefgate.calibration import scores as calibration_scores
 from beliefgate.figures import pyplot, save_figure
 from beliefgate.models.transitions import unused_params
 from beliefgate.models.data import FitData
-from beliefgate.models.fit import FitConfig, FitError, fit_config, fit_record, point_values, prepare
-from beliefgate.models.fitio import REPLICATION_ATTR, pick_draws
+from beliefgate.models.fit import (FitConfig, FitError, fit_config, fit_record, model_loglik, parameter_draws, point_values,
+                                  predictive_replications, prepare)
+from beliefgate.models.fitio import REPLICATION_ATTR
+from beliefgate.models.predictive import SKILL_CLASSES, filter_pass, replicable, run_checks, skill_state_buckets
 from beliefgate.fileio import finite_or_none as _finite_or_none
 
 RHAT_MAX = 1.01
@@ -366,25 +367,6 @@ def svi_warnings(idata, method: str) -> List[str]:
 # --------------------------------------------------------------------------------------
 
 
-def _draws(idata, config: FitConfig, num: int, dtype, group: str = "posterior", pick=None):
-    """``(values, pick)``: up to ``num`` draws of ``group`` (``posterior`` or ``prior``), evenly thinned
-    across chains (or the flat indices ``pick``), with fixed values added."""
-    post = getattr(idata, group)
-    total = post.sizes["chain"] * post.sizes["draw"]
-    pick = pick_draws(total, num) if pick is None else np.asarray(pick, int)
-    out = {}
-    for name in config.parameter_names():
-        arr = np.asarray(post[name].values)
-        out[name] = arr.reshape((total,) + arr.shape[2:])[pick].astype(dtype)
-    point = point_values(idata)
-    from beliefgate.models.params import PARAMS
-
-    for name in (*(s.name for s in PARAMS), "ambiguous_weight"):
-        if name not in out and name in point:
-            out[name] = np.full(len(pick), point[name], dtype)
-    return out, pick
-
-
 def _point_arrays(values: dict, dtype) -> dict:
     return {k: np.asarray(v, dtype) for k, v in values.items()}
 
@@ -392,232 +374,6 @@ def _point_arrays(values: dict, dtype) -> dict:
 # --------------------------------------------------------------------------------------
 # One-step-ahead predictive (traceable)
 # --------------------------------------------------------------------------------------
-
-
-def _filter_pass(inputs, skill, config: FitConfig, draw: dict):
-    """``(loglik [B,T,K], UpdateInfo [B,T,...], logp [B,T,K,A])`` at one parameter draw."""
-    import jax
-    import jax.numpy as jnp
-
-    from beliefgate.models.hmm import scan_filter
-    from beliefgate.models.fit import model_loglik
-    from beliefgate.models.skill_model import action_logprobs, filter_params, to_observations
-
-    weight = draw.get("ambiguous_weight") if config.fit_weight else None
-    loglik = model_loglik(inputs, draw["beta"], draw["epsilon"], weight)
-    params = filter_params(config.model, draw, config.window)
-    obs = to_observations(inputs, loglik)
-    info = jax.vmap(lambda o: scan_filter(params, o)[1])(obs)
-    beta = jnp.asarray(draw["beta"])
-    logp = action_logprobs(skill, beta[:, None] if beta.ndim == 1 else beta, draw["epsilon"])
-    return loglik, info, logp
-
-
-#: action classes of the skill-relative view
-SKILL_CLASSES = ("toward predicted skill", "toward another feasible skill", "neither")
-
-
-def _skill_classes(q, feasible, predicted):
-    """Class of every action [B, T, A] relative to the predicted skill ``predicted`` [B, T].
-
-    0: the action maximises ``Q`` of the predicted skill; 1: it maximises ``Q`` of
-    another feasible skill; 2: neither.
-    """
-    import jax.numpy as jnp
-
-    best = q >= jnp.max(q, axis=-1, keepdims=True)  # [B, T, K, A]
-    toward = jnp.take_along_axis(best, predicted[..., None, None], axis=2)[..., 0, :]
-    others = feasible & (jnp.arange(q.shape[2]) != predicted[..., None])  # [B, T, K]
-    other = jnp.any(best & others[..., None], axis=2)
-    return jnp.where(toward, 0, jnp.where(other, 1, 2))
-
-
-def _pearson(counts, expected, usable):
-    """Pearson X^2 over cells with expected count >= 1 (and a usable class)."""
-    import jax.numpy as jnp
-
-    cell = usable & (expected >= 1.0)
-    return jnp.sum(jnp.where(cell, (counts - expected) ** 2 / jnp.where(cell, expected, 1.0), 0.0))
-
-
-def _one_step(key, draw, inputs, skill, checked, keep, *, config):
-    """The one-step-ahead predictive at one parameter draw and one replication drawn from it.
-
-    Returns ``(info, log_pa, probs, action, skill)``: the filter's pass, the predictive
-    ``log p(a_t | a_{<t})`` over the checked actions ``[B, T, A]`` (0 where not ``keep``), its
-    probabilities (0 where not ``keep``), a replicated action per step ``[B, T]`` and the skill
-    behind it, ``z ~ p(z_t | a_{<t}) pi_hat(a_rep | s_t, z)`` (so ``(z, a)`` is a draw of the joint
-    one-step predictive). The check and the fit file's predictive groups both replicate here.
-    """
-    import jax
-    import jax.numpy as jnp
-
-    _, info, logp = _filter_pass(inputs, skill, config, draw)
-    log_pa = jax.nn.logsumexp(info.log_predicted[..., None] + logp, axis=-2)  # [B, T, A]
-    log_pa = jnp.where(checked, log_pa, -jnp.inf)
-    log_pa = log_pa - jax.nn.logsumexp(log_pa, axis=-1, keepdims=True)
-    log_pa = jnp.where(keep[..., None], log_pa, 0.0)
-    probs = jnp.where(keep[..., None], jnp.exp(log_pa), 0.0)
-    rep = jax.random.categorical(key, log_pa)  # [B, T]
-    behind = jnp.take_along_axis(logp, rep[..., None, None], axis=-1)[..., 0]  # [B, T, K]
-    rep_skill = jax.random.categorical(jax.random.fold_in(key, 1), info.log_predicted + behind)
-    return info, log_pa, probs, rep, rep_skill
-
-
-def _check_one(key, draw, inputs, skill, checked, observed, bucket, keep, stored, use_stored, *, config,
-               num_buckets):
-    """Expected / observed / replicated counts and X^2 of both views, for one posterior draw, and the
-    replication itself (``"replicated"``: action and skill ``[B, T]``, -1 where not ``keep``). The
-    replicated actions are ``stored`` ones where ``use_stored`` (a traced flag: one compilation
-    serves the fit's predictive groups, a check with them and one with new replications)."""
-    import jax
-    import jax.numpy as jnp
-
-    info, log_pa, probs, rep, rep_skill = _one_step(key, draw, inputs, skill, checked, keep, config=config)
-    rep = jnp.where(use_stored, jnp.where(keep, stored, 0), rep)
-    replicated = (jnp.where(keep, rep, -1), jnp.where(keep & ~use_stored, rep_skill, -1))
-    obs = jnp.where(keep, observed, 0)
-    num_actions = probs.shape[-1]
-    in_bucket = jax.nn.one_hot(jnp.where(keep, bucket, num_buckets), num_buckets + 1)[..., :num_buckets]
-    in_bucket = in_bucket * keep[..., None]
-
-    def tally(per_step):  # [B, T, C] -> [G, C]
-        return jnp.einsum("btg,btc->gc", in_bucket, per_step)
-
-    # primitive actions
-    e_prim = tally(probs)
-    o_prim = tally(jax.nn.one_hot(obs, num_actions))
-    r_prim = tally(jax.nn.one_hot(rep, num_actions))
-    # classes relative to the predicted skill
-    predicted = jnp.argmax(info.log_predicted, axis=-1)
-    cls = _skill_classes(skill.q, skill.feasible, predicted)  # [B, T, A]
-    onehot_cls = jax.nn.one_hot(cls, len(SKILL_CLASSES))  # [B, T, A, C]
-    e_skill = tally(jnp.einsum("bta,btac->btc", probs, onehot_cls))
-    o_skill = tally(jax.nn.one_hot(jnp.take_along_axis(cls, obs[..., None], -1)[..., 0], len(SKILL_CLASSES)))
-    r_skill = tally(jax.nn.one_hot(jnp.take_along_axis(cls, rep[..., None], -1)[..., 0], len(SKILL_CLASSES)))
-    all_classes = jnp.ones(len(SKILL_CLASSES), bool)
-    return {
-        "primitive": (e_prim, o_prim, r_prim, _pearson(o_prim, e_prim, checked[None, :]),
-                      _pearson(r_prim, e_prim, checked[None, :])),
-        "skill": (e_skill, o_skill, r_skill, _pearson(o_skill, e_skill, all_classes[None, :]),
-                  _pearson(r_skill, e_skill, all_classes[None, :])),
-        "replicated": replicated,
-    }
-
-
-def _observed_actions(data: FitData) -> np.ndarray:
-    """The taken action per step; from a one-action mask when the log did not say (-1 if unknown)."""
-    mask = np.asarray(data.skill.action_mask)
-    single = mask.sum(axis=-1) == 1
-    return np.where(data.action >= 0, data.action, np.where(single, mask.argmax(axis=-1), -1))
-
-
-def skill_state_buckets(data: FitData, min_steps: int = 20):
-    """``(bucket [B, T] int, labels)``: steps grouped by their feasible-skill set.
-
-    Sets seen at fewer than ``min_steps`` checked steps share one ``"other"`` bucket.
-    """
-    feasible = np.asarray(data.skill.feasible)
-    keep = np.asarray(data.skill.valid) & (np.asarray(data.skill.weight) > 0)
-    bits = (feasible * (1 << np.arange(feasible.shape[-1]))).sum(axis=-1)
-    patterns, counts = np.unique(bits[keep], return_counts=True)
-    order = np.argsort(-counts)
-    labels, mapping, other = [], {}, None
-    for i in order:
-        if counts[i] >= min_steps:
-            mapping[int(patterns[i])] = len(labels)
-            names = [n for k, n in enumerate(data.skill_names) if (int(patterns[i]) >> k) & 1]
-            labels.append("+".join(names) if len(names) < len(data.skill_names) else "all skills")
-    if len(mapping) < len(patterns):
-        other = len(labels)
-        labels.append("other")
-    bucket = np.full(bits.shape, -1, np.int32)
-    for pattern in np.unique(bits):
-        bucket[bits == pattern] = mapping.get(int(pattern), other if other is not None else -1)
-    return bucket, labels
-
-
-def _replicable(data: FitData):
-    """``(checked [A], observed [B, T], keep [B, T])``: the checked actions (the domain's excluded ones,
-    e.g. STAY, left out), the taken actions, and the steps a replication is drawn at (valid, weighted,
-    their action known and checked)."""
-    skill = data.skill
-    checked = np.ones(skill.q.shape[-1], bool)
-    checked[list(data.excluded_actions)] = False
-    observed = _observed_actions(data)
-    keep = np.asarray(skill.valid) & (np.asarray(skill.weight) > 0) & (observed >= 0)
-    keep &= checked[np.maximum(observed, 0)]
-    return checked, observed, keep
-
-
-@lru_cache(maxsize=32)
-def _jitted_check(model: str, window, fit_weight: bool, num_buckets: int):
-    """The jitted :func:`_check_one` of one model variant: a fit's two predictive groups and later
-    checks of the same shapes reuse its compilation."""
-    import jax
-
-    config = FitConfig(model=model, window=window, fit_weight=fit_weight)
-    return jax.jit(partial(_check_one, config=config, num_buckets=num_buckets))
-
-
-def _run_checks(idata, data: FitData, config: FitConfig, draws: dict, seed: int, keep, bucket, num_buckets: int,
-                stored=None) -> list:
-    """:func:`_check_one` at each draw of ``draws`` (keys split from ``seed``), the replications
-    ``stored [S, B, T]`` or new ones."""
-    import jax
-    import jax.numpy as jnp
-
-    checked, observed, _ = _replicable(data)
-    num = len(next(iter(draws.values())))
-    keys = jax.random.split(jax.random.PRNGKey(seed), num)
-    fn = _jitted_check(config.model, config.window, config.fit_weight, num_buckets)
-    arrays = (prepare(data), data.skill, jnp.asarray(checked), jnp.asarray(observed), jnp.asarray(bucket),
-              jnp.asarray(keep))
-    empty = jnp.zeros(keep.shape, jnp.int32)
-    return [fn(keys[i], {k: v[i] for k, v in draws.items()}, *arrays,
-               empty if stored is None else jnp.asarray(stored[i], jnp.int32), jnp.asarray(stored is not None))
-            for i in range(num)]
-
-
-#: at most this many replicated steps (draws x trajectories x steps) per variable of a predictive group:
-#: 20 MB of int16 before compression; more data get fewer draws (100 draws up to 100,000 steps)
-PREDICTIVE_MAX_VALUES = 10_000_000
-
-
-def predictive_replications(idata, data: Optional[FitData] = None, *, group: str = "posterior",
-                            num_draws: int = 100, seed: int = 0):
-    """Replicated actions and skills from ``num_draws`` draws of ``group`` (``"posterior"`` or ``"prior"``):
-    the fit file's ``posterior_predictive`` / ``prior_predictive`` group (an ``xarray.Dataset``).
-
-    At each draw every checked step gets an action from the one-step-ahead predictive
-    ``p(a_t | a_{<t})`` (the predictive check's replication, :func:`_one_step`, renormalised over
-    the checked actions) and the skill behind it. Variables ``action`` and ``skill``
-    ``[chain=1, draw, trajectory, step]`` (int16; -1 where no replication: padding, excluded or
-    unknown actions; fewer than ``num_draws`` draws where draws x steps would pass
-    :data:`PREDICTIVE_MAX_VALUES`); ``attrs[REPLICATION_ATTR]`` (JSON) names the group, the flat indices of the
-    draws used (evenly thinned across chains, as the check picks them) and the seed.
-    :func:`predictive_check` with the same draws and seed replicates exactly these actions.
-    """
-    import xarray as xr
-
-    if group not in ("posterior", "prior"):
-        raise FitError(f"group must be 'posterior' or 'prior', got {group!r}")
-    config = fit_config(idata)
-    data = FitData.from_idata(idata) if data is None else data
-    _, _, keep = _replicable(data)
-    bucket, labels = skill_state_buckets(data)  # the check's buckets: the same compiled function
-    num_draws = min(num_draws, max(1, PREDICTIVE_MAX_VALUES // keep.size))  # bounded file size
-    draws, pick = _draws(idata, config, num_draws, np.asarray(data.skill.q).dtype, group)
-    reps = [r["replicated"] for r in _run_checks(idata, data, config, draws, seed, keep, bucket, len(labels))]
-    dims = ("chain", "draw", "trajectory", "step")
-    action = np.stack([np.asarray(a) for a, _ in reps]).astype(np.int16)[None]
-    behind = np.stack([np.asarray(z) for _, z in reps]).astype(np.int16)[None]
-    record = {"group": group, "draws": [int(i) for i in pick], "seed": int(seed),
-              "replicates": "one-step-ahead: each step's action given the observed earlier actions"}
-    return xr.Dataset({"action": (dims, action), "skill": (dims, behind)},
-                      coords={"chain": [0], "draw": np.arange(len(pick)),
-                              "trajectory": np.arange(action.shape[2])},
-                      attrs={REPLICATION_ATTR: json.dumps(record)})
 
 
 def stored_replications(idata, data: FitData):
@@ -640,7 +396,7 @@ def stored_replications(idata, data: FitData):
     if actions.shape != (len(draws),) + lead or (len(draws) and (draws.min() < 0 or draws.max() >= total)):
         raise FitError(f"the fit's posterior_predictive group ({actions.shape[0]} draws of {actions.shape[1:]}) "
                        f"does not match its data ({lead}) or posterior ({total} draws)")
-    _, _, keep = _replicable(data)
+    _, _, keep = replicable(data)
     if np.any(actions[:, keep] < 0) or np.any(actions >= data.skill.q.shape[-1]):
         raise FitError("the fit's posterior_predictive group holds actions outside the checked steps' range")
     return actions, draws, seed
@@ -659,7 +415,7 @@ def predictive_check(idata, data: Optional[FitData] = None, *, num_draws: int = 
     config = fit_config(idata)
     data = FitData.from_idata(idata) if data is None else data
     dtype = np.asarray(data.skill.q).dtype
-    checked_np, _, keep = _replicable(data)
+    checked_np, _, keep = replicable(data)
     bucket, labels = skill_state_buckets(data, min_bucket_steps)
     keep &= bucket >= 0
     if not keep.any():
@@ -668,12 +424,12 @@ def predictive_check(idata, data: Optional[FitData] = None, *, num_draws: int = 
     if stored and saved is None:
         raise FitError("the fit has no posterior_predictive group of `beliefgate fit` to check with")
     if saved is None:
-        draws, _ = _draws(idata, config, num_draws, dtype)
+        draws, _ = parameter_draws(idata, num_draws, dtype)
         reps = None
     else:
         reps, pick, seed = saved
-        draws, _ = _draws(idata, config, len(pick), dtype, pick=pick)
-    results = _run_checks(idata, data, config, draws, seed, keep, bucket, len(labels), reps)
+        draws, _ = parameter_draws(idata, len(pick), dtype, pick=pick)
+    results = run_checks(prepare(data), data, config, draws, seed, keep, bucket, len(labels), model_loglik, reps)
     steps = int(keep.sum())
     views = []
     for view, classes, cols in (
@@ -726,7 +482,7 @@ def filtered_posterior(data: FitData, config: FitConfig, values: dict) -> np.nda
     dtype = np.asarray(data.skill.q).dtype
     draw = _point_arrays({k: v for k, v in values.items()}, dtype)
     draw.setdefault("hazard", np.asarray(0.0, dtype))
-    fn = jax.jit(lambda inputs, skill, d: _filter_pass(inputs, skill, config, d)[1].log_posterior)
+    fn = jax.jit(lambda inputs, skill, d: filter_pass(inputs, skill, config, d, model_loglik)[1].log_posterior)
     return np.exp(np.asarray(fn(prepare(data), data.skill, draw), np.float64))
 
 

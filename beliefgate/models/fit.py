@@ -525,6 +525,58 @@ def prior_draws(data: FitData, config: FitConfig, num: int = PRIOR_DRAWS):
     return prior_group(prior_model, config.parameter_names(), config.seed + 1, num, coords, dims)
 
 
+def parameter_draws(idata, num: int, dtype, group: str = "posterior", pick=None):
+    """``(values, pick)``: every model parameter at up to ``num`` draws of ``group`` (``posterior`` or
+    ``prior``) of a fit, thinned evenly across chains (or at the flat indices ``pick``), fixed and
+    unused-by-the-fit values added (``{name: [S, ...]}`` in ``dtype``)."""
+    import numpy as np
+
+    from beliefgate.models.fitio import pick_draws
+    from beliefgate.models.params import PARAMS
+
+    config = fit_config(idata)
+    post = getattr(idata, group)
+    total = post.sizes["chain"] * post.sizes["draw"]
+    pick = pick_draws(total, num) if pick is None else np.asarray(pick, int)
+    out = {}
+    for name in config.parameter_names():
+        arr = np.asarray(post[name].values)
+        out[name] = arr.reshape((total,) + arr.shape[2:])[pick].astype(dtype)
+    point = point_values(idata)
+    for name in (*(s.name for s in PARAMS), "ambiguous_weight"):
+        if name not in out and name in point:
+            out[name] = np.full(len(pick), point[name], dtype)
+    return out, pick
+
+
+def predictive_replications(idata, data: Optional[FitData] = None, *, group: str = "posterior",
+                            num_draws: int = PREDICTIVE_DRAWS, seed: int = 0):
+    """Replicated actions and skills from ``num_draws`` draws of ``group`` (``"posterior"`` or ``"prior"``):
+    the fit file's ``posterior_predictive`` / ``prior_predictive`` group (an ``xarray.Dataset``).
+
+    At each draw every checked step gets an action from the one-step-ahead predictive
+    ``p(a_t | a_{<t})`` (renormalised over the checked actions) and the skill behind it: the
+    replication of ``diagnose``'s predictive check (:mod:`beliefgate.models.predictive`). Variables
+    ``action`` and ``skill`` ``[chain=1, draw, trajectory, step]`` (int16; -1 where no replication:
+    padding, excluded or unknown actions; fewer than ``num_draws`` draws where draws x steps would
+    pass :data:`~beliefgate.models.predictive.PREDICTIVE_MAX_VALUES`); ``attrs["beliefgate_replication"]``
+    (JSON) names the group, the flat indices of the draws (thinned evenly across chains, as the check
+    picks them) and the seed: the check with the same draws and seed replicates exactly these actions.
+    """
+    import numpy as np
+
+    from beliefgate.models.predictive import PREDICTIVE_MAX_VALUES, replication_group
+
+    if group not in ("posterior", "prior"):
+        raise FitError(f"group must be 'posterior' or 'prior', got {group!r}")
+    config = fit_config(idata)
+    data = FitData.from_idata(idata) if data is None else data
+    steps = int(np.prod(np.shape(data.skill.valid)))
+    num_draws = min(num_draws, max(1, PREDICTIVE_MAX_VALUES // max(1, steps)))  # bounded file size
+    draws, pick = parameter_draws(idata, num_draws, np.asarray(data.skill.q).dtype, group)
+    return replication_group(prepare(data), data, config, draws, pick, seed, group, model_loglik)
+
+
 def fit(data: FitData, config: Optional[FitConfig] = None, *, progress: bool = False,
         extra_attrs: Optional[Mapping[str, Any]] = None):
     """Fit ``config``'s model (default: ``FitConfig()``) to ``data``; returns ``arviz.InferenceData``.
@@ -577,8 +629,6 @@ def fit(data: FitData, config: Optional[FitConfig] = None, *, progress: bool = F
     }
     FIT_FILE.stamp(idata, record)
     if config.predictive_draws:
-        from beliefgate.models.diagnose import predictive_replications
-
         started = time.perf_counter()
         for group, seed in (("posterior", config.seed), ("prior", config.seed + 2)):
             if f"{group}_predictive" in idata.groups():
@@ -623,6 +673,10 @@ __all__ = [
     "run_svi",
     "fit_record",
     "fit_config",
+    "parameter_draws",
+    "predictive_replications",
+    "prior_group",
+    "PREDICTIVE_DRAWS",
     "point_values",
     "save_fit",
     "load_fit",
