@@ -57,6 +57,8 @@ SWITCHER = {"beta": 2.5, "epsilon": 0.1, "hazard": 0.15}
 #: every in-process NUTS fit of the 8 x 125 steps uses these sizes (one chain method: NumPyro and XLA
 #: reuse most of the work between fits of the same shapes)
 QUICK = {"chains": 2, "draws": 120, "warmup": 100, "chain_method": "vectorized"}
+#: posterior and prior draws behind the predictive groups of the in-process fits
+PP_DRAWS = 20
 EPISODES = [("cramped_room", "balanced"), ("coordination_ring", "switch-sourcer-to-plater"),
             ("asymmetric_advantages", "plater"), ("counter_circuit", "onion-sourcer")]
 
@@ -106,7 +108,8 @@ def sim(data):
 
 @pytest.fixture(scope="module")
 def free_fit(sim):
-    return fit(sim, FitConfig(**{**QUICK, "warmup": 250}, seed=0))  # beta adapts slowly at 100
+    # beta adapts slowly at 100; 20 draws behind the predictive groups (the default 100 costs 5x their time)
+    return fit(sim, FitConfig(**{**QUICK, "warmup": 250}, seed=0, predictive_draws=PP_DRAWS))
 
 
 @pytest.fixture(scope="module")
@@ -360,12 +363,85 @@ def test_inference_data_layout_and_round_trip(free_fit, sim, tmp_path):
     back = load_fit(path)
     assert fit_record(back) == record
     np.testing.assert_array_equal(back.prior["beta"].values, prior["beta"].values)
+    # replicated actions and the skills behind them, one step ahead, at 20 posterior and 20 prior draws
+    from beliefgate.models.diagnose import REPLICATION_ATTR
+
+    skill = sim.skill
+    replicable = (np.asarray(skill.valid) & (np.asarray(skill.weight) > 0) & (sim.action >= 0)
+                  & ~np.isin(sim.action, sim.excluded_actions))
+    for group, source in (("posterior_predictive", "posterior"), ("prior_predictive", "prior")):
+        reps = getattr(back, group)
+        assert set(reps) == {"action", "skill"}
+        for name in ("action", "skill"):
+            assert reps[name].dims == ("chain", "draw", "trajectory", "step")
+            assert reps[name].shape == (1, PP_DRAWS, 8, 125)
+            np.testing.assert_array_equal(reps[name].values, getattr(free_fit, group)[name].values)
+        action, behind = reps["action"].values[0], reps["skill"].values[0]
+        assert ((action >= 0) == replicable).all() and ((behind >= 0) == replicable).all()
+        assert not np.isin(action[:, replicable], sim.excluded_actions).any()
+        # the skill behind each replicated action is one the state allows
+        feasible = np.asarray(skill.feasible)
+        b, t = np.nonzero(replicable)
+        assert feasible[b, t, behind[:, b, t]].all()
+        meta = json.loads(reps.attrs[REPLICATION_ATTR])
+        assert meta["group"] == source and len(meta["draws"]) == PP_DRAWS
+    assert json.loads(back.posterior_predictive.attrs[REPLICATION_ATTR])["seed"] == 0
+    # a posterior replication is not the data: it differs from the taken actions at some steps
+    assert (back.posterior_predictive["action"].values[0][:, replicable] != sim.action[replicable]).any()
     assert FitData.from_idata(back).fingerprint() == sim.fingerprint()
     np.testing.assert_array_equal(FitData.from_idata(back).true_skill, sim.true_skill)
     save_fit(back, path)  # overwriting a file that was read works (it was read eagerly)
     (tmp_path / "junk.nc").write_text("not netcdf")
     with pytest.raises(FitError, match="not a readable NetCDF"):
         load_fit(tmp_path / "junk.nc")
+
+
+def test_diagnose_checks_with_the_fit_files_replications(free_fit, sim):
+    """`diagnose` uses the stored posterior_predictive group: the same check as drawing those replications."""
+    from beliefgate.models.diagnose import diagnose, predictive_check
+
+    print("record", fit_record(free_fit)["wall_s"], fit_record(free_fit)["predictive_wall_s"])
+    result = diagnose(free_fit, calibrate=False)
+    assert result.settings["replications"] == "stored" and result.settings["ppc_draws"] == PP_DRAWS
+    assert result.settings["seed"] == 0  # the fit's seed
+    drawn = predictive_check(free_fit, sim, num_draws=PP_DRAWS, seed=0)  # the same draws and seed
+    for a, b in zip(result.predictive, drawn):
+        assert (a.view, a.ppp, a.chi2_observed, a.chi2_replicated, a.draws) == (b.view, b.ppp, b.chi2_observed,
+                                                                                 b.chi2_replicated, b.draws)
+    # the stored actions are what is replicated: replace them by the data and X^2(rep) becomes X^2(obs)
+    copied = free_fit.copy()
+    taken = np.where(copied.posterior_predictive["action"].values >= 0, sim.action[None, None], -1)
+    copied.posterior_predictive["action"] = (copied.posterior_predictive["action"].dims, taken.astype(np.int16))
+    for view in predictive_check(copied, sim, stored=True):
+        assert view.chi2_replicated == pytest.approx(view.chi2_observed) and view.ppp == 1.0
+    damaged = free_fit.copy()
+    damaged.posterior_predictive = damaged.posterior_predictive.isel(step=slice(0, 100))
+    with pytest.raises(FitError, match="posterior_predictive group .* does not match its data"):
+        diagnose(damaged, calibrate=False)
+    assert diagnose(damaged, calibrate=False, stored=False, ppc_draws=5).settings["replications"] == "drawn"
+
+
+def test_a_failed_check_names_the_missed_class_and_what_to_try():
+    """The advice follows the numbers: the class the model under-predicts decides what it points at."""
+    from beliefgate.models.diagnose import SKILL_CLASSES, BucketCheck, PredictiveCheck, ppc_advice
+
+    def check(view, actions, observed, predicted):
+        buckets = [BucketCheck("pickup_onion+pickup_dish", 200, observed, predicted, predicted, predicted, 0.1),
+                   BucketCheck("other", 10, predicted, observed, predicted, predicted, 0.1)]
+        return PredictiveCheck(view, list(actions), buckets, 90.0, 8.0, 0.0, 0.1, 100, 210, 0.05, False)
+
+    switches = ppc_advice(check("skill", SKILL_CLASSES, [0.6, 0.3, 0.1], [0.7, 0.1, 0.2]))
+    assert switches.startswith("Most missed: 'toward another feasible skill' 30% observed vs 10% predicted in "
+                               "bucket 'pickup_onion+pickup_dish'") and "skill dynamics" in switches
+    assert "free the hazard" in switches and "beliefgate compare" in switches
+    rigid = ppc_advice(check("skill", SKILL_CLASSES, [0.9, 0.05, 0.05], [0.6, 0.1, 0.3]))
+    assert "more deterministic" in rigid and "larger beta" in rigid and "--per-skill-beta" in rigid
+    assert "scripted partners" in rigid
+    wander = ppc_advice(check("skill", SKILL_CLASSES, [0.5, 0.1, 0.4], [0.7, 0.1, 0.2]), partner_sides=[1, 1, 0])
+    assert "'neither' 40% observed vs 20% predicted" in wander and "--partner-side` (modelled: player 0, 1)" in wander
+    moves = ppc_advice(check("primitive", ["north", "south", "interact"], [0.4, 0.4, 0.2], [0.3, 0.3, 0.4]))
+    assert "'interact' 20% observed vs 40% predicted" in moves and "less often" in moves and "within a skill" in moves
+    assert len(switches) < 400 and len(moves) < 400  # one or two lines
 
 
 def test_gate_params_from_fit(free_fit, tmp_path):
@@ -461,11 +537,13 @@ def test_convergence_warnings_are_explicit():
 
 def test_svi_and_model_options(sim, tmp_path):
     config = FitConfig(method="svi", chains=2, draws=25, svi_steps=300, seed=0, per_skill_beta=True,
-                       fit_weight=True, learning_rate=0.05)
+                       fit_weight=True, learning_rate=0.05, predictive_draws=0)  # no groups: a compile saved
     idata = fit(sim, config)
     assert idata.posterior["beta"].dims == ("chain", "draw", "skill")
     assert list(idata.posterior["beta"].coords["skill"].values) == list(sim.skill_names)
     assert "ambiguous_weight" in idata.posterior and "loss" in idata.sample_stats
+    assert "prior" in idata.groups() and "posterior_predictive" not in idata.groups()
+    assert idata.prior["beta"].dims == ("chain", "draw", "skill")
     losses = idata.sample_stats["loss"].values
     assert losses.shape == (300,) and losses[-50:].mean() < losses[:50].mean()
     values = point_values(idata)
@@ -499,7 +577,8 @@ def test_cli_end_to_end(logs, tmp_path, monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", ""))
     a, b = tmp_path / "hazard.nc", tmp_path / "windowed.nc"
     code, out, err = _invoke("fit", *logs, "--out", a, "--chains", 2, "--draws", 120, "--warmup", 100,
-                             "--chain-method", "vectorized", "--seed", 1, "--no-progress", "--json")
+                             "--chain-method", "vectorized", "--seed", 1, "--predictive-draws", 10, "--no-progress",
+                             "--json")
     assert code == 0 and a.is_file(), err
     assert "fitting the hazard model by NUTS on 8 trajectories, 1000 steps" in err
     record = json.loads(out)
@@ -510,9 +589,14 @@ def test_cli_end_to_end(logs, tmp_path, monkeypatch):
     assert options["model"] == "hazard" and options["fix"] == []
     assert set(record["summary"]) == {"beta", "epsilon", "hazard"}
     code, _, err = _invoke("fit", *logs, "--out", b, "--model", "windowed", "--window", 5, "--method", "svi",
-                           "--svi-steps", 150, "--draws", 40, "--chains", 2, "--guide", "mvn", "--no-progress")
+                           "--svi-steps", 150, "--draws", 40, "--chains", 2, "--guide", "mvn", "--predictive-draws", 0,
+                           "--no-progress")
     assert code == 0 and b.is_file(), err
     assert fit_config(load_fit(b)).guide == "mvn"
+    assert not {"posterior_predictive", "prior_predictive"} & set(load_fit(b).groups())  # --predictive-draws 0
+    fitted = load_fit(a)
+    assert fitted.posterior_predictive["action"].shape == fitted.prior_predictive["skill"].shape == (1, 10, 8, 125)
+    # --ppc-draws given: new replications instead of the file's (the file's are checked in the kappa CLI test)
     code, out, _ = _invoke("diagnose", a, "--json", "--ppc-draws", 10, "--plots", tmp_path / "plots", "--strict")
     assert code == 1  # --strict: scripted partners fail the predictive check (and 240 draws are few)
     out = json.loads(out)
@@ -528,6 +612,9 @@ def test_cli_end_to_end(logs, tmp_path, monkeypatch):
         assert (tmp_path / "plots" / name).stat().st_size > 0
     report = json.loads((tmp_path / "plots" / "diagnosis.json").read_text())
     assert report["settings"]["seed"] == 0 and report["settings"]["ppc_draws"] == 10
+    assert report["settings"]["replications"] == "drawn"
+    # a failed check says what it points at, with the modelled player
+    assert any("Most missed: '" in w and "(modelled: player" in w for w in out["warnings"])
     assert report["settings"]["fit"]["config"]["draws"] == 120  # the fit's own record comes along
     windowed = GateParams.from_fit(b, point="mean")  # a windowed fit sets the gate's model and window
     assert windowed.model == "windowed" and windowed.window == 5

@@ -504,6 +504,9 @@ def test_nuts_fit_recovers_hazard_and_beta_from_simulated_episodes():
     idata = GM.fit_goal(data, GM.GoalFitConfig(draws=200, warmup=200, seed=1, fixed={"epsilon": 0.1}))
     assert idata.log_likelihood["log_lik"].shape == (1, 200, batch)
     assert "epsilon" not in idata.posterior
+    # the prior the posterior is read against: the sampled parameters only, drawn from their priors
+    assert set(idata.prior) == {"beta", "hazard"} and idata.prior["beta"].shape == (1, 500)
+    assert float(idata.prior["hazard"].std()) > float(idata.posterior["hazard"].std())
     # measured (docs/goal.md): beta 2.93 [2.21, 3.76], hazard 0.082 [0.053, 0.128] (mean [1%, 99%])
     for name in ("beta", "hazard"):
         draws = np.asarray(idata.posterior[name]).ravel()

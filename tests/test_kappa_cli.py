@@ -44,6 +44,22 @@ def test_fit_kappa_writes_a_fit(fitted):
     assert set(record["summary"]) == set(PARAM_NAMES)
     assert record["command"]["argv"][:4] == ["beliefgate", "fit", "--model", "kappa"]
     assert out.is_file() and out.stat().st_size > 0
+    # the prior, and data sets replicated at 100 posterior and 100 prior draws (issue #47)
+    from beliefgate.models.kappa import data_from_idata, kappa_predictive_check, load_kappa_fit
+
+    idata = load_kappa_fit(out)
+    data = data_from_idata(idata)
+    assert set(idata.prior) == set(PARAM_NAMES) and idata.prior["tau"].shape == (1, 500)
+    for group in ("posterior_predictive", "prior_predictive"):
+        reps = getattr(idata, group)
+        assert reps["y"].shape == (1, 100, len(data.j_y)) and reps["r"].shape == (1, 100, len(data.r_score))
+        assert set(map(int, reps["y"].values.ravel())) == {0, 1}
+    # prior replications spread wider than the posterior's (the data narrowed the parameters)
+    assert idata.prior_predictive["r"].values.std() > idata.posterior_predictive["r"].values.std()
+    # diagnose's check with them is the check drawn with the same draws and seed (the fit's)
+    stored = kappa_predictive_check(idata, stored=True)
+    assert stored == kappa_predictive_check(idata, num_draws=100, seed=1)
+    assert stored != kappa_predictive_check(idata, num_draws=100, seed=2)
 
 
 def test_diagnose_reads_the_kappa_fit(fitted):
@@ -56,9 +72,10 @@ def test_diagnose_reads_the_kappa_fit(fitted):
     for name, row in result["parameters"].items():
         assert row["mean"] is not None, name
     assert isinstance(result["warnings"], list)
-    text = run("diagnose", out, "--ppc-draws", "30")
+    text = run("diagnose", out)  # checks with the replications the fit file stores
     assert text.returncode == 0, text.stderr
     assert "kappa fit: method svi" in text.stdout and "Posterior predictive check" in text.stdout
+    assert "100 draws, replications stored in the fit file, seed 1" in " ".join(text.stdout.split())
 
 
 @pytest.mark.parametrize("content, needle", [

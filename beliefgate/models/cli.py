@@ -156,6 +156,10 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         guide: GuideChoice = typer.Option(GuideChoice.normal, help="SVI guide: normal (AutoNormal, "
                                           "independent) or mvn (AutoMultivariateNormal, correlated)"),
         x64: bool = typer.Option(False, "--x64/--no-x64", help="float64 JAX (slower, more precise)"),
+        predictive_draws: int = typer.Option(100, min=0, max=MAX_DRAWS,
+                                             help="posterior and prior draws whose replicated actions the fit "
+                                                  "file stores (posterior_predictive, prior_predictive groups; "
+                                                  "`diagnose` checks with them); 0: none"),
         allow_incomplete: bool = typer.Option(False, "--allow-incomplete",
                                               help="accept logs without their final row"),
         domain: Optional[str] = typer.Option(None, "--domain",
@@ -199,11 +203,14 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                 _fail(f"{', '.join(given)}: not an option of the kappa model")
             _fit_kappa(logs, out, method.value, chains, draws, warmup, seed, _parse_fixed(fix), method_name,
                        target_accept, svi_steps, learning_rate, guide.value, x64, progress, as_json,
-                       _command_options(ctx))
+                       _command_options(ctx), predictive_draws)
             return
         if model == ModelChoice.goal:
             given = [name for name, value in (("--window", window), ("--per-skill-beta", per_skill_beta or None),
-                                              ("--fit-weight", fit_weight or None)) if value is not None]
+                                              ("--fit-weight", fit_weight or None),
+                                              ("--predictive-draws", predictive_draws if getattr(
+                                                  ctx.get_parameter_source("predictive_draws"), "name", "")
+                                                  == "COMMANDLINE" else None)) if value is not None]
             if given:
                 _fail(f"{', '.join(given)}: not an option of the goal model")
             _fit_goal(logs, out, method.value, chains, draws, warmup, seed, _parse_fixed(fix), method_name,
@@ -217,7 +224,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                                warmup=warmup, seed=seed, window=window, per_skill_beta=per_skill_beta,
                                fit_weight=fit_weight, fixed=_parse_fixed(fix), chain_method=method_name,
                                target_accept=target_accept, svi_steps=svi_steps,
-                               learning_rate=learning_rate, guide=guide.value)
+                               learning_rate=learning_rate, guide=guide.value, predictive_draws=predictive_draws)
         except FitConfigError as exc:
             _fail(str(exc))
         from beliefgate.models.data import FitDataError, detect_domain, load_logs
@@ -246,12 +253,15 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 
     @app.command("diagnose")
     def diagnose_command(
+        ctx: typer.Context,
         fit_file: Path = typer.Argument(..., help="a fit written by `beliefgate fit`"),
         as_json: bool = typer.Option(False, "--json", help='print {"parameters", "divergences", "warnings"}'),
         plots: Optional[Path] = typer.Option(None, "--plots", help="write trace, rank, predictive-check and "
                                              "calibration plots (PNG) and diagnosis.json here"),
-        ppc_draws: int = typer.Option(100, min=1, max=MAX_DRAWS, help="posterior draws used by the predictive check"),
-        seed: int = typer.Option(0, min=0, help="seed of the predictive replications"),
+        ppc_draws: int = typer.Option(100, min=1, max=MAX_DRAWS, help="posterior draws used by the predictive check "
+                                      "(given: new replications instead of those the fit file stores)"),
+        seed: int = typer.Option(0, min=0, help="seed of the predictive replications (given: new replications "
+                                 "instead of those the fit file stores)"),
         ppc: bool = typer.Option(True, "--ppc/--no-ppc", help="run the posterior predictive check"),
         calibrate: bool = typer.Option(True, "--calibration/--no-calibration",
                                        help="score the filtered posterior against logged skills"),
@@ -267,20 +277,23 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         from beliefgate.models.goal import GoalFitError, goal_fit_file
         from beliefgate.models.kappa import KAPPA_FIT_FILE, KappaFitError
 
+        # a skill-model fit's own replications (its posterior_predictive group) unless other ones are asked for
+        fresh = any(getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"
+                    for name in ("ppc_draws", "seed"))
         try:  # read once; the record says which model's fit it is
             idata = read_netcdf(fit_file, KappaFitError)
             post = getattr(idata, "posterior", None)
             total = int(post.sizes["chain"] * post.sizes["draw"]) if post is not None else 0
 
             def note_draws() -> None:  # once the file is known to be a fit
-                if ppc and 0 < total < ppc_draws:
+                if ppc and 0 < total < ppc_draws and (fresh or "posterior_predictive" not in idata.groups()):
                     say("note:", f"--ppc-draws {ppc_draws} is more than the fit's {total} draws: the predictive "
                                  f"check uses all {total}")
 
             if KAPPA_FIT_FILE.has(idata):
                 checked = KAPPA_FIT_FILE.check(idata, fit_file)
                 note_draws()
-                _diagnose_kappa(checked, as_json, plots, ppc_draws, seed, ppc, strict)
+                _diagnose_kappa(checked, as_json, plots, ppc_draws, seed, ppc, strict, fresh)
                 return
             goal_file = goal_fit_file()
             if goal_file.has(idata):
@@ -296,7 +309,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             with err_console.status("diagnosing (convergence summary"
                                     + (", predictive check" if ppc else "")
                                     + (", calibration" if calibrate else "") + ")"):
-                result = diagnose(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc, calibrate=calibrate)
+                result = diagnose(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc, calibrate=calibrate,
+                                  stored=False if fresh else None)
         except (FitError, FitDataError) as exc:
             _fail(str(exc))
         written = []
@@ -342,7 +356,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 
 
 def _fit_kappa(logs, out, method, chains, draws, warmup, seed, fixed, chain_method, target_accept, svi_steps,
-               learning_rate, guide, x64, progress, as_json, options) -> None:
+               learning_rate, guide, x64, progress, as_json, options, predictive_draws=100) -> None:
     """``beliefgate fit --model kappa``: read decisions, fit, write the NetCDF, print the summary."""
     from beliefgate.models.kappa import (KAPPA_FIT_FILE, KappaDataError, KappaFitConfig, KappaFitConfigError,
                                          fit_kappa, read_decisions)
@@ -350,7 +364,7 @@ def _fit_kappa(logs, out, method, chains, draws, warmup, seed, fixed, chain_meth
     try:
         config = KappaFitConfig(fixed=fixed, method=method, chains=chains, draws=draws, warmup=warmup, seed=seed,
                                 chain_method=chain_method, target_accept=target_accept, svi_steps=svi_steps,
-                                learning_rate=learning_rate, guide=guide)
+                                learning_rate=learning_rate, guide=guide, predictive_draws=predictive_draws)
     except KappaFitConfigError as exc:
         _fail(str(exc))
     try:
@@ -457,14 +471,15 @@ def _run_fit(run, file, out: Path, as_json: bool, drop: tuple) -> None:
     console.print(f"wrote {out}  (next: `beliefgate diagnose {out}`)")
 
 
-def _diagnose_kappa(idata, as_json, plots, ppc_draws, seed, ppc, strict) -> None:
+def _diagnose_kappa(idata, as_json, plots, ppc_draws, seed, ppc, strict, fresh=False) -> None:
     """``beliefgate diagnose`` on a kappa fit (``idata``, already read and checked)."""
     from beliefgate.models.diagnose import diagnose_kappa, write_kappa_plots
     from beliefgate.models.kappa import KappaFitError
 
     try:
         with err_console.status("diagnosing the kappa fit (summary" + (", predictive check" if ppc else "") + ")"):
-            result = diagnose_kappa(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc)
+            result = diagnose_kappa(idata, ppc_draws=ppc_draws, seed=seed, predictive=ppc,
+                                    stored=False if fresh else None)
     except KappaFitError as exc:
         _fail(str(exc))
     written = []
@@ -478,7 +493,11 @@ def _diagnose_kappa(idata, as_json, plots, ppc_draws, seed, ppc, strict) -> None
         console.print(f"kappa fit: method {result.method}, {result.chains} chains x {result.draws} draws, "
                       f"divergences: {result.divergences}")
         if result.checks:
-            table = Table(title="Posterior predictive check (replicated decisions, same structure)")
+            settings = result.settings or {}
+            table = Table(title=f"Posterior predictive check (replicated decisions, same structure; "
+                                f"{settings.get('ppc_draws')} draws, replications "
+                                + ("stored in the fit file" if settings.get("replications") == "stored" else "drawn now")
+                                + f", seed {settings.get('seed')})")
             for col in ("statistic", "observed", "replicated", "90% band", "ppp"):
                 table.add_column(col, justify="left" if col == "statistic" else "right")
             for c in result.checks:
@@ -499,6 +518,11 @@ def _print_diagnosis(result, written) -> None:
     _print_summary(result.parameters)
     console.print(f"method {result.method}, {result.chains} chains x {result.draws} draws, "
                   f"divergences: {result.divergences}")
+    settings = result.settings or {}
+    if result.predictive:
+        console.print(f"predictive check: {settings.get('ppc_draws')} posterior draws, replications "
+                      + ("stored in the fit file" if settings.get("replications") == "stored" else "drawn now")
+                      + f" (seed {settings.get('seed')})")
     for view in result.predictive:
         table = Table(title=f"Posterior predictive check, {view.view} view: ppp {view.ppp:.3f}, "
                             f"TV {view.tv:.3f}, X^2 {view.chi2_observed:.1f} obs / {view.chi2_replicated:.1f} rep")

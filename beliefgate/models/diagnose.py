@@ -47,7 +47,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from functools import partial
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Union
 
@@ -58,7 +57,10 @@ from beliefgate.calibration import scores as calibration_scores
 from beliefgate.figures import pyplot, save_figure
 from beliefgate.models.transitions import unused_params
 from beliefgate.models.data import FitData
-from beliefgate.models.fit import FitConfig, FitError, fit_config, fit_record, point_values, prepare
+from beliefgate.models.fit import (FitConfig, FitError, fit_config, fit_record, model_loglik, parameter_draws, point_values,
+                                  predictive_replications, prepare)
+from beliefgate.models.fitio import REPLICATION_ATTR
+from beliefgate.models.predictive import SKILL_CLASSES, filter_pass, replicable, run_checks, skill_state_buckets
 from beliefgate.fileio import finite_or_none as _finite_or_none
 
 RHAT_MAX = 1.01
@@ -135,8 +137,48 @@ PPC_HINTS = {
 
 
 def ppc_hint(view: str) -> str:
-    """What a failed predictive check of ``view`` (``"skill"``, ``"primitive"``) points at."""
+    """What a failed predictive check of ``view`` (``"skill"``, ``"primitive"``) points at, in general
+    (:func:`ppc_advice` says it for one check's numbers)."""
     return PPC_HINTS.get(view, "")
+
+
+#: per skill-view class the model under-predicts: what that points at and what to try
+_SKILL_ADVICE = (
+    "the partner keeps to the skill the model predicts more than the softmax over Q allows: it is more "
+    "deterministic than beta and epsilon say (scripted partners are); try a larger beta (a wider prior, "
+    "or `--fix beta=...`), `--per-skill-beta`, or `--model windowed`, and `beliefgate compare` the fits",
+    "It points at the skill dynamics: the partner turns to another skill more often than the hazard "
+    "allows; free the hazard (no `--fix hazard=...`), try `--model windowed`, and `beliefgate compare` the fits",
+    "the partner makes moves no feasible skill explains (scripted partners wait for a soup, detour and "
+    "pass) or another player is modelled: check `--partner-side`{sides}; a large epsilon is the model "
+    "absorbing such moves",
+)
+
+
+def ppc_advice(ppc: PredictiveCheck, partner_sides=None) -> str:
+    """One or two sentences on a failed check: which class (skill view) or action (primitive view) the
+    model misses most, where (the bucket with the largest gap), what that points at and what to try.
+
+    Skill view: the class the model under-predicts most (step-weighted excess of observed over
+    predicted share, summed over buckets); primitive view: the action whose share it misses most
+    either way. ``partner_sides``: the modelled player per trajectory (the fit data's meta)."""
+    if not ppc.buckets:
+        return ppc_hint(ppc.view)
+    n = np.asarray([b.steps for b in ppc.buckets], float)[:, None]
+    gap = np.asarray([b.observed for b in ppc.buckets]) - np.asarray([b.predicted for b in ppc.buckets])
+    score = (n * np.clip(gap, 0.0, None)) if ppc.view == "skill" else n * np.abs(gap)
+    worst = int(np.argmax(score.sum(axis=0)))
+    b = ppc.buckets[int(np.argmax(score[:, worst]))]
+    where = (f"'{ppc.actions[worst]}' {b.observed[worst]:.0%} observed vs {b.predicted[worst]:.0%} predicted in "
+             f"bucket '{b.label}'")
+    sides = sorted({int(x) for x in partner_sides or []})
+    side_text = f" (modelled: player {', '.join(map(str, sides))})" if sides else ""
+    if ppc.view == "skill":
+        return f"Most missed: {where}: {_SKILL_ADVICE[worst].format(sides=side_text)}."
+    more = "more" if b.observed[worst] > b.predicted[worst] else "less"
+    return (f"Most missed: {where}: it points at the actions within a skill, the partner choosing it {more} often "
+            f"than the controller's Boltzmann policy says; try `--per-skill-beta` or a larger beta, check "
+            f"`--partner-side`{side_text}; a large epsilon is the model absorbing moves it does not explain.")
 
 
 class CalibrationRow(NamedTuple):
@@ -325,24 +367,6 @@ def svi_warnings(idata, method: str) -> List[str]:
 # --------------------------------------------------------------------------------------
 
 
-def _draws(idata, config: FitConfig, num: int, dtype) -> dict:
-    """Up to ``num`` posterior draws, evenly thinned across chains, with fixed values added."""
-    post = idata.posterior
-    total = post.sizes["chain"] * post.sizes["draw"]
-    pick = np.unique(np.linspace(0, total - 1, min(num, total)).round().astype(int))
-    out = {}
-    for name in config.parameter_names():
-        arr = np.asarray(post[name].values)
-        out[name] = arr.reshape((total,) + arr.shape[2:])[pick].astype(dtype)
-    point = point_values(idata)
-    from beliefgate.models.params import PARAMS
-
-    for name in (*(s.name for s in PARAMS), "ambiguous_weight"):
-        if name not in out and name in point:
-            out[name] = np.full(len(pick), point[name], dtype)
-    return out
-
-
 def _point_arrays(values: dict, dtype) -> dict:
     return {k: np.asarray(v, dtype) for k, v in values.items()}
 
@@ -352,157 +376,60 @@ def _point_arrays(values: dict, dtype) -> dict:
 # --------------------------------------------------------------------------------------
 
 
-def _filter_pass(inputs, skill, config: FitConfig, draw: dict):
-    """``(loglik [B,T,K], UpdateInfo [B,T,...], logp [B,T,K,A])`` at one parameter draw."""
-    import jax
-    import jax.numpy as jnp
-
-    from beliefgate.models.hmm import scan_filter
-    from beliefgate.models.fit import model_loglik
-    from beliefgate.models.skill_model import action_logprobs, filter_params, to_observations
-
-    weight = draw.get("ambiguous_weight") if config.fit_weight else None
-    loglik = model_loglik(inputs, draw["beta"], draw["epsilon"], weight)
-    params = filter_params(config.model, draw, config.window)
-    obs = to_observations(inputs, loglik)
-    info = jax.vmap(lambda o: scan_filter(params, o)[1])(obs)
-    beta = jnp.asarray(draw["beta"])
-    logp = action_logprobs(skill, beta[:, None] if beta.ndim == 1 else beta, draw["epsilon"])
-    return loglik, info, logp
-
-
-#: action classes of the skill-relative view
-SKILL_CLASSES = ("toward predicted skill", "toward another feasible skill", "neither")
-
-
-def _skill_classes(q, feasible, predicted):
-    """Class of every action [B, T, A] relative to the predicted skill ``predicted`` [B, T].
-
-    0: the action maximises ``Q`` of the predicted skill; 1: it maximises ``Q`` of
-    another feasible skill; 2: neither.
-    """
-    import jax.numpy as jnp
-
-    best = q >= jnp.max(q, axis=-1, keepdims=True)  # [B, T, K, A]
-    toward = jnp.take_along_axis(best, predicted[..., None, None], axis=2)[..., 0, :]
-    others = feasible & (jnp.arange(q.shape[2]) != predicted[..., None])  # [B, T, K]
-    other = jnp.any(best & others[..., None], axis=2)
-    return jnp.where(toward, 0, jnp.where(other, 1, 2))
-
-
-def _pearson(counts, expected, usable):
-    """Pearson X^2 over cells with expected count >= 1 (and a usable class)."""
-    import jax.numpy as jnp
-
-    cell = usable & (expected >= 1.0)
-    return jnp.sum(jnp.where(cell, (counts - expected) ** 2 / jnp.where(cell, expected, 1.0), 0.0))
-
-
-def _check_one(key, draw, inputs, skill, checked, observed, bucket, keep, *, config, num_buckets):
-    """Expected / observed / replicated counts and X^2 of both views, for one posterior draw."""
-    import jax
-    import jax.numpy as jnp
-
-    _, info, logp = _filter_pass(inputs, skill, config, draw)
-    log_pa = jax.nn.logsumexp(info.log_predicted[..., None] + logp, axis=-2)  # [B, T, A]
-    log_pa = jnp.where(checked, log_pa, -jnp.inf)
-    log_pa = log_pa - jax.nn.logsumexp(log_pa, axis=-1, keepdims=True)
-    log_pa = jnp.where(keep[..., None], log_pa, 0.0)
-    probs = jnp.where(keep[..., None], jnp.exp(log_pa), 0.0)
-    rep = jax.random.categorical(key, log_pa)  # [B, T]
-    obs = jnp.where(keep, observed, 0)
-    num_actions = probs.shape[-1]
-    in_bucket = jax.nn.one_hot(jnp.where(keep, bucket, num_buckets), num_buckets + 1)[..., :num_buckets]
-    in_bucket = in_bucket * keep[..., None]
-
-    def tally(per_step):  # [B, T, C] -> [G, C]
-        return jnp.einsum("btg,btc->gc", in_bucket, per_step)
-
-    # primitive actions
-    e_prim = tally(probs)
-    o_prim = tally(jax.nn.one_hot(obs, num_actions))
-    r_prim = tally(jax.nn.one_hot(rep, num_actions))
-    # classes relative to the predicted skill
-    predicted = jnp.argmax(info.log_predicted, axis=-1)
-    cls = _skill_classes(skill.q, skill.feasible, predicted)  # [B, T, A]
-    onehot_cls = jax.nn.one_hot(cls, len(SKILL_CLASSES))  # [B, T, A, C]
-    e_skill = tally(jnp.einsum("bta,btac->btc", probs, onehot_cls))
-    o_skill = tally(jax.nn.one_hot(jnp.take_along_axis(cls, obs[..., None], -1)[..., 0], len(SKILL_CLASSES)))
-    r_skill = tally(jax.nn.one_hot(jnp.take_along_axis(cls, rep[..., None], -1)[..., 0], len(SKILL_CLASSES)))
-    all_classes = jnp.ones(len(SKILL_CLASSES), bool)
-    return {
-        "primitive": (e_prim, o_prim, r_prim, _pearson(o_prim, e_prim, checked[None, :]),
-                      _pearson(r_prim, e_prim, checked[None, :])),
-        "skill": (e_skill, o_skill, r_skill, _pearson(o_skill, e_skill, all_classes[None, :]),
-                  _pearson(r_skill, e_skill, all_classes[None, :])),
-    }
-
-
-def _observed_actions(data: FitData) -> np.ndarray:
-    """The taken action per step; from a one-action mask when the log did not say (-1 if unknown)."""
-    mask = np.asarray(data.skill.action_mask)
-    single = mask.sum(axis=-1) == 1
-    return np.where(data.action >= 0, data.action, np.where(single, mask.argmax(axis=-1), -1))
-
-
-def skill_state_buckets(data: FitData, min_steps: int = 20):
-    """``(bucket [B, T] int, labels)``: steps grouped by their feasible-skill set.
-
-    Sets seen at fewer than ``min_steps`` checked steps share one ``"other"`` bucket.
-    """
-    feasible = np.asarray(data.skill.feasible)
-    keep = np.asarray(data.skill.valid) & (np.asarray(data.skill.weight) > 0)
-    bits = (feasible * (1 << np.arange(feasible.shape[-1]))).sum(axis=-1)
-    patterns, counts = np.unique(bits[keep], return_counts=True)
-    order = np.argsort(-counts)
-    labels, mapping, other = [], {}, None
-    for i in order:
-        if counts[i] >= min_steps:
-            mapping[int(patterns[i])] = len(labels)
-            names = [n for k, n in enumerate(data.skill_names) if (int(patterns[i]) >> k) & 1]
-            labels.append("+".join(names) if len(names) < len(data.skill_names) else "all skills")
-    if len(mapping) < len(patterns):
-        other = len(labels)
-        labels.append("other")
-    bucket = np.full(bits.shape, -1, np.int32)
-    for pattern in np.unique(bits):
-        bucket[bits == pattern] = mapping.get(int(pattern), other if other is not None else -1)
-    return bucket, labels
+def stored_replications(idata, data: FitData):
+    """``(actions [S, B, T], draws [S], seed)`` of the fit's ``posterior_predictive`` group, or ``None``
+    when it has none written by :func:`predictive_replications`; :class:`FitError` when it does not
+    match the fit's data or posterior (a damaged or edited file)."""
+    group = getattr(idata, "posterior_predictive", None) if "posterior_predictive" in idata.groups() else None
+    if group is None or REPLICATION_ATTR not in group.attrs or "action" not in group:
+        return None
+    try:
+        record = json.loads(group.attrs[REPLICATION_ATTR])
+        draws, seed = np.asarray(record["draws"], int), int(record["seed"])
+    except (TypeError, ValueError, KeyError) as exc:
+        raise FitError(f"the fit's posterior_predictive record is damaged ({exc})") from None
+    actions = np.asarray(group["action"].values)
+    actions = actions.reshape((-1,) + actions.shape[2:])
+    post = idata.posterior
+    total = post.sizes["chain"] * post.sizes["draw"]
+    lead = tuple(np.shape(data.skill.valid))
+    if actions.shape != (len(draws),) + lead or (len(draws) and (draws.min() < 0 or draws.max() >= total)):
+        raise FitError(f"the fit's posterior_predictive group ({actions.shape[0]} draws of {actions.shape[1:]}) "
+                       f"does not match its data ({lead}) or posterior ({total} draws)")
+    _, _, keep = replicable(data)
+    if np.any(actions[:, keep] < 0) or np.any(actions >= data.skill.q.shape[-1]):
+        raise FitError("the fit's posterior_predictive group holds actions outside the checked steps' range")
+    return actions, draws, seed
 
 
 def predictive_check(idata, data: Optional[FitData] = None, *, num_draws: int = 100, seed: int = 0,
-                     alpha: float = PPP_ALPHA, min_bucket_steps: int = 20) -> List[PredictiveCheck]:
+                     alpha: float = PPP_ALPHA, min_bucket_steps: int = 20, stored: bool = False) -> List[PredictiveCheck]:
     """One-step-ahead posterior predictive check of action frequencies per skill-state bucket.
 
     Returns two views (see the module doc): ``"skill"`` (actions classed
     relative to the skill the model predicts: toward it, toward another feasible
-    skill, neither) and ``"primitive"`` (the actions themselves).
+    skill, neither) and ``"primitive"`` (the actions themselves). ``stored``: replicate with the
+    fit's ``posterior_predictive`` group (its draws and actions; ``num_draws`` and ``seed`` are
+    then the stored ones) instead of drawing new replications.
     """
-    import jax
-    import jax.numpy as jnp
-
     config = fit_config(idata)
     data = FitData.from_idata(idata) if data is None else data
-    inputs = prepare(data)
-    skill = data.skill
-    dtype = np.asarray(skill.q).dtype
-    num_actions = skill.q.shape[-1]
-    checked_np = np.ones(num_actions, bool)
-    checked_np[list(data.excluded_actions)] = False
-    observed = _observed_actions(data)
+    dtype = np.asarray(data.skill.q).dtype
+    checked_np, _, keep = replicable(data)
     bucket, labels = skill_state_buckets(data, min_bucket_steps)
-    keep = (np.asarray(skill.valid) & (np.asarray(skill.weight) > 0) & (observed >= 0)
-            & (bucket >= 0))
-    keep &= checked_np[np.maximum(observed, 0)]
+    keep &= bucket >= 0
     if not keep.any():
         raise FitError("no step to check: every step is excluded or its action unknown")
-    draws = _draws(idata, config, num_draws, dtype)
-    num = len(next(iter(draws.values())))
-    keys = jax.random.split(jax.random.PRNGKey(seed), num)
-    fn = jax.jit(partial(_check_one, config=config, num_buckets=len(labels)))
-    arrays = (inputs, skill, jnp.asarray(checked_np), jnp.asarray(observed), jnp.asarray(bucket),
-              jnp.asarray(keep))
-    results = [fn(keys[i], {k: v[i] for k, v in draws.items()}, *arrays) for i in range(num)]
+    saved = stored_replications(idata, data) if stored else None
+    if stored and saved is None:
+        raise FitError("the fit has no posterior_predictive group of `beliefgate fit` to check with")
+    if saved is None:
+        draws, _ = parameter_draws(idata, num_draws, dtype)
+        reps = None
+    else:
+        reps, pick, seed = saved
+        draws, _ = parameter_draws(idata, len(pick), dtype, pick=pick)
+    results = run_checks(prepare(data), data, config, draws, seed, keep, bucket, len(labels), model_loglik, reps)
     steps = int(keep.sum())
     views = []
     for view, classes, cols in (
@@ -555,7 +482,7 @@ def filtered_posterior(data: FitData, config: FitConfig, values: dict) -> np.nda
     dtype = np.asarray(data.skill.q).dtype
     draw = _point_arrays({k: v for k, v in values.items()}, dtype)
     draw.setdefault("hazard", np.asarray(0.0, dtype))
-    fn = jax.jit(lambda inputs, skill, d: _filter_pass(inputs, skill, config, d)[1].log_posterior)
+    fn = jax.jit(lambda inputs, skill, d: filter_pass(inputs, skill, config, d, model_loglik)[1].log_posterior)
     return np.exp(np.asarray(fn(prepare(data), data.skill, draw), np.float64))
 
 
@@ -589,12 +516,15 @@ def calibration(idata, data: Optional[FitData] = None, *, point: str = "median",
 
 
 def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = True,
-             calibrate: bool = True, min_bucket_steps: int = 20, point: str = "median") -> Diagnosis:
+             calibrate: bool = True, min_bucket_steps: int = 20, point: str = "median",
+             stored: Optional[bool] = None) -> Diagnosis:
     """Summary, warnings, predictive check and calibration of a fit (see the module doc).
 
     ``seed`` and ``ppc_draws`` drive the predictive replications, ``min_bucket_steps``
     the skill-state buckets, ``point`` the parameters the calibration filter runs at;
-    all of them, with the fit's own record, are kept in ``Diagnosis.settings``.
+    all of them, with the fit's own record, are kept in ``Diagnosis.settings``. ``stored``:
+    check with the replications the fit file stores (its ``posterior_predictive`` group; then its
+    draws and seed replace ``ppc_draws`` and ``seed``); ``None``: when the file has them.
     """
     record = fit_record(idata)
     config = FitConfig(**record["config"])
@@ -609,8 +539,13 @@ def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = T
 
     with jax.enable_x64(True) if record.get("jax_x64") else contextlib.nullcontext():
         data = FitData.from_idata(idata) if (predictive or calibrate) else None
-        ppc = (predictive_check(idata, data, num_draws=ppc_draws, seed=seed, min_bucket_steps=min_bucket_steps)
-               if predictive else [])
+        saved = stored_replications(idata, data) if predictive and stored is not False else None
+        if stored and saved is None:
+            raise FitError("the fit has no posterior_predictive group of `beliefgate fit` to check with")
+        if saved is not None:
+            ppc_draws, seed = len(saved[1]), saved[2]
+        ppc = (predictive_check(idata, data, num_draws=ppc_draws, seed=seed, min_bucket_steps=min_bucket_steps,
+                                stored=saved is not None) if predictive else [])
         cal = calibration(idata, data, point=point) if calibrate else None
     for view in ppc:
         if view.passed:
@@ -621,8 +556,9 @@ def diagnose(idata, *, ppc_draws: int = 100, seed: int = 0, predictive: bool = T
             f"skill-state bucket differ from the model's (ppp {view.ppp:.3f} < {view.alpha}, "
             f"X^2 {view.chi2_observed:.1f} observed vs {view.chi2_replicated:.1f} replicated, "
             f"TV {view.tv:.3f}; worst bucket '{worst.label}': TV {worst.tv:.3f} over "
-            f"{worst.steps} steps). {ppc_hint(view.view)}")
+            f"{worst.steps} steps). {ppc_advice(view, (data.meta if data is not None else {}).get('partner_sides'))}")
     settings = {"seed": seed, "ppc_draws": ppc_draws, "predictive": predictive, "calibrate": calibrate,
+                "replications": ("stored" if saved is not None else "drawn") if predictive else None,
                 "min_bucket_steps": min_bucket_steps, "point": point, "fit": record}
     return Diagnosis(parameters, divergences, warnings, config.method, chains, draws, ppc, cal, settings)
 
@@ -712,10 +648,13 @@ class KappaDiagnosis(NamedTuple):
         return json.loads(json.dumps(out, default=_finite_or_none))
 
 
-def diagnose_kappa(idata, *, ppc_draws: int = 200, seed: int = 0, predictive: bool = True) -> KappaDiagnosis:
+def diagnose_kappa(idata, *, ppc_draws: int = 200, seed: int = 0, predictive: bool = True,
+                   stored: Optional[bool] = None) -> KappaDiagnosis:
     """Summary, convergence warnings and the posterior predictive check of a kappa fit
-    (:func:`beliefgate.models.kappa.kappa_predictive_check`)."""
+    (:func:`beliefgate.models.kappa.kappa_predictive_check`; ``stored``: with the fit file's
+    ``posterior_predictive`` group, ``None``: when it has one)."""
     from beliefgate.models.kappa import kappa_fit_config, kappa_fit_record, kappa_predictive_check
+    from beliefgate.models.kappa.fit import data_from_idata, stored_kappa_replications
 
     record = kappa_fit_record(idata)
     config = kappa_fit_config(idata)
@@ -725,13 +664,18 @@ def diagnose_kappa(idata, *, ppc_draws: int = 200, seed: int = 0, predictive: bo
     divergences = count_divergences(idata)
     warnings = convergence_warnings(parameters, divergences, chains, draws, config.method)
     warnings += svi_warnings(idata, config.method)
-    checks = kappa_predictive_check(idata, num_draws=ppc_draws, seed=seed) if predictive else []
+    saved = stored_kappa_replications(idata, data_from_idata(idata)) if predictive and stored is not False else None
+    if saved is not None:
+        ppc_draws, seed = len(saved[2]), saved[3]
+    checks = (kappa_predictive_check(idata, num_draws=ppc_draws, seed=seed, stored=saved is not None)
+              if predictive else [])
     for c in checks:
         if not c.passed:
             warnings.append(f"posterior predictive check failed: {c.name} ({c.description}) observed "
                             f"{c.observed:.3f}, replicated {c.replicated_mean:.3f} [{c.low:.3f}, {c.high:.3f}], "
                             f"ppp {c.ppp:.3f}")
-    settings = {"seed": seed, "ppc_draws": ppc_draws, "predictive": predictive, "fit": record}
+    settings = {"seed": seed, "ppc_draws": ppc_draws, "predictive": predictive, "fit": record,
+                "replications": ("stored" if saved is not None else "drawn") if predictive else None}
     return KappaDiagnosis(parameters, divergences, warnings, config.method, chains, draws, checks, settings)
 
 
@@ -863,6 +807,10 @@ __all__ = [
     "convergence_warnings",
     "skill_state_buckets",
     "predictive_check",
+    "predictive_replications",
+    "stored_replications",
+    "ppc_advice",
+    "REPLICATION_ATTR",
     "filtered_posterior",
     "calibration",
     "diagnose",

@@ -30,7 +30,11 @@ equals that of :func:`partner_skill_model` on the raw controller tables (tested)
 
 :func:`fit` returns an ``arviz.InferenceData`` with ``posterior`` (parameters),
 ``sample_stats`` (NUTS: divergences, energy, tree depth, ...; SVI: the ELBO loss
-per optimisation step), ``log_likelihood`` (``log_lik``: each trajectory's log
+per optimisation step), ``prior`` (the parameters drawn from their priors),
+``posterior_predictive`` / ``prior_predictive`` (``action`` and the ``skill`` behind it
+replicated one step ahead at ``predictive_draws`` posterior / prior draws:
+:func:`beliefgate.models.diagnose.predictive_replications`, what ``diagnose`` checks with),
+``log_likelihood`` (``log_lik``: each trajectory's log
 marginal likelihood per draw, the unit for LOO because steps within a trajectory
 are dependent), ``observed_data``/``constant_data`` (the model inputs, see
 :meth:`FitData.to_datasets`) and the configuration as attributes
@@ -72,6 +76,11 @@ FIT_FILE = FitFile(CONFIG_ATTR, FORMAT, FitError,
                    stamp_groups=("posterior", "sample_stats", "log_likelihood"))
 
 
+#: posterior (and prior) draws whose replicated actions a fit file stores: the predictive check's
+#: default, so `beliefgate diagnose` checks with them (about 2 x 100 filter passes over the data)
+PREDICTIVE_DRAWS = 100
+
+
 class FitConfigError(ParamError, FitError):
     """A :class:`FitConfig` field is bad: one line naming the field and the value
     (``warmup: Input should be greater than or equal to 0, got -1``). A :class:`FitError`."""
@@ -88,7 +97,8 @@ class FitConfig(CheckedModel):
     ``parallel`` needs as many JAX devices as chains), ``target_accept``,
     ``max_tree_depth``; SVI: ``svi_steps``, ``learning_rate``, ``guide``
     (``normal`` = mean field, ``mvn`` = full-rank Gaussian), and ``chains x draws``
-    draws from the fitted guide.
+    draws from the fitted guide. File: ``predictive_draws`` (posterior and prior draws whose
+    replicated actions the ``posterior_predictive``/``prior_predictive`` groups hold; 0: none).
     A bad value raises :class:`FitConfigError` naming the field (``FitConfig(...)``,
     ``model_validate``, ``model_copy(update=...)``).
     """
@@ -112,6 +122,8 @@ class FitConfig(CheckedModel):
     svi_steps: int = Field(2000, ge=1, le=MAX_SVI_STEPS)
     learning_rate: float = Field(0.02, gt=0.0)
     guide: Literal["normal", "mvn"] = "normal"
+    #: draws behind the file's posterior_predictive and prior_predictive groups (0: neither group)
+    predictive_draws: int = Field(PREDICTIVE_DRAWS, ge=0, le=MAX_DRAWS)
 
     @field_validator("fixed")
     @classmethod
@@ -482,15 +494,26 @@ def _svi(data: FitData, config: FitConfig, progress: bool):
 PRIOR_DRAWS = 500
 
 
-def prior_draws(data: FitData, config: FitConfig, num: int = PRIOR_DRAWS):
-    """The parameters drawn from the model's priors (``config``'s fixed values, variant and per-skill
-    beta), as an xarray Dataset with one chain of ``num`` draws: the fit file's ``prior`` group, to
-    compare the posterior with (only the parameter sites are run: no likelihood is evaluated)."""
+def prior_group(sample_sites, names, seed: int, num: int = PRIOR_DRAWS, coords=None, dims=None):
+    """The parameter sites ``names`` of ``sample_sites()`` (a function that only samples a model's
+    parameters) drawn ``num`` times from their priors, as an xarray Dataset with one chain: every
+    fitted model's ``prior`` group (the skill model's, the goal model's)."""
     import arviz as az
     import jax
     import numpy as np
     from numpyro.infer import Predictive
 
+    draws = Predictive(sample_sites, num_samples=num, return_sites=list(names))(jax.random.PRNGKey(seed))
+    dims = {k: v for k, v in (dims or {}).items() if k in draws}
+    used = {d for v in dims.values() for d in v}
+    return az.from_dict(prior={k: np.asarray(v)[None] for k, v in draws.items()},
+                        coords={k: v for k, v in (coords or {}).items() if k in used}, dims=dims).prior
+
+
+def prior_draws(data: FitData, config: FitConfig, num: int = PRIOR_DRAWS):
+    """The parameters drawn from the model's priors (``config``'s fixed values, variant and per-skill
+    beta), as an xarray Dataset with one chain of ``num`` draws (seed + 1): the fit file's ``prior``
+    group, to compare the posterior with (only the parameter sites are run: no likelihood is evaluated)."""
     from beliefgate.models.params import PARAMS
     from beliefgate.models.skill_model import sample_model_params
 
@@ -498,12 +521,60 @@ def prior_draws(data: FitData, config: FitConfig, num: int = PRIOR_DRAWS):
         sample_model_params(PARAMS, config.fixed, num_skills=len(data.skill_names), model=config.model,
                             per_skill_beta=config.per_skill_beta, fit_weight=config.fit_weight)
 
-    names = config.parameter_names()
-    draws = Predictive(prior_model, num_samples=num, return_sites=names)(jax.random.PRNGKey(config.seed + 1))
     coords, dims = _coords(data, config)
-    dims = {k: v for k, v in dims.items() if k in draws}
-    return az.from_dict(prior={k: np.asarray(v)[None] for k, v in draws.items()},
-                        coords={k: v for k, v in coords.items() if k == "skill"}, dims=dims).prior
+    return prior_group(prior_model, config.parameter_names(), config.seed + 1, num, coords, dims)
+
+
+def parameter_draws(idata, num: int, dtype, group: str = "posterior", pick=None):
+    """``(values, pick)``: every model parameter at up to ``num`` draws of ``group`` (``posterior`` or
+    ``prior``) of a fit, thinned evenly across chains (or at the flat indices ``pick``), fixed and
+    unused-by-the-fit values added (``{name: [S, ...]}`` in ``dtype``)."""
+    import numpy as np
+
+    from beliefgate.models.fitio import pick_draws
+    from beliefgate.models.params import PARAMS
+
+    config = fit_config(idata)
+    post = getattr(idata, group)
+    total = post.sizes["chain"] * post.sizes["draw"]
+    pick = pick_draws(total, num) if pick is None else np.asarray(pick, int)
+    out = {}
+    for name in config.parameter_names():
+        arr = np.asarray(post[name].values)
+        out[name] = arr.reshape((total,) + arr.shape[2:])[pick].astype(dtype)
+    point = point_values(idata)
+    for name in (*(s.name for s in PARAMS), "ambiguous_weight"):
+        if name not in out and name in point:
+            out[name] = np.full(len(pick), point[name], dtype)
+    return out, pick
+
+
+def predictive_replications(idata, data: Optional[FitData] = None, *, group: str = "posterior",
+                            num_draws: int = PREDICTIVE_DRAWS, seed: int = 0):
+    """Replicated actions and skills from ``num_draws`` draws of ``group`` (``"posterior"`` or ``"prior"``):
+    the fit file's ``posterior_predictive`` / ``prior_predictive`` group (an ``xarray.Dataset``).
+
+    At each draw every checked step gets an action from the one-step-ahead predictive
+    ``p(a_t | a_{<t})`` (renormalised over the checked actions) and the skill behind it: the
+    replication of ``diagnose``'s predictive check (:mod:`beliefgate.models.predictive`). Variables
+    ``action`` and ``skill`` ``[chain=1, draw, trajectory, step]`` (int16; -1 where no replication:
+    padding, excluded or unknown actions; fewer than ``num_draws`` draws where draws x steps would
+    pass :data:`~beliefgate.models.predictive.PREDICTIVE_MAX_VALUES`); ``attrs["beliefgate_replication"]``
+    (JSON) names the group, the flat indices of the draws (thinned evenly across chains, as the check
+    picks them) and the seed: the check with the same draws and seed replicates exactly these actions.
+    """
+    import numpy as np
+
+    from beliefgate.models.predictive import PREDICTIVE_MAX_VALUES, replication_group
+
+    if group not in ("posterior", "prior"):
+        raise FitError(f"group must be 'posterior' or 'prior', got {group!r}")
+    config = fit_config(idata)
+    data = FitData.from_idata(idata) if data is None else data
+    steps = int(np.prod(np.shape(data.skill.valid)))
+    num_draws = min(num_draws, max(1, PREDICTIVE_MAX_VALUES // max(1, steps)))  # bounded file size
+    draws, pick = parameter_draws(idata, num_draws, np.asarray(data.skill.q).dtype, group)
+    return replication_group(prepare(data), data, config, draws, pick, seed, group, model_loglik)
 
 
 def fit(data: FitData, config: Optional[FitConfig] = None, *, progress: bool = False,
@@ -556,7 +627,17 @@ def fit(data: FitData, config: Optional[FitConfig] = None, *, progress: bool = F
         **info,
         **dict(extra_attrs or {}),
     }
-    return FIT_FILE.stamp(idata, record)
+    FIT_FILE.stamp(idata, record)
+    if config.predictive_draws:
+        started = time.perf_counter()
+        for group, seed in (("posterior", config.seed), ("prior", config.seed + 2)):
+            if f"{group}_predictive" in idata.groups():
+                delattr(idata, f"{group}_predictive")
+            idata.add_groups({f"{group}_predictive": predictive_replications(
+                idata, data, group=group, num_draws=config.predictive_draws, seed=seed)})
+        record["predictive_wall_s"] = round(time.perf_counter() - started, 3)
+        FIT_FILE.stamp(idata, record)
+    return idata
 
 
 def fit_record(idata) -> dict:
@@ -592,6 +673,10 @@ __all__ = [
     "run_svi",
     "fit_record",
     "fit_config",
+    "parameter_draws",
+    "predictive_replications",
+    "prior_group",
+    "PREDICTIVE_DRAWS",
     "point_values",
     "save_fit",
     "load_fit",

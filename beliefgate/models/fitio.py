@@ -12,6 +12,18 @@ from pathlib import Path
 from typing import Sequence, Type, Union
 
 
+#: attribute of a fit's ``posterior_predictive`` / ``prior_predictive`` group (every model's): which group's
+#: draws (flat indices, thinned evenly across chains) and which seed made the replications (JSON)
+REPLICATION_ATTR = "beliefgate_replication"
+
+
+def pick_draws(total: int, num: int):
+    """Up to ``num`` flat draw indices out of ``total``, evenly spread (across chains)."""
+    import numpy as np
+
+    return np.unique(np.linspace(0, total - 1, min(num, total)).round().astype(int))
+
+
 def stamp_record(idata, attr: str, record: dict, groups: Sequence[str] = ("posterior",)):
     """Store ``record`` as JSON under ``attr`` on ``idata`` and on each of ``groups``."""
     text = json.dumps(record, sort_keys=True, default=str)

@@ -427,7 +427,8 @@ def fit_goal(data, config: Optional["GoalFitConfig"] = None, *, progress: bool =
     summed out by the filter's scan). ``data``: :class:`GoalData`, or :class:`GoalFitData` (a
     domain loader's, whose names, sources and logged goals are kept: ``constant_data`` holds the
     model inputs, so ``beliefgate diagnose`` can refilter). Returns ``arviz.InferenceData`` with
-    ``posterior``, ``sample_stats`` (NUTS statistics or the ELBO loss), ``log_likelihood``
+    ``posterior``, ``prior`` (the sampled parameters drawn from their priors, 500 draws),
+    ``sample_stats`` (NUTS statistics or the ELBO loss), ``log_likelihood``
     (``log_lik`` per trajectory and draw) and the record (config, provenance) as
     ``attrs["beliefgate_goal_fit"]`` (JSON)."""
     import time
@@ -435,7 +436,7 @@ def fit_goal(data, config: Optional["GoalFitConfig"] = None, *, progress: bool =
     import xarray as xr
 
     import beliefgate
-    from beliefgate.models.fit import run_nuts, run_svi
+    from beliefgate.models.fit import prior_group, run_nuts, run_svi
 
     config = GoalFitConfig() if config is None else config
     full = data if isinstance(data, GoalFitData) else None
@@ -462,6 +463,10 @@ def fit_goal(data, config: Optional["GoalFitConfig"] = None, *, progress: bool =
     idata.posterior = idata.posterior.drop_vars("log_lik")
     idata.add_groups(log_likelihood=xr.Dataset({"log_lik": log_lik}))
     idata.add_groups(constant_data=goal_datasets(full if full is not None else data))
+    if "prior" in idata.groups():
+        delattr(idata, "prior")
+    idata.add_groups(prior=prior_group(lambda: sample_params(GOAL_PARAMS, dict(config.fixed)),
+                                       config.parameter_names(), config.seed + 1))
     valid = np.asarray(data.skill.valid)
     record = {
         "format": GOAL_FIT_FORMAT,

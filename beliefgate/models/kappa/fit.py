@@ -10,6 +10,7 @@ predictive check (``beliefgate diagnose``).
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from functools import partial
@@ -19,7 +20,8 @@ from typing import Any, Dict, List, Literal, Mapping, NamedTuple, Optional, Unio
 import numpy as np
 from pydantic import ConfigDict, Field, field_validator
 
-from beliefgate.models.fitio import FitFile
+from beliefgate.limits import MAX_DRAWS
+from beliefgate.models.fitio import REPLICATION_ATTR, FitFile, pick_draws
 from beliefgate.models.kappa.data import Decisions, KappaData
 from beliefgate.models.kappa.errors import KappaFitConfigError, KappaFitError
 from beliefgate.models.kappa.model import PARAM_NAMES, PARAM_RANGES, PRIORS, utility_model
@@ -60,6 +62,8 @@ class KappaFitConfig(CheckedModel):
     #: sample the utilities themselves (better mixing when branches carry much evidence; measured:
     #: 60 simulated decisions, 2 x 300 draws, min ess_bulk 191 centred vs 84 non-centred)
     centered: bool = True
+    #: posterior and prior draws behind the file's posterior_predictive and prior_predictive groups (0: neither)
+    predictive_draws: int = Field(100, ge=0, le=MAX_DRAWS)
 
     @field_validator("fixed")
     @classmethod
@@ -153,8 +157,10 @@ def fit_kappa(decisions: Decisions, config: Optional[KappaFitConfig] = None, *, 
     """Fit ``mu0, sigma0, tau, sigma_r`` (those not pinned) to ``decisions``; returns InferenceData.
 
     Groups: ``posterior`` (the parameters; the per-branch utilities are summed out by
-    sampling and not kept), ``sample_stats``, ``observed_data`` (``y``, ``r``) and
-    ``constant_data`` (indices, depths); the record (configuration, data provenance,
+    sampling and not kept), ``sample_stats``, ``observed_data`` (``y``, ``r``),
+    ``constant_data`` (indices, depths), ``prior`` (:func:`kappa_prior_draws`) and, unless
+    ``config.predictive_draws`` is 0, ``posterior_predictive`` / ``prior_predictive``
+    (:func:`kappa_replication_group`: what ``diagnose`` checks with); the record (configuration, data provenance,
     timing) is ``attrs["beliefgate_kappa_fit"]`` (JSON).
     """
     import beliefgate
@@ -190,7 +196,111 @@ def fit_kappa(decisions: Decisions, config: Optional[KappaFitConfig] = None, *, 
         **info,
         **dict(extra_attrs or {}),
     }
-    return KAPPA_FIT_FILE.stamp(idata, record)
+    KAPPA_FIT_FILE.stamp(idata, record)
+    idata.add_groups(prior=kappa_prior_draws(config))
+    if config.predictive_draws:
+        started = time.perf_counter()
+        for group, seed in (("posterior", config.seed), ("prior", config.seed + 2)):
+            idata.add_groups({f"{group}_predictive": kappa_replication_group(
+                idata, group=group, num_draws=config.predictive_draws, seed=seed)})
+        record["predictive_wall_s"] = round(time.perf_counter() - started, 3)
+        KAPPA_FIT_FILE.stamp(idata, record)
+    return idata
+
+
+#: draws of a kappa fit's ``prior`` group
+KAPPA_PRIOR_DRAWS = 500
+#: judgments + rollouts replicated per variable at most (draws x values): larger data get fewer draws
+KAPPA_PREDICTIVE_MAX_VALUES = 4_000_000
+
+
+def kappa_prior_draws(config: KappaFitConfig, num: int = KAPPA_PRIOR_DRAWS):
+    """The sampled parameters drawn from their :data:`PRIORS` (one chain of ``num`` draws, seed + 1):
+    the kappa fit file's ``prior`` group."""
+    import jax
+    import xarray as xr
+
+    from beliefgate.models.kappa.model import prior
+
+    keys = jax.random.split(jax.random.PRNGKey(config.seed + 1), len(PARAM_NAMES))
+    return xr.Dataset({name: (("chain", "draw"), np.asarray(prior(name).sample(key, (num,)), np.float64)[None])
+                       for name, key in zip(PARAM_NAMES, keys) if name not in config.fixed},
+                      coords={"chain": [0], "draw": np.arange(num)})
+
+
+def _parameter_draws(idata, config: KappaFitConfig, group: str, num: int, pick=None):
+    """``(values, pick)``: every parameter at up to ``num`` draws of ``group`` (thinned evenly across
+    chains, or the flat indices ``pick``), pinned ones at their fixed value."""
+    post = getattr(idata, group)
+    total = post.sizes["chain"] * post.sizes["draw"]
+    pick = pick_draws(total, num) if pick is None else np.asarray(pick, int)
+    values = {}
+    for name in PARAM_NAMES:
+        if name in config.fixed:
+            values[name] = np.full(len(pick), float(config.fixed[name]))
+        else:
+            values[name] = np.asarray(post[name].values).reshape(-1)[pick]
+    return values, pick
+
+
+def kappa_replications(data: KappaData, values: Mapping[str, np.ndarray], seed: int):
+    """``(y [S, J], r [S, R])``: for each parameter draw a data set with the same branches, judged
+    pairs and rollout depths drawn from the model (fresh utilities): the replication of
+    :func:`kappa_predictive_check` and of the fit file's predictive groups."""
+    rng = np.random.default_rng(seed)
+    num = len(values["mu0"])
+    ys = np.zeros((num, len(data.j_y)), np.int8)
+    rs = np.zeros((num, len(data.r_score)), np.float64)
+    for s in range(num):
+        u = rng.normal(values["mu0"][s], values["sigma0"][s], size=data.num_branches)
+        ys[s] = rng.random(len(data.j_y)) < 1.0 / (1.0 + np.exp(-(u[data.j_left] - u[data.j_right]) / values["tau"][s]))
+        rs[s] = rng.normal(u[data.r_branch], values["sigma_r"][s] / np.sqrt(data.r_depth))
+    return ys, rs
+
+
+def kappa_replication_group(idata, *, group: str = "posterior", num_draws: int = 100, seed: int = 0):
+    """A kappa fit's ``posterior_predictive`` / ``prior_predictive`` group: ``y [chain=1, draw, judgment]``
+    (int8) and ``r [chain=1, draw, rollout]`` replicated at up to ``num_draws`` draws of ``group``
+    (fewer where draws x values would pass :data:`KAPPA_PREDICTIVE_MAX_VALUES`), with the draws and
+    the seed in ``attrs[REPLICATION_ATTR]``."""
+    import xarray as xr
+
+    config = kappa_fit_config(idata)
+    data = data_from_idata(idata)
+    size = max(1, len(data.j_y) + len(data.r_score))
+    values, pick = _parameter_draws(idata, config, group, min(num_draws, max(1, KAPPA_PREDICTIVE_MAX_VALUES // size)))
+    ys, rs = kappa_replications(data, values, seed)
+    record = {"group": group, "draws": [int(i) for i in pick], "seed": int(seed),
+              "replicates": "whole data sets: fresh utilities, the same branches, judged pairs and rollout depths"}
+    return xr.Dataset({"y": (("chain", "draw", "judgment"), ys[None]), "r": (("chain", "draw", "rollout"), rs[None])},
+                      coords={"chain": [0], "draw": np.arange(len(pick))},
+                      attrs={REPLICATION_ATTR: json.dumps(record)})
+
+
+def stored_kappa_replications(idata, data: KappaData):
+    """``(y [S, J], r [S, R], draws, seed)`` of a kappa fit's ``posterior_predictive`` group, or ``None``
+    without one; :class:`KappaFitError` when it does not match the fit (a damaged or edited file)."""
+    if "posterior_predictive" not in idata.groups():
+        return None
+    group = idata.posterior_predictive
+    if REPLICATION_ATTR not in group.attrs or "y" not in group or "r" not in group:
+        return None
+    try:
+        record = json.loads(group.attrs[REPLICATION_ATTR])
+        draws, seed = np.asarray(record["draws"], int), int(record["seed"])
+    except (TypeError, ValueError, KeyError) as exc:
+        raise KappaFitError(f"the fit's posterior_predictive record is damaged ({exc})") from None
+    ys = np.asarray(group["y"].values).reshape((-1, len(data.j_y)) if group["y"].size else (len(draws), 0))
+    rs = np.asarray(group["r"].values).reshape((-1, len(data.r_score)) if group["r"].size else (len(draws), 0))
+    post = idata.posterior
+    total = post.sizes["chain"] * post.sizes["draw"]
+    if (group["y"].shape[-1] != len(data.j_y) or group["r"].shape[-1] != len(data.r_score)
+            or len(ys) != len(draws) or len(rs) != len(draws) or not len(draws)
+            or draws.min() < 0 or draws.max() >= total):
+        raise KappaFitError(f"the fit's posterior_predictive group ({group['y'].shape[-1]} judgments, "
+                            f"{group['r'].shape[-1]} rollouts, {len(draws)} draws) does not match its data "
+                            f"({len(data.j_y)} judgments, {len(data.r_score)} rollouts) or posterior ({total} draws)")
+    return ys, rs, draws, seed
 
 
 def is_kappa_fit(idata) -> bool:
@@ -279,33 +389,29 @@ STAT_DESCRIPTIONS = {
 }
 
 
-def kappa_predictive_check(idata, num_draws: int = 200, seed: int = 0, alpha: float = 0.05) -> List[KappaStatCheck]:
+def kappa_predictive_check(idata, num_draws: int = 200, seed: int = 0, alpha: float = 0.05,
+                           stored: bool = False) -> List[KappaStatCheck]:
     """Posterior predictive check of a kappa fit.
 
     For each of ``num_draws`` parameter draws a replicated data set with the same
-    branches, judged pairs and rollout depths is drawn from the model (fresh utilities),
-    and the statistics of :data:`STAT_DESCRIPTIONS` are compared with the observed ones:
-    ``ppp = P(T_rep >= T_obs)``; a check fails when ``ppp < alpha/2`` or ``> 1 - alpha/2``.
+    branches, judged pairs and rollout depths is drawn from the model (fresh utilities,
+    :func:`kappa_replications`), and the statistics of :data:`STAT_DESCRIPTIONS` are compared
+    with the observed ones: ``ppp = P(T_rep >= T_obs)``; a check fails when ``ppp < alpha/2``
+    or ``> 1 - alpha/2``. ``stored``: the replications of the fit file's
+    ``posterior_predictive`` group instead (its draws and seed).
     """
     data = data_from_idata(idata)
-    y_obs, r_obs = np.asarray(data.j_y), np.asarray(data.r_score)
-    observed = _statistics(data, y_obs, r_obs)
-    values = {}
-    config = kappa_fit_config(idata)
-    post = idata.posterior
-    total = post.sizes["chain"] * post.sizes["draw"]
-    pick = np.unique(np.linspace(0, total - 1, min(num_draws, total)).round().astype(int))
-    for name in PARAM_NAMES:
-        if name in config.fixed:
-            values[name] = np.full(len(pick), float(config.fixed[name]))
-        else:
-            values[name] = np.asarray(post[name].values).reshape(-1)[pick]
-    rng = np.random.default_rng(seed)
+    observed = _statistics(data, np.asarray(data.j_y), np.asarray(data.r_score))
+    saved = stored_kappa_replications(idata, data) if stored else None
+    if stored and saved is None:
+        raise KappaFitError("the fit has no posterior_predictive group of `beliefgate fit --model kappa` to check with")
+    if saved is None:
+        values, _ = _parameter_draws(idata, kappa_fit_config(idata), "posterior", num_draws)
+        ys, rs = kappa_replications(data, values, seed)
+    else:
+        ys, rs = saved[:2]
     reps: Dict[str, list] = {k: [] for k in observed}
-    for s in range(len(pick)):
-        u = rng.normal(values["mu0"][s], values["sigma0"][s], size=data.num_branches)
-        y = (rng.random(len(y_obs)) < 1.0 / (1.0 + np.exp(-(u[data.j_left] - u[data.j_right]) / values["tau"][s])))
-        r = rng.normal(u[data.r_branch], values["sigma_r"][s] / np.sqrt(data.r_depth))
+    for y, r in zip(ys, rs):
         stats = _statistics(data, y.astype(np.int32), r)
         for k in reps:
             reps[k].append(stats[k])
@@ -333,4 +439,8 @@ __all__ = [
     "STAT_DESCRIPTIONS",
     "KappaStatCheck",
     "kappa_predictive_check",
+    "kappa_prior_draws",
+    "kappa_replications",
+    "kappa_replication_group",
+    "stored_kappa_replications",
 ]
