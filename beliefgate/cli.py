@@ -120,9 +120,10 @@ def partners(
 @app.command()
 def episode(
     layout: str = typer.Option(..., help="layout name (see `beliefgate layouts`)"),
-    ego: str = typer.Option("balanced", help="ego agent: bayes-belief[:full|no_replan|no_prompt|no_belief|paper], "
-                            "overforge, proagent, periodic-N, completion-held, llm-judge, hypothetical-minds, bc, "
-                            "policy-tree:FILE, any partner name (`beliefgate partners`) or a partner file"),
+    ego: Optional[str] = typer.Option(None, help="ego agent: bayes-belief[:full|no_replan|no_prompt|no_belief|paper], "
+                                      "overforge, proagent, periodic-N, completion-held, llm-judge, hypothetical-minds, "
+                                      "bc, policy-tree:FILE, any partner name (`beliefgate partners`) or a partner file "
+                                      "(default: the layout's default partner, balanced on classic layouts)"),
     partner: Optional[List[str]] = typer.Option(
         None, help="partner name (see `beliefgate partners`) or partner file path; repeat it once per other "
         "player, in seat order (default: balanced in every other seat, or the domain's first partner)"),
@@ -160,6 +161,7 @@ def episode(
         _fail(f"--layout: {exc}")
     env_options = _env_options(env_option or [], domain, layout)
     players = domain.players(layout)
+    ego = ego if ego is not None else domain.default_partner()
     partners = list(partner) if partner else [domain.default_partner()] * (players - 1)
     try:
         domain.check_players(layout, len(partners) + 1)

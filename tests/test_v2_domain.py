@@ -335,6 +335,29 @@ def test_cli_exits_2_on_an_unknown_v2_layout():
     assert "v2/nope" in res.output
 
 
+def test_a_classic_partner_on_a_v2_layout_is_named_as_such_and_the_default_ego_plays():
+    """`balanced` belongs to the classic game: asked for a v2/ kitchen it is refused as another domain's
+    partner (not "unknown agent 'balanced'; available: balanced, ..."); with no --ego the episode's ego is
+    the layout's default partner, as its partners are."""
+    from typer.testing import CliRunner
+
+    from beliefgate.agents.registry import make_agent
+    from beliefgate.cli import app
+    from beliefgate.envs.domain import UnknownPartnerError
+
+    with pytest.raises(UnknownPartnerError, match="'balanced' is a partner of the overcooked domain and does not "
+                                                  "play overcooked_v2 layouts; overcooked_v2 partners: v2-cook"):
+        make_agent("balanced", domain=DOMAIN)
+    assert type(make_agent("balanced")).__name__ == type(make_agent("balanced", domain=domain_for_layout(
+        "cramped_room"))).__name__        # without a domain, or on its own, it is still built
+    for flag in ("--ego", "--partner"):
+        res = CliRunner().invoke(app, ["episode", "--layout", LAYOUT, flag, "balanced", "--horizon", "3"])
+        assert res.exit_code == 2 and f"{flag} 'balanced': 'balanced' is a partner of the overcooked" in res.output
+    res = CliRunner().invoke(app, ["episode", "--layout", LAYOUT, "--horizon", "3", "--seed", "1000"])
+    assert res.exit_code == 0, res.output
+    assert "v2-cook-adaptive" in res.output
+
+
 def test_missing_jaxmarl_names_the_extra(monkeypatch):
     import sys
 

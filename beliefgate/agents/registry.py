@@ -378,6 +378,12 @@ def make_agent(name: str, llm: Optional[object] = None, gate_params: Optional[ob
         if gate_params is not None:
             raise GateParamsNotUsedError(f"agent {name!r} runs no gate; gate parameters would have no effect")
         return owner.make_partner(name)
+    if domain is not None and find_entry(name) is None:
+        other = partner_domain(name)
+        if other is not None:       # e.g. the classic `balanced` asked to play a v2/ kitchen
+            raise UnknownPartnerError(
+                f"{name!r} is a partner of the {other.name} domain and does not play {domain.name} layouts; "
+                f"{domain.name} partners: {', '.join(domain.partner_names())}")
     prefix, option = parse_name(name)
     if prefix in _LEGACY:
         return _legacy_build(name, prefix, llm, gate_params)

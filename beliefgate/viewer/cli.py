@@ -88,7 +88,13 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                                     memory=memory,
                                     human_name=human_name, env_options=option_items(env_option or []))
             check_output_path("--log", Path(settings.log), folder=settings.log_is_dir)
-            probe = make_agent(agent)
+            from beliefgate.envs.domain import domain_for_layout
+
+            domain = domain_for_layout(settings.layout)
+            try:
+                probe = make_agent(agent, domain=domain)
+            except (InputError, LookupFailure) as exc:
+                _fail(f"--agent: {exc}")
             if memory is not None:  # the store's faults, and an agent without a gate, before the server starts
                 from beliefgate.agents.memory import MemoryStore
 
@@ -101,7 +107,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
             for i, name in enumerate(names):  # the third player of a three-player layout, likewise
                 if i not in (settings.human_seat, settings.agent_seat):
                     try:
-                        make_agent(name).reset(settings.layout, i, seed)
+                        make_agent(name, domain=domain).reset(settings.layout, i, seed)
                     except (InputError, LookupFailure) as exc:
                         _fail(f"--third: {exc}")
                     break
