@@ -67,8 +67,12 @@ from beliefgate.models.kappa.fit import (
     kappa_fit_config,
     kappa_fit_record,
     kappa_predictive_check,
+    kappa_prior_draws,
+    kappa_replication_group,
+    kappa_replications,
     load_kappa_fit,
     save_kappa_fit,
+    stored_kappa_replications,
 )
 from beliefgate.models.kappa.model import PARAM_NAMES, PARAM_RANGES, PRIORS, prior, simulate_decisions, utility_model
 from beliefgate.models.kappa.posterior import NutsArgmax, kappa_point_values, nuts_argmax_probs
@@ -136,4 +140,8 @@ __all__ = [
     "STAT_DESCRIPTIONS",
     "KappaStatCheck",
     "kappa_predictive_check",
+    "kappa_prior_draws",
+    "kappa_replications",
+    "kappa_replication_group",
+    "stored_kappa_replications",
 ]
