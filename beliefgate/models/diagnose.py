@@ -59,7 +59,7 @@ from beliefgate.models.transitions import unused_params
 from beliefgate.models.data import FitData
 from beliefgate.models.fit import (FitConfig, FitError, fit_config, fit_record, model_loglik, parameter_draws, point_values,
                                   predictive_replications, prepare)
-from beliefgate.models.fitio import REPLICATION_ATTR
+from beliefgate.models.fitio import REPLICATION_ATTR, stored_replication_record
 from beliefgate.models.predictive import SKILL_CLASSES, filter_pass, replicable, run_checks, skill_state_buckets
 from beliefgate.fileio import finite_or_none as _finite_or_none
 
@@ -380,14 +380,10 @@ def stored_replications(idata, data: FitData):
     """``(actions [S, B, T], draws [S], seed)`` of the fit's ``posterior_predictive`` group, or ``None``
     when it has none written by :func:`predictive_replications`; :class:`FitError` when it does not
     match the fit's data or posterior (a damaged or edited file)."""
-    group = getattr(idata, "posterior_predictive", None) if "posterior_predictive" in idata.groups() else None
-    if group is None or REPLICATION_ATTR not in group.attrs or "action" not in group:
+    stored = stored_replication_record(idata, ("action",), FitError)
+    if stored is None:
         return None
-    try:
-        record = json.loads(group.attrs[REPLICATION_ATTR])
-        draws, seed = np.asarray(record["draws"], int), int(record["seed"])
-    except (TypeError, ValueError, KeyError) as exc:
-        raise FitError(f"the fit's posterior_predictive record is damaged ({exc})") from None
+    group, draws, seed = stored
     actions = np.asarray(group["action"].values)
     actions = actions.reshape((-1,) + actions.shape[2:])
     post = idata.posterior

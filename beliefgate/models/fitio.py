@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Sequence, Type, Union
 
+import numpy as np
+
 
 #: attribute of a fit's ``posterior_predictive`` / ``prior_predictive`` group (every model's): which group's
 #: draws (flat indices, thinned evenly across chains) and which seed made the replications (JSON)
@@ -66,6 +68,22 @@ def read_record(idata, attr: str, fmt: str, error: Type[Exception], missing: str
     if record.get("format") != fmt:
         raise error(f"unsupported fit format {record.get('format')!r} (expected {fmt})")
     return record
+
+
+def stored_replication_record(idata, variables: Sequence[str], error: Type[Exception]):
+    """``(group, draws, seed)`` of a fit's ``posterior_predictive`` group written with a replication
+    record and holding ``variables``, or ``None`` without one; ``error`` when the record is damaged."""
+    if "posterior_predictive" not in idata.groups():
+        return None
+    group = idata.posterior_predictive
+    if REPLICATION_ATTR not in group.attrs or any(v not in group for v in variables):
+        return None
+    try:
+        record = json.loads(group.attrs[REPLICATION_ATTR])
+        draws, seed = np.asarray(record["draws"], int), int(record["seed"])
+    except (TypeError, ValueError, KeyError) as exc:
+        raise error(f"the fit's posterior_predictive record is damaged ({exc})") from None
+    return group, draws, seed
 
 
 def save_netcdf(idata, path: Union[str, Path]) -> Path:

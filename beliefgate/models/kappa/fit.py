@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import ConfigDict, Field, field_validator
 
 from beliefgate.limits import MAX_DRAWS
-from beliefgate.models.fitio import REPLICATION_ATTR, FitFile, pick_draws
+from beliefgate.models.fitio import REPLICATION_ATTR, FitFile, pick_draws, stored_replication_record
 from beliefgate.models.kappa.data import Decisions, KappaData
 from beliefgate.models.kappa.errors import KappaFitConfigError, KappaFitError
 from beliefgate.models.kappa.model import PARAM_NAMES, PARAM_RANGES, PRIORS, utility_model
@@ -280,16 +280,10 @@ def kappa_replication_group(idata, *, group: str = "posterior", num_draws: int =
 def stored_kappa_replications(idata, data: KappaData):
     """``(y [S, J], r [S, R], draws, seed)`` of a kappa fit's ``posterior_predictive`` group, or ``None``
     without one; :class:`KappaFitError` when it does not match the fit (a damaged or edited file)."""
-    if "posterior_predictive" not in idata.groups():
+    stored = stored_replication_record(idata, ("y", "r"), KappaFitError)
+    if stored is None:
         return None
-    group = idata.posterior_predictive
-    if REPLICATION_ATTR not in group.attrs or "y" not in group or "r" not in group:
-        return None
-    try:
-        record = json.loads(group.attrs[REPLICATION_ATTR])
-        draws, seed = np.asarray(record["draws"], int), int(record["seed"])
-    except (TypeError, ValueError, KeyError) as exc:
-        raise KappaFitError(f"the fit's posterior_predictive record is damaged ({exc})") from None
+    group, draws, seed = stored
     ys = np.asarray(group["y"].values).reshape((-1, len(data.j_y)) if group["y"].size else (len(draws), 0))
     rs = np.asarray(group["r"].values).reshape((-1, len(data.r_score)) if group["r"].size else (len(draws), 0))
     post = idata.posterior
