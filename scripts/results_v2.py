@@ -5,8 +5,10 @@ the recipe is hidden from the ego?
     PYTHONPATH=$PWD .venv/bin/python scripts/results_v2.py report --out runs/results_v2
 
 ``run`` plays every (layout, agent, partner, seat, seed) episode and appends one JSON line per
-episode to ``OUT/rows.jsonl`` (resumable: an episode already there is skipped; a line is written
-only when its episode is complete). ``report`` prints the markdown tables: per layout and agent
+episode, with the commit that played it, to ``OUT/rows.jsonl`` (resumable: an episode already there
+is skipped; a line is written only when its episode is complete). ``verify`` replays a seeded sample
+of stored rows with the current code: rows from several commits are pooled only when it finds the
+same episodes. ``report`` prints the markdown tables: per layout and agent
 the means, and the paired differences ``full - no_belief`` (and ``full - no_replan``) with the
 project's paired bootstrap (``beliefgate.eval.report.paired_bootstrap``: pairs matched on layout,
 partner, seat, seed; seeds resampled).
@@ -88,8 +90,14 @@ def recipe_accuracy(traj, seat: int) -> float:
     return hits / total if total else float("nan")
 
 
+def git_commit():
+    from beliefgate.provenance import git_commit as commit
+
+    return commit()
+
+
 def play(task) -> dict:
-    """One episode's row."""
+    """One episode's row (with the commit of the code that played it)."""
     from beliefgate.eval.episode import run_episode
     from beliefgate.eval.metrics import belief_action_gap_rate, effective_replans, reference_replay, replans
 
@@ -104,6 +112,7 @@ def play(task) -> dict:
            "replans": float(replans(traj)), "effective_replans": float(effective_replans(traj))}
     row["gap_rate"] = float(belief_action_gap_rate(traj, reference_replay(traj)))
     row["wall_s"] = round(time.perf_counter() - t0, 2)
+    row["commit"] = git_commit()
     return row
 
 
@@ -142,7 +151,7 @@ def run(args) -> None:
     (out / "grid.json").write_text(json.dumps({"layouts": {k: LAYOUTS[k] for k in args.layouts},
                                                "agents": args.agents, "partners": args.partners,
                                                "seats": args.seats, "seeds": args.seeds,
-                                               "horizon": args.horizon}, indent=1))
+                                               "horizon": args.horizon, "commit": git_commit()}, indent=1))
     with open(out / "rows.jsonl", "a") as fh:
         if args.workers <= 1:
             _register()
@@ -157,6 +166,35 @@ def run(args) -> None:
             fh.flush()
             if i % 20 == 0:
                 print(f"{i}/{len(todo)}", flush=True)
+
+
+#: what must agree for a replayed row to count as the same episode
+VERIFIED = ("reward", "soups", "wrong", "replans", "effective_replans")
+
+
+def verify(args) -> None:
+    """Replay a seeded sample of the stored rows with the current code and say, row by row, whether
+    the episode comes out the same: the check that rows played at different commits may be pooled.
+    Exits 1 when any differs."""
+    import random
+
+    rows = [r for r in load_rows(Path(args.out)) if args.agent is None or r["agent"] == args.agent]
+    if not rows:
+        raise SystemExit(f"no rows to verify in {args.out}" + (f" for agent {args.agent!r}" if args.agent else ""))
+    sample = random.Random(args.seed).sample(rows, min(args.sample, len(rows)))
+    _register()
+    differ = 0
+    print(f"replaying {len(sample)} of {len(rows)} rows at {git_commit()}")
+    for old in sample:
+        new = play(_key(old))
+        diff = {k: (old[k], new[k]) for k in VERIFIED if old[k] != new[k]}
+        differ += bool(diff)
+        print(f"{'DIFFERS' if diff else 'same'}  {old['layout']} {old['agent']} {old['partner']} seat {old['seat']} "
+              f"seed {old['seed']}  (stored at {old.get('commit') or 'an unrecorded commit'})"
+              + (f"  {diff}" if diff else ""), flush=True)
+    print(f"{len(sample) - differ} of {len(sample)} replayed rows are the same episode")
+    if differ:
+        raise SystemExit(1)
 
 
 def _mean(values) -> float:
@@ -256,8 +294,13 @@ def main(argv: Optional[List[str]] = None) -> None:
     r.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     q = sub.add_parser("report")
     q.add_argument("--out", required=True)
+    v = sub.add_parser("verify", help="replay a sample of stored rows with the current code")
+    v.add_argument("--out", required=True)
+    v.add_argument("--sample", type=int, default=6)
+    v.add_argument("--seed", type=int, default=0)
+    v.add_argument("--agent", default=None)
     args = p.parse_args(argv)
-    run(args) if args.cmd == "run" else report(args)
+    {"run": run, "report": report, "verify": verify}[args.cmd](args)
 
 
 if __name__ == "__main__":
