@@ -165,3 +165,14 @@ def test_a_run_dir_of_another_kind_or_layout_is_refused_unchanged(tmp_path):
                               "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m"])
     _one_line_error(res, "'distil' run")
     assert {p.name: p.read_bytes() for p in d.iterdir()} == before
+
+
+def test_by_default_every_partner_is_played_from_both_seats_each_iteration(tmp_path):
+    cfg = DistilConfig(layout="cramped_room", partners=("balanced", "onion-sourcer", "plater"), teacher="bayes-belief")
+    assert cfg.episodes == 6
+    plan = Distiller(cfg, tmp_path / "run").plan(0)
+    assert sorted((p, seat) for p, seat, _ in plan) == sorted(
+        (p, seat) for p in ("balanced", "onion-sourcer", "plater") for seat in (0, 1))
+    # an explicit count is kept, and partners then come in turn
+    assert DistilConfig(layout="cramped_room", partners=("balanced", "plater"), teacher="bayes-belief",
+                        episodes=2).episodes == 2

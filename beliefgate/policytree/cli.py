@@ -95,9 +95,11 @@ def distil(
     partner: List[str] = typer.Option(..., help="partner(s) played in distillation (repeat for several)"),
     teacher: str = typer.Option("overforge", help="the agent whose choices label the states"),
     out: Path = typer.Option(Path("runs/distil"), help="run directory (resumed when it exists)"),
-    iterations: int = typer.Option(4, help="DAgger iterations (0: the teacher or seed tree plays)"),
-    episodes: int = typer.Option(4, help="episodes played and labelled per iteration (both seats in turn)"),
-    rollouts: int = typer.Option(4, help="reward episodes per candidate tree (accept/revert)"),
+    iterations: int = typer.Option(8, help="DAgger iterations (0: the teacher or seed tree plays)"),
+    episodes: Optional[int] = typer.Option(None, help="episodes played and labelled per iteration (partners and "
+                                                      "seats in turn; default: every partner from both seats)"),
+    rollouts: int = typer.Option(36, help="reward episodes per candidate tree (accept/revert; partners and seats "
+                                          "in turn)"),
     horizon: int = typer.Option(400, help="episode length"),
     depth: int = typer.Option(6, help="largest depth of each CART"),
     min_leaf: int = typer.Option(5, help="fewest labelled states in a leaf"),

@@ -68,9 +68,13 @@ class DistilConfig(CheckedModel):
     layout: str
     partners: Tuple[str, ...] = Field(min_length=1)
     teacher: str = "overforge"
-    iterations: int = Field(4, ge=1)
-    episodes: int = Field(4, ge=2, le=COLLECT_OFFSET)
-    rollouts: int = Field(4, ge=1, le=COLLECT_OFFSET)
+    iterations: int = Field(8, ge=1)
+    #: played episodes an iteration; ``None``: every partner from both seats (``2 * len(partners)``),
+    #: so that no partner or seat goes unlabelled (with fewer, the last partners are never played)
+    episodes: Optional[int] = Field(None, ge=2, le=COLLECT_OFFSET)
+    #: reward episodes a candidate (partners and seats in turn): single episodes vary widely, and a
+    #: small judge keeps a lucky candidate (tree episodes are cheap; the teacher plays none of them)
+    rollouts: int = Field(36, ge=1, le=COLLECT_OFFSET)
     horizon: int = Field(400, ge=1)
     depth: int = Field(6, ge=1, le=12)
     min_leaf: int = Field(5, ge=1)
@@ -98,6 +102,14 @@ class DistilConfig(CheckedModel):
         if not domain.probe_states(name, 0):
             raise ValueError(f"layout {name!r}: its domain gives no flat-state probe states, so no tree can be checked there")
         return name
+
+    @model_validator(mode="before")
+    @classmethod
+    def _every_partner_both_seats(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("episodes") is None and data.get("partners"):
+            partners = data["partners"]
+            data = {**data, "episodes": 2 * len(partners) if isinstance(partners, (list, tuple)) else None}
+        return data
 
     @model_validator(mode="after")
     def _playable(self) -> "DistilConfig":
