@@ -45,11 +45,15 @@ LAYOUTS: Dict[str, Dict[str, object]] = {
 NO_VIEW = "v2ablation-noview"
 
 
+#: the layout's hand-written V2 seed tree (``policy-tree:seed:<layout>``; docs/policytree.md)
+SEED_TREE = "policy-tree:seed"
+
 PARTNERS = ("v2-cook", "v2-cook-adaptive", "v2-fetcher", "v2-server")
-AGENTS = ("bayes-belief:full", "bayes-belief:no_belief", "bayes-belief:no_replan", NO_VIEW, "overforge")
+AGENTS = ("bayes-belief:full", "bayes-belief:no_belief", "bayes-belief:no_replan", NO_VIEW, "overforge", SEED_TREE)
 #: the paired comparisons the report prints: (condition, baseline)
 COMPARISONS = (("bayes-belief:full", "bayes-belief:no_belief"), ("bayes-belief:full", "bayes-belief:no_replan"),
-               ("bayes-belief:full", NO_VIEW), ("overforge", "bayes-belief:no_belief"))
+               ("bayes-belief:full", NO_VIEW), ("overforge", "bayes-belief:no_belief"),
+               (SEED_TREE, "bayes-belief:no_belief"))
 METRICS = ("reward", "soups", "wrong", "recipe_acc", "gap_rate", "replans", "effective_replans")
 
 
@@ -103,7 +107,8 @@ def play(task) -> dict:
 
     layout, agent, partner, seat, seed, horizon = task
     t0 = time.perf_counter()
-    res = run_episode(layout, agent, partner, seed=seed, horizon=horizon, seat=seat, env_options=LAYOUTS[layout])
+    ego = f"{SEED_TREE}:{layout}" if agent == SEED_TREE else agent
+    res = run_episode(layout, ego, partner, seed=seed, horizon=horizon, seat=seat, env_options=LAYOUTS[layout])
     traj = res.trajectory
     events = [e for row in traj.steps for ev in row.events for e in ev]
     row = {"layout": layout, "agent": agent, "partner": partner, "seat": seat, "seed": seed, "horizon": horizon,
