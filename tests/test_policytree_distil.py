@@ -75,6 +75,11 @@ def test_tiny_distillation_resumes_and_logs_every_iteration(tiny_run):
     assert summary["counts"]["teacher_decisions"] > 0 and summary["nq"] == summary["counts"]["teacher_decisions"]
     assert json.loads((out / "config.json").read_text())["kind"] == "distil"
     assert summary["counts"]["accepted"] + summary["counts"]["rejected"] == 2
+    from beliefgate.provenance import git_commit
+
+    # provenance: the summary and every iteration's status name the code that made them
+    assert summary["commit"] == git_commit()
+    assert json.loads((out / "iter_01" / "status.json").read_text())["commit"] == git_commit()
 
 
 def test_distilled_code_is_readable_sandboxed_shown_and_plays(tiny_run):

@@ -587,7 +587,10 @@ class Distiller(Learner):
 
         started = time.perf_counter()
         status = super().iteration(k)
+        from beliefgate.provenance import git_commit
+
         status["seconds"] = round(time.perf_counter() - started, 1)
+        status["commit"] = git_commit()   # the code that played and fitted this iteration
         self.state.history[-1]["seconds"] = status["seconds"]
         self._write(self.dir / f"iter_{k:02d}", "status.json", json.dumps(status, indent=2))
         self._save_state()
@@ -602,8 +605,10 @@ class Distiller(Learner):
         return self.write_summary()
 
     def write_summary(self) -> Dict[str, Any]:
+        from beliefgate.provenance import git_commit
+
         summary = {
-            "kind": self.KIND, "config": self.cfg.to_dict(),
+            "kind": self.KIND, "config": self.cfg.to_dict(), "commit": git_commit(),
             "best_iteration": self.state.best_iteration, "best_reward": self.state.best_reward,
             "best": str(self.dir / "best.py") if self.state.best_iteration is not None else None,
             "history": self.state.history, "counts": self.state.counts, "nq": self.state.counts["teacher_decisions"],

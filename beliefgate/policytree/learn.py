@@ -736,8 +736,10 @@ class Learner:
         model = self.llm.model
         ledger = model.usage_summary() if hasattr(model, "usage_summary") else {}
         nq = self.llm.queries()
+        from beliefgate.provenance import git_commit
+
         summary = {
-            "config": self.cfg.to_dict(), "llm": self.llm_info, "nq": nq,
+            "config": self.cfg.to_dict(), "commit": git_commit(), "llm": self.llm_info, "nq": nq,
             "nq_failed": _count_failed(self.llm.log_path), "ledger_this_session": ledger,
             "best_iteration": self.state.best_iteration, "best_reward": self.state.best_reward,
             "best": str(self.dir / "best.py") if self.state.best_iteration is not None else None,
