@@ -105,3 +105,23 @@ def test_v2_strategy_file_names_only_skills_and_roles_some_layout_has():
             assert _expand([role], roles), role
     lib = strategies_for(DOMAIN.name, library_for(LAYOUT))
     assert lib["loader"].weight("pickup_ingredient_1") == 1.0 and "ingredient_0" in lib["loader"].roles
+
+
+def test_an_unsure_recipe_belief_is_imagined_as_its_map_recipe_by_default():
+    """``recipe=map`` (the default, chosen on seeds >= 1000): below the acting floor every imagined
+    continuation runs under the MAP recipe; ``recipe=auto`` draws from the posterior instead."""
+    from types import SimpleNamespace
+
+    env = V2Env("v2/demo_cook_simple", 20, V2Options(agent_view_size=2), seed=4)
+    names = DOMAIN.goal_names("v2/demo_cook_simple")
+    posterior = {n: (0.55 if i == 1 else 0.45 / (len(names) - 1)) for i, n in enumerate(names)}
+    block = SimpleNamespace(posterior=posterior, map_goal=names[1], confidence=0.55)
+    draws = {}
+    for spec in ("overforge", "overforge:recipe=auto"):
+        agent = make_overforge_agent(spec)
+        agent.reset("v2/demo_cook_simple", 1, 0)
+        agent.goal_block = lambda: block
+        rng = np.random.default_rng(0)
+        draws[spec] = {agent.imagined_goal(env.state, rng) for _ in range(40)}
+    assert draws["overforge"] == {names[1]}
+    assert len(draws["overforge:recipe=auto"]) > 1

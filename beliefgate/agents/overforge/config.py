@@ -102,8 +102,12 @@ class OverForgeConfig(CheckedModel):
     score: Score = "rate"
     next: Next = "strategy"
     #: the goal (recipe) an imagined continuation runs under when the goal belief is not confident:
-    #: ``auto`` a draw from the goal posterior, ``map`` its MAP goal (a confident MAP goal always)
-    recipe: Recipe = "auto"
+    #: ``auto`` a draw from the goal posterior, ``map`` its MAP goal (a confident MAP goal always).
+    #: ``map`` chosen on seeds 1000-1004 (docs/results_v2.md): under ``auto`` a near-uniform belief
+    #: averages potting a guessed ingredient against spoiling the pot, so the ego sets it down and
+    #: never cooks the guess whose dish would tell it the recipe (grounded_coord_simple +30.0
+    #: [+8.0, +50.0] for ``map``; equal where the belief is confident)
+    recipe: Recipe = "map"
     #: how much likelier an imagined teammate starts a skill the imagined goal needs than one it does not
     goal_weight: float = Field(8.0, ge=1.0, le=1000.0)
     #: kappa's judgment temperature and depth-1 rollout noise (``None``: :data:`DEFAULT_KAPPA`)
