@@ -49,10 +49,14 @@ NO_VIEW = "v2ablation-noview"
 SEED_TREE = "policy-tree:seed"
 
 PARTNERS = ("v2-cook", "v2-cook-adaptive", "v2-fetcher", "v2-server")
-AGENTS = ("bayes-belief:full", "bayes-belief:no_belief", "bayes-belief:no_replan", NO_VIEW, "overforge", SEED_TREE)
+#: OverForge before ``recipe=map`` became its default (its seeds 0-19 rows are kept under this name)
+OVERFORGE_AUTO = "overforge:recipe=auto"
+AGENTS = ("bayes-belief:full", "bayes-belief:no_belief", "bayes-belief:no_replan", NO_VIEW, "overforge",
+          OVERFORGE_AUTO, SEED_TREE)
 #: the paired comparisons the report prints: (condition, baseline)
 COMPARISONS = (("bayes-belief:full", "bayes-belief:no_belief"), ("bayes-belief:full", "bayes-belief:no_replan"),
                ("bayes-belief:full", NO_VIEW), ("overforge", "bayes-belief:no_belief"),
+               (OVERFORGE_AUTO, "bayes-belief:no_belief"), ("overforge", OVERFORGE_AUTO),
                (SEED_TREE, "bayes-belief:no_belief"))
 METRICS = ("reward", "soups", "wrong", "recipe_acc", "gap_rate", "replans", "effective_replans")
 
