@@ -106,7 +106,8 @@ class OverForgeConfig(CheckedModel):
     #: ``map`` chosen on seeds 1000-1004 (docs/results_v2.md): under ``auto`` a near-uniform belief
     #: averages potting a guessed ingredient against spoiling the pot, so the ego sets it down and
     #: never cooks the guess whose dish would tell it the recipe (grounded_coord_simple +30.0
-    #: [+8.0, +50.0] for ``map``; equal where the belief is confident)
+    #: [+8.0, +50.0], test_time_simple +26.0 [+2.0, +60.0] for ``map``; equal where the belief is
+    #: confident)
     recipe: Recipe = "map"
     #: how much likelier an imagined teammate starts a skill the imagined goal needs than one it does not
     goal_weight: float = Field(8.0, ge=1.0, le=1000.0)
