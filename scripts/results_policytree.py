@@ -191,6 +191,11 @@ def cmd_eval(args) -> None:
                 close_sandboxes()
 
 
+def _reward(value) -> str:
+    """A run's mean rollout reward to one decimal ('-' for an iteration without one)."""
+    return "-" if value is None else f"{value:.1f}"
+
+
 def cmd_report(args) -> None:
     import numpy as np
 
@@ -243,18 +248,18 @@ def cmd_report(args) -> None:
                   f"{ma / mb:.3f} |" if mb else f"| {layout} | {a} − {b} | {d.pairs} | {d.mean:+.1f} | - | - |")
     print()
     print("Distillation runs (per iteration: states labelled, pooled, on-policy agreement with the teacher, "
-          f"fit agreement, leaves partner+self, reward on the rollout seeds, accepted, seconds):")
+          "fit agreement, leaves partner+self, reward on the rollout seeds, accepted, seconds):")
     print()
     for summary in sorted((args.out / "distil").glob("*/*/summary.json")):
         s = json.loads(summary.read_text())
         total = sum(h.get("seconds") or 0 for h in s["history"])
         c = s["config"]
         print(f"- {summary.parent.parent.name}/{summary.parent.name}: best iteration {s['best_iteration']} "
-              f"(reward {'-' if s['best_reward'] is None else round(s['best_reward'], 1)}), {total:.0f} s, teacher decisions {s['nq']}; {c['iterations']} "
+              f"(reward {_reward(s['best_reward'])}), {total:.0f} s, teacher decisions {s['nq']}; {c['iterations']} "
               f"iterations of {c['episodes']} episodes, rollout seeds {c['seed']}-{c['seed'] + c['rollouts'] - 1}")
         for h in s["history"]:
             print(f"  - it {h['iteration']}: {h['states']} / {h['total_states']} states, agreement {h['agreement']}, "
-                  f"fit {h['fit_agreement']}, leaves {h['partner_leaves']}+{h['self_leaves']}, reward {'-' if h['reward'] is None else round(h['reward'], 1)}, "
+                  f"fit {h['fit_agreement']}, leaves {h['partner_leaves']}+{h['self_leaves']}, reward {_reward(h['reward'])}, "
                   f"{'accepted' if h['accepted'] else 'reverted'}, {h['seconds']} s")
 
 

@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from beliefgate.provenance import git_commit
+
 #: the asymmetric-information layouts and the environment options that make them so: a view of two
 #: cells (OvercookedV2's own setting for these layouts) hides the recipe indicator from the seat
 #: away from it; cramped_room_v2 needs a view of one cell to hide it from most of the room, and
@@ -96,12 +98,6 @@ def recipe_accuracy(traj, seat: int) -> float:
         total += 1
         hits += info["recipe_map"] == recipe_name(row.state.recipe_ingredients)
     return hits / total if total else float("nan")
-
-
-def git_commit():
-    from beliefgate.provenance import git_commit as commit
-
-    return commit()
 
 
 def play(task) -> dict:

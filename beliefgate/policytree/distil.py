@@ -46,6 +46,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from beliefgate.envs.domain import domain_for_layout
 from beliefgate.errors import BeliefgateError, RuntimeFailure
+from beliefgate.provenance import git_commit
 from beliefgate.policytree.learn import (ENTRY, PARTNER_HEADER, SELF_HEADER, LearnConfigError, Learner,
                                          RolloutResult, _put, check_classic_schema, check_tree, run_rollouts)
 from beliefgate.validation import CheckedModel
@@ -106,10 +107,10 @@ class DistilConfig(CheckedModel):
     @model_validator(mode="before")
     @classmethod
     def _every_partner_both_seats(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("episodes") is None and data.get("partners"):
-            partners = data["partners"]
-            data = {**data, "episodes": 2 * len(partners) if isinstance(partners, (list, tuple)) else None}
-        return data
+        if not isinstance(data, dict) or data.get("episodes") is not None:
+            return data
+        partners = data.get("partners")
+        return {**data, "episodes": 2 * len(partners)} if isinstance(partners, (list, tuple)) and partners else data
 
     @model_validator(mode="after")
     def _playable(self) -> "DistilConfig":
@@ -587,8 +588,6 @@ class Distiller(Learner):
 
         started = time.perf_counter()
         status = super().iteration(k)
-        from beliefgate.provenance import git_commit
-
         status["seconds"] = round(time.perf_counter() - started, 1)
         status["commit"] = git_commit()   # the code that played and fitted this iteration
         self.state.history[-1]["seconds"] = status["seconds"]
@@ -605,8 +604,6 @@ class Distiller(Learner):
         return self.write_summary()
 
     def write_summary(self) -> Dict[str, Any]:
-        from beliefgate.provenance import git_commit
-
         summary = {
             "kind": self.KIND, "config": self.cfg.to_dict(), "commit": git_commit(),
             "best_iteration": self.state.best_iteration, "best_reward": self.state.best_reward,

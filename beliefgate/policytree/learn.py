@@ -51,6 +51,7 @@ import beliefgate
 from beliefgate.envs.domain import domain_for_layout
 from beliefgate.errors import InputError
 from beliefgate.fileio import atomic_write
+from beliefgate.provenance import git_commit
 from beliefgate.validation import CheckedModel, describe
 from beliefgate.planners.errors import ModelOutputError
 from beliefgate.policytree.sandbox import Sandbox, SandboxError
@@ -736,8 +737,6 @@ class Learner:
         model = self.llm.model
         ledger = model.usage_summary() if hasattr(model, "usage_summary") else {}
         nq = self.llm.queries()
-        from beliefgate.provenance import git_commit
-
         summary = {
             "config": self.cfg.to_dict(), "commit": git_commit(), "llm": self.llm_info, "nq": nq,
             "nq_failed": _count_failed(self.llm.log_path), "ledger_this_session": ledger,
