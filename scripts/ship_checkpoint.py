@@ -53,7 +53,10 @@ def ship(src: Path, name: str, description: str = "", greedy: bool = False, dest
     card = read_card(policy)
     weights = card["event_weights"][0] if card.get("conditioned_events") else None
     load_policy(policy, layout=card["layout"], weights=weights)   # digest, shapes, the layout's observation shape
-    behaviours = population_specs(policy, name, card, greedy) if card.get("conditioned_events") else None
+    # several weight sets: the population's behaviours; one set (a conditioned net whose teammates played
+    # the zero weights) ships as one partner that names its weights
+    several = len(card.get("event_weights") or []) > 1
+    behaviours = population_specs(policy, name, card, greedy) if several else None
     folder = dest / name
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(policy, folder / "policy.msgpack")
@@ -66,6 +69,8 @@ def ship(src: Path, name: str, description: str = "", greedy: bool = False, dest
                            f"{card['steps']} steps, final return {card.get('final_return')})")
     spec = {"format": "beliefgate.v2partner/1", "name": name, "description": text, "kind": "ppo",
             "checkpoint": f"{name}/policy.msgpack", "greedy": bool(greedy)}
+    if weights is not None:
+        spec["weights"] = weights
     out = dest / f"{name}.yaml"
     out.write_text(yaml.safe_dump(spec, sort_keys=False))
     return out

@@ -8,6 +8,11 @@
 #   LAYOUTS="cramped_room" SEEDS="0 1" STEPS=2000000 scripts/train_zoo.sh
 #   LAYOUTS="coord_ring forced_coord" CONFIG=scripts/ppo_shape1.json scripts/train_zoo.sh
 #
+# KEEP=K: per layout, go through SEEDS in order until K runs have finished; a run that gave up
+# (give_up_at in CONFIG: no episode scored by then) is skipped, listed by its GAVE_UP file, e.g.
+#   LAYOUTS="coord_ring counter_circuit forced_coord" SEEDS="0 1 2 3 4 5 6 7 8 9" KEEP=3 \
+#     CONFIG=scripts/ppo_hard.json scripts/train_zoo.sh
+#
 # CONFIG: a JSON file of further PPOConfig fields. coord_ring and forced_coord use
 # scripts/ppo_shape1.json (shaping over the whole run): with the default (shaping over the first
 # half) sp v2/coord_ring seed 0 delivered nothing at 1.8M steps (soups picked up, never served;
@@ -24,9 +29,14 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 deadline=$(( $(date +%s) + ${TIME_LIMIT:-1000000000} ))
 source scripts/train_lib.sh
 for layout in $LAYOUTS; do
+  kept=0
   for seed in $SEEDS; do
+    if [ -n "${KEEP:-}" ] && [ "$kept" -ge "$KEEP" ]; then break; fi
+    rc=0
     train_run "$ROOT/sp_${layout}_seed${seed}" "sp v2/$layout seed $seed" --layout "v2/$layout" --kind sp \
-      --steps "$STEPS" --seed "$seed" --snapshots 4 ${CONFIG:+--config "$CONFIG"}
+      --steps "$STEPS" --seed "$seed" --snapshots 4 ${CONFIG:+--config "$CONFIG"} || rc=$?
+    if [ "$rc" = 0 ]; then kept=$((kept + 1)); elif [ "$rc" != 3 ]; then exit "$rc"; fi
   done
+  if [ -n "${KEEP:-}" ] && [ "$kept" -lt "$KEEP" ]; then echo "v2/$layout: $kept of $KEEP runs learned (seeds $SEEDS)"; fi
 done
 echo "zoo complete under $ROOT"

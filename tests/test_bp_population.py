@@ -134,6 +134,21 @@ def test_shipping_refuses_a_net_not_trained_on_the_population(tmp_path):
     shutil.rmtree(out)
 
 
+def test_a_conditioned_net_of_one_behaviour_ships_as_one_partner_naming_its_weights(tmp_path):
+    """One weight set with task-only teammates (bp_partner "task") is a conditioned net: it ships as one
+    partner whose file carries the weights, and that partner loads."""
+    ship = _ship()
+    out = _conditioned_run(tmp_path, [{"plate_pickup": 10.0}])
+    dest = tmp_path / "trained"
+    dest.mkdir()
+    ship.ship(out, "bp-plates", dest=dest)
+    from beliefgate.envs.overcooked_v2 import trained_agents as T
+
+    spec = T.parse_trained(T.read_partner_file(dest / "bp-plates.yaml"), "t", dest)
+    assert spec.weights == {"plate_pickup": 10.0}
+    T.check_spec(spec)
+
+
 @pytest.mark.slow
 def test_batched_matches_score_what_their_events_deliver():
     """Two shipped SP policies in one jitted batch: the reward is 20 per delivery event, seeded."""

@@ -191,3 +191,76 @@ def test_bp_conditioned_and_fcp_train_on_the_real_dynamics(tmp_path):
     card = json.loads((tmp_path / "fcp" / "policy.json").read_text())
     assert card["kind"] == "fcp" and len(card["pool"]) == 2 and fcp.updates == 2
     assert sp.updates == 6
+
+
+def test_bp_task_partner_carries_no_weights_and_each_set_trains_from_every_seat():
+    """``bp_partner="task"``: in each environment one seat sees and is rewarded by the env's weights,
+    the other sees zeros (the task behaviour of the same network); every weight set has a block of
+    environments per seat, so no behaviour is learnt from one seat only."""
+    from beliefgate.rl.ppo import Trainer
+
+    grid = [{"plate_pickup": 3.0}, {"delivery": -2.0}, {"ingredient_pickup": 4.0}]
+    t = Trainer(small(kind="bp", event_weights=grid, num_envs=6, bp_partner="task", minibatches=2))
+    mask = np.asarray(t.weight_mask)
+    assert mask.shape == (6, 2) and (mask.sum(1) == 1).all()
+    seats = {(j % 3, int(mask[j].argmax())) for j in range(6)}
+    assert seats == {(k, s) for k in range(3) for s in range(2)}, seats
+    obs = jax.numpy.zeros((6, 2, 4, 5, 30))
+    x = np.asarray(t._inputs(obs))[..., -len(EVENTS):]
+    for j in range(6):
+        seat = int(mask[j].argmax())
+        assert x[j, 1 - seat].sum() == 0
+        assert x[j, seat].tolist() == [grid[j % 3].get(e, 0.0) for e in EVENTS]
+    same = Trainer(small(kind="bp", event_weights=grid, num_envs=6, minibatches=2, bp_partner="same"))
+    assert np.asarray(same.weight_mask).min() == 1.0
+    assert small(kind="bp", event_weights=grid).bp_mode == "task" and small().bp_mode is None
+    one = small(kind="bp", event_weights=grid[:1])
+    assert one.conditioned and not small(kind="bp", event_weights=grid[:1], bp_partner="same").conditioned
+    with pytest.raises(PPOConfigError, match="bp_partner"):
+        small(bp_partner="task")
+
+
+def test_a_dish_left_on_a_counter_is_a_dish_drop_and_a_delivery_is_not():
+    """``dish_drops`` on the real dynamics: the soup of the scripted cramped_room play put down on the
+    counter (1,0) counts once, the delivered one never; the trainer charges the refund against the
+    shaped reward of that step only."""
+    from jaxmarl.environments.overcooked_v2 import OvercookedV2
+
+    from beliefgate.rl.events import dish_drops
+    from beliefgate.rl.ppo import Trainer
+
+    env = OvercookedV2(layout=resolve_layout("v2/cramped_room")[1], max_steps=400)
+    static = jax.numpy.asarray(env.layout.static_objects)
+    _, state = env.reset(jax.random.PRNGKey(0))
+    R, D, L, U, S, I = range(6)
+    cook = [L] + [I, R, U, I, L] * 3 + [D, I] + [S] * 25 + [U, R, U, I]   # agent_1 holds the soup at (2,1)
+    refund = Trainer(small(dish_drop_refund=5.0))
+
+    def body(state, a1):
+        acts = {"agent_0": jax.numpy.asarray(S), "agent_1": a1}
+        _, nxt, *_ = env.step_env(jax.random.PRNGKey(1), state, acts)
+        *_, shaped, _, _ = refund._env_step(jax.random.PRNGKey(1), state, jax.numpy.stack([acts["agent_0"], a1]))
+        _, _, _, _, info = env.step_env(jax.random.PRNGKey(1), state, acts)
+        raw = jax.numpy.stack([info["shaped_reward"]["agent_0"], info["shaped_reward"]["agent_1"]])
+        return nxt, (dish_drops(static, state, nxt), shaped - raw)
+
+    run = jax.jit(lambda s0, acts: jax.lax.scan(body, s0, acts))
+    for tail, drops in (([L, U, I], 1), ([D, R, D, I], 0)):   # put down on the counter / deliver
+        _, (per_step, charged) = run(state, jax.numpy.asarray(cook + tail))
+        per_step, charged = np.asarray(per_step), np.asarray(charged)
+        assert per_step[:, 0].sum() == 0 and per_step[:, 1].sum() == drops, (tail, per_step.sum(0))
+        assert np.allclose(charged, -5.0 * per_step), tail
+
+
+def test_a_run_that_never_scores_gives_up_with_its_state_saved(trainer, tmp_path):
+    """``give_up_at``: a (tiny) run whose episodes score nothing stops at that step with one line, the
+    state, policy and GAVE_UP marker on disk; a resume gives up again without a silent restart."""
+    from beliefgate.rl.ppo import GAVE_UP_FILE, STATE_FILE, TrainingGaveUp, train
+
+    cfg = small(give_up_at=2 * 8 * 32)
+    with pytest.raises(TrainingGaveUp, match=r"no episode of the last five logged updates scored by 512 env steps"):
+        train(cfg, tmp_path / "dead", trainer=trainer)  # the update does not read give_up_at
+    assert (tmp_path / "dead" / GAVE_UP_FILE).read_text().startswith(str(tmp_path / "dead"))
+    assert (tmp_path / "dead" / STATE_FILE).is_file() and (tmp_path / "dead" / "policy.msgpack").is_file()
+    with pytest.raises(TrainingGaveUp):
+        train(cfg, tmp_path / "dead", resume=True, trainer=trainer)

@@ -14,6 +14,7 @@ EVENTS: Tuple[str, ...] = ("ingredient_pickup", "pot_placement", "plate_pickup",
                            "counter_placement")
 
 Kind = Literal["sp", "bp", "fcp"]
+BPPartner = Literal["same", "task"]
 
 
 class PPOConfigError(InputError):
@@ -24,9 +25,14 @@ class PPOConfig(CheckedModel):
     """One training run. ``total_steps`` counts environment steps (one step moves both players).
 
     * ``sp``: self-play, one network for both seats (both seats' samples train it);
-    * ``bp``: self-play with each player rewarded ``weight[event]`` for its own events on top of the
+    * ``bp``: self-play with a player rewarded ``weight[event]`` for its own events on top of the
       delivery reward; one dict in ``event_weights`` is one behaviour, several make one
-      reward-conditioned network (the weights are an input; env ``j`` trains on dict ``j % G``);
+      reward-conditioned network (the weights are an input; env ``j`` trains on dict ``j % G``).
+      ``bp_partner`` says who carries the weights: ``same``, every seat (both players share the
+      preference, so a penalised event the team needs is still done by someone with the same penalty);
+      ``task``, one seat per environment (alternating over blocks of ``G`` environments) while its
+      teammates are the same network conditioned on zero weights and rewarded by the task alone, as in
+      hidden-utility self-play: the biased player can leave a penalised event to a partner who takes it.
     * ``fcp``: an ego (both seats, alternating over environments) against the frozen policies found
       under ``pool_dir`` (env ``j`` plays pool member ``j % P``); only the ego's samples train.
     """
@@ -55,8 +61,20 @@ class PPOConfig(CheckedModel):
     #: JaxMARL's shaped rewards (pot placement 3, plate pickup 3, dish pickup 5) decay linearly to 0
     #: over this fraction of the run (0: none; sp and fcp)
     shaping_fraction: float = Field(0.5, ge=0.0, le=1.0)
+    #: shaped reward taken back from a player who puts a cooked dish down on a counter (decays with
+    #: the shaping): JaxMARL pays 5 for taking a soup out of the pot and nothing for leaving it on a
+    #: counter, so without it "cook, take out, put down" is a delivery-free loop of shaped reward
+    dish_drop_refund: float = Field(0.0, ge=0.0, le=100.0)
     event_weights: List[Dict[str, float]] = Field(default_factory=list, max_length=64)
+    #: bp: ``task`` (one seat carries the weights, its teammates play the task; the default for bp)
+    #: or ``same`` (every seat carries them: the design before 2026-12-06); other kinds: unset
+    bp_partner: Optional[BPPartner] = None
     pool_dir: Optional[str] = None
+    #: give up a run whose recent episodes do not score (the mean return of the last five logged
+    #: updates is 0) once it has played this many env steps (0: never): the state is saved,
+    #: ``OUT/GAVE_UP`` written, and the
+    #: run stops with :class:`~beliefgate.rl.ppo.TrainingGaveUp` (the zoo scripts then try the next seed)
+    give_up_at: int = Field(0, ge=0, le=10**10)
     #: save the resumable state every this many updates (and at the end)
     checkpoint_every: int = Field(10, ge=1, le=1_000_000)
     #: policy snapshots at this many evenly spaced stages (an FCP pool's members), 0: none
@@ -87,6 +105,8 @@ class PPOConfig(CheckedModel):
             raise ValueError("event_weights: kind bp needs event weights (e.g. delivery=1,plate_pickup=3)")
         if self.kind != "bp" and self.event_weights:
             raise ValueError(f"event_weights: only kind bp takes event weights (kind is {self.kind})")
+        if self.kind != "bp" and self.bp_partner is not None:
+            raise ValueError(f"bp_partner: only kind bp takes a partner mode (kind is {self.kind})")
         if self.kind == "fcp" and not self.pool_dir:
             raise ValueError("pool_dir: kind fcp needs a pool directory of SP checkpoints")
         if self.kind != "fcp" and self.pool_dir:
@@ -106,8 +126,14 @@ class PPOConfig(CheckedModel):
 
     @property
     def conditioned(self) -> bool:
-        """A reward-conditioned BP network (several weight sets: the weights are an input)."""
-        return len(self.event_weights) > 1
+        """A reward-conditioned BP network: the weights are an input when there are several sets, or
+        when teammates play the zero-weight (task) behaviour of the same network."""
+        return len(self.event_weights) > 1 or self.bp_mode == "task"
+
+    @property
+    def bp_mode(self) -> Optional[str]:
+        """Who carries a bp run's weights: ``bp_partner``, ``task`` when unset; None for other kinds."""
+        return (self.bp_partner or "task") if self.kind == "bp" else None
 
     def weight_matrix(self) -> List[List[float]]:
         """``event_weights`` as rows over :data:`EVENTS` (missing events weigh 0)."""

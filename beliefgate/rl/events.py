@@ -63,4 +63,18 @@ def step_events(static_grid, prev_state, next_state, counter_pickups: bool = Fal
     return jnp.stack([columns[e] for e in EVENTS], axis=-1).astype(jnp.float32)
 
 
-__all__ = ["step_events"]
+def dish_drops(static_grid, prev_state, next_state):
+    """``(players,)`` 0/1: a player put a cooked dish down on a counter in ``prev -> next``.
+
+    Not an event of :data:`EVENTS` (no BP weight names it): the trainer charges it back against
+    JaxMARL's shaped dish pickup (``PPOConfig.dish_drop_refund``), so "cook, take the soup out,
+    leave it on a counter" no longer earns shaped reward without a delivery."""
+    from jaxmarl.environments.overcooked_v2.common import DynamicObject, StaticObject
+
+    before, after = prev_state.agents.inventory, next_state.agents.inventory
+    fwd = jax.vmap(lambda agent: agent.get_fwd_pos())(next_state.agents)
+    faced = static_grid[fwd.y, fwd.x]
+    return (((before & DynamicObject.COOKED) != 0) & (after == 0) & (faced == StaticObject.WALL)).astype(jnp.float32)
+
+
+__all__ = ["dish_drops", "step_events"]

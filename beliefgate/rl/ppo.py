@@ -22,7 +22,7 @@ from beliefgate.errors import RuntimeFailure
 from beliefgate.envs.overcooked_v2.policies.checkpoint import (CheckpointError, atomic_write, find_policies, load_params, save_policy,
                                       versions)
 from beliefgate.rl.config import EVENTS, PPOConfig
-from beliefgate.rl.events import step_events
+from beliefgate.rl.events import dish_drops, step_events
 from beliefgate.rl.layouts import LayoutNameError, resolve_layout
 from beliefgate.envs.overcooked_v2.policies.network import ActorCritic
 
@@ -43,6 +43,14 @@ def make_env(layout: str, horizon: int):
 
 class TrainingDiverged(RuntimeFailure):
     """A loss became NaN or infinite (the state saved before it is kept)."""
+
+
+class TrainingGaveUp(RuntimeFailure):
+    """No episode scored by ``PPOConfig.give_up_at`` env steps (the state, policy and curve are saved and
+    ``OUT/GAVE_UP`` names the step)."""
+
+
+GAVE_UP_FILE = "GAVE_UP"
 
 
 def _strong(tree):
@@ -109,6 +117,13 @@ class Trainer:
         self.env_weights = self.weights[env_ids % self.weights.shape[0]]  # (N, E)
         self.ego_seat = (env_ids // (pool_size := (1 if pool is None else len(pool.files)))) % self.num_agents
         self.partner_idx = env_ids % pool_size
+        # (N, A): which seats carry the env's event weights (input and reward); the others play the
+        # zero-weight behaviour on the task reward (bp_partner "task")
+        if config.bp_mode == "task":
+            bp_seat = (env_ids // self.weights.shape[0]) % self.num_agents
+            self.weight_mask = (jnp.arange(self.num_agents)[None, :] == bp_seat[:, None]).astype(jnp.float32)
+        else:
+            self.weight_mask = jnp.ones((n, self.num_agents), jnp.float32)
         self._update = jax.jit(self._update_fn)
         self._init = jax.jit(self._init_fn)
         self._compiled = None
@@ -163,7 +178,7 @@ class Trainer:
         n = obs.shape[0]
         x = obs.reshape(n, self.num_agents, -1).astype(jnp.float32)
         if self.n_cond:
-            w = jnp.broadcast_to(self.env_weights[:, None, :], (n, self.num_agents, self.n_cond))
+            w = self.env_weights[:, None, :] * self.weight_mask[:, :, None]  # (N, A, E)
             x = jnp.concatenate([x, w], axis=-1)
         return x
 
@@ -178,6 +193,8 @@ class Trainer:
         new_state = jax.tree.map(lambda r, s: jnp.where(done, r, s), state_re, state_st)
         new_obs = {k: jnp.where(done, obs_re[k], obs_st[k]) for k in obs_st}
         shaped = jnp.stack([infos["shaped_reward"][f"agent_{i}"] for i in range(self.num_agents)])
+        if self.config.dish_drop_refund:
+            shaped = shaped - self.config.dish_drop_refund * dish_drops(self.static_grid, state, state_st)
         return new_obs, new_state, rewards["agent_0"], shaped, done, events
 
     def _update_fn(self, state, pool_params):
@@ -210,7 +227,8 @@ class Trainer:
             keys = jax.random.split(k_step, n)
             obs2, env_state2, reward, shaped, done, events = jax.vmap(self._env_step)(keys, env_state, action)
             obs2 = self._stack(obs2)
-            event_r = jnp.einsum("nae,ne->na", events, self.env_weights) if cfg.kind == "bp" else 0.0
+            event_r = (jnp.einsum("nae,ne->na", events, self.env_weights) * self.weight_mask
+                       if cfg.kind == "bp" else 0.0)
             r = reward[:, None] + shaping * shaped + event_r
             ep_ret = ep_ret + reward
             ep_ev = ep_ev + events.sum(1)
@@ -456,6 +474,12 @@ def train(config: PPOConfig, out: Path, resume: bool = False, stop_after: Option
         if not all(math.isfinite(v) for v in row[4:7]):
             raise TrainingDiverged(f"update {u + 1}: a non-finite loss ({row[4]}, {row[5]}, {row[6]}); the last "
                                    f"good state is {state_file} (update {last_saved})")
+        if config.give_up_at and row[1] >= config.give_up_at and not _final_return(curve) > 0:
+            save(state, u + 1)
+            message = (f"{out}: no episode of the last five logged updates scored by {row[1]:,} env steps "
+                       f"(give_up_at {config.give_up_at:,}); gave up at update {u + 1}")
+            atomic_write(out / GAVE_UP_FILE, (message + "\n").encode())
+            raise TrainingGaveUp(message)
         if u + 1 in snapshot_at:
             wall = wall_before + time.perf_counter() - t0
             snap = out / "snapshots" / f"update_{u + 1:06d}{'.msgpack'}"
@@ -479,5 +503,5 @@ def train(config: PPOConfig, out: Path, resume: bool = False, stop_after: Option
                        resumed_from=start, curve=[dict(zip(CURVE_COLUMNS, r)) for r in curve], compile_s=compile_s)
 
 
-__all__ = ["Trainer", "train", "load_pool", "load_state", "make_env", "TrainResult", "CURVE_COLUMNS", "STATE_FILE",
-           "POLICY_FILE"]
+__all__ = ["Trainer", "train", "load_pool", "load_state", "make_env", "TrainResult", "TrainingGaveUp", "CURVE_COLUMNS",
+           "STATE_FILE", "POLICY_FILE", "GAVE_UP_FILE"]
