@@ -39,8 +39,10 @@ sys.path.insert(0, str(ROOT))
 
 LAYOUTS = ("v2/cramped_room", "v2/coord_ring", "v2/forced_coord")
 AGENTS = ("bayes-belief:full", "bayes-belief:no_belief")
-EGO_SP_SEEDS = (0, 1)
-HELD_OUT = 2
+#: of a layout's shipped SP seeds (sorted), the first two are egos (and the FCP pool of
+#: scripts/train_fcp.sh, POOL_SEEDS), the third the held-out partner; on layouts where some training
+#: seeds learnt nothing (scripts/train_zoo.sh KEEP=3) these are the first three that learnt
+N_EGO_SP = 2
 COLUMNS = ("logistics", "cooking", "sourcing", "sp-held-out", "fcp")
 
 
@@ -70,7 +72,9 @@ def roster(layout: str) -> Dict[str, object]:
         name = b.partner_name(layout)
         if name in specs:
             bp.setdefault(b.group, []).append(name)
-    return {"sp": sp, "fcp": fcp[0] if fcp else None, "bp": bp}
+    seeds = sorted(sp)
+    return {"sp": sp, "fcp": fcp[0] if fcp else None, "bp": bp, "ego_seeds": seeds[:N_EGO_SP],
+            "held_out": seeds[N_EGO_SP] if len(seeds) > N_EGO_SP else None}
 
 
 def _column(layout: str, partner: str, ros) -> str:
@@ -115,8 +119,9 @@ def _policy(name: str, layout: str):
 
 
 def trained_tasks(layout: str, ros, seeds: List[int], horizon: int) -> List[Tuple]:
-    egos = [ros["sp"][s] for s in EGO_SP_SEEDS if s in ros["sp"]] + ([ros["fcp"]] if ros["fcp"] else [])
-    partners = [n for g in ros["bp"].values() for n in g] + ([ros["sp"][HELD_OUT]] if HELD_OUT in ros["sp"] else []) \
+    egos = [ros["sp"][s] for s in ros["ego_seeds"]] + ([ros["fcp"]] if ros["fcp"] else [])
+    held = [ros["sp"][ros["held_out"]]] if ros["held_out"] is not None else []
+    partners = [n for g in ros["bp"].values() for n in g] + held \
         + ([ros["fcp"]] if ros["fcp"] else [])
     return [(layout, ego, partner, seat, tuple(seeds), horizon) for ego in egos for partner in partners
             for seat in (0, 1)]
@@ -127,7 +132,7 @@ def agent_tasks(layout: str, ros, agents: List[str], seeds: List[int], horizon: 
     for agent in agents:
         for seed in seeds:
             partners = [names[seed % len(names)] for names in ros["bp"].values()]
-            partners += [ros["sp"][HELD_OUT]] if HELD_OUT in ros["sp"] else []
+            partners += [ros["sp"][ros["held_out"]]] if ros["held_out"] is not None else []
             partners += [ros["fcp"]] if ros["fcp"] else []
             for partner in partners:
                 for seat in (0, 1):
@@ -295,22 +300,23 @@ def report(args) -> int:
                     cells.append(_f(sum(v) / len(v)) if v else "–")
                 print(f"| {_label(ego, ros)} | {seat} | " + " | ".join(cells) + " |")
         # FCP vs SP against the held-out SP seed
-        held = ros["sp"].get(HELD_OUT)
+        held = ros["sp"].get(ros["held_out"]) if ros["held_out"] is not None else None
         if ros["fcp"] and held:
-            print(f"\nFCP − SP against the held-out SP seed {HELD_OUT} (paired on seat and seed; seeds resampled):\n")
+            print(f"\nFCP − SP against the held-out SP seed {ros['held_out']} (paired on seat and seed; seeds resampled):\n")
             print("| SP ego | pairs | FCP | SP | FCP − SP [95% CI] |")
             print("|---|---|---|---|---|")
             fcp_rows = [dict(r, layout=layout) for r in mine if r["ego"] == ros["fcp"] and r["partner"] == held]
-            for s in EGO_SP_SEEDS:
+            for s in ros["ego_seeds"]:
                 sp_name = ros["sp"].get(s)
                 sp_rows = [r for r in mine if r["ego"] == sp_name and r["partner"] == held]
                 if not sp_rows or not fcp_rows:
                     continue
                 print(f"| SP seed {s} | " + _paired_cells(fcp_rows, sp_rows, "reward", f"{layout}fcp-sp{s}", 1))
         # BP event frequencies
-        jax_rows = [r for r in mine if r["runner"] == "jax" and r["ego"] == ros["sp"].get(EGO_SP_SEEDS[0])]
+        first = ros["ego_seeds"][0] if ros["ego_seeds"] else None
+        jax_rows = [r for r in mine if r["runner"] == "jax" and r["ego"] == ros["sp"].get(first)]
         if jax_rows and ros["bp"]:
-            print(f"\nBP behaviours' own events per episode against SP seed {EGO_SP_SEEDS[0]} (both seats, mean "
+            print(f"\nBP behaviours' own events per episode against SP seed {first} (both seats, mean "
                   f"[95% CI], seeds resampled); the crossed events in bold:\n")
             for gname, group in pop.groups.items():
                 crossed = list(group.crossed)
