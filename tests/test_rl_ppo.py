@@ -264,3 +264,25 @@ def test_a_run_that_never_scores_gives_up_with_its_state_saved(trainer, tmp_path
     assert (tmp_path / "dead" / STATE_FILE).is_file() and (tmp_path / "dead" / "policy.msgpack").is_file()
     with pytest.raises(TrainingGaveUp):
         train(cfg, tmp_path / "dead", resume=True, trainer=trainer)
+
+
+def test_a_conditioned_bp_net_warm_starts_from_an_sp_policy(full_run):
+    """``init_from``: every layer of the SP policy is copied, the BP net's six weight inputs start at zero
+    (so at the start it plays the SP policy whatever the weights); another network is refused naming the
+    file, before any training step."""
+    from flax.traverse_util import flatten_dict
+
+    from beliefgate.rl.ppo import Trainer
+
+    grid = [{"plate_pickup": 10.0}, {"delivery": -10.0}]
+    t = Trainer(small(kind="bp", event_weights=grid, init_from=str(full_run.policy)))
+    got = flatten_dict(jax.device_get(t.init()["params"]))
+    src = flatten_dict(_params(full_run.policy))
+    for k, v in src.items():
+        g = np.asarray(got[k])
+        if g.shape == v.shape:
+            assert np.array_equal(g, v), k
+        else:   # a first layer: the observation rows are the SP policy's, the weight rows zero
+            assert np.array_equal(g[:v.shape[0]], v) and not g[v.shape[0]:].any() and g.shape[0] - v.shape[0] == len(EVENTS)
+    with pytest.raises(CheckpointError, match=r"init_from .*policy.msgpack: .* has shape"):
+        Trainer(small(hidden=(16,), init_from=str(full_run.policy))).init()

@@ -70,6 +70,9 @@ class PPOConfig(CheckedModel):
     #: or ``same`` (every seat carries them: the design before 2026-12-06); other kinds: unset
     bp_partner: Optional[BPPartner] = None
     pool_dir: Optional[str] = None
+    #: start from this policy's parameters (a run on the same layout and network; a reward-conditioned
+    #: net takes an unconditioned one, its weight inputs starting at zero) instead of a random init
+    init_from: Optional[str] = None
     #: give up a run whose recent episodes do not score (the mean return of the last five logged
     #: updates is 0) once it has played this many env steps (0: never): the state is saved,
     #: ``OUT/GAVE_UP`` written, and the

@@ -133,7 +133,11 @@ class Trainer:
         """The training state of ``seed`` (the config's by default), built by one jitted function
         (JaxMARL's reset run op by op costs tens of seconds of dispatch)."""
         cfg = self.config
-        return self._init(jax.random.PRNGKey(cfg.seed if seed is None else seed))
+        state = self._init(jax.random.PRNGKey(cfg.seed if seed is None else seed))
+        if cfg.init_from:
+            params = warm_start(state["params"], cfg.init_from, self.layout, self.obs_shape)
+            state = _strong({**state, "params": params, "opt_state": self.tx.init(params)})
+        return state
 
     def _init_fn(self, key):
         cfg = self.config
@@ -310,6 +314,29 @@ class Trainer:
             "events_per_episode": jnp.where(done_n > 0, ev_done / episodes, jnp.nan),
         }
         return new_state, metrics
+
+
+def warm_start(params, path: str, layout: str, obs_shape) -> Any:
+    """``params`` (a fresh init) with the values of the policy file ``path`` (checked: card, digest, the
+    layout and observation shape): leaves of the same shape are copied; a first-layer kernel with more
+    inputs than the file's (a reward-conditioned net started from an unconditioned one) gets the file's
+    rows and zeros for the extra inputs. :class:`CheckpointError` naming the file for another network."""
+    from flax.traverse_util import flatten_dict, unflatten_dict
+
+    src, _ = load_params(Path(path), layout=layout, obs_shape=obs_shape)
+    dst, got = flatten_dict(params), flatten_dict(src)
+    if set(dst) != set(got):
+        raise CheckpointError(f"init_from {path}: another network (layers {sorted('/'.join(k) for k in got)[:3]}...)")
+    out = {}
+    for k, d in dst.items():
+        v = np.asarray(got[k], np.float32)
+        if v.shape == tuple(d.shape):
+            out[k] = jnp.asarray(v)
+        elif v.ndim == 2 and len(d.shape) == 2 and v.shape[1] == d.shape[1] and v.shape[0] < d.shape[0]:
+            out[k] = jnp.concatenate([jnp.asarray(v), jnp.zeros((d.shape[0] - v.shape[0], v.shape[1]), jnp.float32)])
+        else:
+            raise CheckpointError(f"init_from {path}: {'/'.join(k)} has shape {v.shape}, this network {tuple(d.shape)}")
+    return unflatten_dict(out)
 
 
 # ---------------------------------------------------------------------- the driver
