@@ -8,6 +8,9 @@
 #   scripts/train_fcp.sh                       # everything, in order (after scripts/train_zoo.sh)
 #   TIME_LIMIT=3600 scripts/train_fcp.sh       # stop after an hour; rerun to continue
 #   LAYOUTS="cramped_room" STEPS=20000 ROOT=/tmp/fcp scripts/train_fcp.sh   # a smoke run
+#   LAYOUTS=coord_ring POOL_SEEDS="2 3" CONFIG=scripts/ppo_hard.json scripts/train_fcp.sh
+#       # a layout whose first SP seeds learnt nothing (train_zoo.sh KEEP=3): the pool is the first two
+#       # that learnt, the third stays held out; CONFIG: further PPOConfig fields
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LAYOUTS=${LAYOUTS:-"cramped_room coord_ring forced_coord"}
@@ -38,7 +41,7 @@ for layout in $LAYOUTS; do
   fi
   for seed in $SEEDS; do
     train_run "$ROOT/fcp_${layout}_seed${seed}" "fcp v2/$layout seed $seed, pool $pool" --layout "v2/$layout" \
-      --kind fcp --pool "$pool" --steps "$STEPS" --seed "$seed"
+      --kind fcp --pool "$pool" --steps "$STEPS" --seed "$seed" ${CONFIG:+--config "$CONFIG"}
   done
 done
 if [ "$skipped" = 1 ]; then echo "fcp incomplete: rerun after the SP runs finish"; exit 3; fi
