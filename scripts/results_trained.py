@@ -312,6 +312,8 @@ def report(args) -> int:
                 if not sp_rows or not fcp_rows:
                     continue
                 print(f"| SP seed {s} | " + _paired_cells(fcp_rows, sp_rows, "reward", f"{layout}fcp-sp{s}", 1))
+        # the gate against periodic replanning (BayesBelief's Table 4 claim) over the BP partners
+        gate_vs_periodic(mine, layout, ros)
         # BP event frequencies
         first = ros["ego_seeds"][0] if ros["ego_seeds"] else None
         jax_rows = [r for r in mine if r["runner"] == "jax" and r["ego"] == ros["sp"].get(first)]
@@ -358,6 +360,42 @@ def report(args) -> int:
                         print(f"| {e} | {other} {so} | "
                               + _paired_cells(hi, lo, "value", f"{layout}{gname}{e}{so}", 2, pairs=False))
     return 0
+
+
+GATE, PERIODIC = "bayes-belief:full", "periodic-10"
+
+
+def gate_vs_periodic(rows: List[dict], layout: str, ros) -> None:
+    """Replans per episode and reward of the gate (``bayes-belief:full``) and of ``periodic-10`` against
+    the BP behaviours, and the issue's claim: the gate's replans <= 1/10 of periodic-10's at a reward
+    within periodic-10's 95% CI."""
+    from beliefgate.eval.report import bootstrap_mean_ci, paired_bootstrap
+
+    bp_names = {n for g in ros["bp"].values() for n in g}
+    sel = {a: [r for r in rows if r["ego"] == a and r["partner"] in bp_names and "replans" in r]
+           for a in (GATE, PERIODIC)}
+    if not all(sel.values()):
+        return
+    print(f"\nThe gate against replanning every 10 steps, over the BP behaviours (both seats, seeds resampled):\n")
+    print("| agent | episodes | replans per episode | reward [95% CI] |")
+    print("|---|---|---|---|")
+    stats = {}
+    for a, rs in sel.items():
+        by: Dict[int, List[float]] = {}
+        for r in rs:
+            by.setdefault(r["seed"], []).append(r["reward"])
+        m, lo, hi = bootstrap_mean_ci([sum(v) / len(v) for _, v in sorted(by.items())], name=f"{layout}{a}t4")
+        rep = sum(r["replans"] for r in rs) / len(rs)
+        stats[a] = (rep, m, lo, hi)
+        print(f"| {a} | {len(rs)} | {_f(rep, 2)} | {_f(m)} [{_f(lo)}, {_f(hi)}] |")
+    g, p = stats[GATE], stats[PERIODIC]
+    ratio = g[0] / p[0] if p[0] else float("nan")
+    within = p[2] <= g[1] <= p[3]
+    d = paired_bootstrap(sel[GATE], sel[PERIODIC], "reward", name=f"{layout}t4pair")
+    print(f"\nreplans ratio gate / periodic-10 = {_f(ratio, 3)} (claim: <= 0.1: "
+          f"{'yes' if ratio <= 0.1 else 'no'}); the gate's reward {_f(g[1])} is "
+          f"{'within' if within else 'outside'} periodic-10's CI [{_f(p[2])}, {_f(p[3])}]; paired gate − "
+          f"periodic-10: {_f(d.mean, 1, True)} [{_f(d.lo, 1, True)}, {_f(d.hi, 1, True)}] ({d.pairs} pairs)")
 
 
 # ---------------------------------------------------------------------------------------------- curves

@@ -286,3 +286,38 @@ def test_a_conditioned_bp_net_warm_starts_from_an_sp_policy(full_run):
             assert np.array_equal(g[:v.shape[0]], v) and not g[v.shape[0]:].any() and g.shape[0] - v.shape[0] == len(EVENTS)
     with pytest.raises(CheckpointError, match=r"init_from .*policy.msgpack: .* has shape"):
         Trainer(small(hidden=(16,), init_from=str(full_run.policy))).init()
+
+
+def test_serve_shaping_is_the_potential_difference_along_a_delivery():
+    """``serve_shaping``: distances to the serving cells by breadth-first search (coord_ring by hand),
+    and on the real cramped_room dynamics the added shaped reward of each step is
+    ``gamma * phi(s') - phi(s)`` with ``phi = D - d`` while a cooked dish is held: a bonus when the soup
+    is taken out at distance 2, about one per step toward the goal, the potential paid back at delivery."""
+    from jaxmarl.environments.overcooked_v2 import OvercookedV2
+
+    from beliefgate.rl.events import serve_distances
+    from beliefgate.rl.ppo import Trainer
+
+    ring = serve_distances(resolve_layout("v2/coord_ring")[1].static_objects)
+    assert ring[3].tolist() == [5, 1, 0, 1, 5] and ring[1].tolist() == [5, 3, 4, 3, 5]
+    env = OvercookedV2(layout=resolve_layout("v2/cramped_room")[1], max_steps=400)
+    _, state = env.reset(jax.random.PRNGKey(0))
+    R, D, L, U, S, I = range(6)
+    plan = [L] + [I, R, U, I, L] * 3 + [D, I] + [S] * 25 + [U, R, U, I] + [D, R, D, I]
+    shaping = Trainer(small(serve_shaping=1.0))
+
+    def body(state, a1):
+        acts = {"agent_0": jax.numpy.asarray(S), "agent_1": a1}
+        _, nxt, _, _, info = env.step_env(jax.random.PRNGKey(1), state, acts)
+        *_, shaped, _, _ = shaping._env_step(jax.random.PRNGKey(1), state, jax.numpy.stack([acts["agent_0"], a1]))
+        raw = jax.numpy.stack([info["shaped_reward"]["agent_0"], info["shaped_reward"]["agent_1"]])
+        return nxt, shaped - raw
+
+    _, extra = jax.jit(lambda s0, acts: jax.lax.scan(body, s0, acts))(state, jax.numpy.asarray(plan))
+    extra = np.asarray(extra)
+    g = 0.99
+    # D = 4 on cramped_room; the soup is taken out at (2,1) (d 2), carried to (2,2) (d 1), (3,2) (d 0),
+    # turned to the goal (d 0) and delivered
+    want = [g * 2, g * 3 - 2, g * 4 - 3, g * 4 - 4, -4]
+    assert np.allclose(extra[-5:, 1], want, atol=1e-5), extra[-5:, 1]
+    assert not extra[:-5].any() and not extra[:, 0].any()

@@ -65,6 +65,11 @@ class PPOConfig(CheckedModel):
     #: the shaping): JaxMARL pays 5 for taking a soup out of the pot and nothing for leaving it on a
     #: counter, so without it "cook, take out, put down" is a delivery-free loop of shaped reward
     dish_drop_refund: float = Field(0.0, ge=0.0, le=100.0)
+    #: potential-based shaping toward serving (decays with the shaping): a player holding a cooked dish
+    #: has potential ``serve_shaping x (D - d)``, ``d`` its distance in moves to the serving cells; the
+    #: shaped reward gains ``gamma * phi(s') - phi(s)``, which leaves the optimal policies unchanged
+    #: (Ng, Harada & Russell 1999) but pays each step a dish moves toward the goal
+    serve_shaping: float = Field(0.0, ge=0.0, le=100.0)
     event_weights: List[Dict[str, float]] = Field(default_factory=list, max_length=64)
     #: bp: ``task`` (one seat carries the weights, its teammates play the task; the default for bp)
     #: or ``same`` (every seat carries them: the design before 2026-12-06); other kinds: unset

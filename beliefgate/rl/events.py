@@ -77,4 +77,46 @@ def dish_drops(static_grid, prev_state, next_state):
     return (((before & DynamicObject.COOKED) != 0) & (after == 0) & (faced == StaticObject.WALL)).astype(jnp.float32)
 
 
-__all__ = ["dish_drops", "step_events"]
+def serve_distances(static_grid) -> "np.ndarray":
+    """``(height, width)`` moves from each free cell to the nearest cell next to a serving cell
+    (breadth-first over the free cells; players ignored), the largest finite distance + 1 elsewhere."""
+    import numpy as np
+    from collections import deque
+
+    from jaxmarl.environments.overcooked_v2.common import StaticObject
+
+    grid = np.asarray(static_grid)
+    h, w = grid.shape
+    free = grid == StaticObject.EMPTY
+    steps = ((0, 1), (0, -1), (1, 0), (-1, 0))
+    dist = np.full((h, w), -1, np.int32)
+    todo = deque()
+    for y, x in zip(*np.nonzero(grid == StaticObject.GOAL)):
+        for dy, dx in steps:
+            ny, nx = y + dy, x + dx
+            if 0 <= ny < h and 0 <= nx < w and free[ny, nx] and dist[ny, nx] < 0:
+                dist[ny, nx] = 0
+                todo.append((ny, nx))
+    while todo:
+        y, x = todo.popleft()
+        for dy, dx in steps:
+            ny, nx = y + dy, x + dx
+            if 0 <= ny < h and 0 <= nx < w and free[ny, nx] and dist[ny, nx] < 0:
+                dist[ny, nx] = dist[y, x] + 1
+                todo.append((ny, nx))
+    far = int(dist.max()) + 1
+    return np.where(dist < 0, far, dist).astype(np.float32)
+
+
+def serve_potential(distances, state):
+    """``(players,)``: a player holding a cooked dish has potential ``D - d`` (``d`` its distance to the
+    serving cells, ``D`` the largest), any other player 0 -- the potential of ``PPOConfig.serve_shaping``."""
+    from jaxmarl.environments.overcooked_v2.common import DynamicObject
+
+    agents = state.agents
+    d = distances[agents.pos.y, agents.pos.x]
+    holding = (agents.inventory & DynamicObject.COOKED) != 0
+    return jnp.where(holding, jnp.max(distances) - d, 0.0)
+
+
+__all__ = ["dish_drops", "serve_distances", "serve_potential", "step_events"]
