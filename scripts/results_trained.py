@@ -37,6 +37,10 @@ from typing import Dict, List, Optional, Tuple
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from beliefgate.provenance import git_commit  # noqa: E402
+
+#: the commit whose code plays the rows (recorded in each row)
+COMMIT = git_commit()
 LAYOUTS = ("v2/cramped_room", "v2/coord_ring", "v2/forced_coord")
 AGENTS = ("bayes-belief:full", "bayes-belief:no_belief")
 #: of a layout's shipped SP seeds (sorted), the first two are egos (and the FCP pool of
@@ -157,7 +161,7 @@ def play_trained(task) -> List[dict]:
                      "horizon": horizon, "runner": "jax", "reward": float(res["reward"][i]),
                      "ego_events": dict(zip(EVENTS, map(float, ev[seat]))),
                      "partner_events": dict(zip(EVENTS, map(float, ev[1 - seat]))), "wall_s": round(wall, 3),
-                     "digest": _digest(ego, partner)})
+                     "digest": _digest(ego, partner), "commit": COMMIT})
     return rows
 
 
@@ -170,7 +174,7 @@ def play_agent(task) -> dict:
     res = run_episode(layout, agent, partner, seed=seed, horizon=horizon, seat=seat)
     return {"layout": layout, "ego": agent, "partner": partner, "seat": seat, "seed": seed, "horizon": horizon,
             "runner": "episode", "reward": float(res.summary["reward"]), "replans": float(replans(res.trajectory)),
-            "wall_s": round(time.perf_counter() - t0, 2), "digest": _digest(agent, partner)}
+            "wall_s": round(time.perf_counter() - t0, 2), "digest": _digest(agent, partner), "commit": COMMIT}
 
 
 def _register() -> None:
