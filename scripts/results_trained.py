@@ -245,12 +245,18 @@ def _paired_cells(a: List[dict], b: List[dict], key: str, name: str, digits: int
             f"[{_f(d.lo, digits, True)}, {_f(d.hi, digits, True)}] |")
 
 
-def _ci(values_by_seed: Dict[int, List[float]], name: str) -> str:
+def _seed_ci(values_by_seed: Dict[int, List[float]], name: str) -> Tuple[float, float, float]:
+    """Mean and 95% bootstrap interval of the per-seed means (seeds resampled)."""
     from beliefgate.eval.report import bootstrap_mean_ci
 
-    vals = [sum(v) / len(v) for _, v in sorted(values_by_seed.items())]
-    m, lo, hi = bootstrap_mean_ci(vals, name=name)
-    return f"{_f(m)} [{_f(lo)}, {_f(hi)}]" if vals else "–"
+    return bootstrap_mean_ci([sum(v) / len(v) for _, v in sorted(values_by_seed.items())], name=name)
+
+
+def _ci(values_by_seed: Dict[int, List[float]], name: str) -> str:
+    if not values_by_seed:
+        return "–"
+    m, lo, hi = _seed_ci(values_by_seed, name)
+    return f"{_f(m)} [{_f(lo)}, {_f(hi)}]"
 
 
 def _label(name: str, ros) -> str:
@@ -373,7 +379,7 @@ def gate_vs_periodic(rows: List[dict], layout: str, ros) -> None:
     """Replans per episode and reward of the gate (``bayes-belief:full``) and of ``periodic-10`` against
     the BP behaviours, and the issue's claim: the gate's replans <= 1/10 of periodic-10's at a reward
     within periodic-10's 95% CI."""
-    from beliefgate.eval.report import bootstrap_mean_ci, paired_bootstrap
+    from beliefgate.eval.report import paired_bootstrap
 
     bp_names = {n for g in ros["bp"].values() for n in g}
     sel = {a: [r for r in rows if r["ego"] == a and r["partner"] in bp_names and "replans" in r]
@@ -388,7 +394,7 @@ def gate_vs_periodic(rows: List[dict], layout: str, ros) -> None:
         by: Dict[int, List[float]] = {}
         for r in rs:
             by.setdefault(r["seed"], []).append(r["reward"])
-        m, lo, hi = bootstrap_mean_ci([sum(v) / len(v) for _, v in sorted(by.items())], name=f"{layout}{a}t4")
+        m, lo, hi = _seed_ci(by, f"{layout}{a}t4")
         rep = sum(r["replans"] for r in rs) / len(rs)
         stats[a] = (rep, m, lo, hi)
         print(f"| {a} | {len(rs)} | {_f(rep, 2)} | {_f(m)} [{_f(lo)}, {_f(hi)}] |")

@@ -112,21 +112,49 @@ def test_the_update_is_traced_once(trainer, full_run):
     assert trainer.traces == 1
 
 
-def test_events_from_state_pairs_on_the_real_dynamics():
-    """Scripted cramped_room play: onion to the pot three times, a plate, the soup, the delivery."""
+R, D, L, U, S, I = range(6)  # right, down, left, up, stay, interact
+#: scripted cramped_room play of agent_1 (agent_0 starts at (3,1) (swap_agents) and stays; agent_1 at
+#: (1,1)): face the onion pile (0,1), then three times: pick, step right to (2,1), face the pot (2,0),
+#: place, step back; a plate from the pile (1,3); wait for the soup; plate it -- holding the soup at (2,1)
+COOK = [L] + [I, R, U, I, L] * 3 + [D, I] + [S] * 25 + [U, R, U, I]
+#: from there: carry the soup to (3,2) and deliver it at (3,3)
+SERVE = [D, R, D, I]
+
+
+def _cramped_room():
+    """``(env, static grid, start state)`` of the scripted play (the real JaxMARL dynamics)."""
     from jaxmarl.environments.overcooked_v2 import OvercookedV2
 
+    env = OvercookedV2(layout=resolve_layout("v2/cramped_room")[1], max_steps=400)
+    _, state = env.reset(jax.random.PRNGKey(0))
+    return env, jax.numpy.asarray(env.layout.static_objects), state
+
+
+def _trainer_shaping(trainer, plan):
+    """Per step of ``plan`` (agent_1's actions): each player's dish drops and the shaped reward the
+    trainer's step adds to JaxMARL's, ``(steps, players)`` each."""
+    from beliefgate.rl.events import dish_drops
+
+    env, static, state = _cramped_room()
+
+    def body(state, a1):
+        actions = jax.numpy.stack([jax.numpy.asarray(S), a1])
+        _, nxt, _, _, info = env.step_env(jax.random.PRNGKey(1), state, {"agent_0": actions[0], "agent_1": a1})
+        *_, shaped, _, _ = trainer._env_step(jax.random.PRNGKey(1), state, actions)
+        raw = jax.numpy.stack([info["shaped_reward"]["agent_0"], info["shaped_reward"]["agent_1"]])
+        return nxt, (dish_drops(static, state, nxt), shaped - raw)
+
+    _, (drops, added) = jax.jit(lambda s0, acts: jax.lax.scan(body, s0, acts))(state, jax.numpy.asarray(plan))
+    return np.asarray(drops), np.asarray(added)
+
+
+def test_events_from_state_pairs_on_the_real_dynamics():
+    """Scripted cramped_room play: onion to the pot three times, a plate, the soup, the delivery."""
     from beliefgate.rl.events import step_events
 
-    env = OvercookedV2(layout=resolve_layout("v2/cramped_room")[1], max_steps=400)
-    static = jax.numpy.asarray(env.layout.static_objects)
-    _, state = env.reset(jax.random.PRNGKey(0))
-    R, D, L, U, S, I = range(6)  # right, down, left, up, stay, interact
-    # agent_0 starts at (3,1) (swap_agents), agent_1 at (1,1): agent_1 cooks and serves, agent_0 stays.
-    # From (1,1): face the onion pile (0,1), then three times: pick, step right to (2,1), face the pot
-    # (2,0), place, step back; a plate from the pile (1,3); wait for the soup; plate it; deliver at (3,3)
-    # then another onion, put down on the counter (0,2) and taken back
-    plan = [L] + [I, R, U, I, L] * 3 + [D, I] + [S] * 25 + [U, R, U, I] + [D, R, D, I] + [L, L, U, L, I, D, L, I, I]
+    env, static, state = _cramped_room()
+    # the soup delivered, then another onion, put down on the counter (0,2) and taken back
+    plan = COOK + SERVE + [L, L, U, L, I, D, L, I, I]
 
     def body(state, a1):
         _, nxt, *_ = env.step_env(jax.random.PRNGKey(1), state, {"agent_0": S, "agent_1": a1})
@@ -224,30 +252,11 @@ def test_a_dish_left_on_a_counter_is_a_dish_drop_and_a_delivery_is_not():
     """``dish_drops`` on the real dynamics: the soup of the scripted cramped_room play put down on the
     counter (1,0) counts once, the delivered one never; the trainer charges the refund against the
     shaped reward of that step only."""
-    from jaxmarl.environments.overcooked_v2 import OvercookedV2
-
-    from beliefgate.rl.events import dish_drops
     from beliefgate.rl.ppo import Trainer
 
-    env = OvercookedV2(layout=resolve_layout("v2/cramped_room")[1], max_steps=400)
-    static = jax.numpy.asarray(env.layout.static_objects)
-    _, state = env.reset(jax.random.PRNGKey(0))
-    R, D, L, U, S, I = range(6)
-    cook = [L] + [I, R, U, I, L] * 3 + [D, I] + [S] * 25 + [U, R, U, I]   # agent_1 holds the soup at (2,1)
     refund = Trainer(small(dish_drop_refund=5.0))
-
-    def body(state, a1):
-        acts = {"agent_0": jax.numpy.asarray(S), "agent_1": a1}
-        _, nxt, *_ = env.step_env(jax.random.PRNGKey(1), state, acts)
-        *_, shaped, _, _ = refund._env_step(jax.random.PRNGKey(1), state, jax.numpy.stack([acts["agent_0"], a1]))
-        _, _, _, _, info = env.step_env(jax.random.PRNGKey(1), state, acts)
-        raw = jax.numpy.stack([info["shaped_reward"]["agent_0"], info["shaped_reward"]["agent_1"]])
-        return nxt, (dish_drops(static, state, nxt), shaped - raw)
-
-    run = jax.jit(lambda s0, acts: jax.lax.scan(body, s0, acts))
-    for tail, drops in (([L, U, I], 1), ([D, R, D, I], 0)):   # put down on the counter / deliver
-        _, (per_step, charged) = run(state, jax.numpy.asarray(cook + tail))
-        per_step, charged = np.asarray(per_step), np.asarray(charged)
+    for tail, drops in (([L, U, I], 1), (SERVE, 0)):   # put down on the counter / deliver
+        per_step, charged = _trainer_shaping(refund, COOK + tail)
         assert per_step[:, 0].sum() == 0 and per_step[:, 1].sum() == drops, (tail, per_step.sum(0))
         assert np.allclose(charged, -5.0 * per_step), tail
 
@@ -293,28 +302,12 @@ def test_serve_shaping_is_the_potential_difference_along_a_delivery():
     and on the real cramped_room dynamics the added shaped reward of each step is
     ``gamma * phi(s') - phi(s)`` with ``phi = D - d`` while a cooked dish is held: a bonus when the soup
     is taken out at distance 2, about one per step toward the goal, the potential paid back at delivery."""
-    from jaxmarl.environments.overcooked_v2 import OvercookedV2
-
     from beliefgate.rl.events import serve_distances
     from beliefgate.rl.ppo import Trainer
 
     ring = serve_distances(resolve_layout("v2/coord_ring")[1].static_objects)
     assert ring[3].tolist() == [5, 1, 0, 1, 5] and ring[1].tolist() == [5, 3, 4, 3, 5]
-    env = OvercookedV2(layout=resolve_layout("v2/cramped_room")[1], max_steps=400)
-    _, state = env.reset(jax.random.PRNGKey(0))
-    R, D, L, U, S, I = range(6)
-    plan = [L] + [I, R, U, I, L] * 3 + [D, I] + [S] * 25 + [U, R, U, I] + [D, R, D, I]
-    shaping = Trainer(small(serve_shaping=1.0))
-
-    def body(state, a1):
-        acts = {"agent_0": jax.numpy.asarray(S), "agent_1": a1}
-        _, nxt, _, _, info = env.step_env(jax.random.PRNGKey(1), state, acts)
-        *_, shaped, _, _ = shaping._env_step(jax.random.PRNGKey(1), state, jax.numpy.stack([acts["agent_0"], a1]))
-        raw = jax.numpy.stack([info["shaped_reward"]["agent_0"], info["shaped_reward"]["agent_1"]])
-        return nxt, shaped - raw
-
-    _, extra = jax.jit(lambda s0, acts: jax.lax.scan(body, s0, acts))(state, jax.numpy.asarray(plan))
-    extra = np.asarray(extra)
+    _, extra = _trainer_shaping(Trainer(small(serve_shaping=1.0)), COOK + SERVE)
     g = 0.99
     # D = 4 on cramped_room; the soup is taken out at (2,1) (d 2), carried to (2,2) (d 1), (3,2) (d 0),
     # turned to the goal (d 0) and delivered

@@ -34,6 +34,12 @@ import jax.numpy as jnp
 from beliefgate.rl.config import EVENTS
 
 
+def _faced(static_grid, state):
+    """``(players,)``: the static object each player faces in ``state`` (the cell an interaction acts on)."""
+    fwd = jax.vmap(lambda agent: agent.get_fwd_pos())(state.agents)  # one agent at a time: it is not batched
+    return static_grid[fwd.y, fwd.x]
+
+
 def step_events(static_grid, prev_state, next_state, counter_pickups: bool = False):
     """``(players, len(EVENTS))`` float counts (0/1) of each player's events in ``prev -> next``.
 
@@ -44,8 +50,7 @@ def step_events(static_grid, prev_state, next_state, counter_pickups: bool = Fal
 
     before = prev_state.agents.inventory
     after = next_state.agents.inventory
-    fwd = jax.vmap(lambda agent: agent.get_fwd_pos())(next_state.agents)  # one agent at a time: it is not batched
-    faced = static_grid[fwd.y, fwd.x]
+    faced = _faced(static_grid, next_state)
     from_pile = StaticObject.is_ingredient_pile(faced) | counter_pickups
     from_plates = (faced == StaticObject.PLATE_PILE) | counter_pickups
     empty_before, empty_after = before == 0, after == 0
@@ -72,8 +77,7 @@ def dish_drops(static_grid, prev_state, next_state):
     from jaxmarl.environments.overcooked_v2.common import DynamicObject, StaticObject
 
     before, after = prev_state.agents.inventory, next_state.agents.inventory
-    fwd = jax.vmap(lambda agent: agent.get_fwd_pos())(next_state.agents)
-    faced = static_grid[fwd.y, fwd.x]
+    faced = _faced(static_grid, next_state)
     return (((before & DynamicObject.COOKED) != 0) & (after == 0) & (faced == StaticObject.WALL)).astype(jnp.float32)
 
 
@@ -90,20 +94,16 @@ def serve_distances(static_grid) -> "np.ndarray":
     free = grid == StaticObject.EMPTY
     steps = ((0, 1), (0, -1), (1, 0), (-1, 0))
     dist = np.full((h, w), -1, np.int32)
-    todo = deque()
-    for y, x in zip(*np.nonzero(grid == StaticObject.GOAL)):
-        for dy, dx in steps:
-            ny, nx = y + dy, x + dx
-            if 0 <= ny < h and 0 <= nx < w and free[ny, nx] and dist[ny, nx] < 0:
-                dist[ny, nx] = 0
-                todo.append((ny, nx))
+    # the serving cells are the sources at distance -1 (never free, so never given a distance): the
+    # free cells next to them get 0
+    todo = deque((y, x, -1) for y, x in zip(*np.nonzero(grid == StaticObject.GOAL)))
     while todo:
-        y, x = todo.popleft()
+        y, x, d = todo.popleft()
         for dy, dx in steps:
             ny, nx = y + dy, x + dx
             if 0 <= ny < h and 0 <= nx < w and free[ny, nx] and dist[ny, nx] < 0:
-                dist[ny, nx] = dist[y, x] + 1
-                todo.append((ny, nx))
+                dist[ny, nx] = d + 1
+                todo.append((ny, nx, d + 1))
     far = int(dist.max()) + 1
     return np.where(dist < 0, far, dist).astype(np.float32)
 
