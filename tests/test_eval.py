@@ -18,7 +18,8 @@ from beliefgate.envs.trajlog import FinalRow, LogHeader, LogWriter, StepRow, Tra
 from beliefgate.eval import metrics as M
 from beliefgate.eval.grid import GridError, load_grid, parse_grid, resolve_grid
 from beliefgate.eval.replay import ReplayResult
-from beliefgate.eval.report import ReportError, Report, bootstrap_mean_ci, build_report, paired_bootstrap
+from beliefgate.eval.report import (ReportError, Report, bootstrap_mean_ci, bootstrap_p, build_report, holm,
+                                    paired_bootstrap)
 from beliefgate.eval.runner import RunError, load_results, run_grid
 
 BIN = Path(sys.executable).parent / "beliefgate"
@@ -367,11 +368,40 @@ def test_bootstrap_interval_known_cases():
     assert d.pairs == 2 and d.units == 2 and d.mean == 1.0 and d.lo == d.hi == 1.0 and d.includes_zero is False
 
 
+def test_bootstrap_p_and_holm_known_cases():
+    # the p-value inverts the percentile interval: zero in the 95% interval <=> p >= 0.05 (up to resolution)
+    rng = np.random.default_rng(7)
+    for shift in (0.0, 0.3, 0.6, 1.0, 2.0):
+        cond = [{"layout": "l", "partner": "p", "seat": 0, "seed": s, "m": shift + rng.standard_normal()}
+                for s in range(12)]
+        base = [{"layout": "l", "partner": "p", "seat": 0, "seed": s, "m": 0.0} for s in range(12)]
+        d = paired_bootstrap(cond, base, "m", n_boot=4000, name=str(shift))
+        assert 0.0 < d.p <= 1.0 and (d.p >= 0.05) == d.includes_zero, (shift, d)
+    # identical episodes: p = 1; every resample on one side: the smallest p the resamples can show
+    assert bootstrap_p(np.zeros(999)) == 1.0
+    assert bootstrap_p(np.full(999, 2.5)) == 2.0 / 1000 == bootstrap_p(np.full(999, -2.5))
+    assert math.isnan(paired_bootstrap(cond[:1], base[:1], "m").p)   # one seed: no test
+    # Holm (1979): sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1, made monotone; NaN is no test
+    assert np.allclose(holm([0.01, 0.04, 0.03, 0.005]), [0.03, 0.06, 0.06, 0.02])
+    out = holm([0.2, float("nan"), 0.01])
+    assert np.allclose([out[0], out[2]], [0.2, 0.02]) and math.isnan(out[1])
+    assert holm([0.6, 0.9]) == [1.0, 1.0] and holm([]) == []
+
+
 def test_report_tables_and_zero_statements():
     rows = _rows(effect=10.0)
     text, diffs = build_report(rows, baseline="bayes-belief:no_replan", n_boot=2000, seed=3)
-    for title in ("Table 1", "Table 2", "Table 3", "Table 4", "Headline", "Metric definitions"):
+    for title in ("Table 1", "Table 2", "Table 3", "Table 4", "Table 10", "Headline", "Metric definitions"):
         assert f"## {title}" in text, title
+    # every differences table's p-values are one Holm family: adjusted >= raw, printed beside the interval
+    tested = [d for d in diffs if d.get("p_holm") is not None]
+    assert tested and all(d["p_holm"] >= d["p"] for d in tested) and "Holm-adjusted over the" in text
+    assert all(d["p_holm"] == 1.0 for d in tested if d["metric"] == "gap_rate" and d["mean"] == 0.0)
+    # with another baseline, Table 10 pairs full with no_replan itself (its Table 8)
+    other = build_report(rows, baseline="periodic-10", n_boot=500, seed=3)[1]
+    t8 = [d for d in other if d["baseline"] == "bayes-belief:no_replan" and d["metric"] == "gap_rate"]
+    assert t8 and all(d["mean"] == 0.0 and d.get("p_holm", 1.0) == 1.0 for d in t8)
+    assert any("p_holm" in d for d in t8)
     reward_all = [d for d in diffs if d["condition"] == "bayes-belief:full" and d["metric"] == "reward"
                   and d["layout"] is None]
     assert len(reward_all) == 1 and 9.0 < reward_all[0]["lo"] < reward_all[0]["mean"] < reward_all[0]["hi"] < 11.0

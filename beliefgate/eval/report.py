@@ -1,4 +1,4 @@
-"""Markdown report of a results table: the BayesBelief paper's Tables 1-4 with paired bootstrap CIs.
+"""Markdown report of a results table: the BayesBelief paper's Tables 1-4 and 10 with paired bootstrap CIs.
 
 Input: the rows of a run directory's results table (:func:`beliefgate.eval.runner.load_results`).
 A *condition* is an ego agent of the grid; a *setting* is a layout x partner group.
@@ -10,6 +10,8 @@ A *condition* is an ego agent of the grid; a *setting* is a layout x partner gro
   ``no_belief``): reward by setting;
 * Table 4 -- replanning triggers (``full``, ``periodic-N``, ``completion-held``,
   ``llm-judge``): reward / replans per episode by setting;
+* Table 10 -- mechanism metrics of ``full`` and ``no_replan`` by setting, with the paired
+  ``full`` − ``no_replan`` reward and gap rate (its Table 8);
 * LLM fallbacks -- per condition, fallbacks per episode by role (planner, judge,
   hypothesis) and their reasons (unusable reply, bad response, unavailable, rejected,
   deadline, budget, breaker open), when any episode fell back.
@@ -26,7 +28,10 @@ pairs of the setting with that seed; the estimate is the mean of ``d_s`` and the
 interval is the 2.5/97.5 percentiles of that mean over ``n_boot`` resamples of
 the seeds with replacement. ``unit="episode"`` resamples matched episodes instead.
 The resampling generator is seeded by ``seed`` and the comparison's name, so a
-report is reproducible and does not depend on table order.
+report is reproducible and does not depend on table order. Each difference also
+carries a two-sided bootstrap p-value (:func:`bootstrap_p`, from the same
+resamples); the p-values of one differences table are one family, adjusted
+together by Holm's method (:func:`holm`) and printed beside the intervals.
 """
 
 from __future__ import annotations
@@ -67,6 +72,8 @@ class Diff:
     hi: float
     units: int        # resampled units (seeds, or episodes)
     pairs: int        # matched episode pairs
+    #: two-sided bootstrap p-value of "no difference" (:func:`bootstrap_p`); NaN without an interval
+    p: float = float("nan")
 
     @property
     def has_interval(self) -> bool:
@@ -82,11 +89,58 @@ class Diff:
             return None if math.isnan(x) else float(x)
 
         return {"mean": num(self.mean), "lo": num(self.lo), "hi": num(self.hi), "units": self.units,
-                "pairs": self.pairs, "includes_zero": self.includes_zero}
+                "pairs": self.pairs, "includes_zero": self.includes_zero, "p": num(self.p)}
 
 
 def _stable_seed(seed: int, name: str) -> List[int]:
     return [int(seed), zlib.crc32(name.encode())]
+
+
+def _bootstrap(values: Sequence[float], n_boot: int, level: float, seed: int,
+               name: str) -> Tuple[float, float, float, float]:
+    """Mean, percentile interval and two-sided p-value (:func:`bootstrap_p`) from one set of resamples."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return float("nan"), float("nan"), float("nan"), float("nan")
+    mean = float(x.mean())
+    if x.size < 2:
+        return mean, float("nan"), float("nan"), float("nan")
+    if not 0.0 < level < 1.0:
+        raise ReportError(f"level must be in (0, 1), got {level}")
+    rng = np.random.default_rng(_stable_seed(seed, name))
+    idx = rng.integers(0, x.size, size=(int(n_boot), x.size))
+    means = x[idx].mean(axis=1)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
+    return mean, float(lo), float(hi), bootstrap_p(means)
+
+
+def bootstrap_p(means: np.ndarray) -> float:
+    """Two-sided p-value of "the mean is 0" from bootstrap resamples of the mean (the interval inverted:
+    the smallest two-sided level whose percentile interval reaches 0). With ``B`` resamples,
+    ``p = min(1, 2 (1 + #{m* on the far side of 0}) / (B + 1))``, the far side being the one opposite
+    the resampled means' bulk; the ``+1`` counts the observed sample among the resamples (Davison &
+    Hinkley 1997, eq. 4.11), so the smallest reportable p is ``2 / (B + 1)``, never 0. Resamples equal
+    to 0 count on both sides: identical episodes give ``p = 1``."""
+    m = np.asarray(means, dtype=float)
+    below, above = int(np.sum(m <= 0.0)), int(np.sum(m >= 0.0))
+    return float(min(1.0, 2.0 * (1 + min(below, above)) / (m.size + 1)))
+
+
+def holm(pvalues: Sequence[float]) -> List[float]:
+    """Holm's step-down adjustment of a family of p-values (Holm 1979): the ``k``-th smallest of ``m``
+    becomes ``max_{j<=k} min(1, (m - j + 1) p_(j))``; it controls the family-wise error rate.
+    NaN entries (no test) stay NaN and do not count in ``m``."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    if ok.size == 0:
+        return out.tolist()
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = order.size
+    adjusted = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
+    out[order] = adjusted
+    return out.tolist()
 
 
 def bootstrap_mean_ci(values: Sequence[float], n_boot: int = 10_000, level: float = 0.95,
@@ -95,20 +149,7 @@ def bootstrap_mean_ci(values: Sequence[float], n_boot: int = 10_000, level: floa
 
     With fewer than two values the interval is (NaN, NaN).
     """
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    mean = float(x.mean())
-    if x.size < 2:
-        return mean, float("nan"), float("nan")
-    if not 0.0 < level < 1.0:
-        raise ReportError(f"level must be in (0, 1), got {level}")
-    rng = np.random.default_rng(_stable_seed(seed, name))
-    idx = rng.integers(0, x.size, size=(int(n_boot), x.size))
-    means = x[idx].mean(axis=1)
-    alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
-    return mean, float(lo), float(hi)
+    return _bootstrap(values, n_boot, level, seed, name)[:3]
 
 
 def same_rewards(rows: Iterable[Row], base_rows: Iterable[Row], metrics: Sequence[str] = ("reward",)) -> bool:
@@ -175,8 +216,8 @@ def paired_bootstrap(cond: Iterable[Row], base: Iterable[Row], metric: str, unit
         pairs += 1
         per_unit.setdefault(r["seed"] if unit == "seed" else key, []).append(a - b)
     values = [float(np.mean(v)) for _, v in sorted(per_unit.items(), key=lambda kv: str(kv[0]))]
-    mean, lo, hi = bootstrap_mean_ci(values, n_boot, level, seed, name)
-    return Diff(mean, lo, hi, len(values), pairs)
+    mean, lo, hi, p = _bootstrap(values, n_boot, level, seed, name)
+    return Diff(mean, lo, hi, len(values), pairs, p)
 
 
 # ------------------------------------------------------------------------------ formatting
@@ -205,13 +246,21 @@ def _nanmean(values: List[float]) -> float:
     return float(x.mean()) if x.size else float("nan")
 
 
-def _diff_cell(metric: str, d: Diff) -> str:
+def _p(p: float) -> str:
+    """A p-value as printed: three significant figures, ``< 0.001`` below that."""
+    if math.isnan(p):
+        return "–"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _diff_cell(metric: str, d: Diff, p_holm: float = float("nan")) -> str:
     if d.pairs == 0:
         return "–"
     if not d.has_interval:
         return f"{_fmt(metric, d.mean, True)} (n={d.units})"
     mark = " †" if d.includes_zero else ""
-    return f"{_fmt(metric, d.mean, True)} [{_fmt(metric, d.lo, True)}, {_fmt(metric, d.hi, True)}]{mark}"
+    text = f"{_fmt(metric, d.mean, True)} [{_fmt(metric, d.lo, True)}, {_fmt(metric, d.hi, True)}]{mark}"
+    return text if math.isnan(p_holm) else f"{text} p={_p(p_holm)}"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align_first: int = 1) -> str:
@@ -314,14 +363,20 @@ class Report:
             return [f"_No condition to compare with the baseline `{self.baseline}` here._"]
         keys = (list(self.settings) if per == "setting" else [(lay, None) for lay in self.layouts])
         keys.append((None, None))
+        # the table is one family of tests: its p-values are Holm-adjusted together
+        diffs = {(k, c): self.diff(c, metric, *k) for k in keys for c in conds}
+        records = self.diffs[-len(diffs):]
+        adjusted = dict(zip(diffs, holm([d.p if d.has_interval else float("nan") for d in diffs.values()])))
+        for record, key in zip(records, diffs):
+            record["p_holm"] = None if math.isnan(adjusted[key]) else adjusted[key]
         rows, found, total = [], [], 0
         rows_of: Dict[str, List[str]] = {c: [] for c in conds}
         for layout, group in keys:
             name = self._setting(layout, group)
             cells = [name if layout else "**all (pooled)**"]
             for c in conds:
-                d = self.diff(c, metric, layout, group)
-                cells.append(_diff_cell(metric, d))
+                d = diffs[((layout, group), c)]
+                cells.append(_diff_cell(metric, d, adjusted[((layout, group), c)]))
                 if d.has_interval:
                     total += 1
                     rows_of[c].append(name)
@@ -329,7 +384,8 @@ class Report:
                         found.append((c, metric, name))
             rows.append(cells)
         header = ["setting"] + conds
-        return [f"Each column: that condition − `{self.baseline}`, mean [95% CI].", "", _table(header, rows), "",
+        return [f"Each column: that condition − `{self.baseline}`, mean [95% CI] and the two-sided bootstrap p-value, "
+                f"Holm-adjusted over the {total} tests of this table.", "", _table(header, rows), "",
                 self._zero_sentence(found, rows_of, total)]
 
     # -------------------------------------------------------------- tables
@@ -417,6 +473,35 @@ class Report:
             f"`{c}` {self.effective_share(c)}" for c in conds) + ".", ""]
         out += [f"**Table 4′** — paired differences in replans per episode against `{self.baseline}`.", ""]
         out += self._diff_table(conds, "replans")
+        return out
+
+    def table10(self) -> List[str]:
+        """BayesBelief's Table 10 (mechanism metrics of ``full`` and ``no_replan`` by setting) with its
+        Table 8 (paired ``full`` − ``no_replan``)."""
+        full = next((c for c in self.conditions if condition_kind(c) == "full"), None)
+        no_replan = next((c for c in self.conditions if condition_kind(c) == "no_replan"), None)
+        out = ["## Table 10 — Mechanism metrics of the gate's interrupts", ""]
+        if full is None or no_replan is None:
+            return out + ["_Needs both `bayes-belief:full` and `bayes-belief:no_replan` in these results._"]
+        metrics = [m for m in ("map_accuracy", "gap_rate", "comp3", "duplicate_rate", "replans")
+                   if any(not math.isnan(float(r[m])) for r in self._select(full) + self._select(no_replan))]
+        out += [f"`{full}` (posterior in the prompt + interrupts) and `{no_replan}` (the same posterior, no "
+                "interrupts): means over the setting's episodes, NaN-valued episodes left out.", ""]
+        rows = [[self._setting(lay, g), c] + [_fmt(m, _nanmean(self._values(c, m, lay, g))) for m in metrics]
+                for lay, g in self.settings for c in (full, no_replan)]
+        header = ["setting", "condition"] + [f"{METRICS[m].label} {METRICS[m].arrow}".strip() for m in metrics]
+        out += [_table(header, rows, align_first=2), ""]
+        if self.baseline == no_replan:
+            return out + [f"The paired `{full}` − `{no_replan}` differences (its Table 8) are Table 1′ (reward) and "
+                          "Table 3′ (gap rate) above, whose baseline is `no_replan`."]
+        saved = self.baseline
+        self.baseline = no_replan
+        try:
+            for m in ("reward", "gap_rate"):
+                out += [f"**Table 8′** — paired `{full}` − `{no_replan}`: {METRICS[m].label}.", ""]
+                out += self._diff_table([full], m) + [""]
+        finally:
+            self.baseline = saved
         return out
 
     def effective_share(self, cond: str) -> str:
@@ -537,11 +622,14 @@ class Report:
                  f"Differences are *condition − `{self.baseline}`* over episodes matched on layout, partner, seat "
                  f"and seed, with {int(self.level * 100)}% percentile bootstrap intervals over matched "
                  f"{'seeds' if self.unit == 'seed' else 'episodes'} ({self.n_boot} resamples, seed {self.seed}). "
-                 "An interval that includes zero is marked † and listed below its table; as the intervals are not "
-                 "corrected for multiple comparisons, read them only as including zero or not.", ""]
+                 "An interval that includes zero is marked † and listed below its table. The intervals are not "
+                 "corrected for multiple comparisons; the p-values beside them are (two-sided bootstrap p-values, "
+                 "Holm-adjusted within each table, which controls the chance of any false finding in that table "
+                 "at the printed level).", ""]
         fallbacks = self.fallback_table()
         parts = intro + self.headline() + [""] + self.table1() + [""] + self.table2() + [""] + self.table3() + \
-            [""] + self.table4() + ([""] + fallbacks if fallbacks else []) + ["", "## Metric definitions", ""]
+            [""] + self.table4() + [""] + self.table10() + ([""] + fallbacks if fallbacks else []) + \
+            ["", "## Metric definitions", ""]
         parts += [f"- **{info.label}** (`{name}`{', ' + info.better + ' is better' if info.better else ''}): "
                   f"{info.description}." for name, info in METRICS.items() if name != "steps"]
         parts += ["", "Exact definitions: `beliefgate/eval/metrics.py` and docs/eval.md."]
