@@ -16,6 +16,15 @@
   (seed ``s`` plays behaviour ``s mod 4``), then the held-out SP seed and the FCP ego; each seat,
   ``--agent-seeds``.
 
+``run --classic`` plays the rows the JaxMARL kitchens cannot: the **BC** human proxy (``bc:<layout>``,
+trained on the 2019 human games of the classic kitchens) and the **policy tree** distilled from
+OverForge (``--trees``: ``runs/results_policytree/distil/<layout>/full/best.py`` of
+``scripts/results_policytree.py``), in the classic backend on the twin of each ``v2/`` layout, where the
+trained players play as ``ppo:<name>`` (the classic state encoded as JaxMARL's observation,
+docs/overcooked_v2.md "Classic <-> JaxMARL parity"): BC and the tree as egos against every column
+(the BP groups, the held-out SP seed, FCP, BC), and the SP egos, FCP and ``--agents`` against BC.
+These rows carry ``backend: classic`` and are tabled apart from the JaxMARL ones.
+
 One JSON line per finished (ego, partner, seat, seed) in ``OUT/rows.jsonl``; a rerun skips what is
 there (resumable; a progress bar on a terminal, a line every few pairs elsewhere). ``report`` prints
 the markdown tables of the page (paired bootstrap CIs, seeds resampled: ``beliefgate.eval.report``);
@@ -47,7 +56,9 @@ AGENTS = ("bayes-belief:full", "bayes-belief:no_belief")
 #: scripts/train_fcp.sh, POOL_SEEDS), the third the held-out partner; on layouts where some training
 #: seeds learnt nothing (scripts/train_zoo.sh KEEP=3) these are the first three that learnt
 N_EGO_SP = 2
-COLUMNS = ("logistics", "cooking", "sourcing", "sp-held-out", "fcp")
+COLUMNS = ("logistics", "cooking", "sourcing", "sp-held-out", "fcp", "bc")
+#: where the policy trees distilled by scripts/results_policytree.py are (one per classic layout)
+TREES = "runs/results_policytree/distil"
 
 
 def _short(layout: str) -> str:
@@ -81,7 +92,15 @@ def roster(layout: str) -> Dict[str, object]:
             "held_out": seeds[N_EGO_SP] if len(seeds) > N_EGO_SP else None}
 
 
+def _bare(name: str) -> str:
+    """A player's shipped name: ``ppo:<name>`` (how the classic backend names it) without the prefix."""
+    return name[4:] if name.startswith("ppo:") else name
+
+
 def _column(layout: str, partner: str, ros) -> str:
+    partner = _bare(partner)
+    if partner == "bc" or partner.startswith("bc:"):
+        return "bc"
     for group, names in ros["bp"].items():
         if partner in names:
             return group
@@ -92,7 +111,7 @@ def _column(layout: str, partner: str, ros) -> str:
 
 def _key(row) -> Tuple:
     return (row["layout"], row["ego"], row["partner"], int(row["seat"]), int(row["seed"]), int(row["horizon"]),
-            row.get("digest", ""))
+            row.get("digest", ""), row.get("backend", "v2"))
 
 
 _DIGESTS: Dict[str, str] = {}
@@ -105,7 +124,16 @@ def _digest(*names: str) -> str:
         from beliefgate.envs.overcooked_v2 import trained_agents as T
 
         _DIGESTS.update({n: spec.digest() for n, spec in T.shipped_specs().items()})
-    return "-".join(_DIGESTS.get(n, n) for n in names)
+    return "-".join(_DIGESTS.get(_bare(n), _file_digest(n)) for n in names)
+
+
+def _file_digest(name: str) -> str:
+    """``policy-tree:PATH``: the tree file's SHA-256 prefix (a redistilled tree is a new player); else the name."""
+    import hashlib
+
+    if name.startswith("policy-tree:") and Path(name.split(":", 1)[1]).is_file():
+        return hashlib.sha256(Path(name.split(":", 1)[1]).read_bytes()).hexdigest()[:12]
+    return name
 
 
 def load_rows(out: Path) -> List[dict]:
@@ -144,6 +172,35 @@ def agent_tasks(layout: str, ros, agents: List[str], seeds: List[int], horizon: 
     return tasks
 
 
+def classic_twin(layout: str) -> str:
+    """The classic kitchen that ``layout`` (a ``v2/`` layout) replays."""
+    from beliefgate.envs.overcooked.jaxmarl_bridge import V2_TWINS
+
+    return next(c for c, v in V2_TWINS.items() if v == layout)
+
+
+def classic_tasks(layout: str, ros, agents: List[str], seeds: List[int], horizon: int,
+                  trees: Path) -> List[Tuple]:
+    """The classic-backend episodes of ``layout``'s twin: BC and the tree against every column, the
+    trained egos and ``agents`` against BC (a BP group's column plays behaviour ``seed mod 4``)."""
+    classic = classic_twin(layout)
+    bc = f"bc:{classic}"
+    tree = trees / classic / "full" / "best.py"
+    full_egos = [bc] + ([f"policy-tree:{tree}"] if tree.is_file() else [])
+    bc_egos = [f"ppo:{ros['sp'][s]}" for s in ros["ego_seeds"]] + ([f"ppo:{ros['fcp']}"] if ros["fcp"] else []) \
+        + list(agents)
+    tasks = []
+    for seed in seeds:
+        partners = [f"ppo:{names[seed % len(names)]}" for names in ros["bp"].values()]
+        partners += [f"ppo:{ros['sp'][ros['held_out']]}"] if ros["held_out"] is not None else []
+        partners += [f"ppo:{ros['fcp']}"] if ros["fcp"] else []
+        for ego, against in [(e, partners + [bc]) for e in full_egos] + [(e, [bc]) for e in bc_egos]:
+            for partner in against:
+                for seat in (0, 1):
+                    tasks.append((layout, ego, partner, seat, seed, horizon))
+    return tasks, (None if tree.is_file() else tree)
+
+
 def play_trained(task) -> List[dict]:
     """The rows of one (ego, partner, seat) over its seeds, in one batched call."""
     from beliefgate.rl.config import EVENTS
@@ -169,12 +226,17 @@ def play_agent(task) -> dict:
     from beliefgate.eval.episode import run_episode
     from beliefgate.eval.metrics import replans
 
-    layout, agent, partner, seat, seed, horizon = task
+    layout, agent, partner, seat, seed, horizon = task[:6]
+    classic = len(task) > 6 and task[6] == "classic"
     t0 = time.perf_counter()
-    res = run_episode(layout, agent, partner, seed=seed, horizon=horizon, seat=seat)
-    return {"layout": layout, "ego": agent, "partner": partner, "seat": seat, "seed": seed, "horizon": horizon,
-            "runner": "episode", "reward": float(res.summary["reward"]), "replans": float(replans(res.trajectory)),
-            "wall_s": round(time.perf_counter() - t0, 2), "digest": _digest(agent, partner), "commit": COMMIT}
+    res = run_episode(classic_twin(layout) if classic else layout, agent, partner, seed=seed, horizon=horizon,
+                      seat=seat)
+    row = {"layout": layout, "ego": agent, "partner": partner, "seat": seat, "seed": seed, "horizon": horizon,
+           "runner": "episode", "reward": float(res.summary["reward"]), "replans": float(replans(res.trajectory)),
+           "wall_s": round(time.perf_counter() - t0, 2), "digest": _digest(agent, partner), "commit": COMMIT}
+    if classic:
+        row.update(backend="classic", played_on=classic_twin(layout))
+    return row
 
 
 def _register() -> None:
@@ -197,18 +259,26 @@ def run(args) -> int:
     for layout in args.layouts:
         ros = roster(layout)
         if not ros["sp"] and not ros["bp"]:
-            missing.append(layout)
+            missing.append(f"the shipped checkpoints of {layout}")
             continue
-        for t in trained_tasks(layout, ros, seeds, args.horizon):
-            todo = [s for s in t[4] if (t[0], t[1], t[2], t[3], s, t[5], _digest(t[1], t[2])) not in done]
+        for t in ([] if args.classic else trained_tasks(layout, ros, seeds, args.horizon)):
+            todo = [s for s in t[4] if (t[0], t[1], t[2], t[3], s, t[5], _digest(t[1], t[2]), "v2") not in done]
             if todo:
                 jobs.append(("jax", t[:4] + (tuple(todo), t[5])))
+        if args.classic:
+            tasks, no_tree = classic_tasks(layout, ros, args.agents, agent_seeds, args.horizon, Path(args.trees))
+            if no_tree is not None:
+                missing.append(f"the policy tree of {layout} ({no_tree}: scripts/results_policytree.py distil)")
+            for t in tasks:
+                if t + (_digest(t[1], t[2]), "classic") not in done:
+                    jobs.append(("episode", t + ("classic",)))
+            continue
         for t in agent_tasks(layout, ros, args.agents, agent_seeds, args.horizon):
-            if t + (_digest(t[1], t[2]),) not in done:
+            if t + (_digest(t[1], t[2]), "v2") not in done:
                 jobs.append(("episode", t))
     if missing:
-        print(f"no shipped checkpoints for {', '.join(missing)}: skipped", flush=True)
-    (out / "grid.json").write_text(json.dumps({"layouts": args.layouts, "seeds": args.seeds, "agents": args.agents,
+        print(f"skipped (missing): {'; '.join(missing)}", flush=True)
+    (out / ("grid_classic.json" if args.classic else "grid.json")).write_text(json.dumps({"layouts": args.layouts, "seeds": args.seeds, "agents": args.agents,
                                                "agent_seeds": args.agent_seeds, "horizon": args.horizon}, indent=1))
     print(f"{len(jobs)} jobs to play ({sum(k == 'jax' for k, _ in jobs)} batched trained pairs, "
           f"{sum(k == 'episode' for k, _ in jobs)} agent episodes)", flush=True)
@@ -260,6 +330,11 @@ def _ci(values_by_seed: Dict[int, List[float]], name: str) -> str:
 
 
 def _label(name: str, ros) -> str:
+    if name.startswith("policy-tree:"):
+        return "policy tree (OverForge, distilled)"
+    if name.startswith("bc:"):
+        return "BC (human proxy)"
+    name = _bare(name)
     for s, n in ros["sp"].items():
         if n == name:
             return f"SP seed {s}"
@@ -280,35 +355,15 @@ def report(args) -> int:
     pop = load_population()
     for layout in layouts:
         ros = roster(layout)
-        mine = [r for r in rows if r["layout"] == layout]
-        egos = list(dict.fromkeys(r["ego"] for r in mine))
-        cols = [c for c in COLUMNS if any(_column(layout, r["partner"], ros) == c for r in mine)]
-        print(f"\n#### {layout}: reward per {mine[0]['horizon']}-step episode, mean [95% CI], both seats\n")
-        print("| ego \\ partner | " + " | ".join(cols) + " | average |")
-        print("|---|" + "---|" * (len(cols) + 1))
-        for ego in egos:
-            cells, allv = [], {}
-            for c in cols:
-                sel = [r for r in mine if r["ego"] == ego and _column(layout, r["partner"], ros) == c]
-                by: Dict[int, List[float]] = {}
-                for r in sel:
-                    by.setdefault(r["seed"], []).append(r["reward"])
-                    allv.setdefault(r["seed"], []).append(r["reward"])
-                n = len(sel)
-                cells.append(f"{_ci(by, f'{layout}{ego}{c}')} (n={n})" if n else "–")
-            print(f"| {_label(ego, ros)} | " + " | ".join(cells) + f" | {_ci(allv, f'{layout}{ego}')} |")
-        # seats apart
-        print(f"\nBy seat (mean reward; seat = the ego's):\n")
-        print("| ego | seat | " + " | ".join(cols) + " |")
-        print("|---|---|" + "---|" * len(cols))
-        for ego in egos:
-            for seat in (0, 1):
-                cells = []
-                for c in cols:
-                    v = [r["reward"] for r in mine if r["ego"] == ego and r["seat"] == seat
-                         and _column(layout, r["partner"], ros) == c]
-                    cells.append(_f(sum(v) / len(v)) if v else "–")
-                print(f"| {_label(ego, ros)} | {seat} | " + " | ".join(cells) + " |")
+        mine = [r for r in rows if r["layout"] == layout and r.get("backend", "v2") == "v2"]
+        if mine:
+            crossplay_table(mine, layout, ros, f"{layout}: reward per {mine[0]['horizon']}-step episode, mean "
+                                               "[95% CI], both seats")
+        classic = [r for r in rows if r["layout"] == layout and r.get("backend") == "classic"]
+        if classic:
+            crossplay_table(classic, layout, ros, f"{classic_twin(layout)} (the classic backend, the twin of "
+                                                  f"{layout}): reward per {classic[0]['horizon']}-step episode, "
+                                                  "mean [95% CI], both seats", name=f"{layout}classic")
         # FCP vs SP against the held-out SP seed
         held = ros["sp"].get(ros["held_out"]) if ros["held_out"] is not None else None
         if ros["fcp"] and held:
@@ -373,6 +428,38 @@ def report(args) -> int:
 
 
 GATE, PERIODIC = "bayes-belief:full", "periodic-10"
+
+
+def crossplay_table(rows: List[dict], layout: str, ros, title: str, name: str = "") -> None:
+    """Egos (rows) x partner columns: mean reward [95% CI] (seeds resampled), then the same by seat."""
+    name = name or layout
+    egos = list(dict.fromkeys(r["ego"] for r in rows))
+    cols = [c for c in COLUMNS if any(_column(layout, r["partner"], ros) == c for r in rows)]
+    print(f"\n#### {title}\n")
+    print("| ego \\ partner | " + " | ".join(cols) + " | average |")
+    print("|---|" + "---|" * (len(cols) + 1))
+    for ego in egos:
+        cells, allv = [], {}
+        for c in cols:
+            sel = [r for r in rows if r["ego"] == ego and _column(layout, r["partner"], ros) == c]
+            by: Dict[int, List[float]] = {}
+            for r in sel:
+                by.setdefault(r["seed"], []).append(r["reward"])
+                allv.setdefault(r["seed"], []).append(r["reward"])
+            n = len(sel)
+            cells.append(f"{_ci(by, f'{name}{ego}{c}')} (n={n})" if n else "–")
+        print(f"| {_label(ego, ros)} | " + " | ".join(cells) + f" | {_ci(allv, f'{name}{ego}')} |")
+    print(f"\nBy seat (mean reward; seat = the ego's):\n")
+    print("| ego | seat | " + " | ".join(cols) + " |")
+    print("|---|---|" + "---|" * len(cols))
+    for ego in egos:
+        for seat in (0, 1):
+            cells = []
+            for c in cols:
+                v = [r["reward"] for r in rows if r["ego"] == ego and r["seat"] == seat
+                     and _column(layout, r["partner"], ros) == c]
+                cells.append(_f(sum(v) / len(v)) if v else "–")
+            print(f"| {_label(ego, ros)} | {seat} | " + " | ".join(cells) + " |")
 
 
 def gate_vs_periodic(rows: List[dict], layout: str, ros) -> None:
@@ -485,6 +572,9 @@ def main(argv=None) -> int:
     p.add_argument("--agents", nargs="*", default=list(AGENTS))
     p.add_argument("--agent-seeds", default="0-19", help="seeds of the agent egos' episodes")
     p.add_argument("--horizon", type=int, default=400)
+    p.add_argument("--classic", action="store_true",
+                   help="play the BC and policy-tree rows and the BC column in the classic backend (module doc)")
+    p.add_argument("--trees", default=TREES, help="folder of the distilled trees (<layout>/full/best.py)")
     r = sub.add_parser("report")
     r.add_argument("--out", default="runs/results_trained")
     c = sub.add_parser("curves")
