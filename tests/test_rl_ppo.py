@@ -314,3 +314,26 @@ def test_serve_shaping_is_the_potential_difference_along_a_delivery():
     want = [g * 2, g * 3 - 2, g * 4 - 3, g * 4 - 4, -4]
     assert np.allclose(extra[-5:, 1], want, atol=1e-5), extra[-5:, 1]
     assert not extra[:-5].any() and not extra[:, 0].any()
+
+
+def test_pot_shaping_is_the_potential_difference_while_carrying_to_a_pot():
+    """``pot_shaping``: the same breadth-first distances to the pots (cramped_room by hand), and on the
+    real dynamics the added shaped reward is ``gamma * phi(s') - phi(s)`` with ``phi = D - d`` while a
+    raw ingredient or an empty plate is held: each onion is paid as it nears the pot and paid back as it
+    goes in, the plate likewise until the soup is on it; the teammate (who holds nothing) gets nothing."""
+    from beliefgate.rl.events import pot_distances
+    from beliefgate.rl.ppo import Trainer
+
+    room = pot_distances(resolve_layout("v2/cramped_room")[1].static_objects)
+    assert room[1].tolist() == [3, 1, 0, 1, 3] and room[2].tolist() == [3, 2, 1, 2, 3]
+    _, extra = _trainer_shaping(Trainer(small(pot_shaping=1.0)), COOK + SERVE)
+    g = 0.99
+    # D = 3: an onion picked at (1,1) (d 1), carried to (2,1) (d 0), turned to the pot, put in
+    onion = [0.0, g * 2, g * 3 - 2, g * 3 - 3, -3]
+    assert np.allclose(extra[:16, 1], onion * 3 + [0.0], atol=1e-5), extra[:16, 1]
+    # the plate: picked at (1,2) (d 2), held 25 steps while the soup cooks, brought to (2,1), soup taken
+    plate = [g * 1] + [g * 1 - 1] * 25 + [g * 2 - 1, g * 3 - 2, g * 3 - 3, -3]
+    assert np.allclose(extra[17:47, 1], plate, atol=1e-5), extra[17:47, 1]
+    assert not extra[47:].any() and not extra[:, 0].any()
+    # off by default: the trainer's step is then JaxMARL's shaped reward alone
+    assert not _trainer_shaping(Trainer(small()), COOK)[1].any()

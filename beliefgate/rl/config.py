@@ -70,6 +70,9 @@ class PPOConfig(CheckedModel):
     #: shaped reward gains ``gamma * phi(s') - phi(s)``, which leaves the optimal policies unchanged
     #: (Ng, Harada & Russell 1999) but pays each step a dish moves toward the goal
     serve_shaping: float = Field(0.0, ge=0.0, le=100.0)
+    #: the same toward the pots (decays with the shaping): a player holding a raw ingredient or an empty
+    #: plate has potential ``pot_shaping x (D - d)``, ``d`` its distance in moves to the pots
+    pot_shaping: float = Field(0.0, ge=0.0, le=100.0)
     event_weights: List[Dict[str, float]] = Field(default_factory=list, max_length=64)
     #: bp: ``task`` (one seat carries the weights, its teammates play the task; the default for bp)
     #: or ``same`` (every seat carries them: the design before 2026-12-06); other kinds: unset

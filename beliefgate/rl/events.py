@@ -81,9 +81,10 @@ def dish_drops(static_grid, prev_state, next_state):
     return (((before & DynamicObject.COOKED) != 0) & (after == 0) & (faced == StaticObject.WALL)).astype(jnp.float32)
 
 
-def serve_distances(static_grid) -> "np.ndarray":
-    """``(height, width)`` moves from each free cell to the nearest cell next to a serving cell
-    (breadth-first over the free cells; players ignored), the largest finite distance + 1 elsewhere."""
+def cell_distances(static_grid, target: int) -> "np.ndarray":
+    """``(height, width)`` moves from each free cell to the nearest cell next to a ``target`` cell (a
+    JaxMARL ``StaticObject`` code; breadth-first over the free cells, players ignored), the largest
+    finite distance + 1 elsewhere."""
     import numpy as np
     from collections import deque
 
@@ -94,9 +95,9 @@ def serve_distances(static_grid) -> "np.ndarray":
     free = grid == StaticObject.EMPTY
     steps = ((0, 1), (0, -1), (1, 0), (-1, 0))
     dist = np.full((h, w), -1, np.int32)
-    # the serving cells are the sources at distance -1 (never free, so never given a distance): the
+    # the target cells are the sources at distance -1 (never free, so never given a distance): the
     # free cells next to them get 0
-    todo = deque((y, x, -1) for y, x in zip(*np.nonzero(grid == StaticObject.GOAL)))
+    todo = deque((y, x, -1) for y, x in zip(*np.nonzero(grid == target)))
     while todo:
         y, x, d = todo.popleft()
         for dy, dx in steps:
@@ -108,15 +109,45 @@ def serve_distances(static_grid) -> "np.ndarray":
     return np.where(dist < 0, far, dist).astype(np.float32)
 
 
+def serve_distances(static_grid) -> "np.ndarray":
+    """:func:`cell_distances` to the serving cells (``PPOConfig.serve_shaping``)."""
+    from jaxmarl.environments.overcooked_v2.common import StaticObject
+
+    return cell_distances(static_grid, StaticObject.GOAL)
+
+
+def pot_distances(static_grid) -> "np.ndarray":
+    """:func:`cell_distances` to the pots (``PPOConfig.pot_shaping``)."""
+    from jaxmarl.environments.overcooked_v2.common import StaticObject
+
+    return cell_distances(static_grid, StaticObject.POT)
+
+
+def _toward(distances, state, holding):
+    """``(players,)``: ``D - d`` for each player with ``holding`` true (``d`` its distance, ``D`` the
+    largest), 0 for the others."""
+    agents = state.agents
+    d = distances[agents.pos.y, agents.pos.x]
+    return jnp.where(holding, jnp.max(distances) - d, 0.0)
+
+
 def serve_potential(distances, state):
     """``(players,)``: a player holding a cooked dish has potential ``D - d`` (``d`` its distance to the
     serving cells, ``D`` the largest), any other player 0 -- the potential of ``PPOConfig.serve_shaping``."""
     from jaxmarl.environments.overcooked_v2.common import DynamicObject
 
-    agents = state.agents
-    d = distances[agents.pos.y, agents.pos.x]
-    holding = (agents.inventory & DynamicObject.COOKED) != 0
-    return jnp.where(holding, jnp.max(distances) - d, 0.0)
+    return _toward(distances, state, (state.agents.inventory & DynamicObject.COOKED) != 0)
 
 
-__all__ = ["dish_drops", "serve_distances", "serve_potential", "step_events"]
+def pot_potential(distances, state):
+    """``(players,)``: a player holding what a pot takes next -- a raw ingredient, or an empty plate to
+    take a soup out with -- has potential ``D - d`` (``d`` its distance to the pots), any other player 0:
+    the potential of ``PPOConfig.pot_shaping``."""
+    from jaxmarl.environments.overcooked_v2.common import DynamicObject
+
+    inv = state.agents.inventory
+    return _toward(distances, state, (inv == DynamicObject.PLATE) | DynamicObject.is_ingredient(inv))
+
+
+__all__ = ["cell_distances", "dish_drops", "pot_distances", "pot_potential", "serve_distances",
+           "serve_potential", "step_events"]

@@ -22,7 +22,8 @@ from beliefgate.errors import RuntimeFailure
 from beliefgate.envs.overcooked_v2.policies.checkpoint import (CheckpointError, atomic_write, find_policies, load_params, save_policy,
                                       versions)
 from beliefgate.rl.config import EVENTS, PPOConfig
-from beliefgate.rl.events import dish_drops, serve_distances, serve_potential, step_events
+from beliefgate.rl.events import (dish_drops, pot_distances, pot_potential, serve_distances, serve_potential,
+                                  step_events)
 from beliefgate.rl.layouts import LayoutNameError, resolve_layout
 from beliefgate.envs.overcooked_v2.policies.network import ActorCritic
 
@@ -101,6 +102,7 @@ class Trainer:
         self.net = ActorCritic(num_actions=self.num_actions, hidden=tuple(config.hidden))
         self.static_grid = jnp.asarray(self.env.layout.static_objects)
         self.serve_dist = jnp.asarray(serve_distances(self.env.layout.static_objects))
+        self.pot_dist = jnp.asarray(pot_distances(self.env.layout.static_objects))
         self.weights = jnp.asarray(config.weight_matrix() or [[0.0] * len(EVENTS)], jnp.float32)
         self.n_cond = len(EVENTS) if config.conditioned else 0
         if config.kind == "fcp" and self.num_agents != 2:
@@ -202,6 +204,9 @@ class Trainer:
             shaped = shaped - self.config.dish_drop_refund * dish_drops(self.static_grid, state, state_st)
         if self.config.serve_shaping:
             phi, phi2 = (self.config.serve_shaping * serve_potential(self.serve_dist, s) for s in (state, state_st))
+            shaped = shaped + self.config.gamma * phi2 - phi
+        if self.config.pot_shaping:
+            phi, phi2 = (self.config.pot_shaping * pot_potential(self.pot_dist, s) for s in (state, state_st))
             shaped = shaped + self.config.gamma * phi2 - phi
         return new_obs, new_state, rewards["agent_0"], shaped, done, events
 
