@@ -17,6 +17,13 @@
 # coord_ring seeds 1000 and 1001: both learnt, 200.0 and ~219, where the runs without it learnt on 2 of
 # the zoo's first 12 seeds).
 #
+# scripts/ppo_pot.json adds pot_shaping 1.0 (the same toward the pots while an ingredient or an empty
+# plate is held), for counter_circuit: there SP with ppo_hard.json took soups out at most and served
+# nothing by 1.5 M steps (seed 1000; also with entropy 0.05, a dish-drop refund, or 2.6 M steps
+# of ppo_hard.json with give_up_at 5 M), while with pot_shaping seed 1000 scored from 0.3 M steps and
+# held ~115 from 1.4 M (runs/ppo/cc_probe/D_s1000):
+#   LAYOUTS=counter_circuit SEEDS="0 1 2 3 4 5" KEEP=3 CONFIG=scripts/ppo_pot.json scripts/train_zoo.sh
+#
 # CONFIG: a JSON file of further PPOConfig fields. coord_ring and forced_coord use
 # scripts/ppo_shape1.json (shaping over the whole run): with the default (shaping over the first
 # half) sp v2/coord_ring seed 0 delivered nothing at 1.8M steps (soups picked up, never served;
