@@ -4,6 +4,7 @@
     PYTHONPATH=$PWD .venv/bin/python scripts/results_trained.py run --out runs/results_trained
     PYTHONPATH=$PWD .venv/bin/python scripts/results_trained.py report --out runs/results_trained
     PYTHONPATH=$PWD .venv/bin/python scripts/results_trained.py curves --runs runs/ppo --img docs/img
+    PYTHONPATH=$PWD .venv/bin/python scripts/results_trained.py zoo      # SP x SP on the five layouts
 
 ``run`` plays, on every layout with shipped checkpoints (``beliefgate/envs/overcooked_v2/trained/``):
 
@@ -495,6 +496,39 @@ def gate_vs_periodic(rows: List[dict], layout: str, ros) -> None:
           f"periodic-10: {_f(d.mean, 1, True)} [{_f(d.lo, 1, True)}, {_f(d.hi, 1, True)}] ({d.pairs} pairs)")
 
 
+# ---------------------------------------------------------------------------------------------- zoo
+ZOO_LAYOUTS = ("v2/cramped_room", "v2/asymm_advantages", "v2/coord_ring", "v2/forced_coord", "v2/counter_circuit")
+
+
+def zoo(args) -> int:
+    """Every shipped SP seed with every other (and itself) on each of the five layouts: a matrix of
+    mean reward per 400-step episode (rows: seat 0, columns: seat 1; seeds ``--seeds``), batched in JAX."""
+    import numpy as np
+
+    from beliefgate.envs.overcooked_v2 import trained_agents as T
+    from beliefgate.rl.evaluate import play_matches
+
+    seeds = _seeds(args.seeds)
+    specs = T.shipped_specs()
+    for layout in ZOO_LAYOUTS:
+        names = sorted((n for n in specs if re.fullmatch(rf"sp-{re.escape(_short(layout))}-s\d+", n)),
+                       key=lambda n: int(n.rsplit("-s", 1)[1]))
+        if not names:
+            print(f"\n{layout}: no shipped SP seed", flush=True)
+            continue
+        label = [f"s{n.rsplit('-s', 1)[1]}" for n in names]
+        print(f"\n{layout} (seeds {args.seeds}; row: seat 0, column: seat 1; diagonal: self-play):\n")
+        print("| seat 0 \\ seat 1 | " + " | ".join(label) + " |")
+        print("|---|" + "---|" * len(names))
+        for a, la in zip(names, label):
+            cells = []
+            for b in names:
+                res = play_matches(layout, _policy(a, layout), _policy(b, layout), seeds=seeds, horizon=args.horizon)
+                cells.append(f"{float(np.mean(res['reward'])):.1f}")
+            print(f"| {la} | " + " | ".join(cells) + " |", flush=True)
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------- curves
 def _find_run(runs: Path, card: dict) -> Optional[Path]:
     for policy in runs.rglob("policy.json"):
@@ -577,11 +611,14 @@ def main(argv=None) -> int:
     p.add_argument("--trees", default=TREES, help="folder of the distilled trees (<layout>/full/best.py)")
     r = sub.add_parser("report")
     r.add_argument("--out", default="runs/results_trained")
+    z = sub.add_parser("zoo")
+    z.add_argument("--seeds", default="0-19")
+    z.add_argument("--horizon", type=int, default=400)
     c = sub.add_parser("curves")
     c.add_argument("--runs", default="runs/ppo")
     c.add_argument("--img", default="docs/img")
     args = parser.parse_args(argv)
-    return {"run": run, "report": report, "curves": curves}[args.cmd](args)
+    return {"run": run, "report": report, "zoo": zoo, "curves": curves}[args.cmd](args)
 
 
 if __name__ == "__main__":
