@@ -12,7 +12,8 @@
   behaviours, the held-out SP seed 2, the FCP ego): batched in JAX (:func:`beliefgate.rl.evaluate.play_matches`,
   the same dynamics as an episode, both players sampling as trained), each seat, ``--seeds``;
   the row keeps the reward and both players' events (:mod:`beliefgate.rl.events`);
-* **agent egos** (``--agents``: ``bayes-belief:full``, ``bayes-belief:no_belief``) through the episode
+* **agent egos** (``--agents``: ``bayes-belief:full``, ``bayes-belief:no_belief``; ``{layout}`` in a
+  name is the row's layout, e.g. ``policy-tree:seed:{layout}``, the hand-written V2 tree) through the episode
   runner against one partner per column: a BP group's column plays its four behaviours in turn
   (seed ``s`` plays behaviour ``s mod 4``), then the held-out SP seed and the FCP ego; each seat,
   ``--agent-seeds``.
@@ -162,7 +163,7 @@ def trained_tasks(layout: str, ros, seeds: List[int], horizon: int) -> List[Tupl
 
 def agent_tasks(layout: str, ros, agents: List[str], seeds: List[int], horizon: int) -> List[Tuple]:
     tasks = []
-    for agent in agents:
+    for agent in (a.replace("{layout}", layout) for a in agents):   # policy-tree:seed:{layout}
         for seed in seeds:
             partners = [names[seed % len(names)] for names in ros["bp"].values()]
             partners += [ros["sp"][ros["held_out"]]] if ros["held_out"] is not None else []
@@ -331,6 +332,8 @@ def _ci(values_by_seed: Dict[int, List[float]], name: str) -> str:
 
 
 def _label(name: str, ros) -> str:
+    if name.startswith("policy-tree:seed:"):
+        return "policy tree (hand-written V2 seed tree)"
     if name.startswith("policy-tree:"):
         return "policy tree (OverForge, distilled)"
     if name.startswith("bc:"):
