@@ -202,12 +202,12 @@ class Trainer:
         shaped = jnp.stack([infos["shaped_reward"][f"agent_{i}"] for i in range(self.num_agents)])
         if self.config.dish_drop_refund:
             shaped = shaped - self.config.dish_drop_refund * dish_drops(self.static_grid, state, state_st)
-        if self.config.serve_shaping:
-            phi, phi2 = (self.config.serve_shaping * serve_potential(self.serve_dist, s) for s in (state, state_st))
-            shaped = shaped + self.config.gamma * phi2 - phi
-        if self.config.pot_shaping:
-            phi, phi2 = (self.config.pot_shaping * pot_potential(self.pot_dist, s) for s in (state, state_st))
-            shaped = shaped + self.config.gamma * phi2 - phi
+        # potential-based shaping (PPOConfig.serve_shaping, .pot_shaping): gamma * phi(s') - phi(s)
+        for coef, potential, dist in ((self.config.serve_shaping, serve_potential, self.serve_dist),
+                                      (self.config.pot_shaping, pot_potential, self.pot_dist)):
+            if coef:
+                phi, phi2 = (coef * potential(dist, s) for s in (state, state_st))
+                shaped = shaped + self.config.gamma * phi2 - phi
         return new_obs, new_state, rewards["agent_0"], shaped, done, events
 
     def _update_fn(self, state, pool_params):
