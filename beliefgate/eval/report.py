@@ -247,7 +247,7 @@ def _nanmean(values: List[float]) -> float:
 
 
 def _p(p: float) -> str:
-    """A p-value as printed: three significant figures, ``< 0.001`` below that."""
+    """A p-value as printed: three decimals, ``< 0.001`` below that."""
     if math.isnan(p):
         return "–"
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
@@ -321,13 +321,21 @@ class Report:
     def _values(self, agent: str, metric: str, layout=None, group=None) -> List[float]:
         return [float(r[metric]) for r in self._select(agent, layout, group)]
 
-    def diff(self, cond: str, metric: str, layout=None, group=None) -> Diff:
-        name = f"{cond}|{self.baseline}|{metric}|{layout}|{group}"
-        d = paired_bootstrap(self._select(cond, layout, group), self._select(self.baseline, layout, group), metric,
+    def diff(self, cond: str, metric: str, layout=None, group=None, baseline: Optional[str] = None) -> Diff:
+        """``cond`` − ``baseline`` (default: the report's) on ``metric``, recorded in :attr:`diffs`."""
+        return self._compare(cond, metric, layout, group, baseline)[0]
+
+    def _compare(self, cond: str, metric: str, layout=None, group=None,
+                 baseline: Optional[str] = None) -> Tuple[Diff, Dict[str, Any]]:
+        """:meth:`diff` with its record (the dict appended to :attr:`diffs`)."""
+        base = baseline or self.baseline
+        name = f"{cond}|{base}|{metric}|{layout}|{group}"
+        d = paired_bootstrap(self._select(cond, layout, group), self._select(base, layout, group), metric,
                              self.unit, self.n_boot, self.level, self.seed, name)
-        self.diffs.append({"condition": cond, "baseline": self.baseline, "metric": metric, "layout": layout,
-                           "group": group, **d.to_dict()})
-        return d
+        record = {"condition": cond, "baseline": base, "metric": metric, "layout": layout, "group": group,
+                  **d.to_dict()}
+        self.diffs.append(record)
+        return d, record
 
     @staticmethod
     def _setting(layout, group) -> str:
@@ -356,18 +364,21 @@ class Report:
         return (f"† The 95% interval includes zero in {len(found)} of {total} cells, so these differences are "
                 f"not reliable under this analysis — " + "; ".join(parts) + ".")
 
-    def _diff_table(self, conds: List[str], metric: str, per: str = "setting") -> List[str]:
-        """A differences table (rows: settings + all) for one metric; returns markdown lines."""
-        conds = [c for c in conds if c != self.baseline]
+    def _diff_table(self, conds: List[str], metric: str, per: str = "setting",
+                    baseline: Optional[str] = None) -> List[str]:
+        """A differences table (rows: settings + all) for one metric against ``baseline`` (default: the
+        report's); returns markdown lines."""
+        baseline = baseline or self.baseline
+        conds = [c for c in conds if c != baseline]
         if not conds:
-            return [f"_No condition to compare with the baseline `{self.baseline}` here._"]
+            return [f"_No condition to compare with the baseline `{baseline}` here._"]
         keys = (list(self.settings) if per == "setting" else [(lay, None) for lay in self.layouts])
         keys.append((None, None))
         # the table is one family of tests: its p-values are Holm-adjusted together
-        diffs = {(k, c): self.diff(c, metric, *k) for k in keys for c in conds}
-        records = self.diffs[-len(diffs):]
-        adjusted = dict(zip(diffs, holm([d.p if d.has_interval else float("nan") for d in diffs.values()])))
-        for record, key in zip(records, diffs):
+        compared = {(k, c): self._compare(c, metric, *k, baseline=baseline) for k in keys for c in conds}
+        tested = [d.p if d.has_interval else float("nan") for d, _ in compared.values()]
+        adjusted = dict(zip(compared, holm(tested)))
+        for key, (_, record) in compared.items():
             record["p_holm"] = None if math.isnan(adjusted[key]) else adjusted[key]
         rows, found, total = [], [], 0
         rows_of: Dict[str, List[str]] = {c: [] for c in conds}
@@ -375,7 +386,7 @@ class Report:
             name = self._setting(layout, group)
             cells = [name if layout else "**all (pooled)**"]
             for c in conds:
-                d = diffs[((layout, group), c)]
+                d = compared[((layout, group), c)][0]
                 cells.append(_diff_cell(metric, d, adjusted[((layout, group), c)]))
                 if d.has_interval:
                     total += 1
@@ -384,7 +395,7 @@ class Report:
                         found.append((c, metric, name))
             rows.append(cells)
         header = ["setting"] + conds
-        return [f"Each column: that condition − `{self.baseline}`, mean [95% CI] and the two-sided bootstrap p-value, "
+        return [f"Each column: that condition − `{baseline}`, mean [95% CI] and the two-sided bootstrap p-value, "
                 f"Holm-adjusted over the {total} tests of this table.", "", _table(header, rows), "",
                 self._zero_sentence(found, rows_of, total)]
 
@@ -494,14 +505,9 @@ class Report:
         if self.baseline == no_replan:
             return out + [f"The paired `{full}` − `{no_replan}` differences (its Table 8) are Table 1′ (reward) and "
                           "Table 3′ (gap rate) above, whose baseline is `no_replan`."]
-        saved = self.baseline
-        self.baseline = no_replan
-        try:
-            for m in ("reward", "gap_rate"):
-                out += [f"**Table 8′** — paired `{full}` − `{no_replan}`: {METRICS[m].label}.", ""]
-                out += self._diff_table([full], m) + [""]
-        finally:
-            self.baseline = saved
+        for m in ("reward", "gap_rate"):
+            out += [f"**Table 8′** — paired `{full}` − `{no_replan}`: {METRICS[m].label}.", ""]
+            out += self._diff_table([full], m, baseline=no_replan) + [""]
         return out
 
     def effective_share(self, cond: str) -> str:
@@ -557,10 +563,7 @@ class Report:
 
         def paired(cond: str, base: str, metric: str, label: str) -> None:
             a, b = _nanmean(self._values(cond, metric)), _nanmean(self._values(base, metric))
-            saved = self.baseline
-            self.baseline = base
-            d = self.diff(cond, metric)
-            self.baseline = saved
+            d = self.diff(cond, metric, baseline=base)
             ci = (f"[{_fmt(metric, d.lo, True)}, {_fmt(metric, d.hi, True)}]" if d.has_interval
                   else "(no interval)")
             lines.append(f"- {label}: `{cond}` {_fmt(metric, a)} vs `{base}` {_fmt(metric, b)} (paired difference "
