@@ -24,11 +24,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def _seeds(text: str) -> List[int]:
-    lo, _, hi = text.partition("-")
-    return list(range(int(lo), int(hi or lo) + 1))
-
-
 def _policy_file(run: str) -> Path:
     path = Path(run)
     return path / "policy.msgpack" if path.is_dir() else path
@@ -36,6 +31,7 @@ def _policy_file(run: str) -> Path:
 
 def main(argv=None) -> int:
     from beliefgate.envs.overcooked_v2 import trained_agents as T
+    from beliefgate.eval.grid import seed_list
     from beliefgate.eval.report import bootstrap_mean_ci, paired_bootstrap
     from beliefgate.rl.evaluate import play_matches
 
@@ -46,7 +42,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", default="1000-1019")
     parser.add_argument("--horizon", type=int, default=400)
     args = parser.parse_args(argv)
-    seeds = _seeds(args.seeds)
+    seeds = seed_list(args.seeds)
     partner = T.load(_policy_file(args.partner), layout=args.layout)
     rows: Dict[str, List[dict]] = {}
     for item in args.ego:

@@ -29,14 +29,6 @@ HORIZON = 400
 ARMS = {"messages": "overforge", "no_messages": "overforge:-messages"}
 
 
-def parse_seeds(text: str) -> List[int]:
-    out: List[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
-    return out
-
-
 def play(arm: str, seed: int, horizon: int) -> Dict:
     from dataclasses import asdict
 
@@ -69,7 +61,9 @@ def run(args) -> None:
             row = json.loads(line)
             done.add((row["arm"], row["seed"]))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    jobs = [(arm, s, args.horizon) for s in parse_seeds(args.seeds) for arm in ARMS if (arm, s) not in done]
+    from beliefgate.eval.grid import seed_list
+
+    jobs = [(arm, s, args.horizon) for s in seed_list(args.seeds) for arm in ARMS if (arm, s) not in done]
     print(f"{len(jobs)} episodes to play ({len(done)} done) at {commit}", file=sys.stderr)
     with ProcessPoolExecutor(max_workers=args.workers) as pool, rows_path.open("a") as fh:
         for row in pool.map(_play, jobs):

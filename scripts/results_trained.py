@@ -48,6 +48,7 @@ from typing import Dict, List, Optional, Tuple
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from beliefgate.eval.grid import seed_list  # noqa: E402
 from beliefgate.provenance import git_commit  # noqa: E402
 
 #: the commit whose code plays the rows (recorded in each row)
@@ -65,14 +66,6 @@ TREES = "runs/results_policytree/distil"
 
 def _short(layout: str) -> str:
     return layout.split("/", 1)[-1]
-
-
-def _seeds(text: str) -> List[int]:
-    out: List[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi or lo) + 1))
-    return out
 
 
 def roster(layout: str) -> Dict[str, object]:
@@ -161,14 +154,19 @@ def trained_tasks(layout: str, ros, seeds: List[int], horizon: int) -> List[Tupl
             for seat in (0, 1)]
 
 
+def column_partners(ros, seed: int) -> List[str]:
+    """The trained partner of each column on ``seed``: a BP group's behaviour ``seed mod 4``, the held-out
+    SP seed, the FCP ego (those the layout has)."""
+    partners = [names[seed % len(names)] for names in ros["bp"].values()]
+    partners += [ros["sp"][ros["held_out"]]] if ros["held_out"] is not None else []
+    return partners + ([ros["fcp"]] if ros["fcp"] else [])
+
+
 def agent_tasks(layout: str, ros, agents: List[str], seeds: List[int], horizon: int) -> List[Tuple]:
     tasks = []
     for agent in (a.replace("{layout}", layout) for a in agents):   # policy-tree:seed:{layout}
         for seed in seeds:
-            partners = [names[seed % len(names)] for names in ros["bp"].values()]
-            partners += [ros["sp"][ros["held_out"]]] if ros["held_out"] is not None else []
-            partners += [ros["fcp"]] if ros["fcp"] else []
-            for partner in partners:
+            for partner in column_partners(ros, seed):
                 for seat in (0, 1):
                     tasks.append((layout, agent, partner, seat, seed, horizon))
     return tasks
@@ -182,9 +180,10 @@ def classic_twin(layout: str) -> str:
 
 
 def classic_tasks(layout: str, ros, agents: List[str], seeds: List[int], horizon: int,
-                  trees: Path) -> List[Tuple]:
+                  trees: Path) -> Tuple[List[Tuple], Optional[Path]]:
     """The classic-backend episodes of ``layout``'s twin: BC and the tree against every column, the
-    trained egos and ``agents`` against BC (a BP group's column plays behaviour ``seed mod 4``)."""
+    trained egos and ``agents`` against BC (a BP group's column plays behaviour ``seed mod 4``); and the
+    tree file when it is missing (no tree rows then), else None."""
     classic = classic_twin(layout)
     bc = f"bc:{classic}"
     tree = trees / classic / "full" / "best.py"
@@ -193,9 +192,7 @@ def classic_tasks(layout: str, ros, agents: List[str], seeds: List[int], horizon
         + list(agents)
     tasks = []
     for seed in seeds:
-        partners = [f"ppo:{names[seed % len(names)]}" for names in ros["bp"].values()]
-        partners += [f"ppo:{ros['sp'][ros['held_out']]}"] if ros["held_out"] is not None else []
-        partners += [f"ppo:{ros['fcp']}"] if ros["fcp"] else []
+        partners = [f"ppo:{name}" for name in column_partners(ros, seed)]
         for ego, against in [(e, partners + [bc]) for e in full_egos] + [(e, [bc]) for e in bc_egos]:
             for partner in against:
                 for seat in (0, 1):
@@ -231,13 +228,13 @@ def play_agent(task) -> dict:
     layout, agent, partner, seat, seed, horizon = task[:6]
     classic = len(task) > 6 and task[6] == "classic"
     t0 = time.perf_counter()
-    res = run_episode(classic_twin(layout) if classic else layout, agent, partner, seed=seed, horizon=horizon,
-                      seat=seat)
+    played_on = classic_twin(layout) if classic else layout
+    res = run_episode(played_on, agent, partner, seed=seed, horizon=horizon, seat=seat)
     row = {"layout": layout, "ego": agent, "partner": partner, "seat": seat, "seed": seed, "horizon": horizon,
            "runner": "episode", "reward": float(res.summary["reward"]), "replans": float(replans(res.trajectory)),
            "wall_s": round(time.perf_counter() - t0, 2), "digest": _digest(agent, partner), "commit": COMMIT}
     if classic:
-        row.update(backend="classic", played_on=classic_twin(layout))
+        row.update(backend="classic", played_on=played_on)
     return row
 
 
@@ -255,7 +252,7 @@ def run(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     done = {_key(r) for r in load_rows(out)}
-    seeds, agent_seeds = _seeds(args.seeds), _seeds(args.agent_seeds)
+    seeds, agent_seeds = seed_list(args.seeds), seed_list(args.agent_seeds)
     jobs: List[Tuple[str, Tuple]] = []
     missing = []
     for layout in args.layouts:
@@ -280,8 +277,9 @@ def run(args) -> int:
                 jobs.append(("episode", t))
     if missing:
         print(f"skipped (missing): {'; '.join(missing)}", flush=True)
-    (out / ("grid_classic.json" if args.classic else "grid.json")).write_text(json.dumps({"layouts": args.layouts, "seeds": args.seeds, "agents": args.agents,
-                                               "agent_seeds": args.agent_seeds, "horizon": args.horizon}, indent=1))
+    grid = {"layouts": args.layouts, "seeds": args.seeds, "agents": args.agents, "agent_seeds": args.agent_seeds,
+            "horizon": args.horizon}
+    (out / ("grid_classic.json" if args.classic else "grid.json")).write_text(json.dumps(grid, indent=1))
     print(f"{len(jobs)} jobs to play ({sum(k == 'jax' for k, _ in jobs)} batched trained pairs, "
           f"{sum(k == 'episode' for k, _ in jobs)} agent episodes)", flush=True)
     every = max(1, len(jobs) // 20)
@@ -508,18 +506,16 @@ def zoo(args) -> int:
     mean reward per 400-step episode (rows: seat 0, columns: seat 1; seeds ``--seeds``), batched in JAX."""
     import numpy as np
 
-    from beliefgate.envs.overcooked_v2 import trained_agents as T
     from beliefgate.rl.evaluate import play_matches
 
-    seeds = _seeds(args.seeds)
-    specs = T.shipped_specs()
+    seeds = seed_list(args.seeds)
     for layout in ZOO_LAYOUTS:
-        names = sorted((n for n in specs if re.fullmatch(rf"sp-{re.escape(_short(layout))}-s\d+", n)),
-                       key=lambda n: int(n.rsplit("-s", 1)[1]))
-        if not names:
+        sp = roster(layout)["sp"]
+        if not sp:
             print(f"\n{layout}: no shipped SP seed", flush=True)
             continue
-        label = [f"s{n.rsplit('-s', 1)[1]}" for n in names]
+        names = [sp[s] for s in sorted(sp)]
+        label = [f"s{s}" for s in sorted(sp)]
         print(f"\n{layout} (seeds {args.seeds}; row: seat 0, column: seat 1; diagonal: self-play):\n")
         print("| seat 0 \\ seat 1 | " + " | ".join(label) + " |")
         print("|---|" + "---|" * len(names))

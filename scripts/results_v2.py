@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from beliefgate.eval.grid import seed_list
 from beliefgate.provenance import git_commit
 
 #: the asymmetric-information layouts and the environment options that make them so: a view of two
@@ -125,14 +126,6 @@ def _key(row) -> tuple:
     return (row["layout"], row["agent"], row["partner"], int(row["seat"]), int(row["seed"]), int(row["horizon"]))
 
 
-def _seeds(text: str) -> List[int]:
-    out: List[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
 def load_rows(out: Path) -> List[dict]:
     path = out / "rows.jsonl"
     if not path.exists():
@@ -149,7 +142,7 @@ def run(args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     done = {_key(r) for r in load_rows(out)}
     tasks = [(layout, agent, partner, seat, seed, args.horizon)
-             for layout in args.layouts for seed in _seeds(args.seeds) for partner in args.partners
+             for layout in args.layouts for seed in seed_list(args.seeds) for partner in args.partners
              for seat in args.seats for agent in args.agents]
     todo = [t for t in tasks if t not in done]
     print(f"{len(tasks)} episodes, {len(tasks) - len(todo)} done, {len(todo)} to play", flush=True)

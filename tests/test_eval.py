@@ -16,7 +16,7 @@ from beliefgate.envs.overcooked.state import PlayerView, PotView, SymbolicState
 from beliefgate.envs.overcooked.tables import INTERACT, STAY
 from beliefgate.envs.trajlog import FinalRow, LogHeader, LogWriter, StepRow, Trajectory, read_log
 from beliefgate.eval import metrics as M
-from beliefgate.eval.grid import GridError, load_grid, parse_grid, resolve_grid
+from beliefgate.eval.grid import GridError, load_grid, parse_grid, resolve_grid, seed_list
 from beliefgate.eval.replay import ReplayResult
 from beliefgate.eval.report import (ReportError, Report, bootstrap_mean_ci, bootstrap_p, build_report, holm,
                                     paired_bootstrap)
@@ -366,6 +366,14 @@ def test_bootstrap_interval_known_cases():
     base[0]["m"] = float("nan")
     d = paired_bootstrap(cond, base, "m")
     assert d.pairs == 2 and d.units == 2 and d.mean == 1.0 and d.lo == d.hi == 1.0 and d.includes_zero is False
+
+
+def test_seed_list_reads_the_scripts_seed_ranges():
+    assert seed_list("0-19") == list(range(20)) and seed_list("7") == [7]
+    assert seed_list("0-2,10,12-13") == [0, 1, 2, 10, 12, 13]
+    for bad in ("x", "0-4,,5", "3-y"):
+        with pytest.raises(ValueError):
+            seed_list(bad)
 
 
 def test_bootstrap_p_and_holm_known_cases():

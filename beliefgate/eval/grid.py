@@ -79,6 +79,16 @@ class GridModel(CheckedModel):
     all_errors = True
 
 
+def seed_list(text: str) -> List[int]:
+    """The seeds of a command-line seed list: ``"0-19"``, ``"7"`` or ``"0-4,10,12-13"`` (ranges inclusive,
+    in the order given). A part that is not a number or a range raises ``ValueError`` (``int``'s)."""
+    out: List[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out += list(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
 class SeedRange(GridModel):
     """``count`` consecutive seeds starting at ``start``."""
 
