@@ -125,3 +125,51 @@ def test_an_unsure_recipe_belief_is_imagined_as_its_map_recipe_by_default():
         draws[spec] = {agent.imagined_goal(env.state, rng) for _ in range(40)}
     assert draws["overforge"] == {names[1]}
     assert len(draws["overforge:recipe=auto"]) > 1
+
+
+def _teammate_path(first_skill: str, seed: int, steps: int, layout: str = "v2/grounded_coord_simple"):
+    """The imagined teammate's (seat 0) positions over ``steps`` steps of one branch from the start
+    of ``layout`` whose ego (seat 1) starts with ``first_skill``; the teammate draws uniformly."""
+    from beliefgate.agents.overforge.rollout import BranchRollout, extend_together
+
+    agent = make_overforge_agent("overforge")
+    agent.reset(layout, 1, 0)
+    state = DOMAIN.make_env(layout, 50, seed=seed, agent_view_size=2).reset(seed)
+    roll = BranchRollout(agent.model, state, 1, agent.library.index(first_skill),
+                         agent._choose_next(agent.strategy_of("generalist")), "uniform", None, None,
+                         np.random.default_rng([seed, 0]))
+    path = []
+    for _ in range(steps):
+        extend_together([roll], 1)
+        path.append((roll.state.players[0].position, roll.state.players[0].inventory))
+    return path
+
+
+def test_branches_of_one_sample_imagine_the_same_teammate_whatever_the_ego_does():
+    """Common random numbers: sample j of every branch starts from the same random numbers, and the
+    ego's own choices (its executor's tie-breaks) draw from a stream of their own, so a teammate in
+    the other room of grounded_coord_simple, whom the ego's branch cannot touch, is imagined doing
+    exactly the same in two branches (with one shared stream the ego's branch shifted its draws)."""
+    for seed in (0, 1, 2):
+        a = _teammate_path("pickup_ingredient_0", seed, 12)
+        b = _teammate_path("pickup_plate", seed, 12)
+        assert a == b
+    assert _teammate_path("pickup_plate", 0, 12) != _teammate_path("pickup_plate", 5, 12)  # draws matter
+
+
+def test_a_branch_that_sits_out_a_round_is_scored_and_logged_at_its_own_depth():
+    """Round r extends only kappa's nucleus; a branch left out of round 2 and back in round 3 has been
+    imagined two depth units, not three: its rollout evidence says depth 2 (its rate divides by 2)."""
+    res = run_episode("v2/grounded_coord_simple", "overforge", ["v2-cook"], seed=1000, horizon=80, seat=1,
+                      env_options={"agent_view_size": 2})
+    came_back = 0
+    for record in decision_records(res.trajectory):
+        assert check_record(record) is None
+        seen: dict = {}
+        for r, entry in enumerate((e for e in record["evidence"] if "round" in e), 1):
+            names = {x["branch"] for x in entry["round"]}
+            for x in entry["round"]:
+                seen[x["branch"]] = seen.get(x["branch"], 0) + 1
+                assert x["depth"] == seen[x["branch"]]
+            came_back += sum(seen[n] < r for n in names)
+    assert came_back > 0   # the case arose in this episode

@@ -253,3 +253,41 @@ def test_the_rule_planner_acts_on_a_confident_map_recipe_only():
                                        goal_needs=goal_needs)).skill == "pickup_ingredient_1"
     assert planner.choose(PlannerInput(scene="", feasible=feasible, needs=needs, goal=unsure,
                                        goal_needs=goal_needs)).skill == "pickup_ingredient_0"
+
+
+def test_a_held_plate_counts_toward_the_recipe_only_while_a_soup_waits_for_it():
+    """The rollouts' value (``recipe_progress``): a plate held over a pot that is still filling is no
+    progress (``skill_needs`` asks for a plate only for a full, cooking or cooked pot); over a
+    cooking pot it is, once per pot."""
+    from beliefgate.envs.overcooked_v2.kitchen import recipe_progress
+    from beliefgate.envs.overcooked_v2.layouts import PLATE, recipe_code
+
+    s = DOMAIN.make_env(LAYOUT, 50, seed=0, **OPTIONS).reset(0)
+    pot = s.info.pots[0]
+    base = _with(s, recipe=recipe_code([0, 0, 0]))
+    filling = _with(base, items=((pot[0], pot[1], ING0, 0),))
+    assert recipe_progress(_holding(filling, 1, PLATE)) == recipe_progress(filling)
+    cooking = _with(base, items=((pot[0], pot[1], 3 * ING0, 5),))
+    one = _holding(cooking, 1, PLATE)
+    assert recipe_progress(one) == pytest.approx(recipe_progress(cooking) + 1.0 / 20.0)
+    both = _holding(one, 0, PLATE)   # two plates for one soup: the second is no progress
+    assert recipe_progress(both) == pytest.approx(recipe_progress(one))
+
+
+def test_the_recipe_in_making_is_a_held_dish_a_cooking_pot_or_the_likeliest_a_started_pot_fits():
+    from beliefgate.envs.overcooked_v2.kitchen import goal_in_making
+    from beliefgate.envs.overcooked_v2.layouts import COOKED, PLATE, recipe_code
+
+    s = DOMAIN.make_env(LAYOUT, 50, seed=0, **OPTIONS).reset(0)
+    pot = s.info.pots[0]
+    even = {"0-0-0": 0.5, "1-1-1": 0.5}
+    empty = _with(s, items=tuple(it for it in s.items if (it[0], it[1]) != pot))
+    assert goal_in_making(empty, even) is None                      # nothing started: no opinion
+    started = _with(empty, items=((pot[0], pot[1], ING1, 0),))
+    assert goal_in_making(started, even) == "1-1-1"                 # the only recipe the pot can become
+    assert goal_in_making(started, {"0-0-0": 0.6, "1-1-1": 0.0}) is None   # ruled out by the belief
+    assert DOMAIN.goal_in_making(started, even) == "1-1-1"
+    cooking = _with(empty, items=((pot[0], pot[1], 3 * ING0, 4),))
+    assert goal_in_making(cooking, {"0-0-0": 0.1, "1-1-1": 0.9}) == "0-0-0"
+    dish = _holding(started, 1, recipe_code([0, 0, 0]) | PLATE | COOKED)
+    assert goal_in_making(dish, even) == "0-0-0"                   # a held dish first, then the pots

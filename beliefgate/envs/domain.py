@@ -242,6 +242,12 @@ class Domain:
         allow); None where the domain names no goals."""
         return None
 
+    def goal_in_making(self, state, weights: Mapping[str, float]) -> Optional[str]:
+        """Of the goals with ``weights`` > 0 (a goal belief's posterior), the one the kitchen has
+        already started to make in ``state``, or None (nothing started, or no domain goals):
+        what an unsure agent imagines so that it finishes, and so tests, the dish under way."""
+        return None
+
     def rollout_value(self, state) -> float:
         """The value an imagined continuation is scored by (OverForge's rollouts): by default
         :meth:`progress`; a domain with goals counts progress toward the state's active goal only."""

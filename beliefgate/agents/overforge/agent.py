@@ -10,7 +10,8 @@ At each decision point (start, its skill ended, or the gate reported a contradic
 3. rolls every branch ``depth`` imagined steps in the real dynamics (round 1), then extends
    only kappa's nucleus one depth unit per round, feeding each round's dish-progress gain
    per depth unit (``score=rate``, the default; ``score=gain``: the gain itself) as
-   :class:`~beliefgate.beliefs.kappa.RolloutRound` evidence at depth = round;
+   :class:`~beliefgate.beliefs.kappa.RolloutRound` evidence at the branch's depth in units (the
+   round number, less the rounds it sat out of the nucleus);
 4. commits when ``kappa >= theta``; after ``rounds`` rounds it logs the decision as not
    committed and plays what ``uncommitted`` says: by default (``auto``) the best branch where
    the players work separate kitchens (no floor and no counter in common) and the rule
@@ -287,7 +288,10 @@ class OverForgeAgent(PlanningAgent):
     def imagined_goal(self, state: State, rng: np.random.Generator) -> Optional[str]:
         """The goal an imagined continuation runs under (None where the domain names no goals): the
         confident MAP goal; else (``recipe=auto``) a draw from the goal posterior, or (``recipe=map``)
-        the MAP goal; with no goal belief yet, the domain's observable choice
+        the goal the kitchen has started to make (:meth:`Domain.goal_in_making`: a held dish's, a
+        cooking pot's, the fullest started pot's likeliest; so that a started dish is finished and
+        served, and its reward tests the guess, even when the posterior is split evenly), else the
+        MAP goal; with no goal belief yet, the domain's observable choice
         (:meth:`Domain.observable_goal`: a recipe the ego sees, else what the pot and the teammates'
         hands allow, what the no-belief agent cooks). The true goal is never read unless seen."""
         names = self.domain.goal_names(self.layout)
@@ -296,8 +300,10 @@ class OverForgeAgent(PlanningAgent):
         block = self.goal_block() if self.belief_in_prompt else None
         if block is None:   # (no pot can become any recipe: the first, as the pots show nothing)
             return self.domain.observable_goal(state, self.player) or names[0]
-        if block.confidence >= self._goal_floor or self.config.recipe == "map":
+        if block.confidence >= self._goal_floor:
             return block.map_goal
+        if self.config.recipe == "map":
+            return self.domain.goal_in_making(state, block.posterior) or block.map_goal
         names = list(block.posterior)
         p = np.array([block.posterior[n] for n in names], dtype=float)
         p = p / p.sum()
@@ -340,13 +346,20 @@ class OverForgeAgent(PlanningAgent):
                            for j in range(self.config.samples)]
         self._imagined_goals = goals
         rounds: List[Dict[str, float]] = []
+        #: depth units each branch has been imagined so far: a branch left out of a round's nucleus
+        #: and extended again later is one unit behind the round number, so its rate (gain per
+        #: unit) and its evidence's depth are its own (dividing by the round number shrank its gain)
+        units = {n: 0 for n in names}
         for r in range(1, self.config.rounds + 1):
             targets = names if r == 1 else list(kappa.nucleus)
-            per = float(r) if self.config.score == "rate" else 1.0  # gain per depth unit, or the gain
             flat = [b for n in targets for b in rolls[n]]
             gains = dict(zip(map(id, flat), extend_together(flat, self.config.depth)))
-            scores_r = {n: float(np.mean([gains[id(b)] for b in rolls[n]])) / per for n in targets}
-            info = kappa.update(RolloutRound(tuple(Rollout(n, r, sc) for n, sc in scores_r.items())))
+            for n in targets:
+                units[n] += 1
+            # gain per depth unit (score=rate), or the gain
+            scores_r = {n: float(np.mean([gains[id(b)] for b in rolls[n]]))
+                        / (float(units[n]) if self.config.score == "rate" else 1.0) for n in targets}
+            info = kappa.update(RolloutRound(tuple(Rollout(n, units[n], sc) for n, sc in scores_r.items())))
             rounds.append(scores_r)
             if info.commit or info.next != "rollout":
                 break

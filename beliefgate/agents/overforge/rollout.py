@@ -128,12 +128,18 @@ class BranchRollout:
         self.filters = {seat: model.filter_for(seat, seat == self.partner) for seat in self.gate_states}
         self.filtering = {seat: belief and gs is not None and self.filters[seat] is not None
                           for seat, gs in self.gate_states.items()}
-        self.rng = rng
+        #: one random stream per player and one for the dynamics, split from ``rng``: a branch's
+        #: own choices (its executor's tie-breaks) then never shift a teammate's draws or the
+        #: dynamics' seeds, so sample j of every branch imagines the same teammates as long as their
+        #: states agree (common random numbers); one shared stream let the ego's branch desynchronise them
+        streams = rng.spawn(model.players + 1)
+        self.rngs = {seat: streams[seat] for seat in range(model.players)}
+        self.rng = streams[model.players]   # the dynamics' seeds
         ctl = model.controller
-        self.ego_ex = self.domain.executor(ctl, ego, rng)
+        self.ego_ex = self.domain.executor(ctl, ego, self.rngs[ego])
         self.ego_ex.start_in(state, first_skill)
         self.ego_active: Optional[int] = first_skill
-        self.other_ex = {i: self.domain.executor(ctl, i, rng) for i in self.others}
+        self.other_ex = {i: self.domain.executor(ctl, i, self.rngs[i]) for i in self.others}
         self.other_active: dict = {i: None for i in self.others}
         self.events = [[] for _ in range(model.players)]
         self.depth_steps = 0
@@ -179,7 +185,7 @@ class BranchRollout:
         p = w / total if total > 0 else feasible / feasible.sum()
         if belief and pred is not None and self.mix > 0.0:
             p = (1.0 - self.mix) * p + self.mix * (feasible / feasible.sum())
-        k = int(self.rng.choice(len(p), p=p))
+        k = int(self.rngs[who].choice(len(p), p=p))
         self.other_ex[who].start(k)
         self.other_active[who] = k
         self.partner_draws += 1
@@ -206,10 +212,10 @@ class BranchRollout:
         idle = self.domain.idle_action
         actions = [0] * self.model.players
         actions[self.ego] = (int(self.ego_ex.act(s)) if self.ego_active is not None
-                             else idle(s, self.ego, self.rng))
+                             else idle(s, self.ego, self.rngs[self.ego]))
         for who in self.others:
             actions[who] = (int(self.other_ex[who].act(s)) if self.other_active[who] is not None
-                            else idle(s, who, self.rng))
+                            else idle(s, who, self.rngs[who]))
         return actions
 
     def advance(self, next_state: State, events) -> None:

@@ -239,6 +239,13 @@ class OvercookedV2Domain(Domain):
         found = candidate_recipes(state, player)
         return recipe_name(found[0]) if found else None
 
+    def goal_in_making(self, state, weights) -> Optional[str]:
+        """The recipe (of those weighted > 0) a held dish, a cooked or cooking pot, or the fullest
+        started pot is making (:func:`~.kitchen.goal_in_making`)."""
+        from beliefgate.envs.overcooked_v2.kitchen import goal_in_making
+
+        return goal_in_making(state, weights)
+
     def rollout_value(self, state) -> float:
         """Progress toward the state's active recipe (:func:`~.kitchen.recipe_progress`)."""
         from beliefgate.envs.overcooked_v2.kitchen import recipe_progress

@@ -8,7 +8,7 @@ player can observe. The recipe-belief model of a later issue reads :func:`recipe
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -99,6 +99,26 @@ def candidate_recipes(state: V2State, player: int, recipe: Optional[Sequence[int
         if fitting:
             return fitting
     return consistent
+
+
+def goal_in_making(state: V2State, weights: Mapping[str, float]) -> Optional[str]:
+    """Of the recipes named in ``weights`` with weight > 0, the one the kitchen has started: the
+    contents of a held dish, then of a cooked, then of a cooking pot, when they are such a recipe;
+    else the heaviest such recipe (first in ``weights``' order on a tie) that the fullest open pot
+    holding ingredients can still become; None when nothing is started or nothing fits."""
+    support = [n for n, w in weights.items() if w > 0]
+    made = ([decode_ingredients(p.inventory) for p in state.players if p.held == "dish"]
+            + [pot.ingredients for pot in state.pots if pot.cooked]
+            + [pot.ingredients for pot in state.pots if pot.cooking])
+    for contents in made:
+        if contents and recipe_name(contents) in support:
+            return recipe_name(contents)
+    started = [pot for pot in state.pots if pot.idle and pot.ingredients]
+    if not started:
+        return None
+    fullest = max(started, key=lambda pot: len(pot.ingredients)).ingredients
+    fitting = [n for n in support if _rest([int(i) for i in n.split("-")], fullest) is not None]
+    return max(fitting, key=lambda n: weights[n]) if fitting else None
 
 
 def ingredient_need(state: V2State, player: int, ingredient: int, recipe: Optional[Sequence[int]] = None) -> int:
@@ -273,16 +293,20 @@ def recipe_progress(state: V2State) -> float:
     continuation under a believed recipe): a pot's ingredients, cooking and cooked soup count only
     when its contents fit the recipe (a pot that cannot become it costs one unit per ingredient, the
     pot is blocked); a held dish counts only if it is the recipe's, a held ingredient (0.5) only if
-    an open pot can still take it for the recipe."""
+    an open pot can still take it for the recipe, a held plate (1) only if a full, cooking or cooked
+    pot of the recipe waits for it (one plate per such pot: a plate held over a pot that is still
+    filling is no progress, as ``skill_needs`` asks for a plate only then)."""
     recipe = tuple(state.recipe_ingredients)
     value = float(state.score)
     open_rest = []
+    soups = 0   # pots of the recipe that a plate can take (now or once they cook)
     for pot in state.pots:
         rest = _rest(recipe, pot.ingredients)
         if rest is None:
             value -= 1.0 * len(pot.ingredients)
             continue
         value += 1.0 * len(pot.ingredients) + (3.0 if pot.cooking else 0.0) + (6.0 if pot.cooked else 0.0)
+        soups += bool(pot.full or pot.cooking or pot.cooked)
         if pot.idle and not pot.full:
             open_rest.append(rest)
     for p in state.players:
@@ -290,7 +314,8 @@ def recipe_progress(state: V2State) -> float:
         if held == "dish":
             value += 10.0 if decode_ingredients(p.inventory) == recipe else 0.0
         elif held == "plate":
-            value += 1.0
+            value += 1.0 if soups > 0 else 0.0
+            soups -= 1
         elif held.startswith("ingredient_"):
             i = int(held.rsplit("_", 1)[1])
             value += 0.5 if any(i in rest for rest in open_rest) else 0.0
