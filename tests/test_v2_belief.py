@@ -291,3 +291,55 @@ def test_the_recipe_in_making_is_a_held_dish_a_cooking_pot_or_the_likeliest_a_st
     assert goal_in_making(cooking, {"0-0-0": 0.1, "1-1-1": 0.9}) == "0-0-0"
     dish = _holding(started, 1, recipe_code([0, 0, 0]) | PLATE | COOKED)
     assert goal_in_making(dish, even) == "0-0-0"                   # a held dish first, then the pots
+
+
+def test_the_v2_gap_judges_complementarity_by_the_recipe_the_role_table_cannot_see():
+    """Each ingredient is its own role, so the table calls fetching another ingredient complementary
+    to a teammate's fetch and the same ingredient a duplicate; under the true recipe 1-1-1 with one
+    ingredient 1 potted, fetching ingredient 0 serves nothing and fetching ingredient 1 beside a
+    teammate who fetches it too is needed (two are missing), the third time not."""
+    from beliefgate.envs.overcooked_v2.layouts import recipe_code
+
+    s = DOMAIN.make_env(LAYOUT, 50, seed=0, **OPTIONS).reset(0)
+    ctl = DOMAIN.controller(LAYOUT)
+    pot = s.info.pots[0]
+    base = _with(s, recipe=recipe_code([1, 1, 1]), items=((pot[0], pot[1], ING1, 0),))
+    lib = ctl.library
+    assert lib.is_complementary("pickup_ingredient_0", "pickup_ingredient_1")
+    assert not lib.is_complementary("pickup_ingredient_1", "pickup_ingredient_1")
+    assert DOMAIN.complements(base, 1, "pickup_ingredient_0", "pickup_ingredient_1", ctl) is False
+    assert DOMAIN.complements(base, 1, "pickup_ingredient_1", "pickup_ingredient_1", ctl) is True
+    two = _with(base, items=((pot[0], pot[1], 2 * ING1, 0),))   # one missing: the teammate brings it
+    assert DOMAIN.complements(two, 1, "pickup_ingredient_1", "pickup_ingredient_1", ctl) is False
+    assert DOMAIN.complements(two, 1, "pickup_ingredient_1", "pickup_plate", ctl) is True
+    from beliefgate.envs.overcooked.domain import DOMAIN as CLASSIC
+
+    assert CLASSIC.complements(None, 0, "pickup_onion", "pickup_dish", None) is None   # the table decides
+
+
+def test_the_interrupt_filter_judges_complementarity_under_the_recipe_the_agent_believes():
+    """The ``still_complementary`` veto on V2: fetching ingredient 0 beside a teammate who fetches
+    ingredient 1 serves nothing under a believed 1-1-1 and is needed under a believed 0-0-0 (the role
+    table calls it complementary whatever the recipe); below the confidence floor the agent judges
+    by the recipe the no-belief rule would cook, never by the hidden one."""
+    from types import SimpleNamespace
+
+    from beliefgate.agents.planning import BayesBeliefAgent
+    from beliefgate.envs.overcooked_v2.layouts import recipe_code
+
+    s = DOMAIN.make_env(LAYOUT, 50, seed=0, **OPTIONS).reset(0)
+    pot = s.info.pots[0]
+    empty = _with(s, recipe=recipe_code([0, 0, 0]), items=tuple(it for it in s.items if (it[0], it[1]) != pot))
+    agent = BayesBeliefAgent("full")
+    agent.reset(LAYOUT, 1, 0)
+    names = DOMAIN.goal_names(LAYOUT)
+    for believed, expected in (("1-1-1", False), ("0-0-0", True)):
+        agent.goal_block = lambda b=believed: SimpleNamespace(
+            posterior={n: (0.95 if n == b else 0.05) for n in names}, map_goal=b, confidence=0.95)
+        judge = agent._complements(empty)
+        assert judge("pickup_ingredient_0", "pickup_ingredient_1") is expected, believed
+        assert judge("pickup_ingredient_1", "pickup_ingredient_1") is (not expected)   # 1-1-1: two fetchers help
+    agent.goal_block = lambda: SimpleNamespace(posterior={n: 0.5 for n in names}, map_goal="1-1-1", confidence=0.5)
+    unsure = agent._complements(empty)
+    # unsure: the observable rule's recipe (the first the empty pot allows, 0-0-0), not the MAP
+    assert DOMAIN.observable_goal(empty, 1) == "0-0-0" and unsure("pickup_ingredient_0", "pickup_ingredient_1")

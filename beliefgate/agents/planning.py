@@ -508,7 +508,8 @@ class BayesBeliefAgent(PlanningAgent):
     interrupt_needs_alternative = True
     #: act on a gate interrupt only when the revised belief -- the posterior with the contradicted
     #: skill hidden, as the planner sees it -- is not confident that the running skill still
-    #: complements the partner: the mass of the partner skills it complements (SPEC table) is
+    #: complements the partner: the mass of the partner skills it complements (SPEC table; where the
+    #: domain judges it from the state, under the recipe the agent acts on: :meth:`_complements`) is
     #: below ``still_complementary_mass``. The gate says the *partner model* was wrong; the *plan*
     #: is contradicted only when the ego's skill may no longer fit what the partner now does.
     #: Each interrupt passed over this way is counted in ``gate_still_complementary``.
@@ -547,10 +548,10 @@ class BayesBeliefAgent(PlanningAgent):
                 self.gate_no_alternative += 1
                 self._veto = {"filter": "no_alternative", "running": self.active_skill, "others_needed": 0}
                 return None
-            if self.interrupt_needs_gap and self._still_complementary():
+            if self.interrupt_needs_gap and self._still_complementary(state):
                 self.gate_still_complementary += 1
                 self._veto = {"filter": "still_complementary", "running": self.active_skill,
-                              "mass": round(self._complementary_mass(), 4),
+                              "mass": round(self._complementary_mass(state), 4),
                               "threshold": self.still_complementary_mass}
                 return None
             if self.interrupt_needs_change and self._plan_stands(state):
@@ -621,19 +622,43 @@ class BayesBeliefAgent(PlanningAgent):
             return kept[1]
         return super().planner_input(state, reason)
 
-    def _still_complementary(self) -> bool:
+    def _still_complementary(self, state) -> bool:
         """The revised belief gives at least ``still_complementary_mass`` to partner skills that the
-        running skill complements (SPEC table)."""
-        mass = self._complementary_mass()
+        running skill complements (:meth:`_complements`)."""
+        mass = self._complementary_mass(state)
         return mass == mass and mass >= self.still_complementary_mass
 
-    def _complementary_mass(self) -> float:
+    def _complementary_mass(self, state) -> float:
         """The revised belief's mass on partner skills the running skill complements (NaN without one)."""
         block = self.revised_belief()
         current = self.active_skill
         if block is None or current is None:
             return float("nan")
-        return float(sum(p for n, p in block.posterior.items() if self.library.is_complementary(current, n)))
+        judge = self._complements(state)
+        return float(sum(p for n, p in block.posterior.items() if judge(current, n)))
+
+    def _complements(self, state):
+        """``complements(skill, partner_skill)`` as this agent can judge it: where the domain judges
+        complementarity from the state (:meth:`Domain.complements`; OvercookedV2: by the kitchen's
+        needs under a recipe), on the state with the recipe the agent acts on -- its MAP goal when
+        confident enough for the rule planner, else the observable one the no-belief rule cooks
+        (never the hidden truth); elsewhere the skill library's role table (SPEC table)."""
+        table = self.library.is_complementary
+        if self.goal_names is None:
+            return table
+        goal = self.goal_block() if self.belief_in_prompt else None
+        floor = self._interrupt_check.config.min_goal_confidence
+        name = goal.map_goal if goal is not None and goal.confidence >= floor else (
+            self.domain.observable_goal(state, self.player))
+        if name is None:
+            return table
+        imagined = self.domain.with_goal(state, name)
+
+        def complements(skill: str, partner_skill: str) -> bool:
+            found = self.domain.complements(imagined, self.player, skill, partner_skill, self.controller)
+            return table(skill, partner_skill) if found is None else bool(found)
+
+        return complements
 
     def belief_block(self, gate_signal: Optional[str]) -> Optional[BeliefBlock]:
         block = super().belief_block(gate_signal)

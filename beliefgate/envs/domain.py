@@ -242,6 +242,14 @@ class Domain:
         allow); None where the domain names no goals."""
         return None
 
+    def complements(self, state, player: int, skill: str, partner_skill: str, controller) -> Optional[bool]:
+        """Whether ``player``'s ``skill`` complements a teammate running ``partner_skill`` in
+        ``state``, judged from the true state where the skill library's role table cannot judge it
+        (OvercookedV2: each ingredient is its own role, so the table cannot tell the recipe's
+        ingredient from another); None (the default): the table decides
+        (:meth:`SkillLibrary.is_complementary`). The gap metrics ask it."""
+        return None
+
     def goal_in_making(self, state, weights: Mapping[str, float]) -> Optional[str]:
         """Of the goals with ``weights`` > 0 (a goal belief's posterior), the one the kitchen has
         already started to make in ``state``, or None (nothing started, or no domain goals):

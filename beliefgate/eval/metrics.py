@@ -43,8 +43,9 @@ from beliefgate.planners.fallbacks import ROLES
 from beliefgate.eval.replay import ReplayResult, replay
 
 #: bump when a definition changes: stored metric rows of another version are recomputed
-#: (2: the fallback columns; 3: effective replans, decision-point and oracle gap, oracle Comp@3)
-METRICS_VERSION = 3
+#: (2: the fallback columns; 3: effective replans, decision-point and oracle gap, oracle Comp@3;
+#: 4: gap and Comp@3 ask the domain's complementarity first: OvercookedV2's knows the recipe)
+METRICS_VERSION = 4
 
 #: oracle complementarity: steps imagined per candidate ego skill, and the return margin
 #: within which a skill counts as best (dish-progress units: one soup = 1)
@@ -74,9 +75,10 @@ METRICS: Dict[str, MetricInfo] = {
     "reward": MetricInfo("reward", "higher", "team reward of the episode"),
     "deliveries": MetricInfo("D", "higher", "soups delivered by either player"),
     "map_accuracy": MetricInfo("skill acc", "higher", "reference-gate MAP equals the partner's true skill"),
-    "gap_rate": MetricInfo("gap", "lower", "belief-action gap rate (per step, SPEC table)"),
+    "gap_rate": MetricInfo("gap", "lower",
+                           "belief-action gap rate (per step; SPEC table, or the domain's: V2 by recipe needs)"),
     "gap_rate_decisions": MetricInfo("gap@dp", "lower",
-                                     "belief-action gap rate at decision points (SPEC table)"),
+                                     "belief-action gap rate at decision points (SPEC table, or the domain's)"),
     "oracle_gap_rate": MetricInfo("gap@oracle", "lower",
                                   "belief-action gap rate at decision points against the rollout oracle"),
     "comp3": MetricInfo("Comp@3", "higher", "complementary skill within 3 steps of a detected contradiction"),
@@ -120,6 +122,23 @@ def _library(traj: Trajectory):
     """The skill library of the log's domain and layout."""
     layout = traj.header.layout
     return domain_for_layout(layout).controller(layout).library
+
+
+def _complementarity(traj: Trajectory):
+    """``complementary(t, ego_skill, partner_skill)`` for row t of ``traj``: the domain's judgement
+    from the true state where it gives one (:meth:`Domain.complements`; OvercookedV2: the kitchen's
+    needs under the active recipe), else the skill library's role table (SPEC §2)."""
+    layout = traj.header.layout
+    domain = domain_for_layout(layout)
+    controller = domain.controller(layout)
+    library = controller.library
+    ego = traj.header.seat
+
+    def complementary(t: int, skill: str, partner_skill: str) -> bool:
+        found = domain.complements(traj.steps[t].state, ego, skill, partner_skill, controller)
+        return library.is_complementary(skill, partner_skill) if found is None else bool(found)
+
+    return complementary
 
 
 def _nan_ratio(num: float, den: float) -> float:
@@ -356,10 +375,11 @@ def belief_action_gap_rate(traj: Trajectory, reference: Optional[ReplayResult] =
     belief was right) -- or, with ``confidence_floor``, steps where the reference
     gate's confidence is at least that floor. A gap is an ego skill that is not
     complementary (:meth:`SkillLibrary.is_complementary`) to the partner's true
-    skill at t: stale, duplicate or non-complementary (SPEC §2). NaN when no step
-    counts.
+    skill at t: stale, duplicate or non-complementary (SPEC §2); where the domain judges it from the
+    true state (:func:`_complementarity`; OvercookedV2: by the kitchen's needs under the active
+    recipe) the domain decides. NaN when no step counts.
     """
-    library = _library(traj)
+    complementary = _complementarity(traj)
     ref = reference if reference is not None else reference_replay(traj)
     truth = _truth_names(ref)
     gaps = total = 0
@@ -372,7 +392,7 @@ def belief_action_gap_rate(traj: Trajectory, reference: Optional[ReplayResult] =
         elif ref.confidence[t] < confidence_floor:
             continue
         total += 1
-        gaps += not library.is_complementary(skill, truth[t])
+        gaps += not complementary(t, skill, truth[t])
     return _nan_ratio(gaps, total)
 
 
@@ -400,10 +420,10 @@ def belief_action_gap_rate_decisions(traj: Trajectory, reference: Optional[Repla
     """Belief–action gap rate at the paper's decision points (:func:`decision_points`), SPEC §2 table.
 
     Of the decision points where the partner's true skill is known and the reference MAP equals
-    it, the share where the ego's skill is not complementary to the partner's true skill. NaN
-    when none counts.
+    it, the share where the ego's skill is not complementary to the partner's true skill (as in
+    :func:`belief_action_gap_rate`). NaN when none counts.
     """
-    library = _library(traj)
+    complementary = _complementarity(traj)
     ref = reference if reference is not None else reference_replay(traj)
     truth = _truth_names(ref)
     skills = ego_skills(traj)
@@ -412,7 +432,7 @@ def belief_action_gap_rate_decisions(traj: Trajectory, reference: Optional[Repla
         if truth[t] is None or ref.map_skill[t] != ref.truth[t]:
             continue
         total += 1
-        gaps += not library.is_complementary(skills[t], truth[t])
+        gaps += not complementary(t, skills[t], truth[t])
     return _nan_ratio(gaps, total)
 
 
@@ -594,7 +614,7 @@ def comp_at_k(traj: Trajectory, reference: Optional[ReplayResult] = None, k: int
         raise MetricError(f"k must be >= 1, got {k}")
     if signal not in ("interrupt", "contradiction"):
         raise MetricError(f"signal must be 'interrupt' or 'contradiction', got {signal!r}")
-    library = _library(traj)
+    complementary = _complementarity(traj)
     ref = reference if reference is not None else reference_replay(traj)
     fired = ref.interrupt if signal == "interrupt" else ref.contradiction
     truth = _truth_names(ref)
@@ -606,7 +626,7 @@ def comp_at_k(traj: Trajectory, reference: Optional[ReplayResult] = None, k: int
         if not window:
             continue
         total += 1
-        hits += any(ego[u] is not None and library.is_complementary(ego[u], truth[u]) for u in window)
+        hits += any(ego[u] is not None and complementary(u, ego[u], truth[u]) for u in window)
     return _nan_ratio(hits, total)
 
 

@@ -239,6 +239,14 @@ class OvercookedV2Domain(Domain):
         found = candidate_recipes(state, player)
         return recipe_name(found[0]) if found else None
 
+    def complements(self, state, player: int, skill: str, partner_skill: str, controller) -> Optional[bool]:
+        """By the kitchen's needs under the active (true) recipe, the teammate's skill counted
+        (:func:`~.kitchen.serves_recipe`): fetching the recipe's ingredient is complementary to a
+        teammate fetching the same one when the pot needs both, fetching another one is not."""
+        from beliefgate.envs.overcooked_v2.kitchen import serves_recipe
+
+        return serves_recipe(state, player, controller, skill, partner_skill, state.recipe_ingredients)
+
     def goal_in_making(self, state, weights) -> Optional[str]:
         """The recipe (of those weighted > 0) a held dish, a cooked or cooking pot, or the fullest
         started pot is making (:func:`~.kitchen.goal_in_making`)."""

@@ -243,6 +243,18 @@ def skill_needs(state: V2State, player: int, controller: V2Controller,
     return need
 
 
+def serves_recipe(state: V2State, player: int, controller: V2Controller, skill: str, partner_skill: str,
+                  recipe: Sequence[int]) -> bool:
+    """Whether ``player``'s ``skill`` adds to what the kitchen needs for ``recipe`` once a teammate
+    running ``partner_skill`` is counted: its need under the recipe (:func:`skill_needs`) is
+    positive, and a pickup the teammate is also making is needed twice (the V2 gap metric's
+    complementarity, which knows the recipe where the role table cannot)."""
+    need = skill_needs(state, player, controller, None, recipe).get(skill, 0.0)
+    if skill == partner_skill and skill.startswith("pickup"):
+        need -= 1.0
+    return need > 0
+
+
 def _fits(state: V2State, player: int, ingredient: int, recipe: Optional[Sequence[int]] = None) -> bool:
     """Whether a held ``ingredient`` fits an open pot for some candidate recipe."""
     for pot in state.pots:
