@@ -244,7 +244,8 @@ class Domain:
 
     def complements(self, state, player: int, skill: str, partner_skill: str, controller) -> Optional[bool]:
         """Whether ``player``'s ``skill`` complements a teammate running ``partner_skill`` in
-        ``state``, judged from the true state where the skill library's role table cannot judge it
+        ``state`` (the metrics pass the logged state, an agent the state under the goal it believes),
+        judged from the state where the skill library's role table cannot judge it
         (OvercookedV2: each ingredient is its own role, so the table cannot tell the recipe's
         ingredient from another); None (the default): the table decides
         (:meth:`SkillLibrary.is_complementary`). The gap metrics ask it."""
