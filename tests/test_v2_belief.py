@@ -314,7 +314,9 @@ def test_the_v2_gap_judges_complementarity_by_the_recipe_the_role_table_cannot_s
     assert DOMAIN.complements(two, 1, "pickup_ingredient_1", "pickup_plate", ctl) is True
     from beliefgate.envs.overcooked.domain import DOMAIN as CLASSIC
 
-    assert CLASSIC.complements(None, 0, "pickup_onion", "pickup_dish", None) is None   # the table decides
+    classic = CLASSIC.controller("cramped_room")   # elsewhere the role table decides
+    for skill, partner in (("pickup_onion", "pickup_dish"), ("pickup_onion", "pickup_onion")):
+        assert CLASSIC.complements(None, 0, skill, partner, classic) is classic.library.is_complementary(skill, partner)
 
 
 def test_the_interrupt_filter_judges_complementarity_under_the_recipe_the_agent_believes():

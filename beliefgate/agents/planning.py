@@ -653,12 +653,8 @@ class BayesBeliefAgent(PlanningAgent):
         if name is None:
             return table
         imagined = self.domain.with_goal(state, name)
-
-        def complements(skill: str, partner_skill: str) -> bool:
-            found = self.domain.complements(imagined, self.player, skill, partner_skill, self.controller)
-            return table(skill, partner_skill) if found is None else bool(found)
-
-        return complements
+        return lambda skill, partner_skill: self.domain.complements(imagined, self.player, skill, partner_skill,
+                                                                    self.controller)
 
     def belief_block(self, gate_signal: Optional[str]) -> Optional[BeliefBlock]:
         block = super().belief_block(gate_signal)

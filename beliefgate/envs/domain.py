@@ -242,14 +242,14 @@ class Domain:
         allow); None where the domain names no goals."""
         return None
 
-    def complements(self, state, player: int, skill: str, partner_skill: str, controller) -> Optional[bool]:
+    def complements(self, state, player: int, skill: str, partner_skill: str, controller) -> bool:
         """Whether ``player``'s ``skill`` complements a teammate running ``partner_skill`` in
-        ``state`` (the metrics pass the logged state, an agent the state under the goal it believes),
-        judged from the state where the skill library's role table cannot judge it
+        ``state`` (the metrics pass the logged state, an agent the state under the goal it believes).
+        By default the skill library's role table decides (:meth:`SkillLibrary.is_complementary`, SPEC
+        §2; ``state`` unused); a domain whose table cannot judge it judges from the state
         (OvercookedV2: each ingredient is its own role, so the table cannot tell the recipe's
-        ingredient from another); None (the default): the table decides
-        (:meth:`SkillLibrary.is_complementary`). The gap metrics ask it."""
-        return None
+        ingredient from another). The gap metrics and BayesBelief's interrupt filter ask it."""
+        return controller.library.is_complementary(skill, partner_skill)
 
     def goal_in_making(self, state, weights: Mapping[str, float]) -> Optional[str]:
         """Of the goals with ``weights`` > 0 (a goal belief's posterior), the one the kitchen has

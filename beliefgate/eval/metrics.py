@@ -125,18 +125,16 @@ def _library(traj: Trajectory):
 
 
 def _complementarity(traj: Trajectory):
-    """``complementary(t, ego_skill, partner_skill)`` for row t of ``traj``: the domain's judgement
-    from the true state where it gives one (:meth:`Domain.complements`; OvercookedV2: the kitchen's
-    needs under the active recipe), else the skill library's role table (SPEC §2)."""
+    """``complementary(t, ego_skill, partner_skill)`` for row t of ``traj``: the domain's judgement on
+    the logged (true) state (:meth:`Domain.complements`: the skill library's role table, SPEC §2;
+    OvercookedV2: the kitchen's needs under the active recipe)."""
     layout = traj.header.layout
     domain = domain_for_layout(layout)
     controller = domain.controller(layout)
-    library = controller.library
     ego = traj.header.seat
 
     def complementary(t: int, skill: str, partner_skill: str) -> bool:
-        found = domain.complements(traj.steps[t].state, ego, skill, partner_skill, controller)
-        return library.is_complementary(skill, partner_skill) if found is None else bool(found)
+        return domain.complements(traj.steps[t].state, ego, skill, partner_skill, controller)
 
     return complementary
 

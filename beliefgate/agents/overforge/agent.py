@@ -346,16 +346,14 @@ class OverForgeAgent(PlanningAgent):
                            for j in range(self.config.samples)]
         self._imagined_goals = goals
         rounds: List[Dict[str, float]] = []
-        #: depth units each branch has been imagined so far: a branch left out of a round's nucleus
-        #: and extended again later is one unit behind the round number, so its rate (gain per
-        #: unit) and its evidence's depth are its own (dividing by the round number shrank its gain)
-        units = {n: 0 for n in names}
         for r in range(1, self.config.rounds + 1):
             targets = names if r == 1 else list(kappa.nucleus)
             flat = [b for n in targets for b in rolls[n]]
             gains = dict(zip(map(id, flat), extend_together(flat, self.config.depth)))
-            for n in targets:
-                units[n] += 1
+            # depth units each branch has been imagined so far: a branch left out of a round's nucleus
+            # and extended again later is behind the round number, so its rate (gain per unit) and its
+            # evidence's depth are its own (dividing by the round number shrank its gain)
+            units = {n: rolls[n][0].depth_steps // self.config.depth for n in targets}
             # gain per depth unit (score=rate), or the gain
             scores_r = {n: float(np.mean([gains[id(b)] for b in rolls[n]]))
                         / (float(units[n]) if self.config.score == "rate" else 1.0) for n in targets}

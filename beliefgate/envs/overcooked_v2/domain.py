@@ -239,7 +239,7 @@ class OvercookedV2Domain(Domain):
         found = candidate_recipes(state, player)
         return recipe_name(found[0]) if found else None
 
-    def complements(self, state, player: int, skill: str, partner_skill: str, controller) -> Optional[bool]:
+    def complements(self, state, player: int, skill: str, partner_skill: str, controller) -> bool:
         """By the kitchen's needs under the active (true) recipe, the teammate's skill counted
         (:func:`~.kitchen.serves_recipe`): fetching the recipe's ingredient is complementary to a
         teammate fetching the same one when the pot needs both, fetching another one is not."""

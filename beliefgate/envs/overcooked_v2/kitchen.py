@@ -117,7 +117,7 @@ def goal_in_making(state: V2State, weights: Mapping[str, float]) -> Optional[str
     if not started:
         return None
     fullest = max(started, key=lambda pot: len(pot.ingredients)).ingredients
-    fitting = [n for n in support if _rest([int(i) for i in n.split("-")], fullest) is not None]
+    fitting = [n for n in support if _rest(parse_recipe(n, state.layout), fullest) is not None]
     return max(fitting, key=lambda n: weights[n]) if fitting else None
 
 
