@@ -274,6 +274,27 @@ def test_a_held_plate_counts_toward_the_recipe_only_while_a_soup_waits_for_it():
     assert recipe_progress(both) == pytest.approx(recipe_progress(one))
 
 
+def test_a_dead_pot_is_filled_with_any_ingredient_not_left_to_block_the_kitchen():
+    """A pot whose contents no candidate recipe fits (the recipe was redrawn under it) can only be
+    cleared: every ingredient is needed until it is full and a held one fits it. Before, a player who
+    saw the recipe found nothing needed and picked an ingredient up and set it down for 200 steps."""
+    s = DOMAIN.make_env(LAYOUT, 50, seed=0, **OPTIONS).reset(0)
+    pot = s.info.pots[0]
+    from beliefgate.envs.overcooked_v2.layouts import recipe_code
+
+    dead = _with(s, recipe=recipe_code([1, 1, 1]), items=((pot[0], pot[1], 2 * ING0, 0),))
+    seer = 0
+    assert dead.sees_recipe(seer) and candidate_recipes(dead, seer) == [(1, 1, 1)]
+    ctrl = DOMAIN.controller(LAYOUT)
+    need = skill_needs(dead, seer, ctrl)
+    assert need["pickup_ingredient_0"] == 1 and need["pickup_ingredient_1"] == 1
+    assert skill_needs(_holding(dead, 1, ING1), seer, ctrl)["pickup_ingredient_1"] == 0   # the teammate's fills it
+    held = skill_needs(_holding(dead, seer, ING0), seer, ctrl)
+    assert held.get("put_ingredient_0_in_pot", 0) == 1 and held.get("place_on_counter", 0) == 0
+    live = _with(dead, items=((pot[0], pot[1], ING1, 0),))      # a pot the recipe fits: only its ingredient
+    assert skill_needs(live, seer, ctrl)["pickup_ingredient_0"] == 0
+
+
 def test_the_recipe_in_making_is_a_held_dish_a_cooking_pot_or_the_likeliest_a_started_pot_fits():
     from beliefgate.envs.overcooked_v2.kitchen import goal_in_making
     from beliefgate.envs.overcooked_v2.layouts import COOKED, PLATE, recipe_code

@@ -74,6 +74,13 @@ def _rest(recipe: Sequence[int], contents: Sequence[int]) -> Optional[List[int]]
     return rest
 
 
+def _dead(contents: Sequence[int], candidates: Sequence[Sequence[int]]) -> bool:
+    """Whether a started pot's ``contents`` fit none of the ``candidates``: a dead pot (the recipe was
+    redrawn under it, or a wrong ingredient went in). It can only be cleared -- filled with any
+    ingredient, cooked, plated and served or set down -- and until then it blocks the kitchen."""
+    return bool(contents) and all(_rest(r, contents) is None for r in candidates)
+
+
 def _carried(state: V2State, player: int) -> List[int]:
     """The ingredients the players other than ``player`` hold now."""
     return [int(p.held.rsplit("_", 1)[1]) for i, p in enumerate(state.players)
@@ -123,13 +130,17 @@ def goal_in_making(state: V2State, weights: Mapping[str, float]) -> Optional[str
 
 def ingredient_need(state: V2State, player: int, ingredient: int, recipe: Optional[Sequence[int]] = None) -> int:
     """How many more of ``ingredient`` the fullest open pot needs for some candidate recipe, beyond
-    what the other players carry."""
+    what the other players carry; a dead pot (:func:`_dead`) needs its free places filled with any
+    ingredient, beyond every ingredient the other players carry."""
     pots = [p for p in state.pots if p.idle and not p.full]
     if not pots:
         return 0
     pot = max(pots, key=lambda p: len(p.ingredients))
+    candidates = candidate_recipes(state, player, recipe)
+    if _dead(pot.ingredients, candidates):
+        return max(3 - len(pot.ingredients) - len(_carried(state, player)), 0)
     best = 0
-    for r in candidate_recipes(state, player, recipe):
+    for r in candidates:
         rest = _rest(r, pot.ingredients)
         if rest is not None:
             best = max(best, rest.count(ingredient))
@@ -256,11 +267,15 @@ def serves_recipe(state: V2State, player: int, controller: V2Controller, skill: 
 
 
 def _fits(state: V2State, player: int, ingredient: int, recipe: Optional[Sequence[int]] = None) -> bool:
-    """Whether a held ``ingredient`` fits an open pot for some candidate recipe."""
+    """Whether a held ``ingredient`` fits an open pot for some candidate recipe (any ingredient fits a
+    dead pot: :func:`_dead`)."""
+    candidates = candidate_recipes(state, player, recipe)
     for pot in state.pots:
         if not pot.idle or pot.full:
             continue
-        for r in candidate_recipes(state, player, recipe):
+        if _dead(pot.ingredients, candidates):
+            return True
+        for r in candidates:
             if _rest(r, (*pot.ingredients, ingredient)) is not None:
                 return True
     return False
