@@ -2,11 +2,16 @@
 
     PYTHONPATH=$PWD .venv/bin/python scripts/results_social.py run --out runs/social --seeds 0-19 --workers 2
     PYTHONPATH=$PWD .venv/bin/python scripts/results_social.py report --out runs/social
+    PYTHONPATH=$PWD .venv/bin/python scripts/results_social.py run --out runs/social --layout v2/cramped_room_v2 ...
 
 ``run`` plays, per seed, ``overforge`` x ``overforge`` (both talk and listen) and
-``overforge:-messages`` x ``overforge:-messages`` in the connected room (classic ``cramped_room``,
-400 steps, seat 0) and appends one JSON line per finished episode to ``OUT/rows.jsonl`` (resumable:
-an episode already there is skipped). ``report`` prints the markdown: deliveries per arm, the paired
+``overforge:-messages`` x ``overforge:-messages`` in the connected room (classic ``cramped_room``
+by default; ``--layout v2/cramped_room_v2`` plays OvercookedV2's, with the hidden-recipe options of
+``HIDDEN_RECIPE``: a view of one cell, a new recipe after each correct dish; 400 steps, seat 0) and
+appends one JSON line per finished episode to ``OUT/rows.jsonl`` (resumable: an episode already
+there is skipped). On V2 a row also counts wrong dishes, the recipes told (``inform`` with a
+goal) and, per seat, the share of steps it acted on the true recipe (its recipe belief's MAP with
+at least the acting confidence, or the recipe it sees). ``report`` prints the markdown: deliveries per arm, the paired
 difference with the project's paired bootstrap over seeds (``beliefgate.eval.report``), the
 requests said and how often the asked seat's next sub-task was the requested skill against chance
 (the requested skills shuffled among the requests, :mod:`beliefgate.eval.social`), with a bootstrap
@@ -29,7 +34,30 @@ HORIZON = 400
 ARMS = {"messages": "overforge", "no_messages": "overforge:-messages"}
 
 
-def play(arm: str, seed: int, horizon: int) -> Dict:
+def env_options(layout: str) -> Dict:
+    from beliefgate.envs.overcooked_v2.layouts import HIDDEN_RECIPE
+
+    return dict(HIDDEN_RECIPE.get(layout, {}))
+
+
+def recipe_known(traj, seat: int) -> float:
+    """The share of steps on which ``seat`` acted on the true recipe: its logged recipe MAP at the
+    acting confidence (the rule planner's ``min_goal_confidence``) or a recipe it sees."""
+    from beliefgate.planners.rule import RulePlanner
+
+    floor = RulePlanner().config.min_goal_confidence
+    hits = 0
+    for row in traj.steps:
+        info = row.info[seat] or {}
+        state = row.state
+        true = "-".join(str(int(i)) for i in sorted(state.recipe_ingredients))
+        seen = state.sees_recipe(seat)
+        sure = info.get("recipe_map") == true and (info.get("recipe_confidence") or 0.0) >= floor
+        hits += bool(seen or sure)
+    return hits / max(len(traj.steps), 1)
+
+
+def play(arm: str, seed: int, horizon: int, layout: str = LAYOUT) -> Dict:
     from dataclasses import asdict
 
     from beliefgate.eval.episode import run_episode
@@ -37,14 +65,22 @@ def play(arm: str, seed: int, horizon: int) -> Dict:
 
     name = ARMS[arm]
     started = time.perf_counter()
-    res = run_episode(LAYOUT, name, name, seed=seed, horizon=horizon)
+    options = env_options(layout)
+    res = run_episode(layout, name, name, seed=seed, horizon=horizon, env_options=options)
     traj = res.trajectory
-    return {"arm": arm, "seed": seed, "layout": LAYOUT, "partner": name, "seat": 0, "horizon": horizon,
-            "deliveries": res.summary["deliveries"], "reward": res.summary["reward"],
-            "messages": res.summary.get("messages"),
-            "requests": [asdict(o) for o in request_outcomes(traj)],
-            "agreements": {str(k): v for k, v in agreement_steps(traj).items()},
-            "wall_s": round(time.perf_counter() - started, 1)}
+    row = {"arm": arm, "seed": seed, "layout": layout, "env_options": options, "partner": name, "seat": 0,
+           "horizon": horizon, "deliveries": res.summary["deliveries"], "reward": res.summary["reward"],
+           "messages": res.summary.get("messages"),
+           "requests": [asdict(o) for o in request_outcomes(traj)],
+           "agreements": {str(k): v for k, v in agreement_steps(traj).items()},
+           "wall_s": round(time.perf_counter() - started, 1)}
+    if layout.startswith("v2/"):
+        events = [e for r in traj.steps for ev in (r.events or []) for e in ev]
+        row["wrong"] = events.count("deliver:wrong")
+        row["told_goal"] = sum(1 for r in traj.steps if r.messages for m in r.messages.sent
+                               if getattr(m, "goal", None))
+        row["recipe_known"] = [round(recipe_known(traj, s), 4) for s in range(len(traj.steps[0].info))]
+    return row
 
 
 def _play(job):
@@ -59,11 +95,12 @@ def run(args) -> None:
     if rows_path.exists():
         for line in rows_path.read_text().splitlines():
             row = json.loads(line)
-            done.add((row["arm"], row["seed"]))
+            done.add((row.get("layout", LAYOUT), row["arm"], row["seed"]))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     from beliefgate.eval.grid import seed_list
 
-    jobs = [(arm, s, args.horizon) for s in seed_list(args.seeds) for arm in ARMS if (arm, s) not in done]
+    jobs = [(arm, s, args.horizon, args.layout) for s in seed_list(args.seeds) for arm in ARMS
+            if (args.layout, arm, s) not in done]
     print(f"{len(jobs)} episodes to play ({len(done)} done) at {commit}", file=sys.stderr)
     with ProcessPoolExecutor(max_workers=args.workers) as pool, rows_path.open("a") as fh:
         for row in pool.map(_play, jobs):
@@ -80,10 +117,13 @@ def report(args) -> None:
     from beliefgate.eval.social import RequestOutcome, chance_share, followed_share
 
     rows = [json.loads(line) for line in (Path(args.out) / "rows.jsonl").read_text().splitlines()]
+    rows = [r for r in rows if r.get("layout", LAYOUT) == args.layout]
+    if not rows:
+        sys.exit(f"no rows of {args.layout} in {args.out}")
     by_arm = {arm: [r for r in rows if r["arm"] == arm] for arm in ARMS}
     seeds = sorted({r["seed"] for r in rows})
     commits = sorted({r.get("commit", "?") for r in rows})
-    print(f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)}), {LAYOUT}, {rows[0]['horizon']} steps, commit(s) "
+    print(f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)}), {args.layout}, {rows[0]['horizon']} steps, commit(s) "
           f"{', '.join(commits)}.\n")
     print("| arm | episodes | deliveries (mean ± sd) | messages sent per episode | refused |")
     print("|---|---|---|---|---|")
@@ -97,6 +137,17 @@ def report(args) -> None:
     diff = paired_bootstrap(pair["messages"], pair["no_messages"], "deliveries", name="social")
     print(f"\nDeliveries, messages − no messages (paired over seeds, bootstrap): **{diff.mean:+.2f} "
           f"[{diff.lo:+.2f}, {diff.hi:+.2f}]** ({diff.units} seeds, {diff.pairs} pairs).\n")
+    if "wrong" in rows[0]:
+        for key, what in (("reward", "reward"), ("wrong", "wrong dishes")):
+            d = paired_bootstrap(pair["messages"], pair["no_messages"], key, name="social")
+            print(f"{what.capitalize()}, messages − no messages: {d.mean:+.2f} [{d.lo:+.2f}, {d.hi:+.2f}]; "
+                  + ", ".join(f"{ARMS[a]} {np.mean([r[key] for r in rs]):.2f}" for a, rs in by_arm.items()) + ".")
+        for arm, rs in by_arm.items():
+            known = np.array([r["recipe_known"] for r in rs], dtype=float)
+            told = np.mean([r["told_goal"] for r in rs])
+            print(f"`{ARMS[arm]}`: steps acting on the true recipe, per seat "
+                  + ", ".join(f"{k:.3f}" for k in known.mean(0)) + f"; recipes told per episode {told:.1f}.")
+        print()
     per_episode = [[RequestOutcome(**o) for o in r["requests"]] for r in by_arm["messages"]]
     pooled = [o for ep in per_episode for o in ep]
     scored = [o for o in pooled if o.next_skill is not None]
@@ -130,8 +181,10 @@ def main(argv=None) -> None:
     r.add_argument("--seeds", default="0-19")
     r.add_argument("--horizon", type=int, default=HORIZON)
     r.add_argument("--workers", type=int, default=1)
+    r.add_argument("--layout", default=LAYOUT, help="the connected room: cramped_room or v2/cramped_room_v2")
     p = sub.add_parser("report")
     p.add_argument("--out", required=True)
+    p.add_argument("--layout", default=LAYOUT)
     args = ap.parse_args(argv)
     run(args) if args.cmd == "run" else report(args)
 

@@ -30,19 +30,12 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from beliefgate.envs.overcooked_v2.layouts import HIDDEN_RECIPE
 from beliefgate.eval.grid import seed_list
 from beliefgate.provenance import git_commit
 
-#: the asymmetric-information layouts and the environment options that make them so: a view of two
-#: cells (OvercookedV2's own setting for these layouts) hides the recipe indicator from the seat
-#: away from it; cramped_room_v2 needs a view of one cell to hide it from most of the room, and
-#: draws a new recipe after each correct delivery
-LAYOUTS: Dict[str, Dict[str, object]] = {
-    "v2/demo_cook_simple": {"agent_view_size": 2},
-    "v2/cramped_room_v2": {"agent_view_size": 1, "sample_recipe_on_delivery": True},
-    "v2/grounded_coord_simple": {"agent_view_size": 2},
-    "v2/test_time_simple": {"agent_view_size": 2},
-}
+#: the asymmetric-information layouts and the environment options that make them so (two players)
+LAYOUTS: Dict[str, Dict[str, object]] = {k: v for k, v in HIDDEN_RECIPE.items() if not k.endswith("_3p")}
 #: an ablation (not a condition of the agent table): ``full`` whose recipe belief leaves out the ego's
 #: own sight of the recipe (it still plays a recipe it sees now, as every agent does)
 NO_VIEW = "v2ablation-noview"

@@ -62,6 +62,7 @@ def test_one_message_per_player_per_step_and_the_budget():
     (Request(to=5, skill="pickup_dish"), "unknown_seat"),
     (Request(seat=0, skill="pickup_dish"), "unknown_seat"),  # asking itself
     (Inform(intends="juggle"), "unknown_skill"),
+    (Inform(goal="0-1-1"), "unknown_goal"),   # classic Overcooked names no goals
     (Inform(holds="onion", text="x" * 201), "too_long"),
     (Accept(reply_to=3), "unknown_reply"),
     ({"kind": "shout", "text": "hi"}, "malformed"),
@@ -75,6 +76,24 @@ def test_a_bad_message_is_refused_with_its_reason_and_the_channel_goes_on(messag
     assert ch.summary()["refused_by_reason"] == {reason: 1}
     # the same player may still talk at the next step
     assert ch.send(0, 5, [Request(to=1, skill="pickup_dish")]) is not None
+
+
+def test_a_goal_claim_is_evidence_true_with_probability_trust():
+    import math
+
+    import numpy as np
+
+    from beliefgate.beliefs.goal import claim_loglik
+    from beliefgate.models.errors import InvalidWeightError, ShapeMismatchError
+
+    ll = claim_loglik(4, 2, 0.9)
+    assert np.exp(ll).sum() == pytest.approx(1.0) and ll[2] == pytest.approx(math.log(0.9))
+    assert np.allclose(np.delete(ll, 2), math.log(0.1 / 3))
+    assert np.array_equal(claim_loglik(1, 0, 0.9), [0.0])      # one goal: nothing to learn
+    with pytest.raises(InvalidWeightError, match="trust"):
+        claim_loglik(4, 0, 1.0)
+    with pytest.raises(ShapeMismatchError, match="claimed goal 4"):
+        claim_loglik(4, 4, 0.9)
 
 
 def test_a_reply_names_a_message_of_someone_else():

@@ -173,3 +173,50 @@ def test_a_branch_that_sits_out_a_round_is_scored_and_logged_at_its_own_depth():
                 assert x["depth"] == seen[x["branch"]]
             came_back += sum(seen[n] < r for n in names)
     assert came_back > 0   # the case arose in this episode
+
+
+def test_overforge_tells_the_recipe_it_sees_once_and_a_heard_recipe_moves_the_listeners_belief():
+    """Grounded talk (issue 45 on V2): a seat that sees the recipe says it (``inform`` with ``goal``)
+    once until a redraw; a listening OverForge reads the claim as evidence about the active recipe
+    (``trust`` 0.9: 0.9 against 0.1/3 per other recipe, so a flat belief over four recipes moves to
+    0.9), an OverForge without messages does not, and the channel refuses a recipe the layout lacks."""
+    from beliefgate.envs.messages import Channel, Inform
+
+    env = V2Env(LAYOUT, 50, V2Options(**OPTIONS), seed=1000)
+    s0 = env.state
+    recipe = DOMAIN.seen_goal(s0, 0) or DOMAIN.seen_goal(s0, 1)
+    seer = 0 if DOMAIN.seen_goal(s0, 0) else 1
+    assert recipe is None or recipe in DOMAIN.goal_names(LAYOUT)
+    # walk the seat that is to see the recipe onto the indicator's column when neither does yet
+    states = [s0]
+    while recipe is None:
+        states.append(env.step([2, 4]).state)   # seat 0 walks right
+        recipe, seer = DOMAIN.seen_goal(states[-1], 0), 0
+        assert len(states) < 10
+    here, stay = states[-1], env.step([4, 4]).state   # both players stay: the seat still sees it
+    assert DOMAIN.seen_goal(stay, seer) == recipe
+    speaker = make_overforge_agent("overforge")
+    speaker.reset(LAYOUT, seer, 0)
+    speaker.act(here)
+    told = [m for m in speaker.messages_out() if isinstance(m, Inform)]
+    assert [m.goal for m in told] == [recipe]
+    speaker.act(stay)
+    assert not any(isinstance(m, Inform) for m in speaker.messages_out())    # said once
+
+    listener_seat = 1 - seer
+    names = list(DOMAIN.goal_names(LAYOUT))
+    posts = {}
+    for name in ("overforge", "overforge:-messages"):
+        agent = make_overforge_agent(name)
+        agent.reset(LAYOUT, listener_seat, 0)
+        agent.act(here)
+        agent.hear([Inform(goal=recipe, sender=seer, t=0, id=0)])
+        agent.act(stay)
+        posts[name] = agent.goal_infos[seer].goal_posterior
+        assert agent.claims_read == (1 if name == "overforge" else 0)
+    moved, flat = posts["overforge"], posts["overforge:-messages"]
+    k = names.index(recipe)
+    assert moved[k] > 0.85 and flat[k] < 0.5 and np.isclose(moved.sum(), 1.0)
+    ch = Channel(2, speaker.library.names, speaker.library.roles, goals=names)
+    assert ch.send(seer, 0, [Inform(goal="9-9-9")]) is None
+    assert ch.end_step().refused[0].reason == "unknown_goal"

@@ -36,7 +36,7 @@ import numpy as np
 from pydantic import ConfigDict, Field
 
 from beliefgate.beliefs.gate import Decision, GateParams
-from beliefgate.beliefs.goal import GoalEvidence, GoalFilter, GoalInfo, GoalParams
+from beliefgate.beliefs.goal import GoalEvidence, GoalFilter, GoalInfo, GoalParams, claim_loglik
 from beliefgate.envs.domain import SkillStatus, domain_for_layout
 from beliefgate.planners.fallbacks import Fallback, FallbackLog
 from beliefgate.planners.model import Asked, ChatModel, Message, ask
@@ -119,6 +119,9 @@ class PlanningAgent:
     goal_params = GoalParams()
     #: options of the domain's ``goal_evidence`` (e.g. an ablation's ``use_view=False``)
     goal_evidence_options: Dict[str, Any] = {}
+    #: the probability that a teammate's goal claim (a heard ``inform`` naming a goal) is true; None:
+    #: the agent does not read goal claims (only agents that hear messages set it; :meth:`hear_goals`)
+    goal_claim_trust: Optional[float] = None
     #: an LLM agent built without a model (see :func:`without_model`)
     no_llm_server = False
 
@@ -160,6 +163,11 @@ class PlanningAgent:
                                                      params=self.goal_params)
                 self.goal_beliefs[seat] = self.goal_filters[seat].init()
         self.goal_infos: Dict[int, GoalInfo] = {}
+        #: goal claims heard this step, by sender (read into every goal filter at the next update),
+        #: the claims read so far, and the goal redraws (a step whose evidence flagged a redraw) seen
+        self.goal_claims: Dict[int, str] = {}
+        self.claims_read = 0
+        self.goal_redraws = 0
         #: the MAP goal the last planner input showed (None: no goal belief shown)
         self.planned_goal: Optional[str] = None
         self.complementary = {s: self.library.complementary_skills(s) for s in self.library.names}
@@ -232,12 +240,35 @@ class PlanningAgent:
                                      {k: (int(a), int(f)) for k, (a, f) in self.request_counts.get(seat, {}).items()})
                 for seat, gate in self.gates.items()}
 
+    # ------------------------------------------------------------ goal claims
+    def hear_goals(self, messages) -> None:
+        """Keep the goals teammates claim in this step's messages (an ``inform`` with ``goal``): each
+        enters every goal filter at the next update as :func:`~beliefgate.beliefs.goal.claim_loglik`
+        evidence about the goal active when it was said. Ignored without :attr:`goal_claim_trust` or
+        a goal belief; a goal this layout does not name never reaches an agent (the channel refuses it)."""
+        if self.goal_claim_trust is None or self.goal_names is None:
+            return
+        for msg in messages:
+            goal = getattr(msg, "goal", None)
+            if goal is not None and msg.sender in self.goal_filters and goal in self.goal_names:
+                self.goal_claims[msg.sender] = goal
+
+    def _claims_loglik(self) -> Optional[np.ndarray]:
+        """The summed evidence ``[G]`` of this step's heard goal claims (None: none heard)."""
+        if not self.goal_claims:
+            return None
+        self.claims_read += len(self.goal_claims)
+        return sum(claim_loglik(len(self.goal_names), self.goal_names.index(g), self.goal_claim_trust)
+                   for g in self.goal_claims.values())
+
     def act(self, state, my_events: Sequence[str] = ()) -> int:
         decision = None
         partner_events: Sequence[str] = ()
         self.teammate_decisions = {}
         if self.prev is not None:
             partner_events = self.domain.detect_events(self.prev, state)[self.partner]
+            claims = self._claims_loglik()
+            redrawn = False
             for seat, gate in self.gates.items():
                 observer = gate.observer
                 if observer is None or seat not in self.goal_filters:
@@ -248,9 +279,14 @@ class PlanningAgent:
                 self.teammate_decisions[seat] = gate.step_evidence(ev, ego_active=self.active is not None)
                 log_weights, change, goal_loglik = self.domain.goal_evidence(
                     self.prev, state, seat, self.player, self.library.names, **self.goal_evidence_options)
+                if claims is not None:   # a claim says which goal was active, as a seen recipe does
+                    goal_loglik = claims if goal_loglik is None else goal_loglik + claims
+                redrawn = redrawn or change > 0
                 self.goal_beliefs[seat], self.goal_infos[seat] = self.goal_filters[seat].update(
                     self.goal_beliefs[seat], GoalEvidence(ev, log_weights, change, goal_loglik))
+            self.goal_redraws += int(redrawn)
             decision = self.primary_decision()
+        self.goal_claims = {}
         self.decision = decision
         reason = None
         if self.active is None:

@@ -297,6 +297,22 @@ def goal_block(info: GoalInfo, goal_names: Optional[Sequence[str]] = None,
     }
 
 
+def claim_loglik(num_goals: int, goal: int, trust: float) -> np.ndarray:
+    """Direct goal evidence ``[G]`` from a teammate's claim that goal ``goal`` is the one it pursues
+    (a message): the claim is true with probability ``trust``, else names one of the other goals
+    uniformly, so ``log trust`` at ``goal`` and ``log((1 - trust) / (G - 1))`` elsewhere. ``trust``
+    in (0, 1) (1 would rule every other goal out for good; with one goal the claim says nothing)."""
+    if not 0.0 < float(trust) < 1.0:
+        raise InvalidWeightError(f"claim trust must lie in (0, 1), got {trust!r}")
+    if not 0 <= int(goal) < int(num_goals):
+        raise ShapeMismatchError(f"claimed goal {goal} is not one of {num_goals} goals")
+    out = np.zeros(int(num_goals))
+    if num_goals > 1:
+        out[:] = math.log((1.0 - trust) / (num_goals - 1))
+        out[int(goal)] = math.log(trust)
+    return out
+
+
 def goal_marginals(belief: GoalBelief) -> tuple:
     """``(goal posterior [G], skill posterior [K])`` of a belief."""
     joint = np.exp(belief.log_joint)
@@ -315,4 +331,4 @@ def steps_to_confidence(goal_posterior: Sequence, goal: int, level: float = 0.9)
 
 
 __all__ = ["GoalParams", "GoalParamError", "GoalBelief", "GoalInfo", "GoalEvidence", "GoalTrace", "GoalFilter",
-           "evidence_loglik", "goal_block", "goal_marginals", "steps_to_confidence"]
+           "claim_loglik", "evidence_loglik", "goal_block", "goal_marginals", "steps_to_confidence"]

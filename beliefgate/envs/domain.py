@@ -217,6 +217,11 @@ class Domain:
         :meth:`goal_evidence`, and its :meth:`skill_needs` takes ``goal=`` (a believed goal)."""
         return None
 
+    def seen_goal(self, state, player: int) -> Optional[str]:
+        """The goal ``player`` sees to be active in ``state`` (what it may tell its teammates: an
+        OvercookedV2 recipe at the indicator), or None (the default: no goal is ever seen)."""
+        return None
+
     def goal_evidence(self, prev, state, partner: int, viewer: int, skill_names: Sequence[str], **options):
         """The goal belief's evidence about ``partner`` for the step ``prev -> state`` as ``viewer``
         observes it: ``(log_weights [G, K], goal_change, goal_loglik [G] or None)`` (see docs/goal.md)."""

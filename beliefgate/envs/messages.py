@@ -5,7 +5,8 @@ A message is one of five kinds (pydantic models, discriminated by ``kind``):
 * :class:`Propose` -- a role split ``{seat: role}`` (roles of the domain's skill library);
 * :class:`Request` -- "seat ``seat`` does ``skill``" (a skill of the library: a sub-task);
 * :class:`Accept` / :class:`Decline` -- the answer to an earlier message (``reply_to``: its id);
-* :class:`Inform` -- what the sender holds and/or intends (a skill).
+* :class:`Inform` -- what the sender holds, intends (a skill) and/or knows the goal to be (where the
+  domain names goals: an OvercookedV2 recipe the sender sees, by its goal name).
 
 Every message may carry a short free ``text``. An agent talks through a small protocol
 (:class:`Talks`): ``hear(messages)`` receives the messages delivered to it this step (before
@@ -15,7 +16,7 @@ its ``act``), ``messages_out()`` returns what it says this step (after its ``act
 
 The :class:`Channel` enforces the rules (:class:`ChannelRules`): at most one message per
 player per step, delivered at the next step, a per-player budget per episode, and a vocabulary
-(the layout's seats, skills and roles). A message that breaks a rule is *refused* with a
+(the layout's seats, skills, roles and goals). A message that breaks a rule is *refused* with a
 counted reason (:data:`REFUSAL_REASONS`) and the episode goes on; nothing here raises for a
 player's bad message.
 
@@ -33,8 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from beliefgate.validation import CheckedModel
 
 #: why the channel refused a message
-REFUSAL_REASONS = ("malformed", "unknown_seat", "unknown_role", "unknown_skill", "unknown_reply", "too_long",
-                   "one_per_step", "over_budget")
+REFUSAL_REASONS = ("malformed", "unknown_seat", "unknown_role", "unknown_skill", "unknown_goal", "unknown_reply",
+                   "too_long", "one_per_step", "over_budget")
 #: the message kinds, in the order the report lists them
 KINDS = ("propose", "request", "accept", "decline", "inform")
 
@@ -78,6 +79,8 @@ class Inform(_Base):
     kind: Literal["inform"] = "inform"
     holds: Optional[str] = None
     intends: Optional[str] = None
+    #: the goal the sender says is active (a goal name of the layout: an OvercookedV2 recipe, ``0-0-1``)
+    goal: Optional[str] = None
 
 
 Message = Annotated[Union[Propose, Request, Accept, Decline, Inform], Field(discriminator="kind")]
@@ -162,16 +165,18 @@ class StepMessages(BaseModel):
 class Channel:
     """One episode's message channel among ``players`` seats (module docstring).
 
-    ``skills`` and ``roles`` are the vocabulary (the layout's skill library). Per step: the
+    ``skills`` and ``roles`` are the vocabulary (the layout's skill library), ``goals`` the goal
+    names an ``inform`` may claim (the domain's :meth:`goal_names`; none where it names none). Per step: the
     runner calls :meth:`deliver` for each seat before the agents act, then :meth:`send` with each
     seat's outgoing messages after they act, then :meth:`end_step`.
     """
 
     def __init__(self, players: int, skills: Sequence[str], roles: Sequence[str],
-                 rules: Optional[ChannelRules] = None):
+                 rules: Optional[ChannelRules] = None, goals: Sequence[str] = ()):
         self.players = int(players)
         self.skills = frozenset(skills)
         self.roles = frozenset(roles)
+        self.goals = frozenset(goals)
         self.rules = rules or ChannelRules()
         self.log: List[Message] = []  # every sent message, by id
         self.spent = [0] * self.players
@@ -253,6 +258,8 @@ class Channel:
         elif isinstance(msg, Inform):
             if msg.intends is not None and msg.intends not in self.skills:
                 return None, "unknown_skill", f"inform: intends {msg.intends!r}"
+            if msg.goal is not None and msg.goal not in self.goals:
+                return None, "unknown_goal", f"inform: goal {msg.goal!r}"
         return msg, "", ""
 
     def _refuse(self, seat: int, t: int, reason: str, detail: str) -> None:
@@ -285,5 +292,6 @@ def message_line(msg: Message) -> str:
         body = f"#{msg.reply_to}" + (f" ({msg.reason})" if isinstance(msg, Decline) and msg.reason else "")
     else:
         body = ", ".join(x for x in (f"holds {msg.holds}" if msg.holds else "",
-                                     f"intends {msg.intends}" if msg.intends else "") if x)
+                                     f"intends {msg.intends}" if msg.intends else "",
+                                     f"goal {msg.goal}" if msg.goal else "") if x)
     return head + (f" {body}" if body else "") + (f' "{msg.text}"' if msg.text else "")

@@ -216,7 +216,7 @@ def open_channel(domain, layout: str, agents: Sequence[Any], messages: ChannelRu
         return None, {}
     library = domain.controller(layout).library
     rules = messages if isinstance(messages, ChannelRules) else ChannelRules()
-    return Channel(len(agents), library.names, library.roles, rules), talkers
+    return Channel(len(agents), library.names, library.roles, rules, goals=domain.goal_names(layout) or ()), talkers
 
 
 def hear_all(channel: Optional[Channel], talkers: Dict[int, Any]) -> None:

@@ -117,11 +117,16 @@ class OverForgeAgent(PlanningAgent):
         #: the step of the current act (counted from 0), and the messages (None with ``-messages``)
         self.t_now = -1
         self.talk: Optional[Talk] = Talk(self, self.config.listen, self.talk_priors) if self.config.messages else None
+        #: a teammate's goal claim moves the goal belief (only while the agent listens)
+        self.goal_claim_trust = self.config.trust if self.config.messages else None
 
     def act(self, state: State, my_events: Sequence[str] = ()) -> int:
         self.record = None
         self.t_now += 1
-        return super().act(state, my_events)
+        action = super().act(state, my_events)
+        if self.talk is not None:
+            self.talk.tell_goal(state)
+        return action
 
     def step_info(self) -> Dict[str, object]:
         out = {"strategy": self.strategy, "pcm": None if self.record is None else self.record.to_log(),
@@ -136,6 +141,7 @@ class OverForgeAgent(PlanningAgent):
     def hear(self, messages) -> None:
         if self.talk is not None:
             self.talk.hear(messages)
+            self.hear_goals(messages)
 
     def messages_out(self):
         return self.talk.messages_out() if self.talk is not None else []

@@ -2,7 +2,9 @@
 
 Tokens: ``-rollouts`` (judgments only), ``-hierarchy`` (one flat branch set, no strategies),
 ``-messages`` (neither talks nor listens on the message channel), ``listen=`` (kappa judgments a
-teammate's message is worth at full reliability), ``-belief`` (the rollout partner draws its skills uniformly over its feasible skills instead of
+teammate's message is worth at full reliability), ``trust=`` (the probability that a teammate's
+``inform`` of the goal -- the recipe it sees -- is true: how far a heard recipe moves the goal
+belief), ``-belief`` (the rollout partner draws its skills uniformly over its feasible skills instead of
 from the posterior), ``pinned=STRATEGY`` (the strategy never changes), ``llm`` (the LLM strategy
 proposer and pairwise judge; needs a model, e.g. ``--llm-base-url``), and numeric settings
 ``k=`` (strategies per decision), ``first=`` (first skills per strategy), ``depth=`` (imagined
@@ -36,7 +38,7 @@ FLAGS = {"-rollouts": ("rollouts", False), "-hierarchy": ("hierarchy", False), "
          "-messages": ("messages", False), "llm": ("llm", True)}
 NUMBERS = {"k": "k", "first": "first", "depth": "depth", "samples": "samples", "theta": "theta", "rounds": "rounds",
            "nucleus": "nucleus", "mix": "mix", "interrupts": "interrupts", "hold": "hold", "sigma_r": "sigma_r",
-           "tau": "tau", "goal_weight": "goal_weight", "listen": "listen"}
+           "tau": "tau", "goal_weight": "goal_weight", "listen": "listen", "trust": "trust"}
 #: what an uncommitted decision (kappa < theta after every round) plays: ``best`` = b*, the
 #: branch with the highest argmax probability (the paper); ``rule`` = the rule planner's choice;
 #: ``auto`` = ``best`` where the players share neither floor nor a counter (separate kitchens
@@ -118,6 +120,9 @@ class OverForgeConfig(CheckedModel):
     messages: bool = True
     #: kappa judgments a teammate's proposal or request is worth at reliability 1 (rounded x reliability)
     listen: int = Field(2, ge=0, le=8)
+    #: the probability that a teammate's goal claim (an ``inform`` naming the recipe it sees) is true
+    #: (:func:`beliefgate.beliefs.goal.claim_loglik`); the agent tells the recipe it sees as well
+    trust: float = Field(0.9, gt=0.0, lt=1.0)
     tokens: Tuple[str, ...] = ()
 
     def kappa_params(self) -> KappaParams:
@@ -171,7 +176,7 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
                         raise OverForgeOptionError(f"overforge option {token!r}: {field} must be 0 or 1")
                     value = raw == "1"
                 else:
-                    real = field in ("theta", "nucleus", "mix", "tau", "sigma_r", "goal_weight")
+                    real = field in ("theta", "nucleus", "mix", "tau", "sigma_r", "goal_weight", "trust")
                     try:
                         value = float(raw) if real else int(raw)
                     except ValueError:
@@ -181,7 +186,7 @@ def parse_option(option: Optional[str]) -> OverForgeConfig:
                 raise OverForgeOptionError(f"unknown overforge option {token!r}")
         else:
             raise OverForgeOptionError(f"unknown overforge option {token!r}; use -rollouts, -hierarchy, -belief, "
-                                       "-messages, pinned=STRATEGY, llm, listen=, k=, first=, depth=, samples=, mix=, theta=, rounds=, "
+                                       "-messages, pinned=STRATEGY, llm, listen=, trust=, k=, first=, depth=, samples=, mix=, theta=, rounds=, "
                                        "nucleus=, interrupts=, hold=, uncommitted=, pairs=, score=, next=, tau=, "
                                        "sigma_r=")
         if field in values:

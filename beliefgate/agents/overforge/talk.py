@@ -7,11 +7,16 @@ What the agent says
   * when a decision plays the skill its partner is believed to be doing (a duplicate) it asks
     that partner for the partner's most needed other skill (at most one request every
     :data:`REQUEST_GAP` steps);
+  * where the domain lets a player see the goal (an OvercookedV2 recipe at the indicator) it tells
+    the teammates the goal it sees (``inform`` with ``goal``) when that differs from the last one
+    it told or the goal was redrawn since (:meth:`Talk.tell_goal`), before anything else it has to say;
   * it answers every proposal and request addressed to it: ``accept`` when it commits (kappa >=
     theta) to a branch consistent with it, ``decline`` when it commits to another branch or after
     :data:`ASK_PATIENCE` decisions without a commit.
 
 What it hears
+  A teammate's goal claim enters the goal belief as evidence that the goal was active, true with
+  probability ``trust`` (:meth:`~beliefgate.agents.planning.PlanningAgent.hear_goals`).
   A teammate's proposal or request is an *ask*. While an ask stands, every decision's candidate
   strategies include the best one consistent with it, and kappa receives ``n`` judgments in
   favour of the best consistent branch over each inconsistent one, ``n = round(listen x
@@ -40,7 +45,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from beliefgate.agents.overforge.record import Branch
 from beliefgate.agents.overforge.strategies import FLAT
 from beliefgate.beliefs.kappa import Judgment
-from beliefgate.envs.messages import Accept, Decline, Message, Propose, Request, request_seat
+from beliefgate.envs.messages import Accept, Decline, Inform, Message, Propose, Request, request_seat
 
 #: decisions an ask waits for a commit before the agent declines it (undecided)
 ASK_PATIENCE = 3
@@ -124,8 +129,9 @@ class Talk:
         self.claims: Dict[int, Tuple[str, str]] = {}  # teammate -> (its own role, the role it gave the agent)
         self._seen_map: Dict[int, Optional[str]] = {}
         self.last_request_t = -REQUEST_GAP
+        self._told: Optional[Tuple[str, int]] = None   # (the goal last told, the goal redraws seen then)
         self.counts = {"proposed": 0, "requested": 0, "accepted": 0, "declined": 0, "adopted": 0,
-                       "agreements": 0, "contradicted": 0, "heard": 0}
+                       "agreements": 0, "contradicted": 0, "heard": 0, "told_goal": 0}
         self.events: List[str] = []  # this step's talk events (logged in the step info)
 
     def prior(self, seat: int) -> Tuple[float, float]:
@@ -248,6 +254,18 @@ class Talk:
                 self.counts["proposed"] += 1
                 self.events.append(f"propose {change.after}")
         self._maybe_request(state, skill)
+
+    def tell_goal(self, state) -> None:
+        """Queue, first, an ``inform`` of the goal the agent sees now (:meth:`Domain.seen_goal`) unless it
+        told the same goal since the last goal redraw it saw."""
+        agent = self.agent
+        seen = agent.domain.seen_goal(state, agent.player)
+        if seen is None or (seen, agent.goal_redraws) == self._told:
+            return
+        self._told = (seen, agent.goal_redraws)
+        self.outbox.insert(0, Inform(goal=seen))
+        self.counts["told_goal"] += 1
+        self.events.append(f"tell goal {seen}")
 
     def _answer(self, ask: Ask, ok: bool, reason: str) -> None:
         self.asks.remove(ask)

@@ -195,6 +195,13 @@ class OvercookedV2Domain(Domain):
 
         return recipe_evidence(prev, state, partner, viewer, skill_names, concentration, use_view)
 
+    def seen_goal(self, state, player: int) -> Optional[str]:
+        """The recipe ``player`` sees now (:func:`~.kitchen.known_recipe`), by its goal name, else None."""
+        from beliefgate.envs.overcooked_v2.kitchen import known_recipe, recipe_name
+
+        seen = known_recipe(state, player)
+        return None if seen is None else recipe_name(seen)
+
     def recipe_viewers(self, state) -> List[int]:
         """The players whose observation shows the recipe in ``state``."""
         from beliefgate.envs.overcooked_v2.kitchen import recipe_viewers

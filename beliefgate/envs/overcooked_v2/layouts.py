@@ -54,6 +54,18 @@ JAXMARL_LAYOUTS: Tuple[str, ...] = (
     "grounded_coord_simple", "grounded_coord_ring", "test_time_simple", "test_time_wide",
     "demo_cook_simple", "demo_cook_wide",
 )
+#: the asymmetric-information settings of the results pages (docs/results_v2.md, results_social.md):
+#: the environment options that hide the recipe from some seats. A view of two cells (OvercookedV2's
+#: own setting for these layouts) hides the indicator from the seat away from it; cramped_room_v2
+#: needs a view of one cell to hide it from most of the room, and draws a new recipe after each
+#: correct delivery
+HIDDEN_RECIPE: Dict[str, Dict[str, object]] = {
+    "v2/demo_cook_simple": {"agent_view_size": 2},
+    "v2/cramped_room_v2": {"agent_view_size": 1, "sample_recipe_on_delivery": True},
+    "v2/grounded_coord_simple": {"agent_view_size": 2},
+    "v2/test_time_simple": {"agent_view_size": 2},
+    "v2/cramped_room_v2_3p": {"agent_view_size": 1, "sample_recipe_on_delivery": True},
+}
 #: three-player kitchens: name -> (JaxMARL layout string variable, the added agent's cell, recipes)
 THREE_PLAYER: Dict[str, Tuple[str, Pos, Optional[List[List[int]]]]] = {
     "cramped_room_v2_3p": ("cramped_room_v2", (2, 2), None),
