@@ -31,7 +31,13 @@ from typing import Dict
 
 LAYOUT = "cramped_room"
 HORIZON = 400
-ARMS = {"messages": "overforge", "no_messages": "overforge:-messages"}
+ARMS = {"messages": "overforge", "no_messages": "overforge:-messages", "flat": "flat", "flat_silent": "flat:-messages"}
+#: the arms ``run`` plays unless ``--arms`` says otherwise (the flat baseline's: ``--arms flat flat_silent``)
+DEFAULT_ARMS = ("messages", "no_messages")
+#: the paired comparisons ``report`` prints where both arms have rows: (a, b, what a - b measures)
+COMPARISONS = (("messages", "no_messages", "messages pay (OverForge)"),
+               ("flat", "flat_silent", "messages pay (flat baseline)"),
+               ("messages", "flat", "OverForge beats the flat baseline (both talk)"))
 
 
 def env_options(layout: str) -> Dict:
@@ -77,6 +83,7 @@ def play(arm: str, seed: int, horizon: int, layout: str = LAYOUT) -> Dict:
     if layout.startswith("v2/"):
         events = [e for r in traj.steps for ev in (r.events or []) for e in ev]
         row["wrong"] = events.count("deliver:wrong")
+        row["paid"] = events.count("deliver:correct")
         row["told_goal"] = sum(1 for r in traj.steps if r.messages for m in r.messages.sent
                                if getattr(m, "goal", None))
         row["recipe_known"] = [round(recipe_known(traj, s), 4) for s in range(len(traj.steps[0].info))]
@@ -99,7 +106,7 @@ def run(args) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     from beliefgate.eval.grid import seed_list
 
-    jobs = [(arm, s, args.horizon, args.layout) for s in seed_list(args.seeds) for arm in ARMS
+    jobs = [(arm, s, args.horizon, args.layout) for s in seed_list(args.seeds) for arm in args.arms
             if (args.layout, arm, s) not in done]
     print(f"{len(jobs)} episodes to play ({len(done)} done) at {commit}", file=sys.stderr)
     with ProcessPoolExecutor(max_workers=args.workers) as pool, rows_path.open("a") as fh:
@@ -120,34 +127,47 @@ def report(args) -> None:
     rows = [r for r in rows if r.get("layout", LAYOUT) == args.layout]
     if not rows:
         sys.exit(f"no rows of {args.layout} in {args.out}")
-    by_arm = {arm: [r for r in rows if r["arm"] == arm] for arm in ARMS}
+    by_arm = {arm: rs for arm in ARMS if (rs := [r for r in rows if r["arm"] == arm])}
+    v2 = "wrong" in rows[0]
+    for r in rows:   # V2: a delivery is paid (the recipe's dish) or unpaid (a wrong one)
+        if v2:
+            r.setdefault("paid", r["deliveries"] - r["wrong"])
     seeds = sorted({r["seed"] for r in rows})
     commits = sorted({r.get("commit", "?") for r in rows})
     print(f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)}), {args.layout}, {rows[0]['horizon']} steps, commit(s) "
           f"{', '.join(commits)}.\n")
-    print("| arm | episodes | deliveries (mean ± sd) | messages sent per episode | refused |")
-    print("|---|---|---|---|---|")
+    key = "paid" if v2 else "deliveries"
+    if v2:
+        print("| arm | episodes | paid serves (mean ± sd) | wrong dishes | reward | steps on the true recipe "
+              "(seat 0 / 1) | recipes told | messages sent | refused |")
+        print("|---|---|---|---|---|---|---|---|---|")
+    else:
+        print("| arm | episodes | deliveries (mean ± sd) | messages sent per episode | refused |")
+        print("|---|---|---|---|---|")
     for arm, rs in by_arm.items():
-        d = np.array([r["deliveries"] for r in rs], dtype=float)
-        sent = np.mean([(r["messages"] or {}).get("sent", 0) for r in rs]) if rs else float("nan")
+        d = np.array([r[key] for r in rs], dtype=float)
+        sent = np.mean([(r["messages"] or {}).get("sent", 0) for r in rs])
         refused = sum((r["messages"] or {}).get("refused", 0) for r in rs)
-        print(f"| `{ARMS[arm]}` self-play | {len(rs)} | {d.mean():.2f} ± {d.std(ddof=1):.2f} | {sent:.1f} | {refused} |")
-    # both arms are self-play: pair them on layout, seat and seed (the partner is the arm's own agent)
+        cells = f"| `{ARMS[arm]}` self-play | {len(rs)} | {d.mean():.2f} ± {d.std(ddof=1):.2f} |"
+        if v2:
+            known = np.array([r["recipe_known"] for r in rs], dtype=float).mean(0)
+            cells += (f" {np.mean([r['wrong'] for r in rs]):.2f} | {np.mean([r['reward'] for r in rs]):.1f} | "
+                      + " / ".join(f"{k:.3f}" for k in known) + f" | {np.mean([r['told_goal'] for r in rs]):.1f} |")
+        print(cells + f" {sent:.1f} | {refused} |")
+    # every arm is self-play: pair arms on layout, seat and seed (the partner is the arm's own agent)
     pair = {arm: [{**r, "partner": "self-play"} for r in rs] for arm, rs in by_arm.items()}
-    diff = paired_bootstrap(pair["messages"], pair["no_messages"], "deliveries", name="social")
-    print(f"\nDeliveries, messages − no messages (paired over seeds, bootstrap): **{diff.mean:+.2f} "
-          f"[{diff.lo:+.2f}, {diff.hi:+.2f}]** ({diff.units} seeds, {diff.pairs} pairs).\n")
-    if "wrong" in rows[0]:
-        for key, what in (("reward", "reward"), ("wrong", "wrong dishes")):
-            d = paired_bootstrap(pair["messages"], pair["no_messages"], key, name="social")
-            print(f"{what.capitalize()}, messages − no messages: {d.mean:+.2f} [{d.lo:+.2f}, {d.hi:+.2f}]; "
-                  + ", ".join(f"{ARMS[a]} {np.mean([r[key] for r in rs]):.2f}" for a, rs in by_arm.items()) + ".")
-        for arm, rs in by_arm.items():
-            known = np.array([r["recipe_known"] for r in rs], dtype=float)
-            told = np.mean([r["told_goal"] for r in rs])
-            print(f"`{ARMS[arm]}`: steps acting on the true recipe, per seat "
-                  + ", ".join(f"{k:.3f}" for k in known.mean(0)) + f"; recipes told per episode {told:.1f}.")
-        print()
+    print()
+    for a, b, what in COMPARISONS:
+        if a not in pair or b not in pair:
+            continue
+        diffs = [(k, paired_bootstrap(pair[a], pair[b], k, name="social")) for k in
+                 ((key, "reward", "wrong") if v2 else (key,))]
+        print(f"- {what}: `{ARMS[a]}` − `{ARMS[b]}` (paired over seeds, bootstrap) "
+              + "; ".join(f"{k} **{d.mean:+.2f} [{d.lo:+.2f}, {d.hi:+.2f}]**" for k, d in diffs)
+              + f" ({diffs[0][1].units} seeds).")
+    print()
+    if "messages" not in by_arm:
+        return
     per_episode = [[RequestOutcome(**o) for o in r["requests"]] for r in by_arm["messages"]]
     pooled = [o for ep in per_episode for o in ep]
     scored = [o for o in pooled if o.next_skill is not None]
@@ -182,6 +202,7 @@ def main(argv=None) -> None:
     r.add_argument("--horizon", type=int, default=HORIZON)
     r.add_argument("--workers", type=int, default=1)
     r.add_argument("--layout", default=LAYOUT, help="the connected room: cramped_room or v2/cramped_room_v2")
+    r.add_argument("--arms", nargs="+", default=list(DEFAULT_ARMS), choices=list(ARMS))
     p = sub.add_parser("report")
     p.add_argument("--out", required=True)
     p.add_argument("--layout", default=LAYOUT)

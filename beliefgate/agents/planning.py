@@ -168,6 +168,9 @@ class PlanningAgent:
         self.goal_claims: Dict[int, str] = {}
         self.claims_read = 0
         self.goal_redraws = 0
+        #: the goal last told and the redraws seen then (:meth:`goal_to_tell`), and the goals told
+        self._told_goal: Optional[tuple] = None
+        self.goals_told = 0
         #: the MAP goal the last planner input showed (None: no goal belief shown)
         self.planned_goal: Optional[str] = None
         self.complementary = {s: self.library.complementary_skills(s) for s in self.library.names}
@@ -252,6 +255,17 @@ class PlanningAgent:
             goal = getattr(msg, "goal", None)
             if goal is not None and msg.sender in self.goal_filters and goal in self.goal_names:
                 self.goal_claims[msg.sender] = goal
+
+    def goal_to_tell(self, state) -> Optional[str]:
+        """The goal to tell the teammates now (an agent that talks sends it as ``inform`` with
+        ``goal``): the one it sees (:meth:`Domain.seen_goal`), unless it told the same goal since the
+        last goal redraw it saw; None: nothing new to tell."""
+        seen = self.domain.seen_goal(state, self.player)
+        if seen is None or (seen, self.goal_redraws) == self._told_goal:
+            return None
+        self._told_goal = (seen, self.goal_redraws)
+        self.goals_told += 1
+        return seen
 
     def _claims_loglik(self) -> Optional[np.ndarray]:
         """The summed evidence ``[G]`` of this step's heard goal claims (None: none heard)."""

@@ -3,7 +3,7 @@
 Names: every scripted partner (``beliefgate partners``), every row of :data:`AGENTS`:
 ``bayes-belief[:full|no_replan|no_prompt|no_belief|paper]``, ``proagent``, ``periodic[-N]``,
 ``completion-held``, ``llm-judge``, ``hypothetical-minds``, ``policy-tree:PATH[:bayes]``,
-``overforge[:...]``, and every agent a game builds by name (its domain's ``agent_kinds``: classic
+``overforge[:...]``, ``flat[:-messages]``, and every agent a game builds by name (its domain's ``agent_kinds``: classic
 Overcooked's ``bc[:<layout>]``, OvercookedV2's ``ppo:NAME|PATH`` and ``fcp:<layout>``), built by
 that domain's ``make_named_agent`` -- the table names no game module (agents reach a game only
 through its Domain; ``tests/test_structure.py`` checks it).
@@ -156,6 +156,10 @@ AGENTS: Dict[str, AgentEntry] = {e.prefix: e for e in (
     AgentEntry("policy-tree", "beliefgate.policytree.agent:make_policy_tree_agent",
                "an executable policy tree run in the sandbox (PATH[:bayes]; seed:LAYOUT)",
                option="required", llm=True, gate=True, digest="beliefgate.policytree.agent:tree_digest"),
+    AgentEntry("flat", "beliefgate.agents.flat:flat_agent",
+               "the flat baseline: bayes-belief:full that tells and hears the recipe it sees and answers "
+               "requests (accepts what the kitchen needs of it), no PCM (:-messages: silent)",
+               option="optional", llm=True, gate=True),
     AgentEntry("overforge", "beliefgate.agents.overforge:make_overforge_agent",
                "OverForge PCM: strategy x first-skill branches, rollouts with the belief-played partner, kappa "
                "commit (:-rollouts|-hierarchy|-belief|pinned=ROLE)", option="optional", llm=True, gate=True),

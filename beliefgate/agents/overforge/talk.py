@@ -129,7 +129,6 @@ class Talk:
         self.claims: Dict[int, Tuple[str, str]] = {}  # teammate -> (its own role, the role it gave the agent)
         self._seen_map: Dict[int, Optional[str]] = {}
         self.last_request_t = -REQUEST_GAP
-        self._told: Optional[Tuple[str, int]] = None   # (the goal last told, the goal redraws seen then)
         self.counts = {"proposed": 0, "requested": 0, "accepted": 0, "declined": 0, "adopted": 0,
                        "agreements": 0, "contradicted": 0, "heard": 0, "told_goal": 0}
         self.events: List[str] = []  # this step's talk events (logged in the step info)
@@ -256,13 +255,11 @@ class Talk:
         self._maybe_request(state, skill)
 
     def tell_goal(self, state) -> None:
-        """Queue, first, an ``inform`` of the goal the agent sees now (:meth:`Domain.seen_goal`) unless it
-        told the same goal since the last goal redraw it saw."""
-        agent = self.agent
-        seen = agent.domain.seen_goal(state, agent.player)
-        if seen is None or (seen, agent.goal_redraws) == self._told:
+        """Queue, first, an ``inform`` of the goal the agent sees now, when it has not told it since the
+        last redraw (:meth:`~beliefgate.agents.planning.PlanningAgent.goal_to_tell`)."""
+        seen = self.agent.goal_to_tell(state)
+        if seen is None:
             return
-        self._told = (seen, agent.goal_redraws)
         self.outbox.insert(0, Inform(goal=seen))
         self.counts["told_goal"] += 1
         self.events.append(f"tell goal {seen}")
