@@ -243,6 +243,22 @@ class PlanningAgent:
                                      {k: (int(a), int(f)) for k, (a, f) in self.request_counts.get(seat, {}).items()})
                 for seat, gate in self.gates.items()}
 
+    def recipe_contradicts(self, state, floor: float) -> bool:
+        """The goal belief contradicts the running skill: its MAP goal, at least ``floor`` confident
+        (the confidence the agent acts on), is not the one the skill was planned with
+        (:attr:`planned_goal`), and under it the kitchen no longer needs the running skill but needs
+        another (e.g. putting in an ingredient the believed recipe does not take, after a redraw).
+        The ``recipe`` interrupt of bayes-belief and OverForge."""
+        goal = self.goal_block() if self.belief_in_prompt else None
+        if goal is None or goal.map_goal == self.planned_goal or self.active_skill is None:
+            return False
+        if goal.confidence < floor:
+            return False
+        mask = self.controller.feasible(state, self.player, require_targets=True)
+        needs = self.domain.skill_needs(state, self.player, self.controller, mask, goal=goal.map_goal)
+        current = self.active_skill
+        return needs.get(current, 0.0) <= 0 and any(v > 0 and n != current for n, v in needs.items())
+
     # ------------------------------------------------------------ goal claims
     def hear_goals(self, messages) -> None:
         """Keep the goals teammates claim in this step's messages (an ``inform`` with ``goal``): each
@@ -617,19 +633,7 @@ class BayesBeliefAgent(PlanningAgent):
         return super().gate_veto(decision)
 
     def _recipe_contradicts(self, state) -> bool:
-        """The goal belief contradicts the running skill: its MAP goal, confident enough for the
-        rule planner to act on, is not the one the skill was planned with, and under it the kitchen
-        no longer needs the running skill but needs another (e.g. fetching an ingredient the believed
-        recipe does not take)."""
-        goal = self.goal_block() if self.belief_in_prompt else None
-        if goal is None or goal.map_goal == self.planned_goal or self.active_skill is None:
-            return False
-        if goal.confidence < self._interrupt_check.config.min_goal_confidence:
-            return False
-        mask = self.controller.feasible(state, self.player, require_targets=True)
-        needs = self.domain.skill_needs(state, self.player, self.controller, mask, goal=goal.map_goal)
-        current = self.active_skill
-        return needs.get(current, 0.0) <= 0 and any(v > 0 and n != current for n, v in needs.items())
+        return self.recipe_contradicts(state, self._interrupt_check.config.min_goal_confidence)
 
     def step_info(self) -> Dict[str, object]:
         if not self.interrupts:

@@ -160,6 +160,8 @@ class OverForgeAgent(PlanningAgent):
         self._watch_role(decision)
         if self.talk is not None and self.talk.watch(state) is not None:
             self.pending_revision = "partner_role"  # an agreement the teammate's behaviour contradicted
+        if self.config.interrupts and self.recipe_contradicts(state, self._goal_floor):
+            return "recipe"
         if self.config.interrupts and decision.interrupt:
             return "gate"
         return None
@@ -383,6 +385,7 @@ class OverForgeAgent(PlanningAgent):
         else:
             reason_for_strategy = reason
         self.pending_revision = None
+        self.planned_goal = self.believed_goal()   # what a later ``recipe`` interrupt compares against
         needs = self._needs(state, feasible_mask)
         posterior = self._posterior()
         use = usefulness(feasible, needs, posterior, self.complementary)
