@@ -220,3 +220,36 @@ def test_overforge_tells_the_recipe_it_sees_once_and_a_heard_recipe_moves_the_li
     ch = Channel(2, speaker.library.names, speaker.library.roles, goals=names)
     assert ch.send(seer, 0, [Inform(goal="9-9-9")]) is None
     assert ch.end_step().refused[0].reason == "unknown_goal"
+
+
+def test_overforge_interrupts_a_skill_its_confident_recipe_belief_no_longer_needs():
+    """The ``recipe`` interrupt OverForge shares with bayes-belief (``recipe_contradicts``): the ego
+    carries ingredient 0 to the pot under 0-0-0; a teammate tells it the recipe is 1-1-1 (trust 0.9
+    moves its belief past the 0.8 it acts on), under which ingredient 0 goes on a counter: the
+    running skill is interrupted (reason ``recipe``). Without the claim it runs on."""
+    from beliefgate.envs.messages import Inform
+
+    layout, ing0 = "v2/demo_cook_simple", 1 << 2
+    env = V2Env(layout, 50, V2Options(agent_view_size=2), seed=0)
+    ego = 1                                          # the right room never sees the recipe
+
+    def holding(state):
+        players = [p.model_dump() for p in state.players]
+        players[ego]["inventory"] = ing0
+        return type(state).model_validate({**state.model_dump(), "players": players})
+
+    s0 = holding(env.state)
+    s1 = holding(env.step([4, 4]).state)
+    got = {}
+    for told in (False, True):
+        agent = make_overforge_agent("overforge")
+        agent.reset(layout, ego, 0)
+        agent.act(s0)
+        if told:
+            agent.hear([Inform(goal="1-1-1", sender=0, t=0, id=0)])
+        agent.act(s1)
+        agent.active = agent.library.index("put_ingredient_0_in_pot")
+        agent.planned_goal = "0-0-0"
+        got[told] = (agent.believed_goal(), agent.trigger(s1, agent.decision, ()))
+    assert got[True] == ("1-1-1", "recipe")
+    assert got[False][0] is None and got[False][1] != "recipe"
