@@ -72,7 +72,10 @@ def play(arm: str, seed: int, horizon: int, layout: str = LAYOUT) -> Dict:
     name = ARMS[arm]
     started = time.perf_counter()
     options = env_options(layout)
-    res = run_episode(layout, name, name, seed=seed, horizon=horizon, env_options=options)
+    from beliefgate.envs.domain import domain_for_layout
+
+    teammates = [name] * (domain_for_layout(layout).players(layout) - 1)   # N = 3: two of the same
+    res = run_episode(layout, name, teammates, seed=seed, horizon=horizon, env_options=options)
     traj = res.trajectory
     row = {"arm": arm, "seed": seed, "layout": layout, "env_options": options, "partner": name, "seat": 0,
            "horizon": horizon, "deliveries": res.summary["deliveries"], "reward": res.summary["reward"],
@@ -139,7 +142,7 @@ def report(args) -> None:
     key = "paid" if v2 else "deliveries"
     if v2:
         print("| arm | episodes | paid serves (mean ± sd) | wrong dishes | reward | steps on the true recipe "
-              "(seat 0 / 1) | recipes told | messages sent | refused |")
+              "(per seat) | recipes told | messages sent | refused |")
         print("|---|---|---|---|---|---|---|---|---|")
     else:
         print("| arm | episodes | deliveries (mean ± sd) | messages sent per episode | refused |")
