@@ -602,6 +602,7 @@ def test_play_person_proposes_from_a_button_and_the_agent_hears_it(browser, talk
     browser.get(url)
     hello = _wait(lambda: browser.execute_script("return window.beliefgatePlay.hello"), what="hello")
     assert hello["talks"] and set(hello["roles"]) >= {"ingredient", "plating"}
+    assert hello["goals"] == [] and not browser.find_element(By.ID, "say-goal-row").is_displayed()  # no recipes
     Select(browser.find_element(By.ID, "say-my-role")).select_by_visible_text("plating")
     Select(browser.find_element(By.ID, "say-agent-role")).select_by_visible_text("ingredient")
     browser.find_element(By.ID, "say-propose").click()  # also starts the clock
@@ -720,6 +721,14 @@ def test_play_three_player_v2_kitchen_in_browser(browser, play_app_server, tmp_p
             return [out, window.BGKitchen.PLAYER_COLOURS];""", hello)
         assert len(chefs) == 3 and len({tuple(p[:2]) for p in chefs}) == 3
         assert colours[0] == colours[1][:3], colours
+        # a V2 kitchen names its recipes: the person can tell the agent one (an inform with a goal)
+        from selenium.webdriver.support.ui import Select
+
+        assert hello["goals"] == ["0-0-0", "0-0-1", "1-1-1", "0-1-1"], hello["goals"]
+        assert browser.find_element(By.ID, "say-goal-row").is_displayed()
+        Select(browser.find_element(By.ID, "say-goal-name")).select_by_index(1)
+        told = browser.find_element(By.ID, "say-goal-name").get_attribute("value")
+        browser.find_element(By.ID, "say-goal").click()
         body = browser.find_element(By.TAG_NAME, "body")
         for key in (Keys.ARROW_UP, Keys.ARROW_LEFT, Keys.ARROW_DOWN):
             body.send_keys(key)
@@ -738,6 +747,8 @@ def test_play_three_player_v2_kitchen_in_browser(browser, play_app_server, tmp_p
     traj = read_log(tmp_path / summary_log(tmp_path, hello["session"]))
     assert traj.header.agents == [AGENT, third, "human"] and traj.header.seat == 0
     assert all(len(r.actions) == 3 and len(r.info) == 3 for r in traj.steps)
+    sent = [m for r in traj.steps if r.messages for m in r.messages.sent]
+    assert [(m.kind, m.goal, m.sender) for m in sent if m.sender == 2] == [("inform", told, 2)]
     keyed = [r.actions[2] for r in traj.steps if r.info[2]["input"] == "key"]
     assert keyed == [3, 2, 1]  # north, west, south in V2's action indices, in the order pressed
     assert all(r.info[1].get("skill") is not None for r in traj.steps[1:])  # the partner played its skills

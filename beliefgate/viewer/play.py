@@ -340,6 +340,8 @@ class PlayGame:
         library = self.domain.controller(settings.layout).library
         self.names = list(library.names)
         self.roles = list(library.roles)
+        #: the goals a message may name (OvercookedV2's recipes; none in classic Overcooked)
+        self.goals = list(self.domain.goal_names(settings.layout) or ())
         #: the person's messages (from the page's buttons) wait here until the next tick speaks them
         self.person = Outbox(settings.queue)
         players: List[Any] = [self.others.get(i) for i in range(self.players)]
@@ -522,7 +524,7 @@ class PlayGame:
                 "names": self.names, "agent": self.settings.agent, "agent_seat": self.seat,
                 "human_seat": self.human, "tick_hz": self.settings.tick_hz, "horizon": self.settings.horizon,
                 "log": self.log_path.name, "frame": encode_view(self.state, self.human),
-                "max_message_bytes": self.settings.max_message_bytes, "roles": self.roles,
+                "max_message_bytes": self.settings.max_message_bytes, "roles": self.roles, "goals": self.goals,
                 "talks": self.seat in self.talkers, "budget": self.channel.rules.budget,
                 "players": self.players, "seats": self.seats()}
 

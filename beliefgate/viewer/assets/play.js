@@ -79,7 +79,8 @@
     } else if (msg.kind === "accept" || msg.kind === "decline") {
       body = "#" + msg.reply_to + (msg.reason ? " (" + msg.reason + ")" : "");
     } else if (msg.kind === "inform") {
-      body = [msg.holds ? "holds " + msg.holds : "", msg.intends ? "intends " + msg.intends : ""].filter(Boolean).join(", ");
+      body = [msg.holds ? "holds " + msg.holds : "", msg.intends ? "intends " + msg.intends : "",
+              msg.goal ? "recipe " + msg.goal : ""].filter(Boolean).join(", ");
     }
     return "#" + msg.id + " " + who(msg.sender) + " " + msg.kind + (body ? " " + body : "") + (msg.text ? ' "' + msg.text + '"' : "");
   }
@@ -127,6 +128,9 @@
       document.getElementById("say-accept").disabled = document.getElementById("say-decline").disabled = true;
     });
   });
+  document.getElementById("say-goal").addEventListener("click", function () {
+    say({ kind: "inform", goal: value("say-goal-name"), to: hello.agent_seat });
+  });
   document.getElementById("say-inform").addEventListener("click", function () {
     say({ kind: "inform", intends: value("say-intends"), to: hello.agent_seat });
   });
@@ -142,6 +146,8 @@
       }
       draw(m.frame);
       fill("say-my-role", m.roles); fill("say-agent-role", m.roles); fill("say-skill", m.names); fill("say-intends", m.names);
+      fill("say-goal-name", m.goals || []);
+      document.getElementById("say-goal-row").hidden = !(m.goals && m.goals.length);
       if (m.roles.length > 1) { document.getElementById("say-agent-role").selectedIndex = 1; }
       document.getElementById("talk-note").textContent = (m.talks ? "" : "(" + m.agent + " does not listen; your messages are logged) ") +
         "budget " + m.budget + " a game, one a step" +
