@@ -214,6 +214,7 @@ def test_overforge_tells_the_recipe_it_sees_once_and_a_heard_recipe_moves_the_li
         agent.act(stay)
         posts[name] = agent.goal_infos[seer].goal_posterior
         assert agent.claims_read == (1 if name == "overforge" else 0)
+        assert agent.info().get("goal_claims_read") == (1 if name == "overforge" else None)
     moved, flat = posts["overforge"], posts["overforge:-messages"]
     k = names.index(recipe)
     assert moved[k] > 0.85 and flat[k] < 0.5 and np.isclose(moved.sum(), 1.0)

@@ -371,6 +371,9 @@ class PlanningAgent:
             self._info["recipe_confidence"] = None if goal is None else round(goal.confidence, 4)
             self._info["recipe_belief"] = None if goal is None else [round(goal.posterior[n], 4)
                                                                       for n in self.goal_names]
+            if self.goal_claim_trust is not None:   # an agent that talks: the goal talk so far
+                self._info["goal_claims_read"] = self.claims_read
+                self._info["goals_told"] = self.goals_told
         if len(self.gates) > 1:
             self._info["beliefs"] = {str(seat): [round(float(p), 4) for p in d.posterior]
                                      for seat, d in self.teammate_decisions.items()}
