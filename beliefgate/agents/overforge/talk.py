@@ -152,7 +152,9 @@ class Talk:
                 continue
             self.counts["heard"] += 1
             if isinstance(msg, Propose) and me in msg.roles:
-                others = tuple(r for s, r in msg.roles.items() if s != me)
+                # the roles the split gives the other seats, less the agent's own: a third seat given the
+                # same role shares it with the agent (with two teammates a split names one role twice)
+                others = tuple(r for s, r in msg.roles.items() if s != me and r != msg.roles[me])
                 if msg.sender in msg.roles:
                     self.claims[msg.sender] = (msg.roles[msg.sender], msg.roles[me])
                 if self.agreement is not None and self.agreement.seat == msg.sender:
