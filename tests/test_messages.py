@@ -246,6 +246,22 @@ def test_a_teammates_message_weighs_in_kappa_by_its_reliability():
                                                                         "finisher": 0.5, "server": 0.8})
 
 
+def test_a_role_a_split_gives_a_third_seat_too_is_shared_not_a_conflict():
+    """With two teammates a split names one role twice ({0: ingredient, 1: plating, 2: plating});
+    seat 1 may take it with a plating strategy (before, the third seat's plating ruled every plating
+    strategy out, so three OverForges declined every proposal and never agreed)."""
+    from beliefgate.agents.overforge import make_overforge_agent
+    from beliefgate.agents.overforge.record import Branch
+
+    agent = make_overforge_agent("overforge")
+    agent.reset("cramped_room_3p", 1, 0)
+    agent.talk.hear([Propose(roles={0: "ingredient", 1: "plating", 2: "plating"}, sender=0, t=0, id=0)])
+    ask = agent.talk.asks[0]
+    assert ask.my_role == "plating" and ask.other_roles == ("ingredient",)
+    assert agent.talk.consistent(ask, Branch("finisher", "pickup_dish"))
+    assert not agent.talk.consistent(ask, Branch("loader", "pickup_onion"))
+
+
 # --------------------------------------------------------------------------- talking partners
 @pytest.mark.parametrize("name", ["talk-plater-keeps", "talk-plater-breaks", "talk-server-follows"])
 def test_a_talking_partner_follows_requests_at_its_set_rate(name):
