@@ -49,6 +49,7 @@ def env_options(layout: str) -> Dict:
 def recipe_known(traj, seat: int) -> float:
     """The share of steps on which ``seat`` acted on the true recipe: its logged recipe MAP at the
     acting confidence (the rule planner's ``min_goal_confidence``) or a recipe it sees."""
+    from beliefgate.envs.overcooked_v2.kitchen import recipe_name
     from beliefgate.planners.rule import RulePlanner
 
     floor = RulePlanner().config.min_goal_confidence
@@ -56,7 +57,7 @@ def recipe_known(traj, seat: int) -> float:
     for row in traj.steps:
         info = row.info[seat] or {}
         state = row.state
-        true = "-".join(str(int(i)) for i in sorted(state.recipe_ingredients))
+        true = recipe_name(state.recipe_ingredients)
         seen = state.sees_recipe(seat)
         sure = info.get("recipe_map") == true and (info.get("recipe_confidence") or 0.0) >= floor
         hits += bool(seen or sure)

@@ -46,6 +46,6 @@ def test_flat_self_play_on_v2_tells_and_reads_the_recipe_the_silent_one_does_not
         truth = {(r.t, "-".join(map(str, sorted(r.state.recipe_ingredients)))) for r in res.trajectory.steps}
         assert all((m.t, m.goal) in truth for m in told)        # a told recipe is the one active when said
         last = res.trajectory.steps[-1].info
-        got[name] = (len(told), sum((last[s].get("talk") or {}).get("told_goal", 0) for s in (0, 1)))
+        got[name] = (len(told), sum(last[s].get("goals_told", 0) for s in (0, 1)))
     assert got["flat"][0] >= 1 and got["flat"][0] == got["flat"][1]     # every recipe told was sent
     assert got["flat:-messages"] == (0, 0)

@@ -7,7 +7,7 @@ is ``bayes-belief:full`` -- the skill and goal beliefs, the rule planner (an LLM
 
 * it tells its teammates the goal it sees (an OvercookedV2 recipe at the indicator), once per
   redraw, and reads a teammate's goal claim into its goal belief (true with probability
-  :data:`TRUST`, the value OverForge's ``trust=`` defaults to), exactly as OverForge does
+  :data:`~beliefgate.beliefs.goal.CLAIM_TRUST`, OverForge's ``trust=`` default), exactly as OverForge does
   (:meth:`~beliefgate.agents.planning.PlanningAgent.goal_to_tell`, ``hear_goals``);
 * it answers a request addressed to it: ``accept`` when the kitchen needs the requested skill of it
   now (it then runs that skill at its next planning call, if still feasible), else ``decline``
@@ -25,12 +25,9 @@ from typing import Any, List, Optional
 
 from beliefgate.agents.planning import AgentConfigError, BayesBeliefAgent, Choice, planner_for
 from beliefgate.beliefs.gate import GateParams
+from beliefgate.beliefs.goal import CLAIM_TRUST
 from beliefgate.envs.messages import Accept, Decline, Inform, Propose, Request, request_seat
 from beliefgate.planners.model import ChatModel
-
-#: the probability that a teammate's goal claim is true (OverForge's ``trust=`` default)
-TRUST = 0.9
-
 
 class FlatAgent(BayesBeliefAgent):
     """``bayes-belief:full`` that tells and hears goals and answers requests and proposals."""
@@ -42,10 +39,11 @@ class FlatAgent(BayesBeliefAgent):
 
     def reset(self, layout: str, player: int, seed: int) -> None:
         super().reset(layout, player, seed)
-        self.goal_claim_trust = TRUST if self.messages else None
+        self.goal_claim_trust = CLAIM_TRUST if self.messages else None
         self._outbox: List[Any] = []
         self._requested: Optional[str] = None
-        self.talk_counts = {"heard": 0, "accepted": 0, "declined": 0, "followed": 0, "told_goal": 0}
+        # (the goals told are the step info's ``goals_told``, counted by ``goal_to_tell``)
+        self.talk_counts = {"heard": 0, "accepted": 0, "declined": 0, "followed": 0}
 
     # ------------------------------------------------------------------ the Talks protocol
     def hear(self, messages) -> None:
@@ -84,7 +82,6 @@ class FlatAgent(BayesBeliefAgent):
             goal = self.goal_to_tell(state)
             if goal is not None:   # a seen recipe goes first: it is news only until the next redraw
                 self._outbox.insert(0, Inform(goal=goal))
-                self.talk_counts["told_goal"] += 1
         return action
 
     def choose(self, state, reason: str) -> Optional[Choice]:

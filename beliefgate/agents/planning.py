@@ -610,7 +610,7 @@ class BayesBeliefAgent(PlanningAgent):
         return any(v > 0 and n != current for n, v in needs.items())
 
     def trigger(self, state, decision, partner_events):
-        if self.interrupts and self._recipe_contradicts(state):
+        if self.interrupts and self.recipe_contradicts(state, self._interrupt_check.config.min_goal_confidence):
             return "recipe"
         if self.interrupts and decision is not None and decision.interrupt:
             if self.interrupt_needs_alternative and not self._has_alternative(state):
@@ -634,9 +634,6 @@ class BayesBeliefAgent(PlanningAgent):
         if self._veto is None and not self.interrupts:
             return {"filter": "condition", "condition": self.condition}
         return super().gate_veto(decision)
-
-    def _recipe_contradicts(self, state) -> bool:
-        return self.recipe_contradicts(state, self._interrupt_check.config.min_goal_confidence)
 
     def step_info(self) -> Dict[str, object]:
         if not self.interrupts:

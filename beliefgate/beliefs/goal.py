@@ -297,6 +297,11 @@ def goal_block(info: GoalInfo, goal_names: Optional[Sequence[str]] = None,
     }
 
 
+#: the probability that a teammate's goal claim is true, as the talking agents use it (OverForge's
+#: ``trust=`` default and the flat baseline's): set before any measurement, not tuned
+CLAIM_TRUST = 0.9
+
+
 def claim_loglik(num_goals: int, goal: int, trust: float) -> np.ndarray:
     """Direct goal evidence ``[G]`` from a teammate's claim that goal ``goal`` is the one it pursues
     (a message): the claim is true with probability ``trust``, else names one of the other goals
@@ -331,4 +336,4 @@ def steps_to_confidence(goal_posterior: Sequence, goal: int, level: float = 0.9)
 
 
 __all__ = ["GoalParams", "GoalParamError", "GoalBelief", "GoalInfo", "GoalEvidence", "GoalTrace", "GoalFilter",
-           "claim_loglik", "evidence_loglik", "goal_block", "goal_marginals", "steps_to_confidence"]
+           "CLAIM_TRUST", "claim_loglik", "evidence_loglik", "goal_block", "goal_marginals", "steps_to_confidence"]

@@ -29,6 +29,7 @@ from typing import Literal, Optional, Tuple, get_args
 
 from pydantic import ConfigDict, Field
 
+from beliefgate.beliefs.goal import CLAIM_TRUST
 from beliefgate.beliefs.kappa import KappaParams
 from beliefgate.errors import InputError
 from beliefgate.validation import CheckedModel
@@ -122,7 +123,7 @@ class OverForgeConfig(CheckedModel):
     listen: int = Field(2, ge=0, le=8)
     #: the probability that a teammate's goal claim (an ``inform`` naming the recipe it sees) is true
     #: (:func:`beliefgate.beliefs.goal.claim_loglik`); the agent tells the recipe it sees as well
-    trust: float = Field(0.9, gt=0.0, lt=1.0)
+    trust: float = Field(CLAIM_TRUST, gt=0.0, lt=1.0)
     tokens: Tuple[str, ...] = ()
 
     def kappa_params(self) -> KappaParams:

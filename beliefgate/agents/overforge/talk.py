@@ -130,7 +130,7 @@ class Talk:
         self._seen_map: Dict[int, Optional[str]] = {}
         self.last_request_t = -REQUEST_GAP
         self.counts = {"proposed": 0, "requested": 0, "accepted": 0, "declined": 0, "adopted": 0,
-                       "agreements": 0, "contradicted": 0, "heard": 0, "told_goal": 0}
+                       "agreements": 0, "contradicted": 0, "heard": 0}
         self.events: List[str] = []  # this step's talk events (logged in the step info)
 
     def prior(self, seat: int) -> Tuple[float, float]:
@@ -258,12 +258,11 @@ class Talk:
 
     def tell_goal(self, state) -> None:
         """Queue, first, an ``inform`` of the goal the agent sees now, when it has not told it since the
-        last redraw (:meth:`~beliefgate.agents.planning.PlanningAgent.goal_to_tell`)."""
+        last redraw (:meth:`~beliefgate.agents.planning.PlanningAgent.goal_to_tell`, which counts it)."""
         seen = self.agent.goal_to_tell(state)
         if seen is None:
             return
         self.outbox.insert(0, Inform(goal=seen))
-        self.counts["told_goal"] += 1
         self.events.append(f"tell goal {seen}")
 
     def _answer(self, ask: Ask, ok: bool, reason: str) -> None:
