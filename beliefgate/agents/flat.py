@@ -49,6 +49,7 @@ class FlatAgent(BayesBeliefAgent):
     def hear(self, messages) -> None:
         if not self.messages:
             return
+        messages = self.words_in(messages)
         self.hear_goals(messages)
         for msg in messages:
             self.talk_counts["heard"] += 1
@@ -61,7 +62,10 @@ class FlatAgent(BayesBeliefAgent):
                     self._requested = msg.skill
 
     def messages_out(self):
-        return [self._outbox.pop(0)] if self._outbox else []
+        return self.words_out([self._outbox.pop(0)] if self._outbox else [])
+
+    def on_sent(self, message) -> None:
+        self.words_sent(message)
 
     def _answer(self, msg, ok: bool, reason: str) -> None:
         self._outbox.append(Accept(reply_to=msg.id, to=msg.sender) if ok else
@@ -105,4 +109,7 @@ def flat_agent(option: Optional[str], *, llm: Optional[ChatModel] = None,
     """``flat`` (talks) or ``flat:-messages`` (``bayes-belief:full`` under another name)."""
     if option not in (None, "-messages"):
         raise AgentConfigError(f"unknown flat option {option!r}; use flat or flat:-messages")
-    return FlatAgent(messages=option is None, planner=planner_for(llm), params=gate_params)
+    agent = FlatAgent(messages=option is None, planner=planner_for(llm), params=gate_params)
+    if llm is not None and agent.messages:   # an agent with a model talks in words
+        agent.speak_with(llm)
+    return agent

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 from pydantic import ConfigDict, Field
@@ -124,6 +124,8 @@ class PlanningAgent:
     goal_claim_trust: Optional[float] = None
     #: an LLM agent built without a model (see :func:`without_model`)
     no_llm_server = False
+    #: talk in words (:class:`~beliefgate.agents.speech.Speech`; set by :meth:`speak_with`), else typed
+    speech = None
 
     def __init__(self, name: str, planner: Optional[Planner] = None, params: Optional[GateParams] = None):
         self.name = name
@@ -195,6 +197,9 @@ class PlanningAgent:
         self.llm_answers = 0
         if self.no_llm_server:  # said once per episode: logged in step 0's fallback_events and counted
             self.fallback_log.record(Fallback("planner", "unavailable", NO_LLM_SERVER))
+        if self.speech is not None:
+            self.speech.reset()
+            self.speech.start(len(self.teammates) + 1, self.library, self.domain.goal_names(layout) or ())
 
     # ------------------------------------------------------------ partner memory
     #: where the teammates' memory comes from (a :class:`~beliefgate.agents.memory.MemorySession`, set
@@ -258,6 +263,26 @@ class PlanningAgent:
         needs = self.domain.skill_needs(state, self.player, self.controller, mask, goal=goal.map_goal)
         current = self.active_skill
         return needs.get(current, 0.0) <= 0 and any(v > 0 and n != current for n, v in needs.items())
+
+    # ------------------------------------------------------------ words
+    def speak_with(self, client: ChatModel) -> None:
+        """Talk in words through ``client`` from the next episode on (:mod:`beliefgate.agents.speech`)."""
+        from beliefgate.agents.speech import Speech
+
+        self.speech = Speech(self, client)
+
+    def words_in(self, messages) -> List[Any]:
+        """Heard messages in typed form (each ``say`` read by the model; typed ones unchanged).
+        An agent without words keeps them as they are (a ``say`` is then words it does not read)."""
+        return self.speech.from_words(messages) if self.speech is not None else list(messages)
+
+    def words_out(self, outgoing) -> List[Any]:
+        """Outgoing typed messages, as words when the agent talks in words."""
+        return self.speech.to_words(outgoing) if (self.speech is not None and outgoing) else list(outgoing)
+
+    def words_sent(self, message):
+        """The typed message behind a message the channel sent for the agent."""
+        return self.speech.sent(message) if self.speech is not None else message
 
     # ------------------------------------------------------------ goal claims
     def hear_goals(self, messages) -> None:
@@ -374,6 +399,8 @@ class PlanningAgent:
             if self.goal_claim_trust is not None:   # an agent that talks: the goal talk so far
                 self._info["goal_claims_read"] = self.claims_read
                 self._info["goals_told"] = self.goals_told
+        if self.speech is not None:
+            self._info["speech"] = self.speech.info()
         if len(self.gates) > 1:
             self._info["beliefs"] = {str(seat): [round(float(p), 4) for p in d.posterior]
                                      for seat, d in self.teammate_decisions.items()}

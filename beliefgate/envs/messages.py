@@ -1,12 +1,15 @@
 """Typed messages between players and the channel the episode runner carries them on.
 
-A message is one of five kinds (pydantic models, discriminated by ``kind``):
+A message is one of six kinds (pydantic models, discriminated by ``kind``):
 
 * :class:`Propose` -- a role split ``{seat: role}`` (roles of the domain's skill library);
 * :class:`Request` -- "seat ``seat`` does ``skill``" (a skill of the library: a sub-task);
 * :class:`Accept` / :class:`Decline` -- the answer to an earlier message (``reply_to``: its id);
 * :class:`Inform` -- what the sender holds, intends (a skill) and/or knows the goal to be (where the
-  domain names goals: an OvercookedV2 recipe the sender sees, by its goal name).
+  domain names goals: an OvercookedV2 recipe the sender sees, by its goal name);
+* :class:`Say` -- words only: a sentence an agent with a model wrote for one of the typed messages
+  above (``means``, kept in the log and checked like the typed message, but never delivered: a
+  listener gets the words and must read them itself; :mod:`beliefgate.agents.speech`).
 
 Every message may carry a short free ``text``. An agent talks through a small protocol
 (:class:`Talks`): ``hear(messages)`` receives the messages delivered to it this step (before
@@ -34,10 +37,10 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from beliefgate.validation import CheckedModel
 
 #: why the channel refused a message
-REFUSAL_REASONS = ("malformed", "unknown_seat", "unknown_role", "unknown_skill", "unknown_goal", "unknown_reply",
-                   "too_long", "one_per_step", "over_budget")
+REFUSAL_REASONS = ("malformed", "empty", "unknown_seat", "unknown_role", "unknown_skill", "unknown_goal",
+                   "unknown_reply", "too_long", "one_per_step", "over_budget")
 #: the message kinds, in the order the report lists them
-KINDS = ("propose", "request", "accept", "decline", "inform")
+KINDS = ("propose", "request", "accept", "decline", "inform", "say")
 
 
 class _Base(BaseModel):
@@ -83,13 +86,28 @@ class Inform(_Base):
     goal: Optional[str] = None
 
 
-Message = Annotated[Union[Propose, Request, Accept, Decline, Inform], Field(discriminator="kind")]
+class Say(_Base):
+    kind: Literal["say"] = "say"
+    #: the typed message the words stand for (its JSON form, without sender, step and id): logged for
+    #: scoring how well listeners read, stripped by the channel before delivery
+    means: Optional[Dict[str, Any]] = None
+
+
+Message = Annotated[Union[Propose, Request, Accept, Decline, Inform, Say], Field(discriminator="kind")]
 MESSAGE = TypeAdapter(Message)
 
 
 def parse_message(data: Any) -> Message:
     """A message from its JSON form (a :class:`pydantic.ValidationError` when it is not one)."""
     return MESSAGE.validate_python(data)
+
+
+def meant(msg: Message) -> Message:
+    """The typed message a message stands for: a ``say`` with ``means``, as that typed message (with
+    the say's sender, step, id and words); any other message as it is."""
+    if isinstance(msg, Say) and msg.means is not None:
+        return parse_message({**msg.means, "sender": msg.sender, "t": msg.t, "id": msg.id, "text": msg.text})
+    return msg
 
 
 def request_seat(msg: Request) -> int:
@@ -189,7 +207,8 @@ class Channel:
     # ------------------------------------------------------------------ per step
     def deliver(self, seat: int) -> List[Message]:
         """The messages delivered to ``seat`` this step (sent at the last step by others, to it or to all)."""
-        return [m for m in self._inbox if m.sender != seat and (m.to is None or m.to == seat)]
+        return [m.model_copy(update={"means": None}) if isinstance(m, Say) else m
+                for m in self._inbox if m.sender != seat and (m.to is None or m.to == seat)]
 
     def send(self, seat: int, t: int, outgoing: Sequence[Any]) -> Optional[Message]:
         """Take ``seat``'s outgoing messages of step ``t``: the first valid one is sent (and returned,
@@ -239,6 +258,15 @@ class Channel:
             return None, "unknown_seat", f"{msg.kind} to seat {msg.to}"
         if len(msg.text) > self.rules.max_text:
             return None, "too_long", f"{msg.kind}: text of {len(msg.text)} > {self.rules.max_text} characters"
+        if isinstance(msg, Say):
+            if not msg.text.strip():
+                return None, "empty", "say: no words"
+            if msg.means is None:
+                return msg, "", ""
+            if msg.means.get("kind") == "say":
+                return None, "malformed", "say: means another say"
+            meant, why, detail = self._check(seat, {**msg.means, "to": msg.to})
+            return (msg, "", "") if meant is not None else (None, why, f"say means {detail}")
         if isinstance(msg, Propose):
             bad = [s for s in msg.roles if s not in seats]
             if bad:
@@ -290,6 +318,8 @@ def message_line(msg: Message) -> str:
         body = f"seat {request_seat(msg)}: {msg.skill}"
     elif isinstance(msg, (Accept, Decline)):
         body = f"#{msg.reply_to}" + (f" ({msg.reason})" if isinstance(msg, Decline) and msg.reason else "")
+    elif isinstance(msg, Say):
+        body = "" if msg.means is None else f"[{message_line(meant(msg).model_copy(update={'text': ''}))}]"
     else:
         body = ", ".join(x for x in (f"holds {msg.holds}" if msg.holds else "",
                                      f"intends {msg.intends}" if msg.intends else "",

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 import beliefgate
-from beliefgate.agents.registry import ReportsFallbacks, make_agent
+from beliefgate.agents.registry import ReportsFallbacks, make_agent, uses_llm
 from beliefgate.envs.domain import PartnerLayoutError, check_seat, domain_for_layout
 from beliefgate.envs.hindsight import domain_labels, relabel_seats
 from beliefgate.envs.messages import Channel, ChannelRules, Talks
@@ -74,7 +74,7 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
                 seat: int = 0, log_path: Optional[str | Path] = None, old_dynamics: bool = True,
                 config: Optional[Dict[str, Any]] = None, llm=None, gate_params=None,
                 env_options: Optional[Dict[str, Any]] = None, memory=None,
-                messages: ChannelRules | bool = True) -> EpisodeResult:
+                messages: ChannelRules | bool = True, llm_teammates: bool = False) -> EpisodeResult:
     """Play ``ego`` (in player slot ``seat``) with ``partner`` for ``horizon`` steps.
 
     ``partner`` is one agent name, or a list with one name per other player of the layout (in
@@ -97,7 +97,9 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
     (:class:`~beliefgate.envs.messages.ChannelRules`; ``True``: the defaults, ``False``: no
     channel); the agents that talk (:class:`~beliefgate.envs.messages.Talks`) hear each step's
     deliveries before they act and speak after, and each step's messages and refusals are logged
-    in its row (``messages``) and counted in the summary (``messages``).
+    in its row (``messages``) and counted in the summary (``messages``). ``llm_teammates``: give
+    ``llm`` to every teammate whose agent uses a model too (self-play in which every seat writes
+    and reads words); the summary's ``llm_calls`` stay the ego's.
     """
     domain = domain_for_layout(layout)
     layout = domain.resolve_layout(layout)
@@ -113,7 +115,10 @@ def run_episode(layout: str, ego: str, partner: str | Sequence[str], seed: int =
     options = dict(env_options or {})
     env = domain.make_env(layout, horizon, old_dynamics=old_dynamics, **options)
     names = seat_names(ego, partners, seat)
-    agents = [make_agent(n, llm if i == seat else None, gate_params if i == seat else None, domain=domain)
+    if llm_teammates and llm is None:
+        raise InputError("llm_teammates needs a model (llm)")
+    agents = [make_agent(n, llm if (i == seat or (llm_teammates and uses_llm(n))) else None,
+                         gate_params if i == seat else None, domain=domain)
               for i, n in enumerate(names)]
     session = None
     if memory is not None:  # the ego reads each teammate's remembered prior when it resets

@@ -7,7 +7,11 @@
   sub-task, and the share expected if the requested skills were shuffled among the requests (every
   request's next sub-task against every requested skill: the mean over all permutations, exactly);
 * :func:`agreement_steps`: the steps each seat held an agreed role split (OverForge's
-  ``talk.agreement``), and how its agreements ended.
+  ``talk.agreement``), and how its agreements ended;
+* :func:`speech_accuracy`: how listeners that read words (:mod:`beliefgate.agents.speech`) read
+  them, against what the speaker meant.
+
+A message said in words (a ``say``) counts as the typed message it stood for.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 from beliefgate.envs.domain import domain_for_layout
+from beliefgate.envs.messages import meant
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,7 @@ def _next_started(traj, seat: int, t0: int) -> Optional[str]:
 def request_outcomes(traj) -> List[RequestOutcome]:
     """Every request in ``traj`` (module docstring), in the order said."""
     library = domain_for_layout(traj.header.layout).controller(traj.header.layout).library
-    said = [m for r in traj.steps if r.messages is not None for m in r.messages.sent]
+    said = [meant(m) for r in traj.steps if r.messages is not None for m in r.messages.sent]
     out = []
     for m in said:
         if m.kind != "request":
@@ -89,3 +94,39 @@ def agreement_steps(traj) -> Dict[int, Dict[str, Any]]:
                     why = ev[len("agreement ended ("):-1]
                     rec["ended"][why] = rec["ended"].get(why, 0) + 1
     return out
+
+
+def speech_accuracy(traj) -> Dict[str, Any]:
+    """Every reading of a ``say`` that a listener logged (``speech.reads`` in its step info) against the
+    speaker's ``means``: how many were read, unreadable, read as the right kind, and read exactly
+    (the same kind and fields; an answer's ``reply_to`` and a request's default seat count as fields)."""
+    meanings = {m.id: meant(m) for r in traj.steps if r.messages is not None for m in r.messages.sent
+                if m.kind == "say" and m.means is not None}
+    reads = [(seat, rd) for row in traj.steps for seat, info in enumerate(row.info)
+             for rd in ((info or {}).get("speech") or {}).get("reads", [])]
+    out = {"reads": len(reads), "unreadable": 0, "kind_right": 0, "exact": 0}
+    for seat, rd in reads:
+        truth = meanings.get(rd["id"])
+        got = rd.get("as")
+        if got is None:
+            out["unreadable"] += 1
+            continue
+        if truth is None or got.get("kind") != truth.kind:
+            continue
+        out["kind_right"] += 1
+        want = truth.model_dump(exclude={"sender", "t", "id", "text", "to"}, exclude_none=True)
+        have = {k: v for k, v in got.items() if k != "to"}
+        if want.get("kind") == "request" and want.get("seat") is None:
+            want["seat"] = truth.to
+        if want.get("kind") == "decline":
+            want.pop("reason", None)
+            have.pop("reason", None)
+        if want.get("kind") == "inform":
+            want, have = ({k: v for k, v in d.items() if v not in (None, "")} for d in (want, have))
+        out["exact"] += _same(want, have)
+    return out
+
+
+def _same(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
+    norm = lambda d: {k: ({str(s): r for s, r in v.items()} if isinstance(v, dict) else v) for k, v in d.items()}
+    return norm(a) == norm(b)

@@ -82,6 +82,8 @@ class OverForgeAgent(PlanningAgent):
             from beliefgate.agents.overforge.llm import LLMRoles
 
             self.llm_roles = LLMRoles(self, llm)
+            if config.messages:   # an agent with a model talks in words
+                self.speak_with(llm)
 
     def _check_pinned(self) -> None:
         pinned = self.config.pinned
@@ -140,15 +142,16 @@ class OverForgeAgent(PlanningAgent):
     # ------------------------------------------------------------------ messages (the Talks protocol)
     def hear(self, messages) -> None:
         if self.talk is not None:
+            messages = self.words_in(messages)
             self.talk.hear(messages)
             self.hear_goals(messages)
 
     def messages_out(self):
-        return self.talk.messages_out() if self.talk is not None else []
+        return self.words_out(self.talk.messages_out()) if self.talk is not None else []
 
     def on_sent(self, message) -> None:
         if self.talk is not None:
-            self.talk.on_sent(message)
+            self.talk.on_sent(self.words_sent(message))
 
     def strategy_of(self, name: str) -> Strategy:
         return flat_strategy(self.library) if name == FLAT else self.strategies[name]
