@@ -130,20 +130,29 @@ class Vocabulary:
         return "\n".join(lines)
 
     def schema(self, open_ids: Sequence[int] = ()) -> Dict[str, Any]:
+        """The reading's JSON schema: one branch per kind, each with the fields that kind needs (enums
+        of the layout's names; an answer may name one of the reader's open messages in ``reply_to``)."""
         seats = [str(s) for s in range(self.players)]
-        props: Dict[str, Any] = {
-            "kind": {"type": "string", "enum": list(READ_KINDS)},
-            "roles": {"type": "object", "properties": {s: {"type": "string", "enum": list(self.roles)} for s in seats}},
-            "seat": {"type": "integer", "enum": list(range(self.players))},
-            "skill": {"type": "string", "enum": list(self.skills)},
-            "intends": {"type": "string", "enum": list(self.skills)},
-            "reason": {"type": "string"},
-        }
+
+        def kind(name: str, props: Dict[str, Any], required: Sequence[str] = ()) -> Dict[str, Any]:
+            return {"type": "object", "properties": {"kind": {"type": "string", "enum": [name]}, **props},
+                    "required": ["kind", *required]}
+
+        skill = {"type": "string", "enum": list(self.skills)}
+        answer = {"reply_to": {"type": "integer", "enum": [int(i) for i in open_ids]}} if open_ids else {}
+        inform = {"intends": skill}
         if self.goals:
-            props["goal"] = {"type": "string", "enum": list(self.goals)}
-        if open_ids:
-            props["reply_to"] = {"type": "integer", "enum": [int(i) for i in open_ids]}
-        return {"type": "object", "properties": props, "required": ["kind"]}
+            inform = {"goal": {"type": "string", "enum": list(self.goals)}, **inform}
+        return {"anyOf": [
+            kind("propose", {"roles": {"type": "object", "minProperties": 1,
+                                       "properties": {s: {"type": "string", "enum": list(self.roles)} for s in seats}}},
+                 ["roles"]),
+            kind("request", {"skill": skill, "seat": {"type": "integer", "enum": list(range(self.players))}},
+                 ["skill", "seat"]),
+            kind("accept", answer),
+            kind("decline", answer),
+            kind("inform", inform),
+        ]}
 
 
 class Speech:
@@ -266,8 +275,6 @@ class Speech:
                                        f"{say.sender}", reply)
             chosen = [m for m in waiting if m.id == obj.get("reply_to")]
             data = {**base, "kind": kind, "reply_to": (chosen or waiting)[0].id}
-            if kind == "decline":
-                data["reason"] = str(obj.get("reason") or "")[:MAX_WORDS_CHARS]
         elif kind == "inform":
             goal, intends = obj.get("goal"), obj.get("intends")
             goal = goal if goal in vocab.goals else None
