@@ -147,6 +147,8 @@ def episode(
     memory: Optional[Path] = typer.Option(None, "--memory", help="partner-memory store (SQLite; created when "
                                           "missing): the ego starts from what it remembers of each partner and the "
                                           "episode is added to it (`beliefgate memory show PATH`)"),
+    llm_teammates: bool = typer.Option(False, "--llm-teammates", help="give the model to every teammate that uses "
+                                       "one too (self-play in words: every seat writes and reads its messages)"),
 ) -> None:
     """Play one episode on the real dynamics of the layout's domain and summarise it."""
     from beliefgate.envs.domain import (PartnerSpecError, PlayerCountError, UnknownLayoutError,
@@ -187,6 +189,8 @@ def episode(
         except PlannerConfigError as exc:
             _fail(str(exc))
     _check_episode_inputs(ego, partners, log, llm, domain)
+    if llm_teammates and llm is None:
+        _fail("--llm-teammates: no model to give them (add --llm-base-url URL)")
     if memory is not None:  # the store's faults and an ego without a gate: one line, before anything runs
         from beliefgate.agents.memory import MemoryStore
         from beliefgate.agents.registry import make_agent
@@ -196,7 +200,7 @@ def episode(
         MemoryStore(memory).close()
     try:
         result = run_episode(layout, ego, partners, seed=seed, horizon=horizon, seat=seat, log_path=log, llm=llm,
-                             env_options=env_options or None, memory=memory)
+                             env_options=env_options or None, memory=memory, llm_teammates=llm_teammates)
     except (UnknownLayoutError, UnknownPartnerError, PlannerConfigError) as exc:
         _fail(str(exc))
     summary = dict(result.summary)

@@ -252,3 +252,15 @@ def test_llm_teammates_needs_a_model():
 def test_flat_agent_without_a_model_talks_typed():
     agent = FlatAgent()
     assert agent.speech is None
+
+
+def test_cli_llm_teammates_without_a_model_is_one_line():
+    from typer.testing import CliRunner
+
+    from beliefgate.cli import app
+
+    result = CliRunner().invoke(app, ["episode", "--layout", V2, "--ego", "flat", "--partner", "flat",
+                                      "--llm-teammates", "--horizon", "2"])
+    assert result.exit_code == 2, result.output
+    out = (result.output or "") + (getattr(result, "stderr", "") or "")
+    assert "--llm-teammates" in out and "Traceback" not in out
