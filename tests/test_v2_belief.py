@@ -295,6 +295,24 @@ def test_a_dead_pot_is_filled_with_any_ingredient_not_left_to_block_the_kitchen(
     assert skill_needs(live, seer, ctrl)["pickup_ingredient_0"] == 0
 
 
+def test_a_plate_waits_at_a_filling_pot_only_while_someone_can_fill_it():
+    """Holding a plate beside a pot that is still filling is worth it only while another player could
+    fill the pot. Before, on the split room (dev seed 1000), both players held plates at a pot with one
+    ingredient the redrawn recipe did not fit and waited for it for 180 steps."""
+    from beliefgate.envs.overcooked_v2.layouts import PLATE
+
+    s = DOMAIN.make_env(LAYOUT, 50, seed=0, **OPTIONS).reset(0)
+    pot = s.info.pots[0]
+    filling = _with(s, items=((pot[0], pot[1], ING1, 0),))
+    ctrl = DOMAIN.controller(LAYOUT)
+    alone = skill_needs(_holding(filling, 0, PLATE), 0, ctrl)            # the teammate's hands are free
+    assert alone.get("plate_soup", 0) == 1 and alone.get("place_on_counter", 0) == 0
+    both = skill_needs(_holding(_holding(filling, 0, PLATE), 1, PLATE), 0, ctrl)   # nobody can fill it
+    assert both.get("plate_soup", 0) == 0 and both.get("place_on_counter", 0) == 1
+    cooking = _with(s, items=((pot[0], pot[1], 3 * ING1, 4),))          # a cooking soup is worth the wait
+    assert skill_needs(_holding(_holding(cooking, 0, PLATE), 1, PLATE), 0, ctrl).get("plate_soup", 0) == 1
+
+
 def test_the_recipe_in_making_is_a_held_dish_a_cooking_pot_or_the_likeliest_a_started_pot_fits():
     from beliefgate.envs.overcooked_v2.kitchen import goal_in_making
     from beliefgate.envs.overcooked_v2.layouts import COOKED, PLATE, recipe_code

@@ -244,7 +244,7 @@ def skill_needs(state: V2State, player: int, controller: V2Controller,
         if _fits(state, player, i, recipe):
             use = f"put_ingredient_{i}_in_pot"
     elif held == "plate":
-        use = "plate_soup" if any(p.ingredients for p in pots) else None
+        use = "plate_soup" if _soup_coming(state, player) else None
     elif held == "dish":
         use = "deliver_dish"
     if use is not None and use in need:
@@ -252,6 +252,16 @@ def skill_needs(state: V2State, player: int, controller: V2Controller,
     elif "place_on_counter" in need:
         need["place_on_counter"] = 1.0
     return need
+
+
+def _soup_coming(state: V2State, player: int) -> bool:
+    """Whether a plate ``player`` holds will find a soup: a pot is full, cooking or cooked, or a pot holds
+    ingredients and another player's hands are not taken by a plate too (it can fill the pot). When
+    every other player holds a plate as well, nobody fills a filling pot: waiting at it deadlocks."""
+    if any(p.full or p.cooking or p.cooked for p in state.pots):
+        return True
+    fillers = [p for i, p in enumerate(state.players) if i != player and p.held != "plate"]
+    return bool(fillers) and any(p.ingredients for p in state.pots)
 
 
 def serves_recipe(state: V2State, player: int, controller: V2Controller, skill: str, partner_skill: str,
