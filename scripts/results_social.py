@@ -6,8 +6,9 @@
 
 ``run`` plays, per seed, ``overforge`` x ``overforge`` (both talk and listen) and
 ``overforge:-messages`` x ``overforge:-messages`` in the connected room (classic ``cramped_room``
-by default; ``--layout v2/cramped_room_v2`` plays OvercookedV2's, with the hidden-recipe options of
-``HIDDEN_RECIPE``: a view of one cell, a new recipe after each correct dish; 400 steps, seat 0) and
+by default; ``--layout v2/cramped_room_v2`` plays OvercookedV2's, and
+``--layout v2/asymm_advantages_recipes_right`` its split room, each with its hidden-recipe options of
+``HIDDEN_RECIPE``: a short view, a new recipe after each correct dish; 400 steps, seat 0) and
 appends one JSON line per finished episode to ``OUT/rows.jsonl`` (resumable: an episode already
 there is skipped). On V2 a row also counts wrong dishes, the recipes told (``inform`` with a
 goal) and, per seat, the share of steps it acted on the true recipe (its recipe belief's MAP with
@@ -205,7 +206,8 @@ def main(argv=None) -> None:
     r.add_argument("--seeds", default="0-19")
     r.add_argument("--horizon", type=int, default=HORIZON)
     r.add_argument("--workers", type=int, default=1)
-    r.add_argument("--layout", default=LAYOUT, help="the connected room: cramped_room or v2/cramped_room_v2")
+    r.add_argument("--layout", default=LAYOUT, help="the room: cramped_room (classic), v2/cramped_room_v2[_3p] (connected), "
+                   "v2/asymm_advantages_recipes_right (split); V2 rooms take their HIDDEN_RECIPE options")
     r.add_argument("--arms", nargs="+", default=list(DEFAULT_ARMS), choices=list(ARMS))
     p = sub.add_parser("report")
     p.add_argument("--out", required=True)

@@ -35,7 +35,9 @@ from beliefgate.eval.grid import seed_list
 from beliefgate.provenance import git_commit
 
 #: the asymmetric-information layouts and the environment options that make them so (two players)
-LAYOUTS: Dict[str, Dict[str, object]] = {k: v for k, v in HIDDEN_RECIPE.items() if not k.endswith("_3p")}
+#: (the split room, added for docs/results_social.md, is not part of this grid's reported runs)
+LAYOUTS: Dict[str, Dict[str, object]] = {k: v for k, v in HIDDEN_RECIPE.items()
+                                         if not k.endswith("_3p") and k != "v2/asymm_advantages_recipes_right"}
 #: an ablation (not a condition of the agent table): ``full`` whose recipe belief leaves out the ego's
 #: own sight of the recipe (it still plays a recipe it sees now, as every agent does)
 NO_VIEW = "v2ablation-noview"

@@ -65,6 +65,9 @@ HIDDEN_RECIPE: Dict[str, Dict[str, object]] = {
     "v2/grounded_coord_simple": {"agent_view_size": 2},
     "v2/test_time_simple": {"agent_view_size": 2},
     "v2/cramped_room_v2_3p": {"agent_view_size": 1, "sample_recipe_on_delivery": True},
+    # the split room: only the right half has an indicator; at view 2 its cook sees the recipe from
+    # the cells it works at (about 30 % of steps on seeds 1000-1004), the left cook never
+    "v2/asymm_advantages_recipes_right": {"agent_view_size": 2, "sample_recipe_on_delivery": True},
 }
 #: three-player kitchens: name -> (JaxMARL layout string variable, the added agent's cell, recipes)
 THREE_PLAYER: Dict[str, Tuple[str, Pos, Optional[List[List[int]]]]] = {
