@@ -254,3 +254,36 @@ def test_overforge_interrupts_a_skill_its_confident_recipe_belief_no_longer_need
         got[told] = (agent.believed_goal(), agent.trigger(s1, agent.decision, ()))
     assert got[True] == ("1-1-1", "recipe")
     assert got[False][0] is None and got[False][1] != "recipe"
+
+
+def test_overforge_asks_a_teammate_to_change_only_a_real_duplicate():
+    """Both cooks fetching ingredient 0 is a duplicate when the pot needs one more, not when it needs
+    two. Before, OverForge asked for another skill in both cases; in the split room (seeds 0-19) it
+    sent 223 requests of which 2 were followed, fewer than chance (0.009 against 0.118)."""
+    from types import SimpleNamespace
+
+    from beliefgate.envs.messages import Request
+    from beliefgate.envs.overcooked_v2.layouts import recipe_code
+
+    agent = make_overforge_agent("overforge")
+    agent.reset(LAYOUT, 0, 1000)
+    env = V2Env(LAYOUT, 50, V2Options(**OPTIONS), seed=0)
+    start = env.state
+    pot = start.info.pots[0]
+    ing0 = 1 << 2
+
+    def asks(recipe, contents):
+        state = type(start).model_validate({**start.model_dump(), "recipe": recipe_code(recipe),
+                                            "items": [[pot[0], pot[1], contents, 0]] if contents else []})
+        # the ego sees the recipe (a view of the whole kitchen) so its needs follow it
+        state = type(state).model_validate({**state.model_dump(), "agent_view_size": None})
+        agent.talk.outbox.clear()
+        agent.talk.last_request_t = -100
+        agent.t_now = 0
+        agent.teammate_decisions = {1: SimpleNamespace(map_name="pickup_ingredient_0")}
+        agent.talk._maybe_request(state, "pickup_ingredient_0")
+        return [m for m in agent.talk.outbox if isinstance(m, Request)]
+
+    assert asks([0, 0, 1], 0) == []              # two of ingredient 0 missing: both fetching is right
+    (req,) = asks([0, 0, 1], 2 * ing0)            # only ingredient 1 is missing: a duplicate
+    assert req.to == 1 and req.skill != "pickup_ingredient_0"

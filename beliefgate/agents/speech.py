@@ -168,7 +168,6 @@ class Speech:
         self.mine: Dict[int, Message] = {}          # the agent's sent typed messages, by id
         self.answered: set = set()                  # ids of the agent's messages a teammate answered
         self.heard: Dict[int, Message] = {}         # teammates' messages as read, by id
-        self._queued: List[Message] = []            # typed messages phrased this step, in order
         self.counts = {"said": 0, "said_by_template": 0, "read": 0, "unreadable": 0}
         self.reads: List[Dict[str, Any]] = []       # this step's reads (drained into the step info)
 

@@ -4,9 +4,9 @@ What the agent says
   * when it commits to a new strategy (or takes its first) it proposes the strategy's role
     split: its own seat the strategy's first role, every teammate the first library role the
     strategy leaves free (:func:`split_of`); a generalist (no roles) proposes nothing;
-  * when a decision plays the skill its partner is believed to be doing (a duplicate) it asks
-    that partner for the partner's most needed other skill (at most one request every
-    :data:`REQUEST_GAP` steps);
+  * when a decision plays the skill its partner is believed to be doing (a duplicate: the kitchen
+    needs it less than twice) it asks that partner for the partner's most needed other skill (at
+    most one request every :data:`REQUEST_GAP` steps);
   * where the domain lets a player see the goal (an OvercookedV2 recipe at the indicator) it tells
     the teammates the goal it sees (``inform`` with ``goal``) when that differs from the last one
     it told or the goal was redrawn since (:meth:`Talk.tell_goal`), before anything else it has to say;
@@ -287,6 +287,9 @@ class Talk:
         d = agent.teammate_decisions.get(seat) or agent.decision
         if d is None or d.map_name != skill or agent.t_now - self.last_request_t < REQUEST_GAP:
             return
+        mine = agent.controller.feasible(state, agent.player, require_targets=True)
+        if agent.domain.skill_needs(state, agent.player, agent.controller, mine).get(skill, 0.0) >= 2:
+            return   # the kitchen needs the skill twice (two of one ingredient): both doing it is no duplicate
         mask = agent.controller.feasible(state, seat, require_targets=True)
         names = [n for k, n in enumerate(agent.library.names) if mask[k] and n != skill]
         if not names:
