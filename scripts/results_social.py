@@ -9,7 +9,8 @@
 by default; ``--layout v2/cramped_room_v2`` plays OvercookedV2's, and
 ``--layout v2/asymm_advantages_recipes_right`` its split room, each with its hidden-recipe options of
 ``HIDDEN_RECIPE``: a short view, a new recipe after each correct dish; 400 steps, seat 0) and
-appends one JSON line per finished episode to ``OUT/rows.jsonl`` (resumable: an episode already
+appends one JSON line per finished episode (``--partner NAME``: every teammate is that agent instead,
+e.g. the recipe-telling scripted cook ``v2-cook-tells``; ``report --partner NAME`` reports those rows) to ``OUT/rows.jsonl`` (resumable: an episode already
 there is skipped). On V2 a row also counts wrong dishes, the recipes told (``inform`` with a
 goal) and, per seat, the share of steps it acted on the true recipe (its recipe belief's MAP with
 at least the acting confidence, or the recipe it sees). ``report`` prints the markdown: deliveries per arm, the paired
@@ -65,7 +66,7 @@ def recipe_known(traj, seat: int) -> float:
     return hits / max(len(traj.steps), 1)
 
 
-def play(arm: str, seed: int, horizon: int, layout: str = LAYOUT) -> Dict:
+def play(arm: str, seed: int, horizon: int, layout: str = LAYOUT, partner: str = "") -> Dict:
     from dataclasses import asdict
 
     from beliefgate.eval.episode import run_episode
@@ -76,10 +77,12 @@ def play(arm: str, seed: int, horizon: int, layout: str = LAYOUT) -> Dict:
     options = env_options(layout)
     from beliefgate.envs.domain import domain_for_layout
 
-    teammates = [name] * (domain_for_layout(layout).players(layout) - 1)   # N = 3: two of the same
+    # self-play (N = 3: two of the same), or every teammate the given partner
+    teammates = [partner or name] * (domain_for_layout(layout).players(layout) - 1)
     res = run_episode(layout, name, teammates, seed=seed, horizon=horizon, env_options=options)
     traj = res.trajectory
-    row = {"arm": arm, "seed": seed, "layout": layout, "env_options": options, "partner": name, "seat": 0,
+    row = {"arm": arm, "seed": seed, "layout": layout, "env_options": options, "partner": partner or name, "seat": 0,
+           "cross_partner": partner,
            "horizon": horizon, "deliveries": res.summary["deliveries"], "reward": res.summary["reward"],
            "messages": res.summary.get("messages"),
            "requests": [asdict(o) for o in request_outcomes(traj)],
@@ -107,12 +110,12 @@ def run(args) -> None:
     if rows_path.exists():
         for line in rows_path.read_text().splitlines():
             row = json.loads(line)
-            done.add((row.get("layout", LAYOUT), row["arm"], row["seed"]))
+            done.add((row.get("layout", LAYOUT), row.get("cross_partner", ""), row["arm"], row["seed"]))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     from beliefgate.eval.grid import seed_list
 
-    jobs = [(arm, s, args.horizon, args.layout) for s in seed_list(args.seeds) for arm in args.arms
-            if (args.layout, arm, s) not in done]
+    jobs = [(arm, s, args.horizon, args.layout, args.partner) for s in seed_list(args.seeds) for arm in args.arms
+            if (args.layout, args.partner, arm, s) not in done]
     print(f"{len(jobs)} episodes to play ({len(done)} done) at {commit}", file=sys.stderr)
     with ProcessPoolExecutor(max_workers=args.workers) as pool, rows_path.open("a") as fh:
         for row in pool.map(_play, jobs):
@@ -129,9 +132,10 @@ def report(args) -> None:
     from beliefgate.eval.social import RequestOutcome, chance_share, followed_share
 
     rows = [json.loads(line) for line in (Path(args.out) / "rows.jsonl").read_text().splitlines()]
-    rows = [r for r in rows if r.get("layout", LAYOUT) == args.layout]
+    rows = [r for r in rows if r.get("layout", LAYOUT) == args.layout and r.get("cross_partner", "") == args.partner]
     if not rows:
-        sys.exit(f"no rows of {args.layout} in {args.out}")
+        sys.exit(f"no rows of {args.layout}" + (f" with {args.partner}" if args.partner else "") + f" in {args.out}")
+    play_with = f"with `{args.partner}`" if args.partner else "self-play"
     by_arm = {arm: rs for arm in ARMS if (rs := [r for r in rows if r["arm"] == arm])}
     v2 = "wrong" in rows[0]
     for r in rows:   # V2: a delivery is paid (the recipe's dish) or unpaid (a wrong one)
@@ -139,7 +143,7 @@ def report(args) -> None:
             r.setdefault("paid", r["deliveries"] - r["wrong"])
     seeds = sorted({r["seed"] for r in rows})
     commits = sorted({r.get("commit", "?") for r in rows})
-    print(f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)}), {args.layout}, {rows[0]['horizon']} steps, commit(s) "
+    print(f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)}), {args.layout}, {play_with}, {rows[0]['horizon']} steps, commit(s) "
           f"{', '.join(commits)}.\n")
     key = "paid" if v2 else "deliveries"
     if v2:
@@ -153,14 +157,14 @@ def report(args) -> None:
         d = np.array([r[key] for r in rs], dtype=float)
         sent = np.mean([(r["messages"] or {}).get("sent", 0) for r in rs])
         refused = sum((r["messages"] or {}).get("refused", 0) for r in rs)
-        cells = f"| `{ARMS[arm]}` self-play | {len(rs)} | {d.mean():.2f} ± {d.std(ddof=1):.2f} |"
+        cells = f"| `{ARMS[arm]}` {play_with} | {len(rs)} | {d.mean():.2f} ± {d.std(ddof=1):.2f} |"
         if v2:
             known = np.array([r["recipe_known"] for r in rs], dtype=float).mean(0)
             cells += (f" {np.mean([r['wrong'] for r in rs]):.2f} | {np.mean([r['reward'] for r in rs]):.1f} | "
                       + " / ".join(f"{k:.3f}" for k in known) + f" | {np.mean([r['told_goal'] for r in rs]):.1f} |")
         print(cells + f" {sent:.1f} | {refused} |")
-    # every arm is self-play: pair arms on layout, seat and seed (the partner is the arm's own agent)
-    pair = {arm: [{**r, "partner": "self-play"} for r in rs] for arm, rs in by_arm.items()}
+    # pair arms on layout, seat and seed (the partner is the arm's own agent, or the one given partner)
+    pair = {arm: [{**r, "partner": play_with} for r in rs] for arm, rs in by_arm.items()}
     print()
     for a, b, what in COMPARISONS:
         if a not in pair or b not in pair:
@@ -209,9 +213,11 @@ def main(argv=None) -> None:
     r.add_argument("--layout", default=LAYOUT, help="the room: cramped_room (classic), v2/cramped_room_v2[_3p] (connected), "
                    "v2/asymm_advantages_recipes_right (split); V2 rooms take their HIDDEN_RECIPE options")
     r.add_argument("--arms", nargs="+", default=list(DEFAULT_ARMS), choices=list(ARMS))
+    r.add_argument("--partner", default="", help="every teammate this agent (e.g. v2-cook-tells) instead of self-play")
     p = sub.add_parser("report")
     p.add_argument("--out", required=True)
     p.add_argument("--layout", default=LAYOUT)
+    p.add_argument("--partner", default="", help="report the rows played with this partner (default: self-play)")
     args = ap.parse_args(argv)
     run(args) if args.cmd == "run" else report(args)
 

@@ -49,3 +49,28 @@ def test_flat_self_play_on_v2_tells_and_reads_the_recipe_the_silent_one_does_not
         got[name] = (len(told), sum(last[s].get("goals_told", 0) for s in (0, 1)))
     assert got["flat"][0] >= 1 and got["flat"][0] == got["flat"][1]     # every recipe told was sent
     assert got["flat:-messages"] == (0, 0)
+
+
+def test_the_telling_cook_says_each_new_recipe_and_only_a_listener_takes_it_in():
+    """``v2-cook-tells`` sends the recipe each time it changes (the active one when said); `flat` reads
+    every claim into its recipe belief, `flat:-messages` none, and the listener acts on the true recipe
+    on more steps."""
+    pytest.importorskip("jaxmarl")
+    from beliefgate.envs.overcooked_v2.layouts import HIDDEN_RECIPE
+
+    layout = "v2/cramped_room_v2"
+    known = {}
+    for name in ("flat", "flat:-messages"):
+        res = run_episode(layout, name, "v2-cook-tells", seed=1000, horizon=200, env_options=HIDDEN_RECIPE[layout])
+        steps = res.trajectory.steps
+        told = [m for r in steps if r.messages for m in r.messages.sent if m.sender == 1]
+        assert told and all(m.kind == "inform" and m.goal ==
+                            "-".join(map(str, sorted(steps[m.t].state.recipe_ingredients))) for m in told)
+        changes = 1 + sum(steps[t].state.recipe != steps[t - 1].state.recipe for t in range(1, len(steps)))
+        assert len(told) == changes == steps[-1].info[1]["goals_told"]
+        read = max(r.info[0].get("goal_claims_read", 0) for r in steps)
+        # a claim is read at the listener's next filter update (one told in the last steps may not be yet)
+        assert (len(told) - 2 <= read <= len(told)) if name == "flat" else read == 0
+        known[name] = sum(r.info[0].get("recipe_map") == "-".join(map(str, sorted(r.state.recipe_ingredients)))
+                          for r in steps)
+    assert known["flat"] > known["flat:-messages"]

@@ -5,7 +5,8 @@ the recipe's ingredients, cook, plate and deliver), ``fetcher`` (only the ingred
 (only plates and dishes) -- the order it fetches a recipe's ingredients in, whether it is
 ``adaptive`` (re-reads the recipe every step, so it changes course when the recipe is resampled)
 or commits to the recipe it read when it started a dish until that dish is served, an action
-noise, and optionally the layouts it plays.
+noise, optionally the layouts it plays, and whether it ``tells`` its teammates the recipe (an
+``inform`` with ``goal`` each time the recipe it sees changes; it hears nothing).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class V2PartnerSpec(CheckedModel):
     adaptive: bool = Field(False, description="re-read the recipe every step (else commit to it per dish)")
     noise: float = Field(0.0, ge=0.0, lt=1.0, description="probability of a random action each step")
     layouts: Optional[List[str]] = Field(None, description="the v2 layouts it plays (default: all)")
+    tells: bool = Field(False, description="tell the teammates the recipe each time it changes (inform with goal)")
     _source: str = PrivateAttr("builtin")
 
     def summary(self) -> Dict[str, object]:
@@ -249,9 +251,42 @@ class RecipeCook:
                 "recipe": list(self.committed) if self.committed is not None else None}
 
 
+class TellingCook(RecipeCook):
+    """A :class:`RecipeCook` that tells its teammates the recipe it reads whenever it changes (the
+    ``tells`` option): one ``inform`` with ``goal``, sent after the step it first reads the new
+    recipe. It talks on the message channel but ignores what it hears."""
+
+    def reset(self, layout: str, player: int, seed: int) -> None:
+        super().reset(layout, player, seed)
+        self._told: Optional[int] = None
+        self._outbox: List[Any] = []
+        self.told = 0
+
+    def act(self, state: V2State, my_events=()) -> int:
+        if state.recipe != self._told:
+            from beliefgate.envs.messages import Inform
+            from beliefgate.envs.overcooked_v2.kitchen import recipe_name
+
+            self._told = state.recipe
+            self._outbox = [Inform(goal=recipe_name(state.recipe_ingredients))]
+            self.told += 1
+        return super().act(state, my_events)
+
+    def hear(self, messages) -> None:
+        """It hears nothing (a scripted convention that only tells)."""
+
+    def messages_out(self) -> List[Any]:
+        out, self._outbox = self._outbox, []
+        return out
+
+    def info(self) -> Dict[str, object]:
+        return {**super().info(), "goals_told": self.told}
+
+
 def make_scripted(name: str):
-    """A fresh partner of ``name``: a :class:`RecipeCook`, or a trained policy's player."""
+    """A fresh partner of ``name``: a :class:`RecipeCook` (a :class:`TellingCook` when it tells), or a
+    trained policy's player."""
     spec = get_partner(name)
     if isinstance(spec, TrainedPartnerSpec):
         return make_player(spec)
-    return RecipeCook(spec)
+    return TellingCook(spec) if spec.tells else RecipeCook(spec)
