@@ -33,11 +33,17 @@ from typing import Dict
 
 LAYOUT = "cramped_room"
 HORIZON = 400
-ARMS = {"messages": "overforge", "no_messages": "overforge:-messages", "flat": "flat", "flat_silent": "flat:-messages"}
+ARMS = {"messages": "overforge", "no_messages": "overforge:-messages", "flat": "flat", "flat_silent": "flat:-messages",
+        "no_rollouts": "overforge:-rollouts", "no_hierarchy": "overforge:-hierarchy"}
+#: the paper's Table 5 columns, of seat 0 (beliefgate.eval.metrics, beliefgate.eval.pcm)
+TABLE5 = (("FI", "failed_interaction_rate"), ("MB", "blocking_rate"), ("IA", "partner_intent_accuracy"),
+          ("Σ⁻", "subtasks_abandoned"), ("κ̄", "kappa_mean"), ("commit", "commit_rate"))
 #: the arms ``run`` plays unless ``--arms`` says otherwise (the flat baseline's: ``--arms flat flat_silent``)
 DEFAULT_ARMS = ("messages", "no_messages")
 #: the paired comparisons ``report`` prints where both arms have rows: (a, b, what a - b measures)
 COMPARISONS = (("messages", "no_messages", "messages pay (OverForge)"),
+               ("messages", "no_rollouts", "rollouts pay (OverForge)"),
+               ("messages", "no_hierarchy", "strategies pay (OverForge)"),
                ("flat", "flat_silent", "messages pay (flat baseline)"),
                ("messages", "flat", "OverForge beats the flat baseline (both talk)"))
 
@@ -87,7 +93,7 @@ def play(arm: str, seed: int, horizon: int, layout: str = LAYOUT, partner: str =
            "messages": res.summary.get("messages"),
            "requests": [asdict(o) for o in request_outcomes(traj)],
            "agreements": {str(k): v for k, v in agreement_steps(traj).items()},
-           "wall_s": round(time.perf_counter() - started, 1)}
+           "wall_s": round(time.perf_counter() - started, 1), "table5": table5(traj)}
     if layout.startswith("v2/"):
         events = [e for r in traj.steps for ev in (r.events or []) for e in ev]
         row["wrong"] = events.count("deliver:wrong")
@@ -96,6 +102,17 @@ def play(arm: str, seed: int, horizon: int, layout: str = LAYOUT, partner: str =
                                if getattr(m, "goal", None))
         row["recipe_known"] = [round(recipe_known(traj, s), 4) for s in range(len(traj.steps[0].info))]
     return row
+
+
+def table5(traj) -> Dict:
+    """Seat 0's Table 5 columns (:data:`TABLE5`); the PCM's only for an OverForge seat."""
+    from beliefgate.eval import metrics
+    from beliefgate.eval.pcm import pcm_metrics
+
+    out = {key: float(getattr(metrics, fn)(traj)) for key, fn in TABLE5[:4]}
+    pcm = pcm_metrics(traj) if any(row.info[0].get("pcm") for row in traj.steps) else {}
+    out.update({key: pcm.get(fn) for key, fn in TABLE5[4:]})
+    return out
 
 
 def _play(job):
@@ -163,6 +180,18 @@ def report(args) -> None:
             cells += (f" {np.mean([r['wrong'] for r in rs]):.2f} | {np.mean([r['reward'] for r in rs]):.1f} | "
                       + " / ".join(f"{k:.3f}" for k in known) + f" | {np.mean([r['told_goal'] for r in rs]):.1f} |")
         print(cells + f" {sent:.1f} | {refused} |")
+    t5 = {arm: rs for arm, rs in by_arm.items() if all("table5" in r for r in rs)}
+    if t5:
+        print("\nSeat 0, the paper's Table 5 columns (mean over episodes; FI failed interactions and MB blocked "
+              "moves per step, IA partner-intent accuracy, Σ⁻ sub-tasks abandoned, κ̄ and commit rate of the PCM):\n")
+        print("| arm | " + " | ".join(k for k, _ in TABLE5) + " |")
+        print("|---|" + "---|" * len(TABLE5))
+        for arm, rs in t5.items():
+            cells = []
+            for k, _ in TABLE5:
+                vals = [r["table5"][k] for r in rs if r["table5"].get(k) is not None]
+                cells.append(f"{np.mean(vals):.3f}" if vals else "–")
+            print(f"| `{ARMS[arm]}` | " + " | ".join(cells) + " |")
     # pair arms on layout, seat and seed (the partner is the arm's own agent, or the one given partner)
     pair = {arm: [{**r, "partner": play_with} for r in rs] for arm, rs in by_arm.items()}
     print()
