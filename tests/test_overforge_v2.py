@@ -287,3 +287,28 @@ def test_overforge_asks_a_teammate_to_change_only_a_real_duplicate():
     assert asks([0, 0, 1], 0) == []              # two of ingredient 0 missing: both fetching is right
     (req,) = asks([0, 0, 1], 2 * ing0)            # only ingredient 1 is missing: a duplicate
     assert req.to == 1 and req.skill != "pickup_ingredient_0"
+
+
+def test_overforge_remembers_agreed_roles_and_requests_and_trusts_by_them(tmp_path):
+    """With a partner memory, OverForge keeps each episode's agreed split and how often the teammate
+    did what it was asked; the next episode starts the teammate's reliability from that record."""
+    from beliefgate.agents.memory import MemoryStore
+    from beliefgate.envs.overcooked_v2.layouts import HIDDEN_RECIPE
+
+    store = tmp_path / "mem.sqlite"
+    opts = HIDDEN_RECIPE[LAYOUT]
+    first = run_episode(LAYOUT, "overforge", "overforge", seed=1000, horizon=150, env_options=opts, memory=store)
+    talk = first.trajectory.steps[-1].info[0]["talk"]
+    assert talk["agreements"] >= 1 and talk["requested"] >= 1
+    mem = MemoryStore(store)
+    try:
+        (entry,) = mem.entries(partner="overforge")
+    finally:
+        mem.close()
+    assert entry["roles"] and set(entry["roles"].values()) <= set(DOMAIN.controller(LAYOUT).library.roles)
+    asked = sum(r["asked"] for r in entry["requests"].values())
+    followed = sum(r["followed"] for r in entry["requests"].values())
+    assert asked == talk["requested"] and followed == talk["followed"] <= asked
+    second = run_episode(LAYOUT, "overforge", "overforge", seed=1001, horizon=2, env_options=opts, memory=store)
+    prior = (1 + followed) / (2 + asked)
+    assert second.trajectory.steps[0].info[0]["talk"]["reliability"]["1"] == pytest.approx(prior, abs=1e-3)

@@ -118,9 +118,23 @@ class OverForgeAgent(PlanningAgent):
         self.last_decision: Optional[PCMDecision] = None
         #: the step of the current act (counted from 0), and the messages (None with ``-messages``)
         self.t_now = -1
-        self.talk: Optional[Talk] = Talk(self, self.config.listen, self.talk_priors) if self.config.messages else None
+        self.talk: Optional[Talk] = Talk(self, self.config.listen, self._reliability_priors()) if self.config.messages else None
         #: a teammate's goal claim moves the goal belief (only while the agent listens)
         self.goal_claim_trust = self.config.trust if self.config.messages else None
+
+    def _reliability_priors(self) -> Optional[Dict[int, Tuple[float, float]]]:
+        """Each teammate's reliability prior: :attr:`talk_priors` where given, else from the partner
+        memory -- ``(1 + followed, 1 + asked - followed)`` of the requests it was asked in earlier
+        episodes (:attr:`recalled`) -- else None (``(1, 1)``)."""
+        if self.talk_priors is not None:
+            return self.talk_priors
+        out = {}
+        for seat, remembered in (self.recalled or {}).items():
+            if remembered is not None and remembered.requests:
+                asked = sum(a for a, _ in remembered.requests.values())
+                followed = sum(f for _, f in remembered.requests.values())
+                out[seat] = (1.0 + followed, 1.0 + asked - followed)
+        return out or None
 
     def act(self, state: State, my_events: Sequence[str] = ()) -> int:
         self.record = None

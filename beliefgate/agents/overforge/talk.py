@@ -33,8 +33,13 @@ Reliability
   Per teammate, a Beta estimate of how often what it says matches what it does: its believed
   skill in the role it claimed for itself counts as kept, in the role it gave the agent as broken
   (each counted once per change of its believed skill). The prior pseudo-counts come from
-  :meth:`Talk.prior` -- ``(1, 1)`` here; a cross-episode store (``agents/memory.py``) can set
-  :attr:`Talk.priors` before the episode and read :meth:`Talk.reliability_counts` after it.
+  :meth:`Talk.prior`: ``(1, 1)``, or with a partner memory ``(1 + followed, 1 + asked - followed)``
+  of the requests the teammate was asked in earlier episodes (the agent's ``_reliability_priors``).
+
+Memory
+  What a partner memory keeps of the episode (``PlanningAgent.memory_record``): the agreed split
+  (the latest agreement's roles) and, per requested skill, how often the agent asked the teammate
+  and how often the teammate's next believed skill (confidence >= 0.7) was the one asked.
 """
 
 from __future__ import annotations
@@ -129,8 +134,10 @@ class Talk:
         self.claims: Dict[int, Tuple[str, str]] = {}  # teammate -> (its own role, the role it gave the agent)
         self._seen_map: Dict[int, Optional[str]] = {}
         self.last_request_t = -REQUEST_GAP
+        #: per teammate, the request it has not yet been seen to follow or not: (skill, step said)
+        self.open_requests: Dict[int, Tuple[str, int]] = {}
         self.counts = {"proposed": 0, "requested": 0, "accepted": 0, "declined": 0, "adopted": 0,
-                       "agreements": 0, "contradicted": 0, "heard": 0}
+                       "agreements": 0, "contradicted": 0, "heard": 0, "followed": 0}
         self.events: List[str] = []  # this step's talk events (logged in the step info)
 
     def prior(self, seat: int) -> Tuple[float, float]:
@@ -274,6 +281,7 @@ class Talk:
 
     def _agree(self, agreement: Agreement) -> None:
         self.agreement = agreement
+        self.agent.agreed_roles = dict(agreement.roles)   # what a partner memory keeps of the episode
         self.counts["agreements"] += 1
         self.events.append(f"agreed {agreement.strategy} with seat {agreement.seat} ({agreement.source})")
 
@@ -300,6 +308,9 @@ class Talk:
             return
         self.outbox.append(Request(to=seat, skill=best))
         self.last_request_t = agent.t_now
+        self.open_requests[seat] = (best, agent.t_now)
+        counts = agent.request_counts.setdefault(seat, {}).setdefault(best, [0, 0])
+        counts[0] += 1
         self.counts["requested"] += 1
         self.events.append(f"request seat {seat}: {best}")
 
@@ -316,6 +327,12 @@ class Talk:
             if d is None or d.map_name == self._seen_map.get(seat):
                 continue
             self._seen_map[seat] = d.map_name
+            if d.confidence >= WATCH_CONFIDENCE and seat in self.open_requests:
+                # the teammate's next believed skill after a request: followed, or not
+                skill, _ = self.open_requests.pop(seat)
+                if d.map_name == skill:
+                    agent.request_counts[seat][skill][1] += 1
+                    self.counts["followed"] += 1
             if d.confidence < WATCH_CONFIDENCE or seat not in self.claims:
                 continue
             role = agent.library.role_of(d.map_name)
