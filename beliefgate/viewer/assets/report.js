@@ -77,7 +77,7 @@
     { key: "fallbacks", h: 18, title: "fallbacks" },
     { key: "messages", h: 22, title: "messages" }
   ];
-  var KIND_MARK = { propose: "P", request: "R", accept: "\u2713", decline: "\u2717", inform: "i" };
+  var KIND_MARK = { propose: "P", request: "R", accept: "\u2713", decline: "\u2717", inform: "i", say: "\u201c" };
   var ROLE_COLOURS = { planner: "#e6550d", judge: "#3182bd", hypothesis: "#756bb1" };
   var GAP = 6, H = 0;
   rows.forEach(function (r) { r.y = 4 + H; H += r.h + GAP; });
