@@ -5,7 +5,8 @@ At each decision point (start, its skill ended, or the gate reported a contradic
 
 1. forms branches ``b = (g, a)``: ``k`` strategies (the current one and the best alternative)
    x the feasible first skills consistent with each (weight > 0; the ``first`` it values most);
-2. judges neighbouring branches (``pairs=all``: every pair) of the state judge's order pairwise (``y = 1`` for the one
+2. judges neighbouring value levels of branches (every branch of a level against every branch of the
+   next; ``pairs=all``: every pair) of the state judge's order pairwise (``y = 1`` for the one
    with the higher immediate value; ties give no judgment) and feeds the judgments to kappa;
 3. rolls every branch ``depth`` imagined steps in the real dynamics (round 1), then extends
    only kappa's nucleus one depth unit per round, feeding each round's dish-progress gain
@@ -257,7 +258,18 @@ class OverForgeAgent(PlanningAgent):
         if self.config.pairs == "all":
             compared = [(order[x], order[y]) for x in range(len(order)) for y in range(x + 1, len(order))]
         else:
-            compared = list(zip(order, order[1:]))
+            # neighbouring value levels: every branch of a level against every branch of the next one, so
+            # that a tie (the same skill under two strategies) does not break the chain; tied branches
+            # are compared with each other only by a model judge (offline a tie is no evidence)
+            levels: List[List[int]] = []
+            for i in order:
+                if levels and abs(values[levels[-1][0]] - values[i]) <= 1e-12:
+                    levels[-1].append(i)
+                else:
+                    levels.append([i])
+            compared = [(a, b) for hi, lo in zip(levels, levels[1:]) for a in hi for b in lo]
+            if self.llm_roles is not None:
+                compared = [(lv[x], lv[x + 1]) for lv in levels for x in range(len(lv) - 1)] + compared
         for a, b in compared:
             offline = None if abs(values[a] - values[b]) <= 1e-12 else (a, b)
             pick = offline
