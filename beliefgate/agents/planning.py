@@ -198,7 +198,6 @@ class PlanningAgent:
         if self.no_llm_server:  # said once per episode: logged in step 0's fallback_events and counted
             self.fallback_log.record(Fallback("planner", "unavailable", NO_LLM_SERVER))
         if self.speech is not None:
-            self.speech.reset()
             self.speech.start(len(self.teammates) + 1, self.library, self.domain.goal_names(layout) or ())
 
     # ------------------------------------------------------------ partner memory

@@ -24,9 +24,6 @@ speaker's ``means``.
 
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
-from string import Template
 from typing import Any, Dict, List, Optional, Sequence
 
 from pydantic import ValidationError
@@ -35,6 +32,7 @@ from beliefgate.envs.messages import (Accept, ChannelRules, Decline, Inform, Mes
                                       meant, parse_message, request_seat)
 from beliefgate.planners.errors import ModelOutputError
 from beliefgate.planners.parse import _json_object
+from beliefgate.planners.prompts import render_from
 
 #: the longest sentence the agent sends (the channel's default ``max_text``)
 MAX_WORDS_CHARS = ChannelRules().max_text
@@ -43,14 +41,8 @@ SPEAK_SCHEMA = {"type": "object", "properties": {"say": {"type": "string"}}, "re
 READ_KINDS = ("propose", "request", "accept", "decline", "inform")
 
 
-@lru_cache(maxsize=None)
-def template(name: str) -> Template:
-    text = resources.files("beliefgate.agents").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
-    return Template(text)
-
-
 def render(name: str, **fields: str) -> str:
-    return template(name).substitute(**fields)
+    return render_from("beliefgate.agents", name, **fields)
 
 
 def _who(seat: int, me: int) -> str:
@@ -172,6 +164,8 @@ class Speech:
         self.reads: List[Dict[str, Any]] = []       # this step's reads (drained into the step info)
 
     def start(self, players: int, library, goals: Sequence[str]) -> None:
+        """A new episode: nothing said or heard yet, and the layout's names."""
+        self.reset()
         self.vocabulary = Vocabulary(players, library, goals)
 
     # ------------------------------------------------------------------ writing

@@ -27,21 +27,31 @@ _REASONS = {
 
 
 @lru_cache(maxsize=None)
-def template(name: str) -> Template:
-    """The template file ``beliefgate/planners/prompts/NAME.txt``."""
+def package_template(package: str, name: str) -> Template:
+    """The template file ``prompts/NAME.txt`` of ``package`` (the planners', OverForge's, the agents')."""
     try:
-        text = resources.files("beliefgate.planners").joinpath("prompts", f"{name}.txt").read_text()
+        text = resources.files(package).joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise PlannerConfigError(f"no prompt template named {name!r}") from None
+        raise PlannerConfigError(f"no prompt template named {name!r} in {package}") from None
     return Template(text)
 
 
-def render(name: str, **fields: str) -> str:
-    """Render a template; a missing field is a :class:`PlannerConfigError`."""
+def render_from(package: str, name: str, **fields: str) -> str:
+    """Render a template of ``package``; a missing field is a :class:`PlannerConfigError`."""
     try:
-        return template(name).substitute(**fields)
+        return package_template(package, name).substitute(**fields)
     except KeyError as exc:
         raise PlannerConfigError(f"template {name!r} needs field {exc.args[0]!r}") from None
+
+
+def template(name: str) -> Template:
+    """The template file ``beliefgate/planners/prompts/NAME.txt``."""
+    return package_template("beliefgate.planners", name)
+
+
+def render(name: str, **fields: str) -> str:
+    """Render a planner template; a missing field is a :class:`PlannerConfigError`."""
+    return render_from("beliefgate.planners", name, **fields)
 
 
 def belief_text(belief: Optional[BeliefBlock]) -> str:

@@ -10,14 +10,12 @@ component (the proposer's ranking, the state judge's order), recorded in the age
 
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
-from string import Template
 from typing import Dict, Optional, Sequence
 
 from beliefgate.agents.overforge.record import Branch
 from beliefgate.planners.errors import ModelOutputError
 from beliefgate.planners.parse import _json_object
+from beliefgate.planners.prompts import render_from
 
 STRATEGY_SCHEMA = {"type": "object", "properties": {"strategy": {"type": "string"}, "why": {"type": "string"}},
                    "required": ["strategy"]}
@@ -25,14 +23,8 @@ PAIR_SCHEMA = {"type": "object", "properties": {"better": {"type": "string", "en
                                                 "why": {"type": "string"}}, "required": ["better"]}
 
 
-@lru_cache(maxsize=None)
-def template(name: str) -> Template:
-    text = resources.files("beliefgate.agents.overforge").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
-    return Template(text)
-
-
 def render(name: str, **fields: str) -> str:
-    return template(name).substitute(**fields)
+    return render_from("beliefgate.agents.overforge", name, **fields)
 
 
 def belief_words(posterior: Optional[Dict[str, float]]) -> str:
