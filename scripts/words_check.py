@@ -57,6 +57,7 @@ def main(argv=None) -> int:
 
     from beliefgate.agents.flat import FlatAgent
     from beliefgate.envs.messages import Accept, Channel, Decline, Request
+    from beliefgate.eval.social import read_as_meant
     from beliefgate.planners.client import LLMClient, LLMSettings
 
     client = LLMClient(LLMSettings(base_url=args.llm_base_url, model=args.llm_model, max_tokens=args.max_tokens,
@@ -103,14 +104,11 @@ def main(argv=None) -> int:
             have = None if got is None else got.model_dump(exclude={"sender", "t", "id", "text", "to"}, exclude_none=True)
             if isinstance(msg, Request):
                 want["seat"] = 1
-            want.pop("reason", None)   # a reading carries no reason (speech.py reads the kind and the question)
-            if have is not None:
-                have.pop("reason", None)
             row = tally[msg.kind]
             row["n"] += 1
             row["unreadable"] += a1.speech.counts["unreadable"] - before
             row["kind_right"] += have is not None and have["kind"] == msg.kind
-            row["exact"] += have is not None and json.dumps(have, sort_keys=True) == json.dumps(want, sort_keys=True)
+            row["exact"] += have is not None and read_as_meant(msg, have)
             fh.write(json.dumps({"meant": want, "words": say.text, "read": have}, default=str) + "\n")
     spoken = a0.speech.counts
     print(f"{args.n} messages, {args.layout}, seed {args.seed}, model {client.describe().get('llm_model')}, "

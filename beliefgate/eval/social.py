@@ -102,10 +102,10 @@ def speech_accuracy(traj) -> Dict[str, Any]:
     (the same kind and fields; an answer's ``reply_to`` and a request's default seat count as fields)."""
     meanings = {m.id: meant(m) for r in traj.steps if r.messages is not None for m in r.messages.sent
                 if m.kind == "say" and m.means is not None}
-    reads = [(seat, rd) for row in traj.steps for seat, info in enumerate(row.info)
+    reads = [rd for row in traj.steps for info in row.info
              for rd in ((info or {}).get("speech") or {}).get("reads", [])]
     out = {"reads": len(reads), "unreadable": 0, "kind_right": 0, "exact": 0}
-    for seat, rd in reads:
+    for rd in reads:
         truth = meanings.get(rd["id"])
         got = rd.get("as")
         if got is None:
@@ -114,19 +114,22 @@ def speech_accuracy(traj) -> Dict[str, Any]:
         if truth is None or got.get("kind") != truth.kind:
             continue
         out["kind_right"] += 1
-        want = truth.model_dump(exclude={"sender", "t", "id", "text", "to"}, exclude_none=True)
-        have = {k: v for k, v in got.items() if k != "to"}
-        if want.get("kind") == "request" and want.get("seat") is None:
-            want["seat"] = truth.to
-        if want.get("kind") == "decline":
-            want.pop("reason", None)
-            have.pop("reason", None)
-        if want.get("kind") == "inform":
-            want, have = ({k: v for k, v in d.items() if v not in (None, "")} for d in (want, have))
-        out["exact"] += _same(want, have)
+        out["exact"] += read_as_meant(truth, got)
     return out
 
 
-def _same(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
+def read_as_meant(truth: Any, got: Dict[str, Any]) -> bool:
+    """Whether a reading ``got`` (a typed message's JSON form) is exactly the typed message ``truth``:
+    the same kind and fields, with a request's default seat its recipient, and neither a decline's
+    reason nor the recipient nor an inform's empty fields counted."""
+    want = truth.model_dump(exclude={"sender", "t", "id", "text", "to"}, exclude_none=True)
+    have = {k: v for k, v in got.items() if k != "to"}
+    if want.get("kind") == "request" and want.get("seat") is None:
+        want["seat"] = truth.to
+    if want.get("kind") == "decline":
+        want.pop("reason", None)
+        have.pop("reason", None)
+    if want.get("kind") == "inform":
+        want, have = ({k: v for k, v in d.items() if v not in (None, "")} for d in (want, have))
     norm = lambda d: {k: ({str(s): r for s, r in v.items()} if isinstance(v, dict) else v) for k, v in d.items()}
-    return norm(a) == norm(b)
+    return norm(want) == norm(have)
