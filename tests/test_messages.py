@@ -322,6 +322,42 @@ def test_a_followed_request_is_the_partners_next_sub_task(chatterbox):
     assert [(o.t + 1, o.seat, o.skill) for o in outs] == [(t, 1, "pickup_dish") for t, _ in decided]
 
 
+def test_overforge_decides_when_asked_and_weighs_the_asked_skill(chatterbox):
+    """A request interrupts OverForge's running skill for a decision (reason ``request``) whose
+    branches include the asked skill, favoured in kappa by the teammate's words; it plays the skill
+    when kappa commits to it, and answers either way."""
+
+    class Asker(Chatterbox):
+        def messages_out(self):
+            return [Request(to=0, skill="pickup_dish")] if self.t in (6, 46, 86) else []
+
+    R.register_agent(R.AgentEntry("chatterbox", lambda option, **kw: Asker(), "asks for dishes"))
+    res = run_episode("cramped_room", "overforge", chatterbox, seed=3, horizon=120)
+    steps = res.trajectory.steps
+    heard = [r.t + 1 for r in steps if r.messages for m in r.messages.sent if m.kind == "request"]
+    assert heard == [7, 47, 87]
+    decided = 0
+    for t in heard:
+        info = steps[t].info[0]
+        pcm = info.get("pcm")
+        if steps[t - 1].skills[0] is None or pcm is None:
+            continue   # nothing running, or nothing feasible: no interrupt to make
+        assert info["reason"] == "request" and info["interrupt"]
+        if steps[t].state.players[0].held is not None:
+            continue   # a dish needs empty hands: the asked skill is no branch
+        asked = [b for b in pcm["branches"] if b.endswith("/pickup_dish")]
+        assert asked   # the asked skill is a branch
+        # the teammate's words are judgments in favour of it over each other branch
+        others = len(pcm["branches"]) - len(asked)
+        assert sum(e.get("left") in asked for e in pcm["evidence"]) >= others
+        if pcm["committed"] and pcm["best"] in asked:
+            assert info["skill"] == "pickup_dish"
+        decided += 1
+    assert decided >= 2
+    said = [m for r in steps if r.messages for m in r.messages.sent if m.sender == 0 and m.kind in ("accept", "decline")]
+    assert len(said) >= decided   # every request that reached a decision was answered
+
+
 def test_followed_and_chance_shares():
     from beliefgate.eval.social import RequestOutcome, chance_share, followed_share
 

@@ -297,7 +297,7 @@ def test_overforge_remembers_agreed_roles_and_requests_and_trusts_by_them(tmp_pa
 
     store = tmp_path / "mem.sqlite"
     opts = HIDDEN_RECIPE[LAYOUT]
-    first = run_episode(LAYOUT, "overforge", "overforge", seed=1000, horizon=150, env_options=opts, memory=store)
+    first = run_episode(LAYOUT, "overforge", "overforge", seed=1006, horizon=230, env_options=opts, memory=store)
     talk = first.trajectory.steps[-1].info[0]["talk"]
     assert talk["agreements"] >= 1 and talk["requested"] >= 1
     mem = MemoryStore(store)

@@ -5,8 +5,11 @@ What the agent says
     split: its own seat the strategy's first role, every teammate the first library role the
     strategy leaves free (:func:`split_of`); a generalist (no roles) proposes nothing;
   * when a decision plays the skill its partner is believed to be doing (a duplicate: the kitchen
-    needs it less than twice) it asks that partner for the partner's most needed other skill (at
-    most one request every :data:`REQUEST_GAP` steps);
+    needs it less than twice) it asks that partner for the partner's most needed other skill that
+    it can switch to as it is (the same held-object requirement: two cooks fetching the same
+    ingredient, one asked to fetch a plate), while the partner is still :data:`REQUEST_MIN_STEPS`
+    or more steps from the duplicated skill's target (at most one request every
+    :data:`REQUEST_GAP` steps);
   * where the domain lets a player see the goal (an OvercookedV2 recipe at the indicator) it tells
     the teammates the goal it sees (``inform`` with ``goal``) when that differs from the last one
     it told or the goal was redrawn since (:meth:`Talk.tell_goal`), before anything else it has to say;
@@ -17,8 +20,10 @@ What the agent says
 What it hears
   A teammate's goal claim enters the goal belief as evidence that the goal was active, true with
   probability ``trust`` (:meth:`~beliefgate.agents.planning.PlanningAgent.hear_goals`).
-  A teammate's proposal or request is an *ask*. While an ask stands, every decision's candidate
-  strategies include the best one consistent with it, and kappa receives ``n`` judgments in
+  A teammate's proposal or request is an *ask*. A request is heard at once: it interrupts the
+  running skill for a decision (trigger ``request``), and while it stands the asked skill, where
+  feasible, is a branch of every decision (under the held strategy). While an ask stands, every
+  decision's candidate strategies include the best one consistent with it, and kappa receives ``n`` judgments in
   favour of the best consistent branch over each inconsistent one, ``n = round(listen x
   reliability)`` (``listen``: the config's weight of a message, 2 by default). A proposal
   accepted either way (it accepts the teammate's, or the teammate accepts its own) is an
@@ -56,6 +61,9 @@ from beliefgate.envs.messages import Accept, Decline, Inform, Message, Propose, 
 ASK_PATIENCE = 3
 #: steps between two of the agent's requests
 REQUEST_GAP = 20
+#: a teammate this close (steps) to the duplicated skill's target is not asked to switch (chosen on
+#: seeds 1000-1007 of the connected and split rooms: nearer, it finishes before or as it hears)
+REQUEST_MIN_STEPS = 1
 #: the believed skill's confidence at which behaviour counts for or against what a teammate said
 WATCH_CONFIDENCE = 0.7
 #: an agreement ends when the teammate's believed skills in the agent's role outnumber those in its own
@@ -139,6 +147,8 @@ class Talk:
         self.counts = {"proposed": 0, "requested": 0, "accepted": 0, "declined": 0, "adopted": 0,
                        "agreements": 0, "contradicted": 0, "heard": 0, "followed": 0}
         self.events: List[str] = []  # this step's talk events (logged in the step info)
+        #: a request addressed to the agent arrived since its last decision (a decision trigger)
+        self.new_request = False
 
     def prior(self, seat: int) -> Tuple[float, float]:
         return self.priors.get(seat, (1.0, 1.0))
@@ -171,6 +181,7 @@ class Talk:
                                      roles=dict(msg.roles)))
             elif isinstance(msg, Request) and request_seat(msg) == me:
                 self.asks.append(Ask(msg.id, msg.sender, "request", skill=msg.skill))
+                self.new_request = True
             elif isinstance(msg, Accept) and self.my_proposal is not None and msg.reply_to == self.my_proposal[0]:
                 _, roles, strategy = self.my_proposal
                 if self.agent.strategy == strategy:
@@ -217,6 +228,15 @@ class Talk:
                 else:
                     out.append(fits[0])
         return out
+
+    def asked_skills(self) -> List[str]:
+        """The skills the standing requests ask of the agent (each a branch of the next decision)."""
+        return [a.skill for a in self.asks if a.kind == "request" and a.skill is not None]
+
+    def take_request_trigger(self) -> bool:
+        """Did a request arrive since the last call? (Consumed: one decision per request.)"""
+        fresh, self.new_request = self.new_request, False
+        return fresh
 
     def holds(self) -> bool:
         """Does an agreement hold the strategy (no change, whatever the decision commits to)?"""
@@ -299,7 +319,15 @@ class Talk:
         if agent.domain.skill_needs(state, agent.player, agent.controller, mine).get(skill, 0.0) >= 2:
             return   # the kitchen needs the skill twice (two of one ingredient): both doing it is no duplicate
         mask = agent.controller.feasible(state, seat, require_targets=True)
-        names = [n for k, n in enumerate(agent.library.names) if mask[k] and n != skill]
+        if not mask[agent.library.index(skill)]:
+            return   # what the teammate holds rules the believed skill out: the belief lags, ask nothing
+        if agent.controller.steps_to_targets(state, seat)[agent.library.index(skill)] < REQUEST_MIN_STEPS:
+            return   # it is about done: by the time it hears, switching would throw its walk away
+        # only a skill it can switch to as it is (the same held-object requirement as the duplicated
+        # skill): asking a teammate that carries something for another use of it repeats what it does
+        needs_held = agent.library[skill].requires
+        names = [n for k, n in enumerate(agent.library.names)
+                 if mask[k] and n != skill and agent.library[n].requires == needs_held]
         if not names:
             return
         needs = agent.domain.skill_needs(state, seat, agent.controller, mask)
