@@ -175,6 +175,8 @@ class PlanningAgent:
         self.goals_told = 0
         #: the MAP goal the last planner input showed (None: no goal belief shown)
         self.planned_goal: Optional[str] = None
+        #: the running skill's need under the believed goal when it was chosen (None: no goal belief)
+        self.planned_need: Optional[float] = None
         self.complementary = {s: self.library.complementary_skills(s) for s in self.library.names}
         self.roles = {s.name: s.role for s in self.library.skills}
         self.prev = None  # the domain state of the last step
@@ -248,20 +250,32 @@ class PlanningAgent:
                 for seat, gate in self.gates.items()}
 
     def recipe_contradicts(self, state, floor: float) -> bool:
-        """The goal belief contradicts the running skill: its MAP goal, at least ``floor`` confident
-        (the confidence the agent acts on), is not the one the skill was planned with
-        (:attr:`planned_goal`), and under it the kitchen no longer needs the running skill but needs
-        another (e.g. putting in an ingredient the believed recipe does not take, after a redraw).
-        The ``recipe`` interrupt of bayes-belief and OverForge."""
+        """The goal belief contradicts the running skill: under its MAP goal, at least ``floor``
+        confident (the confidence the agent acts on), the kitchen no longer needs the running skill
+        but needs another, and either that goal is not the one the skill was planned with
+        (:attr:`planned_goal`; e.g. putting in an ingredient the believed recipe does not take,
+        after a redraw) or the skill was needed when chosen (:attr:`planned_need`) and a teammate has
+        since done it (e.g. a cook carrying the pot's last missing ingredient while the other cook
+        puts the same one in: a third would spoil the dish). The ``recipe`` interrupt of
+        bayes-belief and OverForge."""
         goal = self.goal_block() if self.belief_in_prompt else None
-        if goal is None or goal.map_goal == self.planned_goal or self.active_skill is None:
+        if goal is None or self.active_skill is None or goal.confidence < floor:
             return False
-        if goal.confidence < floor:
-            return False
+        if goal.map_goal == self.planned_goal and not (self.planned_need or 0.0) > 0:
+            return False   # the same goal and a skill chosen without a need (e.g. waiting): nothing changed
         mask = self.controller.feasible(state, self.player, require_targets=True)
         needs = self.domain.skill_needs(state, self.player, self.controller, mask, goal=goal.map_goal)
         current = self.active_skill
         return needs.get(current, 0.0) <= 0 and any(v > 0 and n != current for n, v in needs.items())
+
+    def _need_of(self, state, skill: str) -> Optional[float]:
+        """``skill``'s need under the believed (MAP) goal now; None without a goal belief."""
+        goal = self.goal_block() if self.belief_in_prompt else None
+        if goal is None:
+            return None
+        mask = self.controller.feasible(state, self.player, require_targets=True)
+        return float(self.domain.skill_needs(state, self.player, self.controller, mask,
+                                             goal=goal.map_goal).get(skill, 0.0))
 
     # ------------------------------------------------------------ words
     def speak_with(self, client: ChatModel) -> None:
@@ -543,6 +557,7 @@ class PlanningAgent:
             for gate in self.gates.values():
                 gate.notify_replanned()
         self.start_skill(state, k, interrupted)
+        self.planned_need = self._need_of(state, choice.skill)
         self.history.append(Turn(state.timestep, choice.skill, reason))
 
     def note_choice(self, k: int, interrupted: bool) -> None:
