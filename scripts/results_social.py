@@ -146,7 +146,7 @@ def report(args) -> None:
     import numpy as np
 
     from beliefgate.eval.report import bootstrap_mean_ci, paired_bootstrap
-    from beliefgate.eval.social import RequestOutcome, chance_share, followed_share
+    from beliefgate.eval.social import RequestOutcome, chance_share, followed_share, pooled_gap
 
     rows = [json.loads(line) for line in (Path(args.out) / "rows.jsonl").read_text().splitlines()]
     rows = [r for r in rows if r.get("layout", LAYOUT) == args.layout and r.get("cross_partner", "") == args.partner]
@@ -215,8 +215,11 @@ def report(args) -> None:
         # per episode (followed - chance), resampled over episodes
         gaps = [followed_share(ep) - chance_share(ep) for ep in per_episode if any(o.next_skill for o in ep)]
         m, lo, hi = bootstrap_mean_ci(gaps, name="requests")
+        g, glo, ghi, used = pooled_gap(per_episode)
         print(f"Share whose skill was the asked seat's next sub-task: {f:.3f}; chance (requests shuffled): "
-              f"{c:.3f}; per-episode difference {m:+.3f} [{lo:+.3f}, {hi:+.3f}] over {len(gaps)} episodes.")
+              f"{c:.3f}; pooled difference **{g:+.3f} [{glo:+.3f}, {ghi:+.3f}]** (episodes resampled, {used} "
+              f"episodes); per-episode difference {m:+.3f} [{lo:+.3f}, {hi:+.3f}] over {len(gaps)} episodes "
+              f"(an episode with one request adds exactly 0 to it).")
         props = [o.in_next_proposal for o in pooled if o.in_next_proposal is not None]
         if props:
             print(f"Requests whose skill's role the asked seat gave itself in its next proposal: {sum(props)}/{len(props)}.")

@@ -375,6 +375,24 @@ def test_followed_and_chance_shares():
     assert chance_share(outs) == pytest.approx(sum(by_perm) / len(by_perm))
 
 
+def test_the_pooled_gap_counts_single_request_episodes_and_its_interval_covers_it():
+    from beliefgate.eval.social import RequestOutcome, chance_share, followed_share, pooled_gap
+
+    def o(skill, nxt):
+        return RequestOutcome(0, 0, 1, skill, nxt, None)
+
+    # six episodes of one request each, all followed, over three skills: per episode every gap is 0
+    eps = [[o(s, s)] for s in "abcabc"]
+    assert all(followed_share(e) - chance_share(e) == 0 for e in eps)
+    gap, lo, hi, used = pooled_gap(eps + [[o("a", None)]], n_boot=2000)
+    assert used == 6 and gap == pytest.approx(1 - 1 / 3)   # pooled: chance is 1/3 with three skills
+    assert lo <= gap <= hi and lo > 0
+    # requests that go the other way of what was asked: below chance
+    gap, lo, hi, _ = pooled_gap([[o("a", "b")], [o("b", "a")], [o("a", "b")], [o("b", "a")]], n_boot=2000)
+    assert gap == pytest.approx(-0.5) and lo < 0 and hi <= 0   # (a resample of one kind of episode: 0 - 0)
+    assert pooled_gap([[o("a", None)]])[3] == 0
+
+
 def test_a_partner_file_with_a_bad_talk_block_is_refused_naming_the_field(tmp_path):
     from beliefgate.envs.domain import PartnerSpecError
     from beliefgate.envs.overcooked.partners import UnknownPartnerFieldError, load_partner

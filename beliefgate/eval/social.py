@@ -6,6 +6,7 @@
 * :func:`followed_share` and :func:`chance_share`: the share of requests whose skill is the next
   sub-task, and the share expected if the requested skills were shuffled among the requests (every
   request's next sub-task against every requested skill: the mean over all permutations, exactly);
+  :func:`pooled_gap`: their difference over a run's requests pooled, with an interval over episodes;
 * :func:`agreement_steps`: the steps each seat held an agreed role split (OverForge's
   ``talk.agreement``), and how its agreements ended;
 * :func:`speech_accuracy`: how listeners that read words (:mod:`beliefgate.agents.speech`) read
@@ -17,7 +18,7 @@ A message said in words (a ``say``) counts as the typed message it stood for.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from beliefgate.envs.domain import domain_for_layout
 from beliefgate.envs.messages import meant
@@ -75,6 +76,29 @@ def chance_share(outcomes: Sequence[RequestOutcome]) -> float:
         return float("nan")
     skills = [o.skill for o in seen]
     return sum(o.next_skill == s for o in seen for s in skills) / (len(seen) ** 2)
+
+
+def pooled_gap(episodes: Sequence[Sequence[RequestOutcome]], n_boot: int = 10_000, level: float = 0.95,
+               seed: int = 0) -> Tuple[float, float, float, int]:
+    """Followed share minus chance over the requests of all ``episodes`` pooled (the requested
+    skills shuffled among every request of the run, not only its own episode's: an episode with one
+    request has a per-episode chance equal to its followed share, so it says nothing per episode),
+    with a percentile interval from resampling episodes (``n_boot`` resamples, ``seed``). Returns
+    ``(gap, lo, hi, episodes used)``; NaNs when no request has a next sub-task."""
+    import numpy as np
+
+    eps = [list(ep) for ep in episodes if any(o.next_skill is not None for o in ep)]
+    if not eps:
+        return float("nan"), float("nan"), float("nan"), 0
+
+    def gap(sample: Sequence[Sequence[RequestOutcome]]) -> float:
+        pooled = [o for ep in sample for o in ep]
+        return followed_share(pooled) - chance_share(pooled)
+
+    rng = np.random.default_rng(seed)
+    draws = np.array([gap([eps[i] for i in rng.integers(0, len(eps), len(eps))]) for _ in range(n_boot)])
+    tail = (1.0 - level) / 2.0
+    return gap(eps), float(np.quantile(draws, tail)), float(np.quantile(draws, 1.0 - tail)), len(eps)
 
 
 def agreement_steps(traj) -> Dict[int, Dict[str, Any]]:
