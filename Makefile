@@ -9,10 +9,6 @@ BROWSER_STAMP := $(VENV)/.installed-browser
 # The live LLM tests need llama-cpp-python's server, built from source (~6 min on 2 cores the first
 # time; pip caches the wheel). Portable build flags, and the version pinned so the cached wheel is reused.
 LLAMA_PIN   := llama-cpp-python==0.3.36
-# the default suite runs on both cores of the CI machine (pytest-xdist, one test file per worker at a
-# time so module fixtures are built once); PYTEST_WORKERS=0 runs it in one process
-PYTEST_WORKERS ?= 2
-XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 export SDL_AUDIODRIVER ?= dummy
 export PYGAME_HIDE_SUPPORT_PROMPT := 1
 
@@ -55,13 +51,13 @@ demo: $(STAMP)
 	$(BIN)/beliefgate demo
 
 test: $(STAMP) $(LLM_STAMP) $(BROWSER_STAMP)
-	BELIEFGATE_REQUIRE_LLM=1 $(BIN)/python -m pytest -q $(XDIST) -m "not slow"
+	BELIEFGATE_REQUIRE_LLM=1 $(BIN)/python -m pytest -q -m "not slow"
 
 test-slow: $(BENCH_STAMP) $(LLM_STAMP) $(BROWSER_STAMP)
-	BELIEFGATE_REQUIRE_LLM=1 $(BIN)/python -m pytest -q $(XDIST) -m "slow"
+	BELIEFGATE_REQUIRE_LLM=1 $(BIN)/python -m pytest -q -m "slow"
 
 test-all: $(BENCH_STAMP) $(LLM_STAMP) $(BROWSER_STAMP)
-	BELIEFGATE_REQUIRE_LLM=1 $(BIN)/python -m pytest -q $(XDIST)
+	BELIEFGATE_REQUIRE_LLM=1 $(BIN)/python -m pytest -q
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run_all.py

@@ -243,10 +243,14 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
             if len(comp) > 1:
                 found.append(sorted(comp))
 
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(before, 10_000))
+    try:   # restored: a raised limit leaks into later tests of the process (a JSON nested 3000 deep parses)
+        for v in sorted(graph):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(before)
     return found
 
 
