@@ -263,19 +263,19 @@ class PlanningAgent:
             return False
         if goal.map_goal == self.planned_goal and not (self.planned_need or 0.0) > 0:
             return False   # the same goal and a skill chosen without a need (e.g. waiting): nothing changed
-        mask = self.controller.feasible(state, self.player, require_targets=True)
-        needs = self.domain.skill_needs(state, self.player, self.controller, mask, goal=goal.map_goal)
+        needs = self._map_goal_needs(state, goal)
         current = self.active_skill
         return needs.get(current, 0.0) <= 0 and any(v > 0 and n != current for n, v in needs.items())
+
+    def _map_goal_needs(self, state, goal: GoalBlock) -> Dict[str, float]:
+        """The needs of the ego's feasible skills now, under ``goal``'s MAP goal (:meth:`goal_needs`)."""
+        mask = self.controller.feasible(state, self.player, require_targets=True)
+        return self.goal_needs(state, mask, goal)[goal.map_goal]
 
     def _need_of(self, state, skill: str) -> Optional[float]:
         """``skill``'s need under the believed (MAP) goal now; None without a goal belief."""
         goal = self.goal_block() if self.belief_in_prompt else None
-        if goal is None:
-            return None
-        mask = self.controller.feasible(state, self.player, require_targets=True)
-        return float(self.domain.skill_needs(state, self.player, self.controller, mask,
-                                             goal=goal.map_goal).get(skill, 0.0))
+        return None if goal is None else float(self._map_goal_needs(state, goal).get(skill, 0.0))
 
     # ------------------------------------------------------------ words
     def speak_with(self, client: ChatModel) -> None:

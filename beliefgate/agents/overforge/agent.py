@@ -178,7 +178,7 @@ class OverForgeAgent(PlanningAgent):
         self._watch_role(decision)
         if self.talk is not None and self.talk.watch(state) is not None:
             self.pending_revision = "partner_role"  # an agreement the teammate's behaviour contradicted
-        if self.talk is not None and self.talk.take_request_trigger():
+        if self.talk is not None and self.talk.unweighed_request():
             return "request"   # a teammate asked for a skill: decide now, not when the running skill ends
         if self.config.interrupts and self.recipe_contradicts(state, self._goal_floor):
             return "recipe"
@@ -243,20 +243,22 @@ class OverForgeAgent(PlanningAgent):
         """(branch, immediate value) per branch."""
         to_target = self.controller.steps_to_targets(state, self.player)
         steps = {s: float(to_target[self.library.index(s)]) for s in feasible}
+
+        def value(strat, s: str) -> float:
+            return immediate_value(use[s], max(strat.weight(s), 1e-3), strat.top_weight, steps[s])
+
         out = []
         for g in strategies:
             strat = self.strategy_of(g)
             pool = [s for s in feasible if strat.weight(s) > 0] or list(feasible)  # consistent with g
-            values = {s: immediate_value(use[s], max(strat.weight(s), 1e-3), strat.top_weight, steps[s]) for s in pool}
+            values = {s: value(strat, s) for s in pool}
             ranked = sorted(pool, key=lambda s: (-values[s], feasible.index(s)))
             out += [(Branch(g, s), values[s]) for s in ranked[: self.config.first]]
         # a skill a teammate asked for is a branch (under the first strategy, the held one) where feasible
-        asked = self.talk.asked_skills() if self.talk is not None else []
-        for s in dict.fromkeys(asked):
+        held = self.strategy_of(strategies[0])
+        for s in dict.fromkeys(self.talk.asked_skills() if self.talk is not None else []):
             if s in feasible and not any(b.skill == s for b, _ in out):
-                strat = self.strategy_of(strategies[0])
-                out.append((Branch(strategies[0], s),
-                            immediate_value(use[s], max(strat.weight(s), 1e-3), strat.top_weight, steps[s])))
+                out.append((Branch(strategies[0], s), value(held, s)))
         return out
 
     def _judgments(self, branches: List[Branch], values: List[float]) -> List[Judgment]:
@@ -423,8 +425,6 @@ class OverForgeAgent(PlanningAgent):
         else:
             reason_for_strategy = reason
         self.pending_revision = None
-        if self.talk is not None:
-            self.talk.take_request_trigger()   # this decision hears every standing request
         self.planned_goal = self.believed_goal()   # what a later ``recipe`` interrupt compares against
         needs = self._needs(state, feasible_mask)
         posterior = self._posterior()

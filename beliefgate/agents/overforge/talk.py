@@ -147,8 +147,6 @@ class Talk:
         self.counts = {"proposed": 0, "requested": 0, "accepted": 0, "declined": 0, "adopted": 0,
                        "agreements": 0, "contradicted": 0, "heard": 0, "followed": 0}
         self.events: List[str] = []  # this step's talk events (logged in the step info)
-        #: a request addressed to the agent arrived since its last decision (a decision trigger)
-        self.new_request = False
 
     def prior(self, seat: int) -> Tuple[float, float]:
         return self.priors.get(seat, (1.0, 1.0))
@@ -181,7 +179,6 @@ class Talk:
                                      roles=dict(msg.roles)))
             elif isinstance(msg, Request) and request_seat(msg) == me:
                 self.asks.append(Ask(msg.id, msg.sender, "request", skill=msg.skill))
-                self.new_request = True
             elif isinstance(msg, Accept) and self.my_proposal is not None and msg.reply_to == self.my_proposal[0]:
                 _, roles, strategy = self.my_proposal
                 if self.agent.strategy == strategy:
@@ -233,10 +230,10 @@ class Talk:
         """The skills the standing requests ask of the agent (each a branch of the next decision)."""
         return [a.skill for a in self.asks if a.kind == "request" and a.skill is not None]
 
-    def take_request_trigger(self) -> bool:
-        """Did a request arrive since the last call? (Consumed: one decision per request.)"""
-        fresh, self.new_request = self.new_request, False
-        return fresh
+    def unweighed_request(self) -> bool:
+        """Does a request stand that no decision has weighed yet (the ``request`` trigger)? A decision
+        answers every ask when it commits and counts one more wait on each when it does not."""
+        return any(a.kind == "request" and a.waited == 0 for a in self.asks)
 
     def holds(self) -> bool:
         """Does an agreement hold the strategy (no change, whatever the decision commits to)?"""
@@ -319,9 +316,10 @@ class Talk:
         if agent.domain.skill_needs(state, agent.player, agent.controller, mine).get(skill, 0.0) >= 2:
             return   # the kitchen needs the skill twice (two of one ingredient): both doing it is no duplicate
         mask = agent.controller.feasible(state, seat, require_targets=True)
-        if not mask[agent.library.index(skill)]:
+        k = agent.library.index(skill)
+        if not mask[k]:
             return   # what the teammate holds rules the believed skill out: the belief lags, ask nothing
-        if agent.controller.steps_to_targets(state, seat)[agent.library.index(skill)] < REQUEST_MIN_STEPS:
+        if agent.controller.steps_to_targets(state, seat)[k] < REQUEST_MIN_STEPS:
             return   # it is about done: by the time it hears, switching would throw its walk away
         # only a skill it can switch to as it is (the same held-object requirement as the duplicated
         # skill): asking a teammate that carries something for another use of it repeats what it does
