@@ -1,4 +1,4 @@
-"""``beliefgate policytree ...``: learn a policy tree with an LLM, play one with none.
+"""``beliefgate policytree ...``: learn, distil or edit a policy tree, play one with no LLM.
 
 Heavy imports stay inside the commands so that ``beliefgate --help`` stays fast.
 """
@@ -21,7 +21,7 @@ app = typer.Typer(help="Co-pi-tree: distil the planner into an executable, sandb
 
 
 def _llm_client(base_url: Optional[str], model: Optional[str], timeout: float, deadline: float, max_tokens: int,
-                cache: Optional[Path]):
+                cache: Optional[Path], temperature: float = 0.0):
     from beliefgate.planners.client import LLMClient, LLMSettings
     from beliefgate.planners.errors import PlannerConfigError
 
@@ -31,7 +31,8 @@ def _llm_client(base_url: Optional[str], model: Optional[str], timeout: float, d
     try:
         settings = LLMSettings(base_url=url, model=model or os.environ.get("BELIEFGATE_LLM_MODEL", ""),
                                api_key=os.environ.get("OPENAI_API_KEY", "not-needed"), timeout_s=timeout,
-                               deadline_s=max(deadline, timeout), max_tokens=max_tokens, cache_dir=str(cache) if cache else None)
+                               deadline_s=max(deadline, timeout), max_tokens=max_tokens, cache_dir=str(cache) if cache else None,
+                               temperature=temperature)
     except PlannerConfigError as exc:
         fail(str(exc))
     return LLMClient(settings)
@@ -142,6 +143,66 @@ def distil(
     console.print(f"best tree: {summary['best']} (iteration {summary['best_iteration']}, "
                   f"mean reward {summary['best_reward']:g}); teacher decisions {summary['nq']}; "
                   f"counts {summary['counts']}")
+
+
+@app.command()
+def edit(
+    source: str = typer.Option(..., "--from", help="the tree to edit: a distillation or edit run dir, a policy JSON "
+                                                   "(best_policy.json) or a tree file emitted by distillation"),
+    layout: str = typer.Option(..., help="layout (the tree's own)"),
+    partner: List[str] = typer.Option(..., help="partner(s) of the reward rollouts (repeat for several)"),
+    out: Path = typer.Option(Path("runs/pt_edit"), help="run directory (resumed when it exists)"),
+    llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server (default $BELIEFGATE_LLM_BASE_URL)"),
+    llm_model: Optional[str] = typer.Option(None, help="model name (default $BELIEFGATE_LLM_MODEL)"),
+    llm_timeout: float = typer.Option(300.0, min=0.1, help="read timeout of one LLM request attempt (s)"),
+    llm_deadline: float = typer.Option(600.0, min=0.1, help="wall clock of one LLM call, retries included (s)"),
+    llm_max_tokens: int = typer.Option(160, min=16, help="longest answer per LLM request (an edit takes ~60 tokens)"),
+    llm_temperature: float = typer.Option(0.8, min=0.0, max=2.0,
+                                          help="sampling temperature (0: the same prompt gives the same edit)"),
+    llm_cache: Optional[Path] = typer.Option(None, help="on-disk LLM response cache directory"),
+    iterations: int = typer.Option(10, min=1, help="edits asked (iteration 0 plays the starting tree)"),
+    rollouts: int = typer.Option(8, min=1, max=MAX_SEED_COUNT,
+                                 help="reward episodes per candidate (partners and seats in turn)"),
+    horizon: int = typer.Option(400, min=1, max=MAX_HORIZON, help="episode length"),
+    seed: int = typer.Option(1000, min=0, help="first rollout seed (rollouts use seed .. seed+N-1)"),
+    max_prompt_chars: int = typer.Option(12000, min=1500, help="prompt budget (long parts are clipped)"),
+    as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
+) -> None:
+    """Ask an LLM for JSON-schema-constrained edits of a distilled tree; keep those that raise the reward."""
+    check_output_path("--out", out, folder=True)
+    check_output_path("--llm-cache", llm_cache, folder=True)
+    from beliefgate.envs.domain import partner_key
+    from beliefgate.errors import BeliefgateError
+    from beliefgate.policytree.edits import Editor, prepare
+
+    check_unique("--partner", partner, key=partner_key)
+
+    try:
+        cfg, start = prepare(source, layout, partner, iterations=iterations, rollouts=rollouts, horizon=horizon,
+                             seed=seed, max_prompt_chars=max_prompt_chars)
+    except BeliefgateError as exc:
+        fail(str(exc))
+    client = _llm_client(llm_base_url, llm_model, llm_timeout, llm_deadline, llm_max_tokens, llm_cache,
+                         llm_temperature)
+    info = {"base_url": client.settings.base_url, "model": client.settings.model,
+            "max_tokens": client.settings.max_tokens, "temperature": client.settings.temperature}
+
+    def progress(k, n, status):
+        reward = status.get("reward")
+        err_console.print(f"iteration {k}/{n}: {status.get('edit') or '(starting tree)'} -> {status.get('outcome')}, "
+                          f"reward {'-' if reward is None else f'{reward:g}'} ({status.get('seconds')} s)")
+
+    try:
+        summary = Editor(cfg, client, out, start, info).run(progress)
+    except BeliefgateError as exc:
+        fail(str(exc))
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    best = summary["best_reward"]
+    console.print(f"best tree: {summary['best']} (iteration {summary['best_iteration']}, mean reward "
+                  f"{'-' if best is None else f'{best:g}'}; starting tree {summary['reward_before']}); "
+                  f"NQ {summary['nq']}; counts {summary['counts']}")
 
 
 def _fmt(x: float, digits: int = 1) -> str:
