@@ -211,6 +211,21 @@ def test_every_edit_the_schema_admits_applies(make, layout, ops):
     assert schema_size(schema) > 1000
 
 
+def test_only_trees_that_can_change_the_cook_are_offered():
+    from beliefgate.policytree.edits import effective_roots
+
+    p = _policy()
+    assert effective_roots(p) == ["self"]  # the self tree reads no prediction: partner edits cannot pay
+    offered = {x for b in edit_schema(p, LAYOUT, effective_roots(p))["anyOf"] for x in b["properties"]["path"]["enum"]}
+    assert offered and all(x.startswith("self") for x in offered)
+    q = apply_edit(p, {"op": "insert_rule", "path": "self.low.low.low.high", "feature": "predicted_pickup_dish",
+                       "then_skill": "pickup_onion", "else_skill": "pickup_dish"}, LAYOUT)
+    assert effective_roots(q) == ["partner", "self"]
+    assert effective_roots(_split_policy()) == ["self.seat0", "self.seat1"]
+    with pytest.raises(EditError, match="unknown tree root 'self.seat0'"):
+        edit_schema(p, LAYOUT, ["self.seat0"])
+
+
 def test_the_schema_becomes_a_llama_cpp_grammar():
     grammar = pytest.importorskip("llama_cpp.llama_grammar")
     schema = edit_schema(_policy(), LAYOUT)
@@ -330,7 +345,8 @@ def test_edit_loop_counts_every_outcome_and_keeps_only_better_trees(tmp_path):
     # the prompt shows the tree with its paths and the outcomes so far; the schema enumerates the tree's paths
     last = model.requests[-1][1][-1]["content"]
     assert "self.high: place_obj_on_counter" in last and "repeated" in last and "reverted" in last
-    assert "self.high" in json.dumps(model.schemas[-1]) and "anyOf" in model.schemas[-1]
+    assert "You may edit: self. Not partner" in last
+    assert "self.high" in json.dumps(model.schemas[-1]) and "partner.low" not in json.dumps(model.schemas[-1])
 
     # resumption: one more iteration edits the accepted tree
     again = SchemaScripted(edit=[json.dumps(WORSE)])

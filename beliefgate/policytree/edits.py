@@ -516,17 +516,42 @@ def _branch(op: str, **props: Dict[str, Any]) -> Dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
-def edit_schema(policy: FittedPolicy, layout: str) -> Dict[str, Any]:
+def _reads_prediction(node: Node) -> bool:
+    if isinstance(node, Leaf):
+        return False
+    return (node.feature.name.startswith("predicted_") or _reads_prediction(node.low)
+            or _reads_prediction(node.high))
+
+
+def effective_roots(policy: FittedPolicy) -> List[str]:
+    """The roots whose edits can change what the cook does: every self tree, and a partner tree only
+    where its seat group's self tree reads the prediction (a ``predicted_<skill>`` split). The partner
+    tree's answer is otherwise only reported, so an edit there cannot change the reward that judges it."""
+    out = []
+    for root in _roots(policy):
+        tree, _, group = root.partition(".")
+        key = None if not group else int(group[len("seat"):])
+        if tree == "self" or _reads_prediction(policy.own[key]):
+            out.append(root)
+    return out
+
+
+def edit_schema(policy: FittedPolicy, layout: str, roots: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """The JSON schema of one edit that applies to ``policy`` (``anyOf`` per operation, tree root and
     cut range, every value an enum); no ``minimum``/``maximum`` or string patterns, which
-    llama.cpp's converter does not turn into grammar."""
+    llama.cpp's converter does not turn into grammar. ``roots``: only edits of these trees
+    (default: all of them)."""
     vocab_all = vocabularies(layout, policy.reads_partner)
     nodes = paths(policy)
-    roots = list(_roots(policy))
+    every = list(_roots(policy))
+    unknown = [r for r in roots or () if r not in every]
+    if unknown:
+        raise EditError(f"unknown tree root {unknown[0]!r}; this policy has {', '.join(every)}")
+    roots = every if roots is None else list(roots)
 
     def under(root: str, path: str) -> bool:
         return path == root or (path.startswith(root + ".") and not any(
-            r != root and len(r) > len(root) and (path == r or path.startswith(r + ".")) for r in roots))
+            r != root and len(r) > len(root) and (path == r or path.startswith(r + ".")) for r in every))
 
     branches: List[Dict[str, Any]] = []
     for root in roots:
@@ -720,8 +745,14 @@ class Editor(Learner):
             + (f", reward {h['reward']:g}" if h.get("reward") is not None else "") for h in recent)
         system = system_prompt("edit")
         best = "none yet" if st.best_reward is None else f"{st.best_reward:g}"
+        editable = effective_roots(self.current)
+        frozen = [r for r in _roots(self.current) if r not in editable]
+        scope = f"You may edit: {', '.join(editable)}."
+        if frozen:
+            scope += (f" Not {', '.join(frozen)}: the self tree does not read its prediction (no predicted_<skill> "
+                      f"split), so changing it cannot change what the cook does.")
         fixed_fields = dict(layout=self.cfg.layout, seat_note=self.seat_note, best=best, rollouts=self.cfg.rollouts,
-                            features="", tree="", history="")
+                            features="", tree="", history="", scope=scope)
         fixed = len(system) + len(render("edit_user", **fixed_fields)) + 40
         parts = fit(self.cfg.max_prompt_chars, fixed, {
             "features": "\n".join(feature_lines(self.cfg.layout, self.current.reads_partner)),
@@ -741,7 +772,7 @@ class Editor(Learner):
             status["edit"] = None
             status["outcome"] = "starting tree"
         else:
-            schema = edit_schema(self.current, self.cfg.layout)
+            schema = edit_schema(self.current, self.cfg.layout, effective_roots(self.current))
             self.state.counts["proposed"] += 1
             started = time.perf_counter()
             reply = self.llm.ask("edit", self.edit_messages(k), schema, k)
@@ -872,4 +903,4 @@ def edit(source: Union[str, Path], layout: str, partners: Sequence[str], client,
 
 __all__ = ["EditError", "PolicyFileError", "EditConfigError", "EditConfig", "Editor", "edit", "prepare",
            "apply_edit", "parse_edit", "edit_schema", "schema_size", "policy_to_json", "policy_from_json",
-           "parse_tree_file", "load_policy", "paths", "tree_lines", "describe_edit", "simplify", "vocabularies"]
+           "parse_tree_file", "load_policy", "paths", "effective_roots", "tree_lines", "describe_edit", "simplify", "vocabularies"]
