@@ -97,7 +97,7 @@ def test_each_edit_operation():
     bumped = apply_edit(p, {"op": "insert_rule", "path": "self.high", "feature": "pot0_onions", "cut": 1,
                             "then_skill": "deliver_soup", "else_skill": "place_obj_on_counter"}, LAYOUT)
     bumped = apply_edit(bumped, {"op": "change_threshold", "path": "self.high", "cut": 2}, LAYOUT)
-    assert paths(bumped)["self.high"].cut == 2 == v.cut_max["pot0_onions"]
+    assert paths(bumped)["self.high"].cut == 2 == v.cut_range["pot0_onions"][1]
 
     assert policy_to_json(p, LAYOUT) == before  # every edit made a new policy
 
@@ -163,6 +163,24 @@ def test_a_bad_edit_is_one_line_naming_the_value_and_leaves_the_tree_unchanged(b
     text = str(info.value)
     assert "\n" not in text and all(w in text for w in words), text
     assert json.dumps(policy_to_json(p, LAYOUT)) == before
+
+
+def test_cut_ranges_come_from_the_feature_kind_or_else_from_the_probe_states():
+    import ast
+
+    from beliefgate.envs.domain import domain_for_layout
+    from beliefgate.policytree.distil import Feature
+    from beliefgate.policytree.edits import _int_literal, _value_range
+
+    v = vocabularies(LAYOUT, True)["self"]
+    assert v.cut_range["pot0_onions"] == (0, 2) and v.cut_range["pot0_ticks_left"] == (0, 19)
+    assert v.cut_range["soups_coming"] == (0, 0) and v.cut_range["self_holds_dish"] == (0, 0)
+    # a numeric feature distillation may add later, which can be negative: its range is what the probes show
+    net = Feature("net_onions", "x", "onions missing net of the teammate's",
+                  lambda d, m: d["pot"][0]["count"] - 1 - (d["holdings"]["teammate"] == "onion"), False)
+    probes = domain_for_layout(LAYOUT).probe_states(LAYOUT, 0)
+    assert _value_range(net, {}, probes) == (-2, 2)
+    assert _int_literal(ast.parse("-1", mode="eval").body) == -1 and _int_literal(ast.parse("2.5", mode="eval").body) is None
 
 
 def test_an_insert_may_not_grow_the_tree_past_the_depth_limit():

@@ -43,6 +43,8 @@ from __future__ import annotations
 
 import ast
 import json
+import math
+import re
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -91,19 +93,24 @@ class Vocabulary:
 
     features: Dict[str, Feature]
     skills: Tuple[str, ...]
-    #: the largest cut of each feature (``feature > cut`` must be able to hold and to fail); 0 for booleans
-    cut_max: Dict[str, int]
+    #: the smallest and largest cut of each feature (``feature > cut`` must be able to hold and to fail);
+    #: (0, 0) for a true/false feature
+    cut_range: Dict[str, Tuple[int, int]]
 
     def cuts(self, name: str) -> List[int]:
-        return list(range(self.cut_max[name] + 1))
+        lo, hi = self.cut_range[name]
+        return list(range(lo, hi + 1))
 
 
-def _top(name: str, top: Dict[str, int]) -> int:
-    """The largest value of numeric feature ``name`` (the kinds :func:`features` makes)."""
-    for kind in ("onions_missing", "soups_coming", "ticks_left", "onions", "counters"):
-        if name.endswith(kind):
-            return top[kind]
-    raise EditError(f"numeric feature {name!r} has no known range (distillation's features changed?)")
+def _value_range(f: Feature, kinds: Dict[str, int], probes: Sequence[Dict[str, Any]]) -> Tuple[int, int]:
+    """(smallest, largest) value of numeric feature ``f``: by its kind where :func:`features` makes it
+    (pot onions, cook ticks, onions missing, soups coming, counters), otherwise the values it takes on
+    the domain's probe states (a feature distillation adds later still gets a range)."""
+    for pattern, top in kinds.items():
+        if re.fullmatch(pattern, f.name):
+            return 0, top
+    values = [f.value(d, None) for d in probes]
+    return math.floor(min(values)), math.ceil(max(values))
 
 
 def _group_key(group: Optional[int]) -> str:
@@ -124,12 +131,12 @@ def vocabularies(layout: str, reads_partner: bool) -> Dict[str, Vocabulary]:
     library = domain.controller(layout).library.names
     seat_sets = [tuple(domain.seat_skills(layout, s)) for s in (0, 1)]
     split = seat_sets[0] != seat_sets[1]
-    probes = domain.probe_states(layout, 0)
+    probes = domain.probe_states(layout, 0) + domain.probe_states(layout, 1)
     pots = len(probes[0]["pot"])
     counters = max(p["num_empty_counters"] + p["num_onion_counters"] + p["num_dish_counters"]
                    + p["num_soup_counters"] for p in probes)
-    top = {"onions": POT_CAPACITY, "ticks_left": COOK_TICKS, "onions_missing": POT_CAPACITY * pots,
-           "soups_coming": pots, "counters": counters}
+    kinds = {r"pot\d+_onions": POT_CAPACITY, r"pot\d+_ticks_left": COOK_TICKS, "onions_missing": POT_CAPACITY * pots,
+             "soups_coming": pots, r"num_[a-z]+_counters": counters}
     out: Dict[str, Vocabulary] = {}
     for group in ([0, 1] if split else [None]):
         own = seat_sets[group if group is not None else 0]
@@ -137,8 +144,11 @@ def vocabularies(layout: str, reads_partner: bool) -> Dict[str, Vocabulary]:
         base = features(pots, library, own, with_seat=not split)
         predicted = features(0, (), (), mate)[-len(mate):] if reads_partner else []
         for tree, feats, skills in (("partner", base, mate), ("self", base + predicted, own)):
-            cut_max = {f.name: 0 if f.boolean else _top(f.name, top) - 1 for f in feats}
-            out[root_name(tree, group)] = Vocabulary({f.name: f for f in feats}, tuple(skills), cut_max)
+            cuts = {}
+            for f in feats:
+                lo, hi = (0, 1) if f.boolean else _value_range(f, kinds, probes)
+                cuts[f.name] = (lo, max(lo, hi - 1))
+            out[root_name(tree, group)] = Vocabulary({f.name: f for f in feats}, tuple(skills), cuts)
     return out
 
 
@@ -180,8 +190,9 @@ def _node_from_json(data: Any, vocab: Vocabulary, where: str, depth: int = 0) ->
     name, cut = data["feature"], data["cut"]
     if name not in vocab.features:
         raise PolicyFileError(f"{where}: unknown feature {name!r} for this tree")
-    if not isinstance(cut, int) or isinstance(cut, bool) or not 0 <= cut <= vocab.cut_max[name]:
-        raise PolicyFileError(f"{where}: cut {cut!r} of {name} is out of range 0..{vocab.cut_max[name]}")
+    lo, hi = vocab.cut_range[name]
+    if not isinstance(cut, int) or isinstance(cut, bool) or not lo <= cut <= hi:
+        raise PolicyFileError(f"{where}: cut {cut!r} of {name} is out of range {lo}..{hi}")
     return Split(vocab.features[name], cut, _node_from_json(data["low"], vocab, f"{where}.low", depth + 1),
                  _node_from_json(data["high"], vocab, f"{where}.high", depth + 1))
 
@@ -236,6 +247,14 @@ def _conditions(vocab: Vocabulary) -> Tuple[Dict[str, Feature], Dict[str, Featur
     return booleans, numbers
 
 
+def _int_literal(node: ast.expr) -> Optional[int]:
+    """The int of ``3`` or ``-1`` (how emitted code writes a cut), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_literal(node.operand)
+        return None if inner is None else -inner
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
+
+
 def _parse_body(body: List[ast.stmt], vocab: Vocabulary, source: str) -> Node:
     booleans, numbers = _conditions(vocab)
 
@@ -254,9 +273,12 @@ def _parse_body(body: List[ast.stmt], vocab: Vocabulary, source: str) -> Node:
             if key in booleans:
                 feature, cut = booleans[key], 0
             elif (isinstance(s.test, ast.Compare) and len(s.test.ops) == 1 and isinstance(s.test.ops[0], ast.Gt)
-                  and isinstance(s.test.comparators[0], ast.Constant) and type(s.test.comparators[0].value) is int
-                  and ast.dump(s.test.left) in numbers):
-                feature, cut = numbers[ast.dump(s.test.left)], s.test.comparators[0].value
+                  and _int_literal(s.test.comparators[0]) is not None and ast.dump(s.test.left) in numbers):
+                feature, cut = numbers[ast.dump(s.test.left)], _int_literal(s.test.comparators[0])
+                lo, hi = vocab.cut_range[feature.name]
+                if not lo <= cut <= hi:
+                    raise PolicyFileError(f"{source}: line {s.lineno}: cut {cut} of {feature.name} is out of range "
+                                          f"{lo}..{hi}")
             else:
                 raise PolicyFileError(f"{source}: line {s.lineno}: condition {ast.unparse(s.test)!r} is not a "
                                       f"feature of this tree")
@@ -461,8 +483,9 @@ def _check_skill(skill: str, vocab: Vocabulary, root: str, what: str = "skill") 
 
 
 def _check_cut(name: str, cut: int, vocab: Vocabulary) -> None:
-    if not 0 <= cut <= vocab.cut_max[name]:
-        raise EditError(f"cut {cut} of {name} is out of range 0..{vocab.cut_max[name]}")
+    lo, hi = vocab.cut_range[name]
+    if not lo <= cut <= hi:
+        raise EditError(f"cut {cut} of {name} is out of range {lo}..{hi}")
 
 
 def apply_edit(policy: FittedPolicy, edit: Union[Edit, Dict[str, Any]], layout: str) -> FittedPolicy:
@@ -560,13 +583,13 @@ def edit_schema(policy: FittedPolicy, layout: str, roots: Optional[Sequence[str]
         leaf_paths = [p for p, n in mine.items() if isinstance(n, Leaf)]
         insertable = [p for p in leaf_paths if _depth(p) + 1 <= MAX_DEPTH]
         skills = {"enum": list(vocab.skills)}
-        by_range: Dict[int, List[str]] = {}
-        for name, top in vocab.cut_max.items():
-            by_range.setdefault(top, []).append(name)
+        by_range: Dict[Tuple[int, int], List[str]] = {}
+        for name, bounds in vocab.cut_range.items():
+            by_range.setdefault(bounds, []).append(name)
         if insertable:
-            for top, names in sorted(by_range.items()):
+            for (lo, hi), names in sorted(by_range.items()):
                 branches.append(_branch("insert_rule", path={"enum": insertable}, feature={"enum": names},
-                                        cut={"enum": list(range(top + 1))}, then_skill=skills, else_skill=skills))
+                                        cut={"enum": list(range(lo, hi + 1))}, then_skill=skills, else_skill=skills))
         if leaf_paths:
             branches.append(_branch("swap_skill", path={"enum": leaf_paths}, skill=skills))
         splits = [p for p, n in mine.items() if isinstance(n, Split)]
@@ -575,13 +598,13 @@ def edit_schema(policy: FittedPolicy, layout: str, roots: Optional[Sequence[str]
         chained = [p for p in splits if isinstance(mine[p].low, Split)]
         if chained:
             branches.append(_branch("reorder_rules", path={"enum": chained}))
-        numeric: Dict[int, List[str]] = {}
+        numeric: Dict[Tuple[int, int], List[str]] = {}
         for p in splits:
             f = mine[p].feature
             if not f.boolean:
-                numeric.setdefault(vocab.cut_max[f.name], []).append(p)
-        for top, ps in sorted(numeric.items()):
-            branches.append(_branch("change_threshold", path={"enum": ps}, cut={"enum": list(range(top + 1))}))
+                numeric.setdefault(vocab.cut_range[f.name], []).append(p)
+        for (lo, hi), ps in sorted(numeric.items()):
+            branches.append(_branch("change_threshold", path={"enum": ps}, cut={"enum": list(range(lo, hi + 1))}))
     return {"anyOf": branches}
 
 
@@ -623,17 +646,17 @@ FAMILIES = (("mate_completed_", "the teammate last completed <skill>"), ("self_l
 
 def feature_lines(layout: str, reads_partner: bool) -> List[str]:
     """The features the trees read, compactly: true/false names, the skill families, numbers with their cut range."""
-    seen: Dict[str, Tuple[Feature, int]] = {}
+    seen: Dict[str, Tuple[Feature, Tuple[int, int]]] = {}
     for vocab in vocabularies(layout, reads_partner).values():
         for name, f in vocab.features.items():
-            seen.setdefault(name, (f, vocab.cut_max[name]))
+            seen.setdefault(name, (f, vocab.cut_range[name]))
     plain = [n for n, (f, _) in seen.items() if f.boolean and not n.startswith(tuple(p for p, _ in FAMILIES))]
     lines = [f"true/false: {', '.join(plain)}"]
     for prefix, meaning in FAMILIES:
         skills = [n[len(prefix):] for n in seen if n.startswith(prefix)]
         if skills:
             lines.append(f"true/false {prefix}<skill> ({meaning}), <skill> one of: {', '.join(skills)}")
-    lines += [f"number {n}: {f.text}, cut 0..{top}" for n, (f, top) in seen.items() if not f.boolean]
+    lines += [f"number {n}: {f.text}, cut {lo}..{hi}" for n, (f, (lo, hi)) in seen.items() if not f.boolean]
     return lines
 
 
