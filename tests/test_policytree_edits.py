@@ -375,6 +375,25 @@ def test_edit_loop_counts_every_outcome_and_keeps_only_better_trees(tmp_path):
         edit(start, LAYOUT, ["balanced"], again, out, iterations=8, **{**SETTINGS, "rollouts": 3})
 
 
+def test_ops_restrict_the_schema_and_a_tree_with_nothing_to_offer_asks_no_model(tmp_path):
+    p = _policy()
+    only = edit_schema(p, LAYOUT, ops=("change_threshold", "swap_skill"))
+    assert {b["properties"]["op"]["const"] for b in only["anyOf"]} == {"change_threshold", "swap_skill"}
+    with pytest.raises(EditError, match="unknown edit op 'rotate'"):
+        edit_schema(p, LAYOUT, ops=("rotate",))
+    with pytest.raises(EditConfigError, match="rotate"):
+        prepare(tmp_path / "x.json", LAYOUT, ["balanced"], ops=("rotate",))
+
+    start = tmp_path / "leaf.json"
+    start.write_text(json.dumps(policy_to_json(FittedPolicy(p.partner, {None: Leaf("pickup_onion")}, True, ""),
+                                               LAYOUT)))
+    model = SchemaScripted(edit=[])  # any call would fail: there is nothing to delete in a one-leaf self tree
+    summary = edit(start, LAYOUT, ["balanced"], model, tmp_path / "run", iterations=1, ops=("delete_rule",),
+                   **{**SETTINGS, "rollouts": 1, "horizon": 20})
+    assert summary["counts"]["skipped"] == 1 and summary["nq"] == 0 and not model.requests
+    assert summary["history"][1]["outcome"].startswith("skipped: no delete_rule edit applies")
+
+
 def test_tree_lines_name_every_path():
     lines = tree_lines(_policy())
     assert lines[0] == "partner: if teammate_holds_onion" and "      self.low.low.low: if soups_coming > 0" in lines
@@ -407,6 +426,7 @@ def policy_file(tmp_path):
     (["--partner", "nosuch"], ["nosuch"]),
     (["--partner", "balanced", "--partner", "balanced"], ["--partner", "balanced"]),
     (["--rollouts", "0"], ["rollouts"]),
+    (["--op", "rotate"], ["rotate"]),
     ([], ["--llm-base-url"]),
 ])
 def test_bad_edit_input_is_one_line_exit_2_and_writes_nothing(tmp_path, policy_file, monkeypatch, args, words):

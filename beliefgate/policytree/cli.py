@@ -166,6 +166,9 @@ def edit(
     horizon: int = typer.Option(400, min=1, max=MAX_HORIZON, help="episode length"),
     seed: int = typer.Option(1000, min=0, help="first rollout seed (rollouts use seed .. seed+N-1)"),
     max_prompt_chars: int = typer.Option(12000, min=1500, help="prompt budget (long parts are clipped)"),
+    op: Optional[List[str]] = typer.Option(None, "--op", help="offer only this edit operation (repeat; default all: "
+                                                             "insert_rule, delete_rule, reorder_rules, "
+                                                             "change_threshold, swap_skill)"),
     as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
 ) -> None:
     """Ask an LLM for JSON-schema-constrained edits of a distilled tree; keep those that raise the reward."""
@@ -179,7 +182,7 @@ def edit(
 
     try:
         cfg, start = prepare(source, layout, partner, iterations=iterations, rollouts=rollouts, horizon=horizon,
-                             seed=seed, max_prompt_chars=max_prompt_chars)
+                             seed=seed, max_prompt_chars=max_prompt_chars, **({"ops": tuple(op)} if op else {}))
     except BeliefgateError as exc:
         fail(str(exc))
     client = _llm_client(llm_base_url, llm_model, llm_timeout, llm_deadline, llm_max_tokens, llm_cache,

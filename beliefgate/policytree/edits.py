@@ -559,11 +559,15 @@ def effective_roots(policy: FittedPolicy) -> List[str]:
     return out
 
 
-def edit_schema(policy: FittedPolicy, layout: str, roots: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+def edit_schema(policy: FittedPolicy, layout: str, roots: Optional[Sequence[str]] = None,
+                ops: Sequence[str] = OPS) -> Dict[str, Any]:
     """The JSON schema of one edit that applies to ``policy`` (``anyOf`` per operation, tree root and
     cut range, every value an enum); no ``minimum``/``maximum`` or string patterns, which
     llama.cpp's converter does not turn into grammar. ``roots``: only edits of these trees
-    (default: all of them)."""
+    (default: all of them); ``ops``: only these operations. ``anyOf`` is empty when no such edit
+    applies (a tree without splits has nothing to delete)."""
+    if not set(ops) <= set(OPS):
+        raise EditError(f"unknown edit op {next(o for o in ops if o not in OPS)!r}; one of {', '.join(OPS)}")
     vocab_all = vocabularies(layout, policy.reads_partner)
     nodes = paths(policy)
     every = list(_roots(policy))
@@ -605,7 +609,7 @@ def edit_schema(policy: FittedPolicy, layout: str, roots: Optional[Sequence[str]
                 numeric.setdefault(vocab.cut_range[f.name], []).append(p)
         for (lo, hi), ps in sorted(numeric.items()):
             branches.append(_branch("change_threshold", path={"enum": ps}, cut={"enum": list(range(lo, hi + 1))}))
-    return {"anyOf": branches}
+    return {"anyOf": [b for b in branches if b["properties"]["op"]["const"] in ops]}
 
 
 def schema_size(schema: Dict[str, Any]) -> int:
@@ -693,8 +697,20 @@ class EditConfig(CheckedModel):
     memory_mb: int = 256
     max_prompt_chars: int = Field(12_000, ge=1500)
     trace_entries: int = Field(40, ge=1)
+    #: the operations the schema offers (a weak model that keeps choosing one can be steered to others)
+    ops: Tuple[str, ...] = Field(OPS, min_length=1)
 
     RESUMABLE: ClassVar[Tuple[str, ...]] = ("iterations", "max_prompt_chars")
+
+    @field_validator("ops")
+    @classmethod
+    def _known_ops(cls, ops: Tuple[str, ...]) -> Tuple[str, ...]:
+        unknown = [o for o in ops if o not in OPS]
+        if unknown:
+            raise ValueError(f"unknown edit op {unknown[0]!r}; one of {', '.join(OPS)}")
+        if len(set(ops)) != len(ops):
+            raise ValueError(f"edit op {next(o for o in ops if ops.count(o) > 1)!r} is given twice")
+        return ops
 
     @field_validator("layout")
     @classmethod
@@ -744,7 +760,7 @@ class Editor(Learner):
 
     KIND = "edit"
     COUNTS = ("proposed", "no_answer", "unparsed", "invalid", "no_change", "repeated", "unusable", "applied",
-              "reverted", "rejected", "accepted")
+              "reverted", "skipped", "rejected", "accepted")
     HISTORY_KEYS = ("iteration", "base", "source", "edit", "outcome", "reward", "accepted", "reason", "llm_seconds",
                     "seconds")
 
@@ -771,6 +787,8 @@ class Editor(Learner):
         editable = effective_roots(self.current)
         frozen = [r for r in _roots(self.current) if r not in editable]
         scope = f"You may edit: {', '.join(editable)}."
+        if tuple(self.cfg.ops) != OPS:
+            scope += f" Allowed edits now: {', '.join(self.cfg.ops)}."
         if frozen:
             scope += (f" Not {', '.join(frozen)}: the self tree does not read its prediction (no predicted_<skill> "
                       f"split), so changing it cannot change what the cook does.")
@@ -795,7 +813,11 @@ class Editor(Learner):
             status["edit"] = None
             status["outcome"] = "starting tree"
         else:
-            schema = edit_schema(self.current, self.cfg.layout, effective_roots(self.current))
+            schema = edit_schema(self.current, self.cfg.layout, effective_roots(self.current), self.cfg.ops)
+            if not schema["anyOf"]:  # nothing to ask: no edit of the allowed operations applies
+                self.state.counts["skipped"] += 1
+                status["outcome"] = f"skipped: no {', '.join(self.cfg.ops)} edit applies to the tree"
+                return None
             self.state.counts["proposed"] += 1
             started = time.perf_counter()
             reply = self.llm.ask("edit", self.edit_messages(k), schema, k)
