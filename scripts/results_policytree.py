@@ -13,7 +13,8 @@
 ``OUT/distil/<layout>/<variant>``. ``eval`` plays held-out seeds with held-out partners
 (:data:`HELD_OUT`, never used in distillation), both seats, and appends one JSON line per episode to
 ``OUT/rows.jsonl`` (resumable: an episode already there is skipped). Agents: ``tree`` (the run's
-``best.py``; ``tree:<variant>`` for an ablation), ``seed`` (the layout's hand-written seed tree) and
+``best.py``; ``tree:<variant>`` for an ablation; ``tree@<layout>`` the tree distilled on another layout,
+for transfer), ``seed`` (the layout's hand-written seed tree) and
 ``teacher`` (the distillation's teacher). Per episode: reward, soups and the ego's decision
 latencies (tree: flat state + sandbox call, every step; teacher: its PCM decision time, at each
 decision), all measured in the same process. ``report`` prints the markdown tables.
@@ -32,7 +33,8 @@ TEACHER = "overforge"
 #: partners of the distillation (rollouts and labels)
 TRAIN = ("balanced", "onion-sourcer", "plater")
 #: partners never used in distillation
-HELD_OUT = ("noisy", "switch-sourcer-to-plater", "bp-g2-onion-hi-pot-lo", "counter-passer")  # counter-passer: forced_coordination only
+HELD_OUT = ("noisy", "switch-sourcer-to-plater", "bp-g2-onion-hi-pot-lo", "counter-passer",  # counter-passer: forced_coordination only
+            "bp-g2-onion-lo-pot-lo")  # added after the fix for bp-g2-onion-hi-pot-lo's collapse: never looked at before
 LAYOUTS = ("cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination", "counter_circuit")
 #: chosen on seeds >= 1000 with the training partners (rollouts 1000..1035, played episodes from 1100,
 #: checked on seeds 2000..2009): every training partner from both seats each iteration, 36 rollouts
@@ -144,8 +146,9 @@ def agent_name(out: Path, layout: str, agent: str) -> str:
         return TEACHER
     if agent == "seed":
         return f"policy-tree:seed:{layout}"
+    agent, _, source = agent.partition("@")  # tree@SRC: the tree distilled on layout SRC (transfer)
     variant = agent.split(":", 1)[1] if ":" in agent else "full"
-    best = run_dir(out, layout, variant) / "best.py"
+    best = run_dir(out, source or layout, variant) / "best.py"
     if not best.exists():
         raise SystemExit(f"no distilled tree {best}; run the distil step first")
     return f"policy-tree:{best}"
@@ -247,6 +250,28 @@ def cmd_report(args) -> None:
             print(f"| {layout} | {a} − {b} | {d.pairs} | {d.mean:+.1f} | [{d.lo:+.1f}, {d.hi:+.1f}] | "
                   f"{ma / mb:.3f} |" if mb else f"| {layout} | {a} − {b} | {d.pairs} | {d.mean:+.1f} | - | - |")
     print()
+    transfer = sorted({(r["agent"].partition("@")[2], r["layout"]) for r in rows if "@" in r["agent"]})
+    if transfer:
+        print("Transfer (paper Fig. 7): a tree distilled on one layout played on another, paired with the "
+              "target layout's own tree and seed tree (same partners, seats and seeds):")
+        print()
+        print("| distilled on | played on | pairs | reward | own tree | seed tree | − own tree [95% CI] | − seed [95% CI] |")
+        print("|---|---|---:|---:|---:|---:|---|---|")
+        for source, layout in transfer:
+            ra = by[(layout, f"tree@{source}")]
+            cells = []
+            for b in ("tree", "seed"):
+                rb = by.get((layout, b))
+                if not rb:
+                    cells += ["-", "-"]
+                    continue
+                d = paired_bootstrap(ra, rb, "reward", name=f"{layout}/tree@{source}-{b}")
+                keys = {(r["partner"], r["seat"], r["seed"]) for r in ra}
+                cells += [f"{np.mean([r['reward'] for r in rb if (r['partner'], r['seat'], r['seed']) in keys]):.1f}",
+                          f"{d.mean:+.1f} [{d.lo:+.1f}, {d.hi:+.1f}]"]
+            print(f"| {source} | {layout} | {len(ra)} | {np.mean([r['reward'] for r in ra]):.1f} | {cells[0]} | "
+                  f"{cells[2]} | {cells[1]} | {cells[3]} |")
+        print()
     print("Distillation runs (per iteration: states labelled, pooled, on-policy agreement with the teacher, "
           "fit agreement, leaves partner+self, reward on the rollout seeds, accepted, seconds):")
     print()

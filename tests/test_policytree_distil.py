@@ -181,3 +181,46 @@ def test_by_default_every_partner_is_played_from_both_seats_each_iteration(tmp_p
     # an explicit count is kept, and partners then come in turn
     assert DistilConfig(layout="cramped_room", partners=("balanced", "plater"), teacher="bayes-belief",
                         episodes=2).episodes == 2
+    # a pool larger than an iteration's episodes is covered over the iterations, not cut to its head
+    pool = ("balanced", "onion-sourcer", "plater", "server", "noisy")
+    small = Distiller(DistilConfig(layout="cramped_room", partners=pool, teacher="bayes-belief", episodes=4),
+                      tmp_path / "small")
+    played = [(p, seat) for k in range(5) for p, seat, _ in small.plan(k)]
+    assert sorted(set(played)) == sorted((p, seat) for p in pool for seat in (0, 1))
+    seeds = [s for k in range(5) for _, _, s in small.plan(k)]
+    assert len(set(seeds)) == len(seeds)
+    # and a plan that already covers the pool every iteration is the same each iteration
+    assert [(p, s) for p, s, _ in Distiller(cfg, tmp_path / "run").plan(3)] == [(p, s) for p, s, _ in plan]
+
+
+def test_every_feature_reads_the_same_in_the_sandbox_as_in_the_fit(tiny_run):
+    """Each feature's expression in the emitted code gives the number the fit used: a one-split self
+    tree per feature and cut, run in the sandbox on recorded states (with a teammate holding an
+    onion or a dish among them, so the net-of-teammate needs are exercised)."""
+    from beliefgate.policytree.distil import FittedPolicy, Leaf, Split, features
+    from beliefgate.policytree.sandbox import Sandbox
+
+    out, _ = tiny_run
+    records = read_records(out / "iter_00" / "data.jsonl") + read_records(out / "iter_01" / "data.jsonl")
+    states = [r["flat"] for r in records]
+    held = {d["holdings"]["teammate"] for d in states}
+    assert {"onion", "dish"} <= held, held
+    feats = {f.name: f for f in features(1, ("pickup_onion",), ("pickup_onion",))}
+    # a teammate's onion is net of the pot's need, a teammate's dish of the coming soups
+    d = json.loads(json.dumps(states[0]))
+    d["pot"] = [{"count": 1, "state": "idle", "timers": None}]
+    for mate, need in (("onion", 1.0), ("empty", 2.0)):
+        d["holdings"]["teammate"] = mate
+        assert feats["onions_missing_after_mate"].value(d, None) == need
+    d["pot"] = [{"count": 3, "state": "cooking", "timers": 5}]
+    for mate, left in (("dish", 0.0), ("onion", 1.0)):
+        d["holdings"]["teammate"] = mate
+        assert feats["soups_left_after_mate"].value(d, None) == left
+    for f in feats.values():
+        values = sorted({f.value(s, None) for s in states})
+        for cut in ([0] if f.boolean else [int(v) for v in values[:-1]][:3] or [0]):
+            node = Split(f, cut, Leaf("pickup_onion"), Leaf("pickup_dish"))
+            policy = FittedPolicy(partner={None: Leaf("pickup_onion")}, own={None: node}, reads_partner=False)
+            with Sandbox(emit_code(policy, LAYOUT, "feature check"), "PredictTeammateThenPlan") as box:
+                for s in states[::3]:
+                    assert tuple(box.call(s)) == policy.predict(s), (f.name, cut)

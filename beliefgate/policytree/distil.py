@@ -71,7 +71,9 @@ class DistilConfig(CheckedModel):
     teacher: str = "overforge"
     iterations: int = Field(8, ge=1)
     #: played episodes an iteration; ``None``: every partner from both seats (``2 * len(partners)``),
-    #: so that no partner or seat goes unlabelled (with fewer, the last partners are never played)
+    #: so that no partner or seat goes unlabelled in any iteration; with fewer, the turn carries on
+    #: from one iteration to the next, so every partner and seat is played within ``2 * len(partners)``
+    #: episodes
     episodes: Optional[int] = Field(None, ge=2, le=COLLECT_OFFSET)
     #: reward episodes a candidate (partners and seats in turn): single episodes vary widely, and a
     #: small judge keeps a lucky candidate (tree episodes are cheap; the teacher plays none of them)
@@ -209,6 +211,15 @@ def features(pots: int, skills: Sequence[str], self_skills: Sequence[str], mate_
     add("onions_missing", "onions_missing(state)", "onions the idle pots still need",
         lambda d, m: float(_onions_missing(d)), False)
     add("soups_coming", "soups_coming(state)", "pots cooking or ready", lambda d, m: float(_soups_coming(d)), False)
+    # the same needs net of what the teammate already carries towards them: "does the pot need the onion
+    # I hold" in one number, whoever the teammate is (a raw count and a holding test take two splits,
+    # which a depth-limited tree may spend on a proxy such as self's last skill instead)
+    add("onions_missing_after_mate", 'onions_missing(state) - (state["holdings"]["teammate"] == "onion")',
+        "onions the idle pots still need beyond the teammate's", lambda d, m: float(
+            _onions_missing(d) - (d["holdings"]["teammate"] == "onion")), False)
+    add("soups_left_after_mate", 'soups_coming(state) - (state["holdings"]["teammate"] == "dish")',
+        "pots cooking or ready beyond the one the teammate's dish is for", lambda d, m: float(
+            _soups_coming(d) - (d["holdings"]["teammate"] == "dish")), False)
     for kind in ("empty", "onion", "dish", "soup"):
         key = f"num_{kind}_counters"
         add(key, f'state["{key}"]', f"{'empty counters' if kind == 'empty' else kind + 's on counters'}",
@@ -505,9 +516,12 @@ class Distiller(Learner):
         super().__init__(cfg, None, run_dir, {"teacher": cfg.teacher, "llm": None})
 
     def plan(self, k: int) -> List[Tuple[str, int, int]]:
-        """(partner, seat, seed) of iteration ``k``'s played episodes: both seats with each partner in turn."""
+        """(partner, seat, seed) of iteration ``k``'s played episodes: both seats with each partner in
+        turn, the turn carried on from iteration ``k - 1`` (a pool larger than ``episodes / 2`` is
+        covered over the iterations rather than cut to its first partners)."""
         cfg, n = self.cfg, len(self.cfg.partners)
-        return [(cfg.partners[(j // 2) % n], j % 2, cfg.seed + COLLECT_OFFSET + k * cfg.episodes + j)
+        first = k * cfg.episodes
+        return [(cfg.partners[((first + j) // 2) % n], (first + j) % 2, cfg.seed + COLLECT_OFFSET + first + j)
                 for j in range(cfg.episodes)]
 
     def rollout_plan(self) -> List[Tuple[str, int, int]]:
