@@ -686,7 +686,7 @@ class EditConfig(CheckedModel):
 
     layout: str
     partners: Tuple[str, ...] = Field(min_length=1)
-    #: where the starting policy came from (a run dir, a policy JSON or a tree file), as given
+    #: where the starting policy came from (a run dir, a policy JSON or a tree file), absolute
     source: str
     iterations: int = Field(10, ge=1)
     #: reward episodes a candidate (partners and seats in turn, seeds ``seed ...``)
@@ -930,8 +930,9 @@ class Editor(Learner):
 
 def prepare(source: Union[str, Path], layout: str, partners: Sequence[str], **settings) -> Tuple[EditConfig, FittedPolicy]:
     """The checked configuration and the starting policy (nothing written): the policy's layout
-    must be ``layout``."""
-    cfg = EditConfig(layout=layout, partners=tuple(partners), source=str(source), **settings)
+    must be ``layout``. The source is recorded as an absolute path (a run resumed from another
+    folder names the same tree)."""
+    cfg = EditConfig(layout=layout, partners=tuple(partners), source=str(Path(source).absolute()), **settings)
     policy, policy_layout, _ = load_policy(source)
     if policy_layout != cfg.layout:
         raise EditConfigError(f"--from {source}: the tree was made for {policy_layout}, not {cfg.layout}")
