@@ -47,7 +47,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from beliefgate.envs.domain import domain_for_layout
 from beliefgate.errors import BeliefgateError, RuntimeFailure
 from beliefgate.provenance import git_commit
-from beliefgate.policytree.learn import (ENTRY, PARTNER_HEADER, SELF_HEADER, LearnConfigError, Learner,
+from beliefgate.policytree.learn import (ENTRY, PARTNER_HEADER, SELF_HEADER, LearnConfigError, Learner, PoolConfig,
                                          RolloutResult, _put, check_classic_schema, check_tree, run_rollouts)
 from beliefgate.validation import CheckedModel
 
@@ -60,7 +60,7 @@ class DistilConfigError(LearnConfigError):
     """A distillation configuration (teacher, layout, partners, depth...) or run dir that cannot be used."""
 
 
-class DistilConfig(CheckedModel):
+class DistilConfig(PoolConfig, CheckedModel):
     """Everything that determines a distillation run (``config.json``, with ``kind: distil``)."""
 
     error_type = DistilConfigError
@@ -134,14 +134,6 @@ class DistilConfig(CheckedModel):
         except BeliefgateError as exc:
             raise ValueError(f"teacher {self.teacher!r}: {str(exc).split('; available')[0]}") from None
         return self
-
-    @property
-    def partner(self) -> str:
-        return self.partners[0]
-
-    @property
-    def seat(self) -> int:
-        return 0
 
     def to_dict(self) -> Dict[str, Any]:
         return {**self.model_dump(mode="json"), "distil_version": DISTIL_VERSION}

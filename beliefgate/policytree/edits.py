@@ -58,7 +58,7 @@ from beliefgate.errors import InputError
 from beliefgate.fileio import read_text
 from beliefgate.planners.errors import ModelOutputError
 from beliefgate.policytree.distil import Feature, FittedPolicy, Leaf, Node, Split, emit_code, features
-from beliefgate.policytree.learn import (ENTRY, LearnConfigError, Learner, RolloutResult, _json_object, _put,
+from beliefgate.policytree.learn import (ENTRY, LearnConfigError, Learner, PoolConfig, RolloutResult, _json_object, _put,
                                          check_classic_schema, check_tree, fit, render, run_rollouts, system_prompt)
 from beliefgate.provenance import git_commit
 from beliefgate.validation import CheckedModel, describe
@@ -678,7 +678,7 @@ def parse_reply(reply: Optional[str]) -> Edit:
 
 
 # ------------------------------------------------------------------------------ the loop
-class EditConfig(CheckedModel):
+class EditConfig(PoolConfig, CheckedModel):
     """Everything that determines an edit run (``config.json``, ``kind: edit``)."""
 
     error_type = EditConfigError
@@ -738,14 +738,6 @@ class EditConfig(CheckedModel):
             if why is not None:
                 raise ValueError(f"partner {name!r} does not play {self.layout}: {why}")
         return self
-
-    @property
-    def partner(self) -> str:
-        return self.partners[0]
-
-    @property
-    def seat(self) -> int:
-        return 0
 
     def to_dict(self) -> Dict[str, Any]:
         return {**self.model_dump(mode="json"), "edit_version": EDIT_VERSION}

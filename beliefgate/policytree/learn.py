@@ -106,6 +106,21 @@ def check_classic_schema(domain, layout: str, what: str) -> None:
 
 
 # ------------------------------------------------------------------------------ configuration
+class PoolConfig:
+    """For a config that plays a pool of ``partners`` (distillation, edits): what :class:`Learner`
+    reads as the run's partner and seat (their rollout plans name every partner and seat)."""
+
+    partners: Tuple[str, ...]
+
+    @property
+    def partner(self) -> str:
+        return self.partners[0]
+
+    @property
+    def seat(self) -> int:
+        return 0
+
+
 class LearnConfig(CheckedModel):
     """Everything that determines a learning run (saved as ``config.json``; frozen).
 
