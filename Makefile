@@ -50,8 +50,13 @@ install-llm: $(LLM_STAMP)
 demo: $(STAMP)
 	$(BIN)/beliefgate demo
 
+# the default suite in TEST_WORKERS processes (pytest-xdist; a file's tests stay in one process, so
+# module fixtures run once); TEST_WORKERS=1 runs it in this process
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile,)
+
 test: $(STAMP) $(LLM_STAMP) $(BROWSER_STAMP)
-	BELIEFGATE_REQUIRE_LLM=1 $(BIN)/python -m pytest -q -m "not slow"
+	BELIEFGATE_REQUIRE_LLM=1 $(BIN)/python -m pytest -q -m "not slow" $(XDIST)
 
 test-slow: $(BENCH_STAMP) $(LLM_STAMP) $(BROWSER_STAMP)
 	BELIEFGATE_REQUIRE_LLM=1 $(BIN)/python -m pytest -q -m "slow"
