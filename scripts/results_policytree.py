@@ -125,6 +125,21 @@ def cmd_latency(args) -> None:
     print(json.dumps(result, indent=2))
 
 
+def cmd_probe(args) -> None:
+    """Development check: the mean reward of each tree file given (e.g. every ``iter_KK/code.py`` of a
+    run, any of which DAgger may accept) with one partner, on the given seeds, both seats."""
+    import numpy as np
+
+    from beliefgate.eval.episode import run_episode
+    from beliefgate.policytree.agent import close_sandboxes
+
+    for tree in args.tree:
+        rewards = [run_episode(args.layout, f"policy-tree:{tree}", args.partner, seed=seed, horizon=args.horizon,
+                               seat=seat).summary["reward"] for seat in (0, 1) for seed in _seeds(args.seeds)]
+        close_sandboxes()
+        print(f"{tree}: {np.mean(rewards):.1f} {[float(r) for r in rewards]}", flush=True)
+
+
 def _done(rows_path: Path) -> set:
     if not rows_path.exists():
         return set()
@@ -316,6 +331,12 @@ def main(argv=None) -> None:
     lt.add_argument("--partner", default="noisy")
     lt.add_argument("--seeds", default="0-1")
     lt.add_argument("--horizon", type=int, default=200)
+    pr = sub.add_parser("probe", help=cmd_probe.__doc__.split(".")[0])
+    pr.add_argument("--layout", required=True, choices=LAYOUTS)
+    pr.add_argument("--partner", required=True)
+    pr.add_argument("--seeds", default="1000-1001", help="development seeds (>= 1000)")
+    pr.add_argument("--horizon", type=int, default=400)
+    pr.add_argument("tree", nargs="+", type=Path)
     r = sub.add_parser("report")
     r.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
     r.add_argument("--also", type=Path, action="append", help="another folder whose rows.jsonl joins the report")
@@ -329,6 +350,8 @@ def main(argv=None) -> None:
         cmd_refit(args)
     elif args.cmd == "eval":
         cmd_eval(args)
+    elif args.cmd == "probe":
+        cmd_probe(args)
     else:
         cmd_report(args)
 
