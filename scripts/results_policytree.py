@@ -209,6 +209,17 @@ def cmd_eval(args) -> None:
                 close_sandboxes()
 
 
+def _whole_seeds(ra: List[dict], rb: List[dict]):
+    """The rows of the seeds where both agents played every (partner, seat) cell that either played:
+    a run still under way (the teacher's, seed block by seed block) must not weight its few
+    episodes of a later seed like a whole seed in the seed-resampled difference."""
+    cells = {(r["partner"], r["seat"]) for r in ra + rb}
+    have = lambda rows, seed: {(r["partner"], r["seat"]) for r in rows if r["seed"] == seed}  # noqa: E731
+    seeds = {r["seed"] for r in ra} & {r["seed"] for r in rb}
+    whole = {s for s in seeds if have(ra, s) >= cells and have(rb, s) >= cells}
+    return [r for r in ra if r["seed"] in whole], [r for r in rb if r["seed"] in whole]
+
+
 def _reward(value) -> str:
     """A run's mean rollout reward to one decimal ('-' for an iteration without one)."""
     return "-" if value is None else f"{value:.1f}"
@@ -258,6 +269,7 @@ def cmd_report(args) -> None:
             ra, rb = by.get((layout, a)), by.get((layout, b))
             if not ra or not rb:
                 continue
+            ra, rb = _whole_seeds(ra, rb)
             d = paired_bootstrap(ra, rb, "reward", name=f"{layout}/{a}-{b}")
             keys = {(r["partner"], r["seat"], r["seed"]) for r in ra} & {(r["partner"], r["seat"], r["seed"]) for r in rb}
             ma = np.mean([r["reward"] for r in ra if (r["partner"], r["seat"], r["seed"]) in keys])
