@@ -494,7 +494,7 @@ def switches(
 #: shared group for evaluation commands (`beliefgate eval ...`)
 eval_app = typer.Typer(help="Evaluate agents and beliefs (episode grids, human data).", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
-app.add_typer(__import__("beliefgate.policytree.cli", fromlist=["app"]).app, name="policytree")  # learn|run|show
+app.add_typer(__import__("beliefgate.policytree.cli", fromlist=["app"]).app, name="policytree")  # learn|distil|edit|run|show
 app.add_typer(__import__("beliefgate.experiments.overforge_report", fromlist=["app"]).app, name="overforge")  # run|report
 app.add_typer(__import__("beliefgate.rl.cli", fromlist=["app"]).app, name="train")  # ppo
 
