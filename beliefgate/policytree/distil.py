@@ -48,7 +48,7 @@ from beliefgate.envs.domain import domain_for_layout
 from beliefgate.errors import BeliefgateError, RuntimeFailure
 from beliefgate.provenance import git_commit
 from beliefgate.policytree.learn import (ENTRY, PARTNER_HEADER, SELF_HEADER, LearnConfigError, Learner, PoolConfig,
-                                         RolloutResult, _put, check_classic_schema, check_tree, run_rollouts)
+                                         RolloutResult, _put, check_tree, run_rollouts, two_seat_classic_layout)
 from beliefgate.validation import CheckedModel
 
 DISTIL_VERSION = 1
@@ -97,11 +97,7 @@ class DistilConfig(PoolConfig, CheckedModel):
     @field_validator("layout")
     @classmethod
     def _resolve_layout(cls, layout: str) -> str:
-        domain = domain_for_layout(layout)
-        name = domain.resolve_layout(layout)
-        if domain.players(name) != 2:
-            raise ValueError(f"layout {name!r} seats {domain.players(name)} players; a policy tree plays two")
-        check_classic_schema(domain, name, "distillation (its features)")
+        domain, name = two_seat_classic_layout(layout, "distillation (its features)")
         if not domain.probe_states(name, 0):
             raise ValueError(f"layout {name!r}: its domain gives no flat-state probe states, so no tree can be checked there")
         return name

@@ -59,7 +59,8 @@ from beliefgate.fileio import read_text
 from beliefgate.planners.errors import ModelOutputError
 from beliefgate.policytree.distil import Feature, FittedPolicy, Leaf, Node, Split, emit_code, features
 from beliefgate.policytree.learn import (ENTRY, LearnConfigError, Learner, PoolConfig, RolloutResult, _json_object, _put,
-                                         check_classic_schema, check_tree, fit, render, run_rollouts, system_prompt)
+                                         check_classic_schema, check_tree, fit, render, run_rollouts, system_prompt,
+                                         two_seat_classic_layout)
 from beliefgate.provenance import git_commit
 from beliefgate.validation import CheckedModel, describe
 
@@ -715,12 +716,7 @@ class EditConfig(PoolConfig, CheckedModel):
     @field_validator("layout")
     @classmethod
     def _resolve_layout(cls, layout: str) -> str:
-        domain = domain_for_layout(layout)
-        name = domain.resolve_layout(layout)
-        if domain.players(name) != 2:
-            raise ValueError(f"layout {name!r} seats {domain.players(name)} players; a policy tree plays two")
-        check_classic_schema(domain, name, "tree edits (distillation's features)")
-        return name
+        return two_seat_classic_layout(layout, "tree edits (distillation's features)")[1]
 
     @field_validator("partners")
     @classmethod

@@ -96,6 +96,17 @@ class LearnConfigError(InputError):
 CLASSIC_SCHEMA = "overcooked/1"
 
 
+def two_seat_classic_layout(layout: str, what: str):
+    """``(domain, canonical name)`` of a layout a distilled tree can play: two seats and the classic
+    flat state (ValueError, for a validator, naming the layout otherwise)."""
+    domain = domain_for_layout(layout)
+    name = domain.resolve_layout(layout)
+    if domain.players(name) != 2:
+        raise ValueError(f"layout {name!r} seats {domain.players(name)} players; a policy tree plays two")
+    check_classic_schema(domain, name, what)
+    return domain, name
+
+
 def check_classic_schema(domain, layout: str, what: str) -> None:
     """Refuse (ValueError, for a validator) a layout whose flat state is not the classic one."""
     schema = domain.flat_state_schema
