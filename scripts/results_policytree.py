@@ -209,6 +209,18 @@ def cmd_eval(args) -> None:
                 close_sandboxes()
 
 
+def _cell(r: dict) -> tuple:
+    """What pairs two rows of one layout: partner, seat and seed."""
+    return r["partner"], r["seat"], r["seed"]
+
+
+def _matched_mean(rows: List[dict], keys: set) -> float:
+    """Mean reward of the rows whose :func:`_cell` is in ``keys``."""
+    import numpy as np
+
+    return float(np.mean([r["reward"] for r in rows if _cell(r) in keys]))
+
+
 def _whole_seeds(ra: List[dict], rb: List[dict]):
     """The rows of the seeds where both agents played every (partner, seat) cell that either played:
     a run still under way (the teacher's, seed block by seed block) must not weight its few
@@ -271,9 +283,8 @@ def cmd_report(args) -> None:
                 continue
             ra, rb = _whole_seeds(ra, rb)
             d = paired_bootstrap(ra, rb, "reward", name=f"{layout}/{a}-{b}")
-            keys = {(r["partner"], r["seat"], r["seed"]) for r in ra} & {(r["partner"], r["seat"], r["seed"]) for r in rb}
-            ma = np.mean([r["reward"] for r in ra if (r["partner"], r["seat"], r["seed"]) in keys])
-            mb = np.mean([r["reward"] for r in rb if (r["partner"], r["seat"], r["seed"]) in keys])
+            keys = {_cell(r) for r in ra} & {_cell(r) for r in rb}
+            ma, mb = _matched_mean(ra, keys), _matched_mean(rb, keys)
             print(f"| {layout} | {a} − {b} | {d.pairs} | {d.mean:+.1f} | [{d.lo:+.1f}, {d.hi:+.1f}] | "
                   f"{ma / mb:.3f} |" if mb else f"| {layout} | {a} − {b} | {d.pairs} | {d.mean:+.1f} | - | - |")
     print()
@@ -293,9 +304,7 @@ def cmd_report(args) -> None:
                     cells += ["-", "-"]
                     continue
                 d = paired_bootstrap(ra, rb, "reward", name=f"{layout}/tree@{source}-{b}")
-                keys = {(r["partner"], r["seat"], r["seed"]) for r in ra}
-                cells += [f"{np.mean([r['reward'] for r in rb if (r['partner'], r['seat'], r['seed']) in keys]):.1f}",
-                          f"{d.mean:+.1f} [{d.lo:+.1f}, {d.hi:+.1f}]"]
+                cells += [f"{_matched_mean(rb, {_cell(r) for r in ra}):.1f}", f"{d.mean:+.1f} [{d.lo:+.1f}, {d.hi:+.1f}]"]
             print(f"| {source} | {layout} | {len(ra)} | {np.mean([r['reward'] for r in ra]):.1f} | {cells[0]} | "
                   f"{cells[2]} | {cells[1]} | {cells[3]} |")
         print()

@@ -21,7 +21,8 @@ from beliefgate.policytree.edits import (EditConfigError, EditError, Editor, Pol
                                          policy_to_json, prepare, same_trees, schema_size, tree_lines, vocabularies)
 from beliefgate.policytree.learn import LearnConfigError, check_tree
 
-from test_policytree_learn import Scripted  # noqa: E402  (tests/ is on sys.path under pytest)
+from test_policytree_distil import _one_line_error  # noqa: E402  (tests/ is on sys.path under pytest)
+from test_policytree_learn import Scripted  # noqa: E402
 
 LAYOUT = "cramped_room"
 
@@ -401,14 +402,6 @@ def test_tree_lines_name_every_path():
 
 
 # ------------------------------------------------------------------------------ CLI
-def _one_line_error(res, *words):
-    assert res.exit_code == 2, res.output
-    text = res.output.strip()
-    assert text.startswith("error:") and "\n" not in text, text
-    for w in words:
-        assert w in text, text
-
-
 @pytest.fixture
 def policy_file(tmp_path):
     path = tmp_path / "start.json"

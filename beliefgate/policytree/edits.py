@@ -59,7 +59,7 @@ from beliefgate.fileio import read_text
 from beliefgate.planners.errors import ModelOutputError
 from beliefgate.policytree.distil import Feature, FittedPolicy, Leaf, Node, Split, emit_code, features
 from beliefgate.policytree.learn import (ENTRY, LearnConfigError, Learner, PoolConfig, RolloutResult, _json_object, _put,
-                                         check_classic_schema, check_tree, fit, render, run_rollouts, system_prompt,
+                                         check_tree, fit, render, run_rollouts, system_prompt,
                                          two_seat_classic_layout)
 from beliefgate.provenance import git_commit
 from beliefgate.validation import CheckedModel, describe
@@ -221,9 +221,7 @@ def policy_from_json(data: Any, source: str = "policy") -> Tuple[FittedPolicy, s
 
 def _classic_layout(layout: str, source: str) -> str:
     try:
-        domain = domain_for_layout(layout)
-        name = domain.resolve_layout(layout)
-        check_classic_schema(domain, name, "an edited policy tree (distillation's features)")
+        name = two_seat_classic_layout(layout, "an edited policy tree (distillation's features)")[1]
     except (InputError, KeyError, ValueError) as exc:
         raise PolicyFileError(f"{source}: layout {layout!r}: {str(exc).splitlines()[0].split('; supported')[0]}") from None
     return name
