@@ -52,6 +52,25 @@ def test_flat_state_follows_the_schema_for_either_seat():
     assert "pot0 cooking (7 left)" in flat_state_text(d0)
 
 
+def test_flat_state_counts_what_each_seat_can_reach_across_a_counter_wall():
+    """forced_coordination: an onion on the left wall is the left player's only; the middle column is
+    shared; on one floor region the reachable counts are the totals."""
+    fc = SymbolicState(layout="forced_coordination", timestep=3,
+                       players=(PlayerView(position=(3, 1), orientation=(0, -1), held=None),
+                                PlayerView(position=(1, 2), orientation=(0, -1), held=None)),
+                       pots=(PotView(position=(3, 0), ingredients=0), PotView(position=(4, 1), ingredients=0)),
+                       counters=(CounterObject(position=(1, 0), name="onion"), CounterObject(position=(2, 2), name="onion"),
+                                 CounterObject(position=(4, 2), name="dish")))
+    right, left = flat_state(fc, 0), flat_state(fc, 1)
+    assert right["num_onion_counters"] == left["num_onion_counters"] == 2
+    assert (right["reach_onion_counters"], right["reach_dish_counters"]) == (1, 1)
+    assert (left["reach_onion_counters"], left["reach_dish_counters"]) == (2, 0)
+    assert right["shared_empty_counters"] == left["shared_empty_counters"] == 2  # (2, 1) and (2, 3)
+    one_region = flat_state(_state(), 0)
+    for kind in ("onion", "dish", "soup"):
+        assert one_region[f"reach_{kind}_counters"] == one_region[f"num_{kind}_counters"]
+
+
 def test_flat_state_pot_states_and_refusals():
     ready = _state(pots=(PotView(position=(2, 0), ingredients=3, ready=True),))
     idle = _state(pots=(PotView(position=(2, 0), ingredients=2),))

@@ -131,6 +131,29 @@ def test_emitted_code_answers_what_the_fitted_trees_answer(tiny_run):
     assert "def choose_own(state):" in no_p and "if " in no_p.split("def predict_teammate(state):")[1]
 
 
+def test_a_split_floor_tree_reads_what_self_can_reach_and_older_states_are_refused():
+    """forced_coordination's trees may split on the onions self can reach (the teacher's rule here);
+    cramped_room's have no such feature; a pooled state from before these keys is one clear error."""
+    from beliefgate.envs.overcooked.flat_state import probe_states
+    from beliefgate.policytree.distil import DistilConfigError, features, split_floor
+
+    assert split_floor("forced_coordination") and split_floor("asymmetric_advantages")
+    assert not split_floor("cramped_room") and not split_floor("counter_circuit")
+    assert "reach_onion_counters" not in {f.name for f in features(1, (), ())}
+    layout = "forced_coordination"
+    records = [{"flat": d, "seat": seat, "partner": "pickup_onion",
+                "teacher": "pickup_onion" if d["reach_onion_counters"] > 0 else "place_obj_on_counter"}
+               for seat in (0, 1) for d in probe_states(layout, seat)]
+    assert any(r["flat"]["reach_onion_counters"] != r["flat"]["num_onion_counters"] for r in records)
+    cfg = DistilConfig(layout=layout, partners=("balanced",), **{**TINY, "depth": 2, "min_leaf": 1})
+    policy, stats = fit_policy(records, cfg)
+    assert stats["fit_agreement"] == 1.0
+    assert "reach_onion_counters" in emit_code(policy, layout, "t")
+    old = [{**r, "flat": {k: v for k, v in r["flat"].items() if k != "reach_onion_counters"}} for r in records]
+    with pytest.raises(DistilConfigError, match="reach_onion_counters.*new --out"):
+        fit_policy(old, cfg)
+
+
 @pytest.mark.parametrize("args,words", [
     (["--teacher", "nosuch"], ["teacher", "nosuch"]),
     (["--depth", "0"], ["depth"]),
@@ -205,7 +228,9 @@ def test_every_feature_reads_the_same_in_the_sandbox_as_in_the_fit(tiny_run):
     states = [r["flat"] for r in records]
     held = {d["holdings"]["teammate"] for d in states}
     assert {"onion", "dish"} <= held, held
-    feats = {f.name: f for f in features(1, ("pickup_onion",), ("pickup_onion",))}
+    # split_floor adds the reachability counts (cramped_room's states carry them too)
+    feats = {f.name: f for f in features(1, ("pickup_onion",), ("pickup_onion",), split_floor=True)}
+    assert {"reach_onion_counters", "shared_empty_counters"} <= set(feats)
     # a teammate's onion is net of the pot's need, a teammate's dish of the coming soups
     d = json.loads(json.dumps(states[0]))
     d["pot"] = [{"count": 1, "state": "idle", "timers": None}]

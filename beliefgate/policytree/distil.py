@@ -170,9 +170,12 @@ def soups_coming(state):
 
 
 def features(pots: int, skills: Sequence[str], self_skills: Sequence[str], mate_skills: Sequence[str] = (),
-             with_seat: bool = False) -> List[Feature]:
+             with_seat: bool = False, split_floor: bool = False) -> List[Feature]:
     """The named features of a layout with ``pots`` pots: holdings, pots, counters, the teammate's
-    last completed skill, self's last skill, and (``mate_skills``) the predicted partner skill."""
+    last completed skill, self's last skill, and (``mate_skills``) the predicted partner skill.
+    ``split_floor`` (a counter wall between the players) adds what self can reach: items on the
+    counters next to its own floor, and the empty counters both can reach (where the floor is one
+    region these equal the totals, so they are left out there)."""
     out: List[Feature] = []
 
     def add(name, expr, text, fn, boolean):
@@ -212,6 +215,12 @@ def features(pots: int, skills: Sequence[str], self_skills: Sequence[str], mate_
         key = f"num_{kind}_counters"
         add(key, f'state["{key}"]', f"{'empty counters' if kind == 'empty' else kind + 's on counters'}",
             lambda d, m, key=key: float(d[key]), False)
+    if split_floor:
+        for kind in ("onion", "dish", "soup"):
+            key = f"reach_{kind}_counters"
+            add(key, f'state["{key}"]', f"{kind}s on counters self can reach", lambda d, m, key=key: float(d[key]), False)
+        add("shared_empty_counters", 'state["shared_empty_counters"]', "empty counters both players can reach",
+            lambda d, m: float(d["shared_empty_counters"]), False)
     for s in skills:
         add(f"mate_completed_{s}", f'state["teammate_last_completed_skill"] == "{s}"',
             f"the teammate last completed {s}",
@@ -225,12 +234,21 @@ def features(pots: int, skills: Sequence[str], self_skills: Sequence[str], mate_
     return out
 
 
+def split_floor(layout: str) -> bool:
+    """Does a counter wall split ``layout``'s floor between the players (see :func:`features`)?"""
+    return not domain_for_layout(layout).layout_info(layout).shared_floor
+
+
 def matrix(rows: Sequence[Dict[str, Any]], feats: Sequence[Feature], mates: Optional[Sequence[Optional[str]]] = None):
     import numpy as np
 
     mates = mates if mates is not None else [None] * len(rows)
-    return np.array([[f.value(r, m) for f in feats] for r, m in zip(rows, mates)], dtype=float).reshape(
-        len(rows), len(feats))
+    try:
+        values = [[f.value(r, m) for f in feats] for r, m in zip(rows, mates)]
+    except KeyError as e:  # a state pooled by an older flat-state schema, resumed by this code
+        raise DistilConfigError(f"a pooled state has no flat-state key {e}: it was written by an older "
+                                "beliefgate; distil into a new --out") from None
+    return np.array(values, dtype=float).reshape(len(rows), len(feats))
 
 
 # ------------------------------------------------------------------------------ trees as code
@@ -393,7 +411,7 @@ def fit_policy(records: Sequence[Dict[str, Any]], cfg: DistilConfig) -> Tuple[Fi
         rows = [r for r in records if g is None or r["seat"] == g]
         self_skills = seat_sets[g if g is not None else 0]
         mate_skills = seat_sets[1 - g] if g is not None else seat_sets[1]
-        base = features(pots, library, self_skills, with_seat=not split)
+        base = features(pots, library, self_skills, with_seat=not split, split_floor=split_floor(cfg.layout))
         flats = [r["flat"] for r in rows]
         plabelled = [(r["flat"], r["partner"]) for r in rows if r["partner"] is not None]
         if cfg.partner_tree and len({y for _, y in plabelled}) > 1:

@@ -28,6 +28,12 @@ Keys
 ``num_empty_counters``, ``num_onion_counters``, ``num_dish_counters``, ``num_soup_counters``
     counter cells that are empty / hold an onion / a dish / a plated soup (the paper lists the
     first three as optional Forced Coordination fields; here they are always present).
+``reach_onion_counters``, ``reach_dish_counters``, ``reach_soup_counters``
+    the same counts over the counters the controlled player can reach from where it stands
+    (next to its floor region); equal to the totals where the floor is one region, smaller where
+    a counter wall splits it (forced_coordination: an onion left on the far side is no onion).
+``shared_empty_counters``
+    empty counters both players can reach: the places an item can be handed over.
 ``teammate_last_completed_skill``
     the last skill the teammate visibly completed this episode (from its interaction events),
     or ``None``.
@@ -57,6 +63,7 @@ HOLDS = ("empty", "onion", "dish", "soup")
 FLAT_STATE_KEYS = (
     "version", "self_player", "hold", "holdings", "pot", "any_soup_ready", "any_pot_not_full",
     "num_empty_counters", "num_onion_counters", "num_dish_counters", "num_soup_counters",
+    "reach_onion_counters", "reach_dish_counters", "reach_soup_counters", "shared_empty_counters",
     "teammate_last_completed_skill", "teammate_last_inferred_skill", "self_last_skill",
 )
 
@@ -85,6 +92,10 @@ class FlatState(TypedDict):
     num_onion_counters: int
     num_dish_counters: int
     num_soup_counters: int
+    reach_onion_counters: int
+    reach_dish_counters: int
+    reach_soup_counters: int
+    shared_empty_counters: int
     teammate_last_completed_skill: Optional[str]
     teammate_last_inferred_skill: Optional[str]
     self_last_skill: Optional[str]
@@ -115,7 +126,12 @@ def flat_state(state: SymbolicState, player: int, *, teammate_last_completed_ski
         else:
             pots.append({"count": int(pot.ingredients), "state": "idle", "timers": None})
     objects = [o.name for o in state.counters]
-    counters = len(layout_info(state.layout).counters)
+    info = layout_info(state.layout)
+    counters = len(info.counters)
+    mine = info.touching(state.players[player].position)
+    both = mine & info.touching(state.players[1 - player].position)
+    reach = [o.name for o in state.counters if o.position in mine]
+    taken = {o.position for o in state.counters}
     return {
         "version": FLAT_STATE_VERSION,
         "self_player": player,
@@ -128,6 +144,10 @@ def flat_state(state: SymbolicState, player: int, *, teammate_last_completed_ski
         "num_onion_counters": objects.count("onion"),
         "num_dish_counters": objects.count("dish"),
         "num_soup_counters": objects.count("soup"),
+        "reach_onion_counters": reach.count("onion"),
+        "reach_dish_counters": reach.count("dish"),
+        "reach_soup_counters": reach.count("soup"),
+        "shared_empty_counters": sum(1 for c in info.counters if c in both and c not in taken),
         "teammate_last_completed_skill": teammate_last_completed_skill,
         "teammate_last_inferred_skill": teammate_last_inferred_skill,
         "self_last_skill": self_last_skill,
@@ -159,6 +179,7 @@ def probe_states(layout: str, seat: int) -> List[Dict[str, Any]]:
     """Flat states covering every holding pair and the typical pot situations of ``layout``."""
     info = layout_info(layout)
     n_pots, n_counters = len(info.pots), len(info.counters)
+    shared = info.shared_floor
     situations = [{"count": 0, "state": "idle", "timers": None}, {"count": 2, "state": "idle", "timers": None},
                   {"count": 3, "state": "cooking", "timers": 9}, {"count": 3, "state": "ready", "timers": 0}]
     last = (None, "pickup_onion", "put_onion_in_pot", "pickup_dish", "fill_dish_with_soup", "deliver_soup")
@@ -177,6 +198,9 @@ def probe_states(layout: str, seat: int) -> List[Dict[str, Any]]:
                     "any_pot_not_full": any(p["state"] == "idle" and p["count"] < 3 for p in pots),
                     "num_empty_counters": max(n_counters - onions - (i % 2), 0), "num_onion_counters": onions,
                     "num_dish_counters": i % 2, "num_soup_counters": 0,
+                    "reach_onion_counters": onions if shared or seat == i % 2 else 0,
+                    "reach_dish_counters": i % 2 if shared else 0, "reach_soup_counters": 0,
+                    "shared_empty_counters": max(n_counters - onions - (i % 2), 0) if shared else 2,
                     "teammate_last_completed_skill": last[i % len(last)],
                     "teammate_last_inferred_skill": last[(i + 2) % len(last)],
                     "self_last_skill": last[(i + 4) % len(last)],
