@@ -93,6 +93,30 @@ def test_flat_state_of_a_real_start_state():
         assert d["any_pot_not_full"] is True and d["num_empty_counters"] > 0
 
 
+@pytest.mark.parametrize("cooking", [False, True])
+def test_a_tree_grounds_a_put_down_as_the_planning_agents_do(tmp_path, cooking):
+    """forced_coordination, the supplier holds an onion: wanted by an idle pot, it goes on a shared
+    counter; with both pots cooking it is surplus and goes on the supplier's own side (a tree that
+    put every item on the shared counters filled them and stalled, unlike its teacher)."""
+    from beliefgate.envs.overcooked.kitchen import PLACE, start_targets
+
+    tree = tmp_path / "place.py"
+    tree.write_text('def PredictTeammateThenPlan(state):\n    return "pickup_onion", "place_obj_on_counter"\n')
+    pots = tuple(PotView(position=p, ingredients=3 if cooking else 0, cooking=cooking, timer=9 if cooking else 0)
+                 for p in ((3, 0), (4, 1)))
+    state = SymbolicState(layout="forced_coordination", timestep=3, pots=pots,
+                          players=(PlayerView(position=(3, 1), orientation=(0, -1), held=None),
+                                   PlayerView(position=(1, 2), orientation=(0, 1), held="onion")))
+    agent = make_policy_tree_agent(str(tree))
+    agent.reset("forced_coordination", 1, seed=0)
+    agent.act(state)
+    allowed, excluded = start_targets(state, 1, PLACE)
+    assert agent.active_skill == PLACE
+    assert (agent.executor.allowed, agent.executor.excluded) == (allowed, excluded)
+    shared = frozenset({(2, 1), (2, 2), (2, 3)})
+    assert (allowed, excluded) == ((None, shared) if cooking else (shared, frozenset()))
+
+
 def test_seat_skills_restrict_only_the_forced_coordination_supplier():
     assert seat_skills("forced_coordination", 1) == ("pickup_onion", "pickup_dish", "place_obj_on_counter")
     assert seat_skills("forced_coordination", 0) == SKILLS

@@ -307,10 +307,6 @@ class Domain:
         """One sentence for a planner about what this seat and its teammates can do ('' by default)."""
         return ""
 
-    def handover_cells(self, layout: str) -> Optional[frozenset]:
-        """Cells where items pass between seats that cannot reach everything (None: no such split)."""
-        return None
-
     def flat_state_text(self, flat: Mapping[str, Any]) -> str:
         """A flat state as text for a planner (JSON by default)."""
         import json

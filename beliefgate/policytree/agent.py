@@ -109,10 +109,6 @@ class PolicyTreeAgent:
         self.library = self.controller.library
         self.executor = domain.executor(self.controller, player, self.rng)
         self.self_skills = domain.seat_skills(layout, player)
-        # grounding of place_obj_on_counter where a seat cannot do everything itself
-        # (forced_coordination): a counter both cooks reach, as the scripted partners do
-        self.place_cells = domain.handover_cells(layout)
-        self.place_skill = self.library.index("place_obj_on_counter") if self.place_cells is not None else None
         try:
             self.box = shared_sandbox(self.code, player, self.self_skills, domain.seat_skills(layout, self.partner),
                                       **self.limits)
@@ -162,10 +158,10 @@ class PolicyTreeAgent:
         executable = None
         if choice is not None:
             k = self.library.index(choice)
-            allowed = self.place_cells if k == self.place_skill else None
-            where = () if allowed is None else (allowed,)   # a domain without hand-over cells never restricts
+            # targets grounded as the planning agents ground them (the teacher of a distilled tree):
+            # on a split floor a hand-over goes on a shared counter, a surplus item off them
             executable = bool(self.library.requirement_met(k, state.players[self.player].held)
-                              and self.executor.reachable(state, k, *where))
+                              and self.executor.can_start(state, k))
             if not executable:
                 self.not_executable += 1
                 self.active = None
@@ -173,7 +169,7 @@ class PolicyTreeAgent:
             elif k != self.active:
                 if self.active is not None:
                     self.replans += 1
-                self.executor.start(k, *where)
+                self.executor.start_in(state, k)
                 self.active = k
             self.last_prediction = prediction
             self.last_choice = choice

@@ -159,15 +159,6 @@ class OvercookedDomain(Domain):
 
         return seat_note(layout, player)
 
-    def handover_cells(self, layout: str) -> Optional[frozenset]:
-        from beliefgate.envs.overcooked.partners import shared_counters
-        from beliefgate.envs.overcooked.seats import SKILLS, seat_skills
-
-        # where a seat cannot do everything itself (forced_coordination): a counter both cooks
-        # reach, as the scripted partners use
-        split = any(seat_skills(layout, p) != SKILLS for p in range(self.players(layout)))
-        return shared_counters(layout) if split else None
-
     def flat_state_text(self, flat: Mapping[str, Any]) -> str:
         from beliefgate.envs.overcooked.flat_state import flat_state_text
 

@@ -66,6 +66,12 @@ class Executor:
         allowed, excluded = start_targets(state, self.player, self.library.names[k])
         self.start(k, allowed=allowed, excluded=excluded)
 
+    def can_start(self, state: SymbolicState, skill) -> bool:
+        """Would :meth:`start_in` find a target of ``skill`` this player can reach?"""
+        k = self.library.index(skill)
+        allowed, excluded = start_targets(state, self.player, self.library.names[k])
+        return self.reachable(state, k, allowed, excluded)
+
     def stop(self) -> None:
         self.skill = None
 

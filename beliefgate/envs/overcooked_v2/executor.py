@@ -115,6 +115,10 @@ class V2Executor:
     def start_in(self, state: V2State, skill) -> None:
         self.start(skill)
 
+    def can_start(self, state: V2State, skill) -> bool:
+        """Would :meth:`start_in` find a target of ``skill`` this player can reach?"""
+        return self.reachable(state, skill)
+
     def stop(self) -> None:
         self.skill = None
 
