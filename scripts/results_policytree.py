@@ -14,8 +14,9 @@
 (:data:`HELD_OUT`, never used in distillation), both seats, and appends one JSON line per episode to
 ``OUT/rows.jsonl`` (resumable: an episode already there is skipped). Agents: ``tree`` (the run's
 ``best.py``; ``tree:<variant>`` for an ablation; ``tree@<layout>`` the tree distilled on another layout,
-for transfer), ``seed`` (the layout's hand-written seed tree) and
-``teacher`` (the distillation's teacher). Per episode: reward, soups and the ego's decision
+for transfer), ``seed`` (the layout's hand-written seed tree),
+``teacher`` (the distillation's teacher) and the baselines of :data:`BASELINES` by name.
+Per episode: reward, soups and the ego's decision
 latencies (tree: flat state + sandbox call, every step; teacher: its PCM decision time, at each
 decision), all measured in the same process. ``report`` prints the markdown tables.
 """
@@ -40,6 +41,8 @@ LAYOUTS = ("cramped_room", "asymmetric_advantages", "coordination_ring", "forced
 #: checked on seeds 2000..2009): every training partner from both seats each iteration, 36 rollouts
 SETTINGS = dict(teacher=TEACHER, iterations=8, episodes=2 * len(TRAIN), rollouts=36, horizon=400, depth=6, min_leaf=5,
                 seed=1000, start="teacher")
+#: agents played as they are (issue 46's baselines; the trained SP/FCP egos play only V2 layouts)
+BASELINES = ("proagent", "bayes-belief")
 VARIANTS = {"full": {}, "no_partner_tree": {"partner_tree": False}, "no_partner_feature": {"partner_feature": False},
             "no_aggregate": {"aggregate": False}}
 
@@ -161,6 +164,8 @@ def agent_name(out: Path, layout: str, agent: str) -> str:
         return TEACHER
     if agent == "seed":
         return f"policy-tree:seed:{layout}"
+    if agent in BASELINES:
+        return agent
     agent, _, source = agent.partition("@")  # tree@SRC: the tree distilled on layout SRC (transfer)
     variant = agent.split(":", 1)[1] if ":" in agent else "full"
     best = run_dir(out, source or layout, variant) / "best.py"
@@ -195,6 +200,8 @@ def cmd_eval(args) -> None:
                         infos = [row.info[seat] for row in result.trajectory.steps]
                         if agent == "teacher":
                             lat = [i["pcm"]["time_ms"] * 1e3 for i in infos if i.get("pcm")]
+                        elif agent in BASELINES:  # no per-decision timing in their step info
+                            lat = []
                         else:
                             lat = [i["tree_us"] for i in infos if i.get("tree_us") is not None]
                         row = {"layout": layout, "agent": agent, "partner": partner, "seat": seat, "seed": seed,
@@ -257,7 +264,7 @@ def cmd_report(args) -> None:
         lat = np.concatenate([np.asarray(r["latency_us"], float) for r in rs])
         partners = "+".join(sorted({r["partner"] for r in rs}))
         print(f"| {layout} | {agent} | {partners} | {len(rs)} | {m:.1f} | [{lo:.1f}, {hi:.1f}] | "
-              f"{np.mean([r['soups'] for r in rs]):.2f} | {np.percentile(lat, 50):.0f} | "
+              f"{np.mean([r['soups'] for r in rs]):.2f} | {f'{np.percentile(lat, 50):.0f}' if lat.size else '-'} | "
               f"{sum(r['tree_errors'] for r in rs)} |")
     print()
     print("Per partner and seat (mean reward, episodes):")
@@ -276,7 +283,7 @@ def cmd_report(args) -> None:
     print("|---|---|---:|---:|---|---:|")
     layouts = sorted({r["layout"] for r in rows})
     for layout in layouts:
-        for a, b in (("tree", "seed"), ("tree", "teacher"), ("seed", "teacher"),
+        for a, b in (("tree", "seed"), ("tree", "teacher"), ("seed", "teacher"), *(("tree", x) for x in BASELINES),
                      *((a, "tree") for a in sorted({r["agent"] for r in rows}) if a.startswith("tree:"))):
             ra, rb = by.get((layout, a)), by.get((layout, b))
             if not ra or not rb:
