@@ -128,19 +128,29 @@ def cmd_latency(args) -> None:
     print(json.dumps(result, indent=2))
 
 
+#: partners for development checks: neither trained on nor held out
+DEV_PARTNERS = ("server", "switch-plater-to-sourcer", "bp-g1-dish-hi-eager-lo", "bp-g3-onion-lo-stock-hi")
+
+
 def cmd_probe(args) -> None:
     """Development check: the mean reward of each tree file given (e.g. every ``iter_KK/code.py`` of a
-    run, any of which DAgger may accept) with one partner, on the given seeds, both seats."""
+    run, any of which DAgger may accept; ``teacher`` for the teacher) with each partner, on the
+    given seeds, both seats."""
     import numpy as np
 
     from beliefgate.eval.episode import run_episode
     from beliefgate.policytree.agent import close_sandboxes
 
     for tree in args.tree:
-        rewards = [run_episode(args.layout, f"policy-tree:{tree}", args.partner, seed=seed, horizon=args.horizon,
-                               seat=seat).summary["reward"] for seat in (0, 1) for seed in _seeds(args.seeds)]
-        close_sandboxes()
-        print(f"{tree}: {np.mean(rewards):.1f} {[float(r) for r in rewards]}", flush=True)
+        ego = TEACHER if tree == "teacher" else f"policy-tree:{tree}"
+        every = []
+        for partner in args.partner or DEV_PARTNERS:
+            rewards = [run_episode(args.layout, ego, partner, seed=seed, horizon=args.horizon,
+                                   seat=seat).summary["reward"] for seat in (0, 1) for seed in _seeds(args.seeds)]
+            close_sandboxes()
+            every += rewards
+            print(f"{tree} with {partner}: {np.mean(rewards):.1f} {[float(r) for r in rewards]}", flush=True)
+        print(f"{tree}: {np.mean(every):.1f} over {len(every)} episodes", flush=True)
 
 
 def _done(rows_path: Path) -> set:
@@ -361,10 +371,10 @@ def main(argv=None) -> None:
     lt.add_argument("--horizon", type=int, default=200)
     pr = sub.add_parser("probe", help=cmd_probe.__doc__.split(".")[0])
     pr.add_argument("--layout", required=True, choices=LAYOUTS)
-    pr.add_argument("--partner", required=True)
+    pr.add_argument("--partner", action="append", help="repeatable; default: DEV_PARTNERS")
     pr.add_argument("--seeds", default="1000-1001", help="development seeds (>= 1000)")
     pr.add_argument("--horizon", type=int, default=400)
-    pr.add_argument("tree", nargs="+", type=Path)
+    pr.add_argument("tree", nargs="+", help="tree files, or 'teacher'")
     r = sub.add_parser("report")
     r.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
     r.add_argument("--also", type=Path, action="append", help="another folder whose rows.jsonl joins the report")

@@ -66,6 +66,8 @@ def test_flat_state_counts_what_each_seat_can_reach_across_a_counter_wall():
     assert (right["reach_onion_counters"], right["reach_dish_counters"]) == (1, 1)
     assert (left["reach_onion_counters"], left["reach_dish_counters"]) == (2, 0)
     assert right["shared_empty_counters"] == left["shared_empty_counters"] == 2  # (2, 1) and (2, 3)
+    assert right["shared_onion_counters"] == left["shared_onion_counters"] == 1  # (2, 2)
+    assert right["shared_dish_counters"] == left["shared_dish_counters"] == 0
     one_region = flat_state(_state(), 0)
     for kind in ("onion", "dish", "soup"):
         assert one_region[f"reach_{kind}_counters"] == one_region[f"num_{kind}_counters"]

@@ -230,7 +230,7 @@ def test_every_feature_reads_the_same_in_the_sandbox_as_in_the_fit(tiny_run):
     assert {"onion", "dish"} <= held, held
     # split_floor adds the reachability counts (cramped_room's states carry them too)
     feats = {f.name: f for f in features(1, ("pickup_onion",), ("pickup_onion",), split_floor=True)}
-    assert {"reach_onion_counters", "shared_empty_counters"} <= set(feats)
+    assert {"reach_onion_counters", "shared_empty_counters", "onions_missing_after_handover"} <= set(feats)
     # a teammate's onion is net of the pot's need, a teammate's dish of the coming soups
     d = json.loads(json.dumps(states[0]))
     d["pot"] = [{"count": 1, "state": "idle", "timers": None}]
@@ -241,6 +241,12 @@ def test_every_feature_reads_the_same_in_the_sandbox_as_in_the_fit(tiny_run):
     for mate, left in (("dish", 0.0), ("onion", 1.0)):
         d["holdings"]["teammate"] = mate
         assert feats["soups_left_after_mate"].value(d, None) == left
+    # ... and on a split floor also of what waits on the shared counters
+    d.update(shared_onion_counters=1, shared_dish_counters=1)
+    d["holdings"]["teammate"] = "dish"
+    assert feats["soups_left_after_handover"].value(d, None) == -1.0
+    d["pot"] = [{"count": 0, "state": "idle", "timers": None}]
+    assert feats["onions_missing_after_handover"].value(d, None) == 2.0
     for f in feats.values():
         values = sorted({f.value(s, None) for s in states})
         for cut in ([0] if f.boolean else [int(v) for v in values[:-1]][:3] or [0]):

@@ -219,8 +219,20 @@ def features(pots: int, skills: Sequence[str], self_skills: Sequence[str], mate_
         for kind in ("onion", "dish", "soup"):
             key = f"reach_{kind}_counters"
             add(key, f'state["{key}"]', f"{kind}s on counters self can reach", lambda d, m, key=key: float(d[key]), False)
-        add("shared_empty_counters", 'state["shared_empty_counters"]', "empty counters both players can reach",
-            lambda d, m: float(d["shared_empty_counters"]), False)
+        for kind in ("empty", "onion", "dish"):
+            key = f"shared_{kind}_counters"
+            add(key, f'state["{key}"]', f"{'empty counters' if kind == 'empty' else kind + 's on counters'} both "
+                "players can reach", lambda d, m, key=key: float(d[key]), False)
+        # the needs net of what is already on its way: carried by the teammate or handed over (a supplier
+        # that cannot reach the pots stops fetching onions once enough wait on the shared counters)
+        add("onions_missing_after_handover", 'onions_missing(state) - (state["holdings"]["teammate"] == "onion") '
+            '- state["shared_onion_counters"]', "onions the idle pots still need beyond the teammate's and the "
+            "handed-over ones", lambda d, m: float(_onions_missing(d) - (d["holdings"]["teammate"] == "onion")
+                                                  - d["shared_onion_counters"]), False)
+        add("soups_left_after_handover", 'soups_coming(state) - (state["holdings"]["teammate"] == "dish") '
+            '- state["shared_dish_counters"]', "pots cooking or ready beyond the teammate's and the handed-over "
+            "dishes", lambda d, m: float(_soups_coming(d) - (d["holdings"]["teammate"] == "dish")
+                                         - d["shared_dish_counters"]), False)
     for s in skills:
         add(f"mate_completed_{s}", f'state["teammate_last_completed_skill"] == "{s}"',
             f"the teammate last completed {s}",

@@ -138,7 +138,7 @@ def vocabularies(layout: str, reads_partner: bool) -> Dict[str, Vocabulary]:
                    + p["num_soup_counters"] for p in probes)
     kinds = {r"pot\d+_onions": POT_CAPACITY, r"pot\d+_ticks_left": COOK_TICKS, "onions_missing": POT_CAPACITY * pots,
              "soups_coming": pots, r"num_[a-z]+_counters": counters,
-             r"reach_[a-z]+_counters": counters, "shared_empty_counters": counters}
+             r"(reach|shared)_[a-z]+_counters": counters}
     out: Dict[str, Vocabulary] = {}
     for group in ([0, 1] if split else [None]):
         own = seat_sets[group if group is not None else 0]

@@ -32,8 +32,9 @@ Keys
     the same counts over the counters the controlled player can reach from where it stands
     (next to its floor region); equal to the totals where the floor is one region, smaller where
     a counter wall splits it (forced_coordination: an onion left on the far side is no onion).
-``shared_empty_counters``
-    empty counters both players can reach: the places an item can be handed over.
+``shared_empty_counters``, ``shared_onion_counters``, ``shared_dish_counters``
+    counters both players can reach (the places an item is handed over) that are empty / hold an
+    onion / a dish.
 ``teammate_last_completed_skill``
     the last skill the teammate visibly completed this episode (from its interaction events),
     or ``None``.
@@ -64,6 +65,7 @@ FLAT_STATE_KEYS = (
     "version", "self_player", "hold", "holdings", "pot", "any_soup_ready", "any_pot_not_full",
     "num_empty_counters", "num_onion_counters", "num_dish_counters", "num_soup_counters",
     "reach_onion_counters", "reach_dish_counters", "reach_soup_counters", "shared_empty_counters",
+    "shared_onion_counters", "shared_dish_counters",
     "teammate_last_completed_skill", "teammate_last_inferred_skill", "self_last_skill",
 )
 
@@ -96,6 +98,8 @@ class FlatState(TypedDict):
     reach_dish_counters: int
     reach_soup_counters: int
     shared_empty_counters: int
+    shared_onion_counters: int
+    shared_dish_counters: int
     teammate_last_completed_skill: Optional[str]
     teammate_last_inferred_skill: Optional[str]
     self_last_skill: Optional[str]
@@ -131,6 +135,7 @@ def flat_state(state: SymbolicState, player: int, *, teammate_last_completed_ski
     mine = info.touching(state.players[player].position)
     both = mine & info.touching(state.players[1 - player].position)
     reach = [o.name for o in state.counters if o.position in mine]
+    handed = [o.name for o in state.counters if o.position in both]
     taken = {o.position for o in state.counters}
     return {
         "version": FLAT_STATE_VERSION,
@@ -148,6 +153,8 @@ def flat_state(state: SymbolicState, player: int, *, teammate_last_completed_ski
         "reach_dish_counters": reach.count("dish"),
         "reach_soup_counters": reach.count("soup"),
         "shared_empty_counters": sum(1 for c in info.counters if c in both and c not in taken),
+        "shared_onion_counters": handed.count("onion"),
+        "shared_dish_counters": handed.count("dish"),
         "teammate_last_completed_skill": teammate_last_completed_skill,
         "teammate_last_inferred_skill": teammate_last_inferred_skill,
         "self_last_skill": self_last_skill,
@@ -201,6 +208,8 @@ def probe_states(layout: str, seat: int) -> List[Dict[str, Any]]:
                     "reach_onion_counters": onions if shared or seat == i % 2 else 0,
                     "reach_dish_counters": i % 2 if shared else 0, "reach_soup_counters": 0,
                     "shared_empty_counters": max(n_counters - onions - (i % 2), 0) if shared else 2,
+                    "shared_onion_counters": onions if shared else onions % 2,
+                    "shared_dish_counters": i % 2 if shared else 0,
                     "teammate_last_completed_skill": last[i % len(last)],
                     "teammate_last_inferred_skill": last[(i + 2) % len(last)],
                     "self_last_skill": last[(i + 4) % len(last)],
