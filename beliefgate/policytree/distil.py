@@ -170,7 +170,7 @@ def soups_coming(state):
 
 
 def features(pots: int, skills: Sequence[str], self_skills: Sequence[str], mate_skills: Sequence[str] = (),
-             with_seat: bool = False, split_floor: bool = False) -> List[Feature]:
+             with_seat: bool = False, split_floor: bool = False, handover: bool = False) -> List[Feature]:
     """The named features of a layout with ``pots`` pots: holdings, pots, counters, the teammate's
     last completed skill, self's last skill, and (``mate_skills``) the predicted partner skill.
     ``split_floor`` (a counter wall between the players) adds what self can reach: items on the
