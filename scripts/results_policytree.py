@@ -43,11 +43,6 @@ SETTINGS = dict(teacher=TEACHER, iterations=8, episodes=2 * len(TRAIN), rollouts
                 seed=1000, start="teacher")
 #: agents played as they are (issue 46's baselines; the trained SP/FCP egos play only V2 layouts)
 BASELINES = ("proagent", "bayes-belief")
-#: per-layout changes to SETTINGS, each chosen on the development partners (seeds 2000-2004, ``probe``):
-#: forced_coordination's supplier decides on rare states (fetch a dish while the last onion waits on the
-#: hand-over counter); class-balanced weights let the tree split on them (refits of one run's labels,
-#: runs/ptT: 186.5 -> 208.0; the teacher 202.5)
-LAYOUT_SETTINGS = {"forced_coordination": {"balance": True}}
 VARIANTS = {"full": {}, "no_partner_tree": {"partner_tree": False}, "no_partner_feature": {"partner_feature": False},
             "no_aggregate": {"aggregate": False}}
 
@@ -61,8 +56,7 @@ def cmd_distil(args) -> None:
 
     for layout in args.layout:
         for variant in args.variant:
-            cfg = DistilConfig(layout=layout, partners=TRAIN, **{**SETTINGS, **LAYOUT_SETTINGS.get(layout, {})},
-                               **VARIANTS[variant])
+            cfg = DistilConfig(layout=layout, partners=TRAIN, **SETTINGS, **VARIANTS[variant])
             started = time.time()
 
             def progress(k, n, s):
@@ -88,8 +82,7 @@ def cmd_refit(args) -> None:
         for variant in args.variant:
             over = {k: v for k, v in (("depth", args.depth), ("min_leaf", args.min_leaf),
                                       ("balance", args.balance or None)) if v is not None}
-            cfg = DistilConfig(layout=layout, partners=TRAIN, **{**SETTINGS, **LAYOUT_SETTINGS.get(layout, {}), **over},
-                               **VARIANTS[variant])
+            cfg = DistilConfig(layout=layout, partners=TRAIN, **{**SETTINGS, **over}, **VARIANTS[variant])
             its = [state["completed"]] if variant == "no_aggregate" else range(state["best_iteration"] + 1)
             records = [r for k in its for r in read_records(full / f"iter_{k:02d}" / "data.jsonl")]
             policy, stats = fit_policy(records, cfg)

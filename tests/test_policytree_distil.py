@@ -135,11 +135,10 @@ def test_a_split_floor_tree_reads_what_self_can_reach_and_older_states_are_refus
     """forced_coordination's trees may split on the onions self can reach (the teacher's rule here);
     cramped_room's have no such feature; a pooled state from before these keys is one clear error."""
     from beliefgate.envs.overcooked.flat_state import probe_states
-    from beliefgate.policytree.distil import DistilConfigError, features, floor_flags
+    from beliefgate.policytree.distil import DistilConfigError, features, split_floor
 
-    assert floor_flags("forced_coordination") == {"split_floor": True, "handover": True}
-    assert floor_flags("asymmetric_advantages") == {"split_floor": True, "handover": False}
-    assert floor_flags("cramped_room") == floor_flags("counter_circuit") == {"split_floor": False, "handover": False}
+    assert split_floor("forced_coordination") and split_floor("asymmetric_advantages")
+    assert not split_floor("cramped_room") and not split_floor("counter_circuit")
     assert "reach_onion_counters" not in {f.name for f in features(1, (), ())}
     layout = "forced_coordination"
     records = [{"flat": d, "seat": seat, "partner": "pickup_onion",
@@ -229,10 +228,9 @@ def test_every_feature_reads_the_same_in_the_sandbox_as_in_the_fit(tiny_run):
     states = [r["flat"] for r in records]
     held = {d["holdings"]["teammate"] for d in states}
     assert {"onion", "dish"} <= held, held
-    # split_floor and handover add the reachability counts (cramped_room's states carry them too)
-    feats = {f.name: f for f in features(1, ("pickup_onion",), ("pickup_onion",), split_floor=True,
-                                                 handover=True)}
-    assert {"reach_onion_counters", "shared_empty_counters", "onions_missing_after_handover"} <= set(feats)
+    # split_floor adds the reachability counts (cramped_room's states carry them too)
+    feats = {f.name: f for f in features(1, ("pickup_onion",), ("pickup_onion",), split_floor=True)}
+    assert {"reach_onion_counters", "shared_empty_counters"} <= set(feats)
     # a teammate's onion is net of the pot's need, a teammate's dish of the coming soups
     d = json.loads(json.dumps(states[0]))
     d["pot"] = [{"count": 1, "state": "idle", "timers": None}]
@@ -243,12 +241,6 @@ def test_every_feature_reads_the_same_in_the_sandbox_as_in_the_fit(tiny_run):
     for mate, left in (("dish", 0.0), ("onion", 1.0)):
         d["holdings"]["teammate"] = mate
         assert feats["soups_left_after_mate"].value(d, None) == left
-    # ... and on a split floor also of what waits on the shared counters
-    d.update(shared_onion_counters=1, shared_dish_counters=1)
-    d["holdings"]["teammate"] = "dish"
-    assert feats["soups_left_after_handover"].value(d, None) == -1.0
-    d["pot"] = [{"count": 0, "state": "idle", "timers": None}]
-    assert feats["onions_missing_after_handover"].value(d, None) == 2.0
     for f in feats.values():
         values = sorted({f.value(s, None) for s in states})
         for cut in ([0] if f.boolean else [int(v) for v in values[:-1]][:3] or [0]):

@@ -170,13 +170,12 @@ def soups_coming(state):
 
 
 def features(pots: int, skills: Sequence[str], self_skills: Sequence[str], mate_skills: Sequence[str] = (),
-             with_seat: bool = False, split_floor: bool = False, handover: bool = False) -> List[Feature]:
+             with_seat: bool = False, split_floor: bool = False) -> List[Feature]:
     """The named features of a layout with ``pots`` pots: holdings, pots, counters, the teammate's
     last completed skill, self's last skill, and (``mate_skills``) the predicted partner skill.
     ``split_floor`` (a counter wall between the players) adds what self can reach: items on the
     counters next to its own floor, and the empty counters both can reach (where the floor is one
-    region these equal the totals, so they are left out there); ``handover`` (the wall has counters
-    both players reach) adds the items waiting on those and the needs net of them."""
+    region these equal the totals, so they are left out there)."""
     out: List[Feature] = []
 
     def add(name, expr, text, fn, boolean):
@@ -222,21 +221,6 @@ def features(pots: int, skills: Sequence[str], self_skills: Sequence[str], mate_
             add(key, f'state["{key}"]', f"{kind}s on counters self can reach", lambda d, m, key=key: float(d[key]), False)
         add("shared_empty_counters", 'state["shared_empty_counters"]', "empty counters both players can reach",
             lambda d, m: float(d["shared_empty_counters"]), False)
-    if handover:
-        for kind in ("onion", "dish"):
-            key = f"shared_{kind}_counters"
-            add(key, f'state["{key}"]', f"{kind}s on counters both players can reach",
-                lambda d, m, key=key: float(d[key]), False)
-        # the needs net of what is already on its way: carried by the teammate or handed over (a supplier
-        # that cannot reach the pots stops fetching onions once enough wait on the shared counters)
-        add("onions_missing_after_handover", 'onions_missing(state) - (state["holdings"]["teammate"] == "onion") '
-            '- state["shared_onion_counters"]', "onions the idle pots still need beyond the teammate's and the "
-            "handed-over ones", lambda d, m: float(_onions_missing(d) - (d["holdings"]["teammate"] == "onion")
-                                                  - d["shared_onion_counters"]), False)
-        add("soups_left_after_handover", 'soups_coming(state) - (state["holdings"]["teammate"] == "dish") '
-            '- state["shared_dish_counters"]', "pots cooking or ready beyond the teammate's and the handed-over "
-            "dishes", lambda d, m: float(_soups_coming(d) - (d["holdings"]["teammate"] == "dish")
-                                         - d["shared_dish_counters"]), False)
     for s in skills:
         add(f"mate_completed_{s}", f'state["teammate_last_completed_skill"] == "{s}"',
             f"the teammate last completed {s}",
@@ -250,13 +234,9 @@ def features(pots: int, skills: Sequence[str], self_skills: Sequence[str], mate_
     return out
 
 
-def floor_flags(layout: str) -> Dict[str, bool]:
-    """:func:`features`' ``split_floor`` (a counter wall splits ``layout``'s floor between the players)
-    and ``handover`` (and some counter both reach: forced_coordination; not asymmetric_advantages,
-    whose two kitchens share only the pots)."""
-    info = domain_for_layout(layout).layout_info(layout)
-    split = not info.shared_floor
-    return {"split_floor": split, "handover": split and not info.separate_kitchens}
+def split_floor(layout: str) -> bool:
+    """Does a counter wall split ``layout``'s floor between the players (see :func:`features`)?"""
+    return not domain_for_layout(layout).layout_info(layout).shared_floor
 
 
 def matrix(rows: Sequence[Dict[str, Any]], feats: Sequence[Feature], mates: Optional[Sequence[Optional[str]]] = None):
@@ -431,7 +411,7 @@ def fit_policy(records: Sequence[Dict[str, Any]], cfg: DistilConfig) -> Tuple[Fi
         rows = [r for r in records if g is None or r["seat"] == g]
         self_skills = seat_sets[g if g is not None else 0]
         mate_skills = seat_sets[1 - g] if g is not None else seat_sets[1]
-        base = features(pots, library, self_skills, with_seat=not split, **floor_flags(cfg.layout))
+        base = features(pots, library, self_skills, with_seat=not split, split_floor=split_floor(cfg.layout))
         flats = [r["flat"] for r in rows]
         plabelled = [(r["flat"], r["partner"]) for r in rows if r["partner"] is not None]
         if cfg.partner_tree and len({y for _, y in plabelled}) > 1:

@@ -57,7 +57,7 @@ from beliefgate.envs.domain import domain_for_layout
 from beliefgate.errors import InputError
 from beliefgate.fileio import read_text
 from beliefgate.planners.errors import ModelOutputError
-from beliefgate.policytree.distil import Feature, FittedPolicy, Leaf, Node, Split, emit_code, features, floor_flags
+from beliefgate.policytree.distil import Feature, FittedPolicy, Leaf, Node, Split, emit_code, features, split_floor
 from beliefgate.policytree.learn import (ENTRY, LearnConfigError, Learner, PoolConfig, RolloutResult, _json_object, _put,
                                          check_tree, fit, render, run_rollouts, system_prompt,
                                          two_seat_classic_layout)
@@ -138,12 +138,12 @@ def vocabularies(layout: str, reads_partner: bool) -> Dict[str, Vocabulary]:
                    + p["num_soup_counters"] for p in probes)
     kinds = {r"pot\d+_onions": POT_CAPACITY, r"pot\d+_ticks_left": COOK_TICKS, "onions_missing": POT_CAPACITY * pots,
              "soups_coming": pots, r"num_[a-z]+_counters": counters,
-             r"(reach|shared)_[a-z]+_counters": counters}
+             r"reach_[a-z]+_counters": counters, "shared_empty_counters": counters}
     out: Dict[str, Vocabulary] = {}
     for group in ([0, 1] if split else [None]):
         own = seat_sets[group if group is not None else 0]
         mate = seat_sets[1 - group] if group is not None else seat_sets[1]
-        base = features(pots, library, own, with_seat=not split, **floor_flags(layout))
+        base = features(pots, library, own, with_seat=not split, split_floor=split_floor(layout))
         predicted = features(0, (), (), mate)[-len(mate):] if reads_partner else []
         for tree, feats, skills in (("partner", base, mate), ("self", base + predicted, own)):
             cuts = {}
