@@ -486,22 +486,13 @@ def get_partner(name: str) -> PartnerSpec:
 
 @lru_cache(maxsize=None)
 def _regions(layout: str) -> Tuple[FrozenSet[Pos], ...]:
-    """Connected components of the floor."""
+    """Connected components of the floor (each :meth:`LayoutInfo.region`)."""
     info = layout_info(layout)
-    left = set(info.floor)
-    comps = []
+    left, comps = set(info.floor), []
     while left:
-        start = left.pop()
-        comp, stack = {start}, [start]
-        while stack:
-            x, y = stack.pop()
-            for dx, dy in DIRECTIONS:
-                n = (x + dx, y + dy)
-                if n in left:
-                    left.remove(n)
-                    comp.add(n)
-                    stack.append(n)
-        comps.append(frozenset(comp))
+        comp = info.region(min(left))
+        comps.append(comp)
+        left -= comp
     return tuple(comps)
 
 
