@@ -404,6 +404,7 @@ def fit_policy(records: Sequence[Dict[str, Any]], cfg: DistilConfig) -> Tuple[Fi
     split = seat_sets[0] != seat_sets[1]
     groups: List[Optional[int]] = [0, 1] if split else [None]
     pots = len(records[0]["flat"]["pot"]) if records else 1
+    floor = split_floor(cfg.layout)
     partner, own = {}, {}
     stats: Dict[str, Any] = {"groups": {}}
     hits = total = mhits = mtotal = 0
@@ -411,7 +412,7 @@ def fit_policy(records: Sequence[Dict[str, Any]], cfg: DistilConfig) -> Tuple[Fi
         rows = [r for r in records if g is None or r["seat"] == g]
         self_skills = seat_sets[g if g is not None else 0]
         mate_skills = seat_sets[1 - g] if g is not None else seat_sets[1]
-        base = features(pots, library, self_skills, with_seat=not split, split_floor=split_floor(cfg.layout))
+        base = features(pots, library, self_skills, with_seat=not split, split_floor=floor)
         flats = [r["flat"] for r in rows]
         plabelled = [(r["flat"], r["partner"]) for r in rows if r["partner"] is not None]
         if cfg.partner_tree and len({y for _, y in plabelled}) > 1:

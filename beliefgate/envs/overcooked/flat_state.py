@@ -53,6 +53,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, TypedDict
 
+from beliefgate.envs.overcooked.kitchen import counter_sides
 from beliefgate.envs.overcooked.layouts import layout_info
 from beliefgate.envs.overcooked.state import POT_CAPACITY, SymbolicState
 from beliefgate.errors import InputError
@@ -130,13 +131,10 @@ def flat_state(state: SymbolicState, player: int, *, teammate_last_completed_ski
         else:
             pots.append({"count": int(pot.ingredients), "state": "idle", "timers": None})
     objects = [o.name for o in state.counters]
-    info = layout_info(state.layout)
-    counters = len(info.counters)
-    mine = info.touching(state.players[player].position)
-    both = mine & info.touching(state.players[1 - player].position)
+    counters = len(layout_info(state.layout).counters)
+    mine, shared, occupied = counter_sides(state, player)
     reach = [o.name for o in state.counters if o.position in mine]
-    handed = [o.name for o in state.counters if o.position in both]
-    taken = {o.position for o in state.counters}
+    handed = [o.name for o in state.counters if o.position in shared]
     return {
         "version": FLAT_STATE_VERSION,
         "self_player": player,
@@ -152,7 +150,7 @@ def flat_state(state: SymbolicState, player: int, *, teammate_last_completed_ski
         "reach_onion_counters": reach.count("onion"),
         "reach_dish_counters": reach.count("dish"),
         "reach_soup_counters": reach.count("soup"),
-        "shared_empty_counters": sum(1 for c in info.counters if c in both and c not in taken),
+        "shared_empty_counters": len(shared - occupied),
         "shared_onion_counters": handed.count("onion"),
         "shared_dish_counters": handed.count("dish"),
         "teammate_last_completed_skill": teammate_last_completed_skill,

@@ -62,7 +62,7 @@ def held_wanted(state: SymbolicState, player: int) -> bool:
     return True
 
 
-def _counter_sides(state: SymbolicState, player: int) -> Tuple[frozenset, frozenset, frozenset]:
+def counter_sides(state: SymbolicState, player: int) -> Tuple[frozenset, frozenset, frozenset]:
     """``(mine, shared, occupied)``: the counters ``player`` can reach, those of them another
     player can reach too (the hand-over counters), and the counters holding an object."""
     info = layout_info(state.layout)
@@ -82,7 +82,7 @@ def placement_targets(state: SymbolicState, player: int) -> Tuple[Optional[froze
     """
     if state.players[player].held is None:
         return None, frozenset()
-    mine, shared, occupied = _counter_sides(state, player)
+    mine, shared, occupied = counter_sides(state, player)
     if not shared or shared == mine:
         return None, frozenset()
     if held_wanted(state, player):
@@ -101,7 +101,7 @@ def clearing_targets(state: SymbolicState, player: int, skill: str) -> Optional[
     item = PICKUP_ITEM.get(skill)
     if item is None or not sole_cook(state, player):
         return None
-    mine, shared, occupied = _counter_sides(state, player)
+    mine, shared, occupied = counter_sides(state, player)
     if not shared or not shared <= occupied or not (mine - shared - occupied):
         return None
     cells = frozenset(c.position for c in state.counters if c.position in shared and c.name == item)
