@@ -9,13 +9,15 @@
     PYTHONPATH=$PWD .venv/bin/python scripts/results_policytree.py report --out runs/results_policytree
 
 ``distil`` runs ``beliefgate policytree distil``'s loop (resumable) on the training partners
-(:data:`TRAIN`) with the settings of :data:`SETTINGS` (seeds >= 1000) into
+(:data:`TRAIN`; on the OvercookedV2 kitchens of :data:`V2_KITCHENS` trained BP agents) with the
+settings of :data:`SETTINGS` (seeds >= 1000) into
 ``OUT/distil/<layout>/<variant>``. ``eval`` plays held-out seeds with held-out partners
-(:data:`HELD_OUT`, never used in distillation), both seats, and appends one JSON line per episode to
+(:data:`HELD_OUT`, :func:`held_out` on V2, never used in distillation), both seats, and appends one JSON line per episode to
 ``OUT/rows.jsonl`` (resumable: an episode already there is skipped). Agents: ``tree`` (the run's
 ``best.py``; ``tree:<variant>`` for an ablation; ``tree@<layout>`` the tree distilled on another layout,
 for transfer), ``seed`` (the layout's hand-written seed tree),
-``teacher`` (the distillation's teacher) and the baselines of :data:`BASELINES` by name.
+``teacher`` (the distillation's teacher) and the baselines of :data:`BASELINES` (:data:`V2_BASELINES` on V2: ``sp``, ``fcp`` the
+layout's trained egos) by name.
 Per episode: reward, soups and the ego's decision
 latencies (tree: flat state + sandbox call, every step; teacher: its PCM decision time, at each
 decision), all measured in the same process. ``report`` prints the markdown tables.
@@ -36,13 +38,60 @@ TRAIN = ("balanced", "onion-sourcer", "plater")
 #: partners never used in distillation
 HELD_OUT = ("noisy", "switch-sourcer-to-plater", "bp-g2-onion-hi-pot-lo", "counter-passer",  # counter-passer: forced_coordination only
             "bp-g2-onion-lo-pot-lo")  # added after the fix for bp-g2-onion-hi-pot-lo's collapse: never looked at before
-LAYOUTS = ("cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination", "counter_circuit")
+#: partners for development checks: neither trained on nor held out
+DEV_PARTNERS = ("server", "switch-plater-to-sourcer", "bp-g1-dish-hi-eager-lo", "bp-g3-onion-lo-stock-hi")
+CLASSIC_LAYOUTS = ("cramped_room", "asymmetric_advantages", "coordination_ring", "forced_coordination", "counter_circuit")
 #: chosen on seeds >= 1000 with the training partners (rollouts 1000..1035, played episodes from 1100,
 #: checked on seeds 2000..2009): every training partner from both seats each iteration, 36 rollouts
 SETTINGS = dict(teacher=TEACHER, iterations=8, episodes=2 * len(TRAIN), rollouts=36, horizon=400, depth=6, min_leaf=5,
                 seed=1000, start="teacher")
 #: agents played as they are (issue 46's baselines; the trained SP/FCP egos play only V2 layouts)
 BASELINES = ("proagent", "bayes-belief")
+
+#: OvercookedV2 kitchens with trained partners (issue 44's checkpoints: 12 BP behaviours, SP seeds, an
+#: FCP ego), distilled with the same SETTINGS. Partners by a rule fixed before any V2 episode was
+#: played: the three BP groups at both event weights high train; at both low, one SP seed and the
+#: scripted v2-cook are held out; the mixed weights are for development checks. The SP ego baseline
+#: is another SP seed than the held-out one.
+V2_KITCHENS = {"v2/cramped_room": ("cramped_room", "s0", "s1"), "v2/coord_ring": ("coord_ring", "s17", "s2"),
+               "v2/forced_coord": ("forced_coord", "s0", "s1")}
+V2_BASELINES = ("bayes-belief", "sp", "fcp")
+BP_GROUPS = ("logistics", "cooking", "sourcing")
+
+
+def train_partners(layout: str) -> tuple:
+    if layout in V2_KITCHENS:
+        return tuple(f"bp-{g}-hi-hi-{V2_KITCHENS[layout][0]}" for g in BP_GROUPS)
+    return TRAIN
+
+
+def held_out(layout: str) -> tuple:
+    if layout in V2_KITCHENS:
+        short, sp, _ = V2_KITCHENS[layout]
+        return (*(f"bp-{g}-lo-lo-{short}" for g in BP_GROUPS), f"sp-{short}-{sp}", "v2-cook")
+    return HELD_OUT
+
+
+def dev_partners(layout: str) -> tuple:
+    if layout in V2_KITCHENS:
+        short = V2_KITCHENS[layout][0]
+        return tuple(f"bp-{g}-{w}-{short}" for g in BP_GROUPS for w in ("hi-lo", "lo-hi"))
+    return DEV_PARTNERS
+
+
+def baselines(layout: str) -> tuple:
+    return V2_BASELINES if layout in V2_KITCHENS else BASELINES
+
+
+def baseline_agent(layout: str, name: str) -> str:
+    """The agent a baseline name plays on ``layout`` (``sp``, ``fcp``: the layout's checkpoints)."""
+    if layout in V2_KITCHENS and name in ("sp", "fcp"):
+        short, _, sp = V2_KITCHENS[layout]
+        return f"sp-{short}-{sp}" if name == "sp" else f"fcp-{short}"
+    return name
+
+
+LAYOUTS = CLASSIC_LAYOUTS + tuple(V2_KITCHENS)
 VARIANTS = {"full": {}, "no_partner_tree": {"partner_tree": False}, "no_partner_feature": {"partner_feature": False},
             "no_aggregate": {"aggregate": False}}
 
@@ -56,7 +105,7 @@ def cmd_distil(args) -> None:
 
     for layout in args.layout:
         for variant in args.variant:
-            cfg = DistilConfig(layout=layout, partners=TRAIN, **SETTINGS, **VARIANTS[variant])
+            cfg = DistilConfig(layout=layout, partners=train_partners(layout), **SETTINGS, **VARIANTS[variant])
             started = time.time()
 
             def progress(k, n, s):
@@ -82,7 +131,7 @@ def cmd_refit(args) -> None:
         for variant in args.variant:
             over = {k: v for k, v in (("depth", args.depth), ("min_leaf", args.min_leaf),
                                       ("balance", args.balance or None)) if v is not None}
-            cfg = DistilConfig(layout=layout, partners=TRAIN, **{**SETTINGS, **over}, **VARIANTS[variant])
+            cfg = DistilConfig(layout=layout, partners=train_partners(layout), **{**SETTINGS, **over}, **VARIANTS[variant])
             its = [state["completed"]] if variant == "no_aggregate" else range(state["best_iteration"] + 1)
             records = [r for k in its for r in read_records(full / f"iter_{k:02d}" / "data.jsonl")]
             policy, stats = fit_policy(records, cfg)
@@ -128,10 +177,6 @@ def cmd_latency(args) -> None:
     print(json.dumps(result, indent=2))
 
 
-#: partners for development checks: neither trained on nor held out
-DEV_PARTNERS = ("server", "switch-plater-to-sourcer", "bp-g1-dish-hi-eager-lo", "bp-g3-onion-lo-stock-hi")
-
-
 def cmd_probe(args) -> None:
     """Development check: the mean reward of each tree file given (e.g. every ``iter_KK/code.py`` of a
     run, any of which DAgger may accept; ``teacher`` for the teacher) with each partner, on the
@@ -144,7 +189,7 @@ def cmd_probe(args) -> None:
     for tree in args.tree:
         ego = TEACHER if tree == "teacher" else f"policy-tree:{tree}"
         every = []
-        for partner in args.partner or DEV_PARTNERS:
+        for partner in args.partner or dev_partners(args.layout):
             rewards = [run_episode(args.layout, ego, partner, seed=seed, horizon=args.horizon,
                                    seat=seat).summary["reward"] for seat in (0, 1) for seed in _seeds(args.seeds)]
             close_sandboxes()
@@ -174,8 +219,8 @@ def agent_name(out: Path, layout: str, agent: str) -> str:
         return TEACHER
     if agent == "seed":
         return f"policy-tree:seed:{layout}"
-    if agent in BASELINES:
-        return agent
+    if agent in baselines(layout):
+        return baseline_agent(layout, agent)
     agent, _, source = agent.partition("@")  # tree@SRC: the tree distilled on layout SRC (transfer)
     variant = agent.split(":", 1)[1] if ":" in agent else "full"
     best = run_dir(out, source or layout, variant) / "best.py"
@@ -197,7 +242,7 @@ def cmd_eval(args) -> None:
         domain = domain_for_layout(layout)
         for agent in args.agent:
             ego = agent_name(args.trees or args.out, layout, agent)
-            for partner in args.partner or HELD_OUT:
+            for partner in args.partner or held_out(layout):
                 if domain.partner_restriction(partner, layout) is not None:
                     continue
                 for seat in (0, 1):
@@ -210,7 +255,7 @@ def cmd_eval(args) -> None:
                         infos = [row.info[seat] for row in result.trajectory.steps]
                         if agent == "teacher":
                             lat = [i["pcm"]["time_ms"] * 1e3 for i in infos if i.get("pcm")]
-                        elif agent in BASELINES:  # no per-decision timing in their step info
+                        elif agent in baselines(layout):  # no per-decision timing in their step info
                             lat = []
                         else:
                             lat = [i["tree_us"] for i in infos if i.get("tree_us") is not None]
@@ -293,7 +338,7 @@ def cmd_report(args) -> None:
     print("|---|---|---:|---:|---|---:|")
     layouts = sorted({r["layout"] for r in rows})
     for layout in layouts:
-        for a, b in (("tree", "seed"), ("tree", "teacher"), ("seed", "teacher"), *(("tree", x) for x in BASELINES),
+        for a, b in (("tree", "seed"), ("tree", "teacher"), ("seed", "teacher"), *(("tree", x) for x in baselines(layout)),
                      *((a, "tree") for a in sorted({r["agent"] for r in rows}) if a.startswith("tree:"))):
             ra, rb = by.get((layout, a)), by.get((layout, b))
             if not ra or not rb:

@@ -159,7 +159,7 @@ def test_a_split_floor_tree_reads_what_self_can_reach_and_older_states_are_refus
     (["--depth", "0"], ["depth"]),
     (["--partner", "v2-cook"], ["v2-cook"]),
     (["--layout", "cramped_room_3p"], ["cramped_room_3p"]),
-    (["--layout", "v2/cramped_room_v2", "--partner", "v2-cook"], ["v2/cramped_room_v2", "overcooked_v2/1"]),
+    (["--layout", "v2/cramped_room_v2_3p", "--partner", "v2-cook"], ["v2/cramped_room_v2_3p", "3 players"]),
     (["--teacher", "policy-tree:seed:cramped_room"], ["teacher"]),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, words):
@@ -249,3 +249,45 @@ def test_every_feature_reads_the_same_in_the_sandbox_as_in_the_fit(tiny_run):
             with Sandbox(emit_code(policy, LAYOUT, "feature check"), "PredictTeammateThenPlan") as box:
                 for s in states[::3]:
                     assert tuple(box.call(s)) == policy.predict(s), (f.name, cut)
+
+
+def test_a_v2_kitchen_is_distilled_on_its_own_flat_state(tmp_path):
+    """OvercookedV2: the same loop over the V2 flat state's features (typed holdings, the recipe
+    candidates, per-ingredient needs, the skills each seat reaches); the emitted code carries no
+    classic helper, plays, and every feature's expression reads in the sandbox what the fit used
+    (on visited states and the layout's probe states, where the recipe is seen and unseen)."""
+    from beliefgate.envs.domain import domain_for_layout
+    from beliefgate.eval.episode import run_episode
+    from beliefgate.policytree.agent import close_sandboxes
+    from beliefgate.policytree.distil import FittedPolicy, Leaf, Split, layout_features
+    from beliefgate.policytree.sandbox import Sandbox
+
+    layout = "v2/cramped_room_v2"
+    out = tmp_path / "v2"
+    summary = Distiller(DistilConfig(layout=layout, partners=("v2-cook",), **{**TINY, "horizon": 40}), out).run()
+    assert summary["best_iteration"] == 0 and summary["history"][0]["states"] == 80
+    code = (out / "best.py").read_text()
+    assert "def onions_missing" not in code and "Layout: v2/cramped_room_v2" in code
+    domain = domain_for_layout(layout)
+    names = domain.controller(layout).library.names
+    feats = layout_features(layout, names, domain.seat_skills(layout, 0), with_seat=True)
+    assert {"candidate_0-0-1", "need_ingredient_1", "sure_ingredient_0", "teammate_holds_ingredient_1",
+            "self_reaches_put_ingredient_1_in_pot", "counter_plate", "recipe_visible"} <= {f.name for f in feats}
+    probes = [d for seat in (0, 1) for d in domain.probe_states(layout, seat)]
+    states = [r["flat"] for r in read_records(out / "iter_00" / "data.jsonl")][::8] + \
+        [d for seen in (True, False) for d in probes if d["recipe_visible"] == seen][::4]
+    assert {d["recipe_visible"] for d in states} == {True, False}
+    for f in feats:
+        values = sorted({f.value(s, None) for s in states})
+        cut = 0 if f.boolean else int(values[len(values) // 2 - 1]) if len(values) > 1 else 0
+        node = Split(f, cut, Leaf("pickup_plate"), Leaf("deliver_dish"))
+        policy = FittedPolicy(partner={None: Leaf("pickup_plate")}, own={None: node}, reads_partner=False)
+        with Sandbox(emit_code(policy, layout, "feature check"), self_skills=names, partner_skills=names) as box:
+            for s in states:
+                assert tuple(box.call(s)) == policy.predict(s), (f.name, cut)
+    try:
+        res = run_episode(layout, f"policy-tree:{out / 'best.py'}", "v2-cook", seed=3, horizon=20, seat=1)
+    finally:
+        close_sandboxes()
+    infos = [r.info[1] for r in res.trajectory.steps]
+    assert infos[-1]["tree_errors"] == 0 and all(i["tree_skill"] for i in infos)

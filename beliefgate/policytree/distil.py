@@ -48,7 +48,8 @@ from beliefgate.envs.domain import domain_for_layout
 from beliefgate.errors import BeliefgateError, RuntimeFailure
 from beliefgate.provenance import git_commit
 from beliefgate.policytree.learn import (ENTRY, PARTNER_HEADER, SELF_HEADER, LearnConfigError, Learner, PoolConfig,
-                                         RolloutResult, _put, check_tree, run_rollouts, two_seat_classic_layout)
+                                         CLASSIC_SCHEMA, V2_SCHEMA, RolloutResult, _put, check_tree, run_rollouts,
+                                         two_seat_classic_layout)
 from beliefgate.validation import CheckedModel
 
 DISTIL_VERSION = 1
@@ -97,7 +98,7 @@ class DistilConfig(PoolConfig, CheckedModel):
     @field_validator("layout")
     @classmethod
     def _resolve_layout(cls, layout: str) -> str:
-        domain, name = two_seat_classic_layout(layout, "distillation (its features)")
+        domain, name = two_seat_classic_layout(layout, "distillation (its features)", FEATURE_SCHEMAS)
         if not domain.probe_states(name, 0):
             raise ValueError(f"layout {name!r}: its domain gives no flat-state probe states, so no tree can be checked there")
         return name
@@ -221,17 +222,105 @@ def features(pots: int, skills: Sequence[str], self_skills: Sequence[str], mate_
             add(key, f'state["{key}"]', f"{kind}s on counters self can reach", lambda d, m, key=key: float(d[key]), False)
         add("shared_empty_counters", 'state["shared_empty_counters"]', "empty counters both players can reach",
             lambda d, m: float(d["shared_empty_counters"]), False)
-    for s in skills:
-        add(f"mate_completed_{s}", f'state["teammate_last_completed_skill"] == "{s}"',
-            f"the teammate last completed {s}",
-            lambda d, m, s=s: float(d["teammate_last_completed_skill"] == s), True)
-    for s in self_skills:
-        add(f"self_last_{s}", f'state["self_last_skill"] == "{s}"', f"self's last skill is {s}",
-            lambda d, m, s=s: float(d["self_last_skill"] == s), True)
-    for s in mate_skills:
-        add(f"predicted_{s}", f'mate_skill == "{s}"', f"the teammate is predicted to {s}",
-            lambda d, m, s=s: float(m == s), True)
-    return out
+    out += _history_features(skills, self_skills)
+    return out + predicted_features(mate_skills)
+
+
+def _history_features(skills: Sequence[str], self_skills: Sequence[str]) -> List[Feature]:
+    """The teammate's last completed skill and self's last skill, one boolean per skill (both schemas)."""
+    return ([Feature(f"mate_completed_{s}", f'state["teammate_last_completed_skill"] == "{s}"',
+                     f"the teammate last completed {s}",
+                     lambda d, m, s=s: float(d["teammate_last_completed_skill"] == s), True) for s in skills]
+            + [Feature(f"self_last_{s}", f'state["self_last_skill"] == "{s}"', f"self's last skill is {s}",
+                       lambda d, m, s=s: float(d["self_last_skill"] == s), True) for s in self_skills])
+
+
+def predicted_features(mate_skills: Sequence[str]) -> List[Feature]:
+    """The self tree's view of the partner tree's answer: one boolean per skill it can predict."""
+    return [Feature(f"predicted_{s}", f'mate_skill == "{s}"', f"the teammate is predicted to {s}",
+                    lambda d, m, s=s: float(m == s), True) for s in mate_skills]
+
+
+def v2_features(probe: Dict[str, Any], skills: Sequence[str], self_skills: Sequence[str],
+                with_seat: bool = False) -> List[Feature]:
+    """The named features of an OvercookedV2 kitchen (flat state ``overcooked_v2/1``) for a two-seat
+    tree; ``probe`` is one of the layout's probe states (its pots, ingredients and recipes). Holdings
+    by type, the recipe where seen and the candidates where not, what the pot needs per ingredient
+    (for some candidate and whichever candidate), pots, plates, counters by object, the skills each
+    seat can reach now (a split kitchen's walls), the teammate's and self's last skills. A feature
+    that is constant on a layout (one recipe: nothing to infer) is simply never split on, so a
+    layout with several recipes only adds features."""
+    out: List[Feature] = []
+
+    def add(name, expr, text, fn, boolean):
+        out.append(Feature(name, expr, text, fn, boolean))
+
+    ingredients = [f"ingredient_{i}" for i in probe["ingredients"]]
+    recipes = list(probe["recipes"])
+    if with_seat:
+        add("self_is_player1", 'state["self_player"] == 1', "self is player 1",
+            lambda d, m: float(d["self_player"] == 1), True)
+    for who in ("self", "teammate"):
+        for held in ("plate", "dish", *ingredients):
+            add(f"{who}_holds_{held}", f'state["holdings"]["{who}"] == "{held}"', f"{who} holds {held}",
+                lambda d, m, w=who, h=held: float(d["holdings"][w] == h), True)
+    add("held_fits", 'state["held_fits"]', "self holds an ingredient an open pot can take",
+        lambda d, m: float(d["held_fits"]), True)
+    if len(recipes) > 1:
+        add("recipe_visible", 'state["recipe_visible"]', "self sees the recipe",
+            lambda d, m: float(d["recipe_visible"]), True)
+        add("candidates", 'len(state["candidate_recipes"])', "recipes still possible",
+            lambda d, m: float(len(d["candidate_recipes"])), False)
+        for r in recipes:
+            add(f"candidate_{r}", f'"{r}" in state["candidate_recipes"]', f"recipe {r} is still possible",
+                lambda d, m, r=r: float(r in d["candidate_recipes"]), True)
+    for ing in ingredients:
+        add(f"need_{ing}", f'state["ingredient_need"]["{ing}"]', f"{ing} the pot needs for some candidate",
+            lambda d, m, k=ing: float(d["ingredient_need"][k]), False)
+        if len(recipes) > 1:
+            add(f"sure_{ing}", f'state["ingredient_sure"]["{ing}"]', f"{ing} the pot needs whichever candidate",
+                lambda d, m, k=ing: float(d["ingredient_sure"][k]), False)
+    for i in range(len(probe["pot"])):
+        add(f"pot{i}_count", f'state["pot"][{i}]["count"]', f"ingredients in pot {i}",
+            lambda d, m, i=i: float(d["pot"][i]["count"]), False)
+        for st in ("cooking", "ready"):
+            add(f"pot{i}_{st}", f'state["pot"][{i}]["state"] == "{st}"', f"pot {i} is {st}",
+                lambda d, m, i=i, st=st: float(d["pot"][i]["state"] == st), True)
+        add(f"pot{i}_ticks_left", f'(state["pot"][{i}]["timers"] or 0)', f"cook ticks left in pot {i}",
+            lambda d, m, i=i: float(d["pot"][i]["timers"] or 0), False)
+        if len(recipes) > 1:
+            add(f"pot{i}_fits", f'state["pot"][{i}]["fits"]', f"pot {i} can still become a candidate recipe",
+                lambda d, m, i=i: float(d["pot"][i]["fits"]), True)
+    for key, text in (("any_soup_ready", "a soup is ready"), ("any_soup_cooking", "a soup is cooking"),
+                      ("any_pot_not_full", "a pot is not full"), ("any_pot_to_start", "a pot waits to be started")):
+        add(key, f'state["{key}"]', text, lambda d, m, key=key: float(d[key]), True)
+    for key, text in (("soups_coming", "pots cooking, ready or full"),
+                      ("plates_needed", "soups coming beyond the teammate's plates and dishes"),
+                      ("num_empty_counters", "empty counters")):
+        add(key, f'state["{key}"]', text, lambda d, m, key=key: float(d[key]), False)
+    for obj in ("plate", "dish", *ingredients):
+        add(f"counter_{obj}", f'state["counter_counts"].get("{obj}", 0)', f"{obj}s on counters",
+            lambda d, m, o=obj: float(d["counter_counts"].get(o, 0)), False)
+    for who, key, names in (("self", "self_reachable", self_skills), ("teammate", "teammate_reachable", skills)):
+        for s in names:
+            add(f"{who}_reaches_{s}", f'"{s}" in state["{key}"]', f"{who} can reach a target of {s} now",
+                lambda d, m, s=s, key=key: float(s in d[key]), True)
+    return out + _history_features(skills, self_skills)
+
+
+#: the flat-state schemas distillation has features for
+FEATURE_SCHEMAS = (CLASSIC_SCHEMA, V2_SCHEMA)
+
+
+def layout_features(layout: str, skills: Sequence[str], self_skills: Sequence[str],
+                    with_seat: bool = False) -> List[Feature]:
+    """The features of ``layout``'s flat state (:func:`features` for classic kitchens,
+    :func:`v2_features` for OvercookedV2 ones), without the predicted partner skill."""
+    domain = domain_for_layout(layout)
+    probe = domain.probe_states(layout, 0)[0]
+    if domain.flat_state_schema == V2_SCHEMA:
+        return v2_features(probe, skills, self_skills, with_seat=with_seat)
+    return features(len(probe["pot"]), skills, self_skills, with_seat=with_seat, split_floor=split_floor(layout))
 
 
 def split_floor(layout: str) -> bool:
@@ -379,7 +468,8 @@ def emit_code(policy: FittedPolicy, layout: str, header: str) -> str:
     doc = doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
     own_args = "state, mate_skill" if policy.reads_partner else "state"
     call = "choose_own(state, mate_skill)" if policy.reads_partner else "choose_own(state)"
-    return (f'"""{doc}"""\n\n\n{HELPERS}\n\n{_function("predict_teammate", "state", policy.partner)}\n\n'
+    helpers = f"{HELPERS}\n\n" if domain_for_layout(layout).flat_state_schema == CLASSIC_SCHEMA else ""
+    return (f'"""{doc}"""\n\n\n{helpers}{_function("predict_teammate", "state", policy.partner)}\n\n'
             f'{_function("choose_own", own_args, policy.own)}\n\n'
             f"def {ENTRY}(state):\n    mate_skill = predict_teammate(state)\n    return mate_skill, {call}\n")
 
@@ -403,8 +493,6 @@ def fit_policy(records: Sequence[Dict[str, Any]], cfg: DistilConfig) -> Tuple[Fi
     seat_sets = [tuple(domain.seat_skills(cfg.layout, s)) for s in (0, 1)]
     split = seat_sets[0] != seat_sets[1]
     groups: List[Optional[int]] = [0, 1] if split else [None]
-    pots = len(records[0]["flat"]["pot"]) if records else 1
-    floor = split_floor(cfg.layout)
     partner, own = {}, {}
     stats: Dict[str, Any] = {"groups": {}}
     hits = total = mhits = mtotal = 0
@@ -412,7 +500,7 @@ def fit_policy(records: Sequence[Dict[str, Any]], cfg: DistilConfig) -> Tuple[Fi
         rows = [r for r in records if g is None or r["seat"] == g]
         self_skills = seat_sets[g if g is not None else 0]
         mate_skills = seat_sets[1 - g] if g is not None else seat_sets[1]
-        base = features(pots, library, self_skills, with_seat=not split, split_floor=floor)
+        base = layout_features(cfg.layout, library, self_skills, with_seat=not split)
         flats = [r["flat"] for r in rows]
         plabelled = [(r["flat"], r["partner"]) for r in rows if r["partner"] is not None]
         if cfg.partner_tree and len({y for _, y in plabelled}) > 1:
@@ -427,7 +515,7 @@ def fit_policy(records: Sequence[Dict[str, Any]], cfg: DistilConfig) -> Tuple[Fi
         mtotal += len(plabelled)
         reads = cfg.partner_tree and cfg.partner_feature
         classes = sorted({m for m in mates}) if reads else []
-        feats = base + (features(0, (), (), classes)[-len(classes):] if classes else [])
+        feats = base + predicted_features(classes)
         labelled = [(d, m, r["teacher"]) for d, m, r in zip(flats, mates, rows) if r["teacher"] is not None]
         if len({y for _, _, y in labelled}) > 1:
             model = DecisionTreeClassifier(max_depth=cfg.depth, min_samples_leaf=cfg.min_leaf, random_state=cfg.seed,
@@ -643,5 +731,6 @@ def distil(layout: str, partners: Sequence[str], out: Union[str, Path],
     return Distiller(cfg, Path(out)).run(progress)
 
 
-__all__ = ["DistilConfig", "DistilConfigError", "Distiller", "distil", "features", "fit_policy", "emit_code",
+__all__ = ["DistilConfig", "DistilConfigError", "Distiller", "distil", "features", "v2_features", "layout_features",
+           "fit_policy", "emit_code",
            "label_episode", "FittedPolicy"]

@@ -92,26 +92,28 @@ class LearnConfigError(InputError):
 
 
 #: the flat-state schema (``Domain.flat_state_schema``) the prompts (``prompts/kitchen.txt``, the
-#: example scenes) and distillation's features are written for: classic Overcooked's
+#: example scenes) and the tree edits are written for: classic Overcooked's
 CLASSIC_SCHEMA = "overcooked/1"
+#: OvercookedV2's flat-state schema (distillation has features for it as well)
+V2_SCHEMA = "overcooked_v2/1"
 
 
-def two_seat_classic_layout(layout: str, what: str):
-    """``(domain, canonical name)`` of a layout a distilled tree can play: two seats and the classic
-    flat state (ValueError, for a validator, naming the layout otherwise)."""
+def two_seat_classic_layout(layout: str, what: str, schemas: Tuple[str, ...] = (CLASSIC_SCHEMA,)):
+    """``(domain, canonical name)`` of a layout a distilled tree can play: two seats and a flat state
+    of ``schemas`` (ValueError, for a validator, naming the layout otherwise)."""
     domain = domain_for_layout(layout)
     name = domain.resolve_layout(layout)
     if domain.players(name) != 2:
         raise ValueError(f"layout {name!r} seats {domain.players(name)} players; a policy tree plays two")
-    check_classic_schema(domain, name, what)
+    check_classic_schema(domain, name, what, schemas)
     return domain, name
 
 
-def check_classic_schema(domain, layout: str, what: str) -> None:
-    """Refuse (ValueError, for a validator) a layout whose flat state is not the classic one."""
+def check_classic_schema(domain, layout: str, what: str, schemas: Tuple[str, ...] = (CLASSIC_SCHEMA,)) -> None:
+    """Refuse (ValueError, for a validator) a layout whose flat state is not of ``schemas`` (the classic one)."""
     schema = domain.flat_state_schema
-    if schema != CLASSIC_SCHEMA:
-        raise ValueError(f"layout {layout!r}: {what} reads the classic flat state ({CLASSIC_SCHEMA}); this layout's "
+    if schema not in schemas:
+        raise ValueError(f"layout {layout!r}: {what} reads the flat state {' or '.join(schemas)}; this layout's "
                          f"is {schema or 'undeclared'} (play the layout's seed tree, policy-tree:seed:{layout}, "
                          f"or a tree file written for it)")
 
