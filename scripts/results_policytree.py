@@ -316,7 +316,7 @@ def cmd_report(args) -> None:
     print("|---|---|---|---:|---:|---|---:|---:|---:|")
     for (layout, agent), rs in sorted(by.items()):
         m, lo, hi = bootstrap_mean_ci([r["reward"] for r in rs], name=f"{layout}/{agent}")
-        lat = np.concatenate([np.asarray(r["latency_us"], float) for r in rs])
+        lat = np.concatenate([np.asarray(r.get("latency_us", ()), float) for r in rs])  # exported rows: none
         partners = "+".join(sorted({r["partner"] for r in rs}))
         print(f"| {layout} | {agent} | {partners} | {len(rs)} | {m:.1f} | [{lo:.1f}, {hi:.1f}] | "
               f"{np.mean([r['soups'] for r in rs]):.2f} | {f'{np.percentile(lat, 50):.0f}' if lat.size else '-'} | "
@@ -344,6 +344,8 @@ def cmd_report(args) -> None:
             if not ra or not rb:
                 continue
             ra, rb = _whole_seeds(ra, rb)
+            if not ra:  # no seed both have played whole yet
+                continue
             d = paired_bootstrap(ra, rb, "reward", name=f"{layout}/{a}-{b}")
             keys = {_cell(r) for r in ra} & {_cell(r) for r in rb}
             ma, mb = _matched_mean(ra, keys), _matched_mean(rb, keys)
@@ -373,17 +375,71 @@ def cmd_report(args) -> None:
     print("Distillation runs (per iteration: states labelled, pooled, on-policy agreement with the teacher, "
           "fit agreement, leaves partner+self, reward on the rollout seeds, accepted, seconds):")
     print()
-    for summary in sorted((args.out / "distil").glob("*/*/summary.json")):
+    for summary in sorted((args.out / "distil").rglob("summary.json")):  # distil/<layout>/<variant>, v2/ nested
         s = json.loads(summary.read_text())
         total = sum(h.get("seconds") or 0 for h in s["history"])
         c = s["config"]
-        print(f"- {summary.parent.parent.name}/{summary.parent.name}: best iteration {s['best_iteration']} "
+        print(f"- {summary.parent.relative_to(args.out / 'distil')}: best iteration {s['best_iteration']} "
               f"(reward {_reward(s['best_reward'])}), {total:.0f} s, teacher decisions {s['nq']}; {c['iterations']} "
               f"iterations of {c['episodes']} episodes, rollout seeds {c['seed']}-{c['seed'] + c['rollouts'] - 1}")
         for h in s["history"]:
             print(f"  - it {h['iteration']}: {h['states']} / {h['total_states']} states, agreement {h['agreement']}, "
                   f"fit {h['fit_agreement']}, leaves {h['partner_leaves']}+{h['self_leaves']}, reward {_reward(h['reward'])}, "
                   f"{'accepted' if h['accepted'] else 'reverted'}, {h['seconds']} s")
+
+
+def cmd_ship(args) -> None:
+    """Copy each layout's distilled tree (``OUT/distil/<layout>/full/best.py``) into the package
+    (``beliefgate/policytree/distilled/``, played as ``policy-tree:distilled:LAYOUT``) with its card:
+    the run's config, accepted iteration and rollout reward, wall time, commit, and the file's sha256."""
+    from beliefgate.policytree.distilled import CARDS, HERE, cards, digest, file_name
+
+    shipped = cards()
+    for layout in args.layout:
+        run = run_dir(args.out, layout, "full")
+        summary = json.loads((run / "summary.json").read_text())
+        if summary["best_iteration"] is None or summary["history"][-1]["iteration"] + 1 < summary["config"]["iterations"]:
+            raise SystemExit(f"{run}: the distillation has not finished; run the distil step first")
+        code = (run / "best.py").read_text()
+        (HERE / file_name(layout)).write_text(code)
+        cfg = summary["config"]
+        shipped[layout] = {
+            "layout": layout, "sha256": digest(code), "teacher": cfg["teacher"], "partners": cfg["partners"],
+            "settings": {k: cfg[k] for k in ("iterations", "episodes", "rollouts", "horizon", "depth", "min_leaf",
+                                             "seed", "start", "partner_tree", "partner_feature", "aggregate", "balance")},
+            "best_iteration": summary["best_iteration"], "rollout_reward": round(summary["best_reward"], 2),
+            "teacher_decisions": summary["nq"], "seconds": round(sum(h.get("seconds") or 0 for h in summary["history"]), 1),
+            "commit": summary["commit"], "distil_version": cfg.get("distil_version"),
+            "made_by": f"scripts/results_policytree.py distil --layout {layout} (SETTINGS), then ship",
+        }
+        print(f"{layout}: iteration {summary['best_iteration']}, rollout reward {summary['best_reward']:.1f} "
+              f"-> {file_name(layout)}")
+    CARDS.write_text(json.dumps(dict(sorted(shipped.items())), indent=2) + "\n")
+
+
+def cmd_export(args) -> None:
+    """Write the rows of ``OUT`` (and ``--also``) without their per-step latencies (the bulk of
+    them; each row keeps its median as ``latency_p50_us``) to ``DEST/rows.jsonl``, and the runs'
+    ``summary.json`` files, small enough to commit beside the page: ``report --out DEST`` then
+    rebuilds every reward table and the distillation histories."""
+    import numpy as np
+
+    rows = []
+    for folder in [args.out, *(args.also or [])]:
+        path = folder / "rows.jsonl"
+        if path.exists():
+            rows += [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    args.dest.mkdir(parents=True, exist_ok=True)
+    with (args.dest / "rows.jsonl").open("w") as fh:
+        for r in rows:
+            lat = r.pop("latency_us", [])
+            r["latency_p50_us"] = round(float(np.percentile(lat, 50)), 1) if lat else None
+            fh.write(json.dumps(r) + "\n")
+    for summary in sorted((args.out / "distil").rglob("summary.json")):  # the runs' histories, for report
+        to = args.dest / summary.relative_to(args.out)
+        to.parent.mkdir(parents=True, exist_ok=True)
+        to.write_text(summary.read_text())
+    print(f"{len(rows)} rows -> {args.dest / 'rows.jsonl'}")
 
 
 def main(argv=None) -> None:
@@ -420,6 +476,13 @@ def main(argv=None) -> None:
     pr.add_argument("--seeds", default="1000-1001", help="development seeds (>= 1000)")
     pr.add_argument("--horizon", type=int, default=400)
     pr.add_argument("tree", nargs="+", help="tree files, or 'teacher'")
+    sh = sub.add_parser("ship", help=cmd_ship.__doc__.split(".")[0])
+    sh.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
+    sh.add_argument("--layout", action="append", required=True, choices=LAYOUTS)
+    ex = sub.add_parser("export", help=cmd_export.__doc__.split(".")[0])
+    ex.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
+    ex.add_argument("--also", type=Path, action="append")
+    ex.add_argument("--dest", type=Path, required=True)
     r = sub.add_parser("report")
     r.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
     r.add_argument("--also", type=Path, action="append", help="another folder whose rows.jsonl joins the report")
@@ -435,6 +498,10 @@ def main(argv=None) -> None:
         cmd_eval(args)
     elif args.cmd == "probe":
         cmd_probe(args)
+    elif args.cmd == "ship":
+        cmd_ship(args)
+    elif args.cmd == "export":
+        cmd_export(args)
     else:
         cmd_report(args)
 

@@ -154,7 +154,7 @@ AGENTS: Dict[str, AgentEntry] = {e.prefix: e for e in (
                "posterior in the prompt, a judge (LLM, or a duplicate-role rule offline) decides replanning",
                llm=True, gate=True),
     AgentEntry("policy-tree", "beliefgate.policytree.agent:make_policy_tree_agent",
-               "an executable policy tree run in the sandbox (PATH[:bayes]; seed:LAYOUT)",
+               "an executable policy tree run in the sandbox (PATH[:bayes]; seed:LAYOUT; distilled:LAYOUT)",
                option="required", llm=True, gate=True, digest="beliefgate.policytree.agent:tree_digest"),
     AgentEntry("flat", "beliefgate.agents.flat:flat_agent",
                "the flat baseline: bayes-belief:full that tells and hears the recipe it sees and answers "

@@ -205,7 +205,7 @@ class PolicyTreeAgent:
 
 
 def parse_spec(spec: str) -> Tuple[str, bool]:
-    """``PATH`` or ``PATH:bayes`` (also ``seed:LAYOUT[:bayes]``) -> (source, bayes)."""
+    """``PATH`` or ``PATH:bayes`` (also ``seed:LAYOUT[:bayes]``, ``distilled:LAYOUT[:bayes]``) -> (source, bayes)."""
     if not isinstance(spec, str) or not spec:
         raise TreeSpecError(f"a policy-tree spec is PATH or PATH:bayes, got {spec!r}")
     bayes = spec.endswith(":bayes")
@@ -216,11 +216,16 @@ def parse_spec(spec: str) -> Tuple[str, bool]:
 
 
 def load_tree_code(source: str) -> str:
-    """The code of a tree file, or of a seed tree for ``seed:LAYOUT``."""
+    """The code of a tree file, of a seed tree for ``seed:LAYOUT``, or of the distilled tree shipped
+    for ``distilled:LAYOUT``."""
     if source.startswith("seed:"):
         from beliefgate.policytree.seeds import seed_code
 
         return seed_code(source[len("seed:"):])
+    if source.startswith("distilled:"):
+        from beliefgate.policytree.distilled import distilled_code
+
+        return distilled_code(source[len("distilled:"):])
     from beliefgate.fileio import read_text
     from beliefgate.policytree._worker import MAX_CODE_CHARS
 
@@ -265,7 +270,8 @@ def tree_digest(spec: str) -> Optional[str]:
 
 
 def make_policy_tree_agent(spec: str, llm=None, gate_params=None, **limits) -> PolicyTreeAgent:
-    """Build the agent for ``spec`` (``PATH`` or ``PATH:bayes``; ``seed:LAYOUT`` for a seed tree).
+    """Build the agent for ``spec`` (``PATH`` or ``PATH:bayes``; ``seed:LAYOUT`` for a seed tree,
+    ``distilled:LAYOUT`` for the distilled tree shipped for the layout).
 
     ``llm`` is accepted so that the registry can pass one uniformly, and ignored: a tree makes
     no LLM calls. ``gate_params`` (a :class:`~beliefgate.beliefs.gate.GateParams`) configures the

@@ -92,7 +92,7 @@ def learn(
 
 @app.command()
 def distil(
-    layout: str = typer.Option(..., help="layout (see `beliefgate layouts`)"),
+    layout: str = typer.Option(..., help="a two-seat layout, classic or v2/ (see `beliefgate layouts`)"),
     partner: List[str] = typer.Option(..., help="partner(s) played in distillation (repeat for several)"),
     teacher: str = typer.Option("overforge", help="the agent whose choices label the states"),
     out: Path = typer.Option(Path("runs/distil"), help="run directory (resumed when it exists)"),
@@ -214,7 +214,7 @@ def _fmt(x: float, digits: int = 1) -> str:
 
 @app.command()
 def run(
-    tree: str = typer.Argument(..., help="tree file (e.g. runs/pt/best.py) or seed:LAYOUT"),
+    tree: str = typer.Argument(..., help="tree file (e.g. runs/pt/best.py), seed:LAYOUT or distilled:LAYOUT"),
     layout: List[str] = typer.Option(..., help="layout(s) to play on (repeat for a transfer table)"),
     partner: List[str] = typer.Option(..., help="partner(s)"),
     seeds: int = typer.Option(20, min=1, max=MAX_SEED_COUNT, help="episodes per setting (seeds SEED .. SEED+N-1)"),
@@ -268,7 +268,7 @@ def run(
 
 
 @app.command()
-def show(tree: str = typer.Argument(..., help="tree file or seed:LAYOUT")) -> None:
+def show(tree: str = typer.Argument(..., help="tree file, seed:LAYOUT or distilled:LAYOUT")) -> None:
     """Print a tree as text (its two-part description)."""
     from beliefgate.errors import BeliefgateError
     from beliefgate.policytree.agent import check_tree_source
