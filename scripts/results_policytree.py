@@ -299,16 +299,23 @@ def _reward(value) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def _read_rows(args) -> List[dict]:
+    """The rows of ``OUT/rows.jsonl`` and of each ``--also`` folder's (episodes played by other
+    processes into their own folders)."""
+    rows = []
+    for folder in [args.out, *(args.also or [])]:
+        path = folder / "rows.jsonl"
+        if path.exists():
+            rows += [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return rows
+
+
 def cmd_report(args) -> None:
     import numpy as np
 
     from beliefgate.eval.report import bootstrap_mean_ci, paired_bootstrap
 
-    rows = []
-    for folder in [args.out, *(args.also or [])]:  # episodes played by other processes into their own folders
-        path = folder / "rows.jsonl"
-        if path.exists():
-            rows += [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    rows = _read_rows(args)
     by: Dict[tuple, List[dict]] = {}
     for r in rows:
         by.setdefault((r["layout"], r["agent"]), []).append(r)
@@ -424,11 +431,7 @@ def cmd_export(args) -> None:
     rebuilds every reward table and the distillation histories."""
     import numpy as np
 
-    rows = []
-    for folder in [args.out, *(args.also or [])]:
-        path = folder / "rows.jsonl"
-        if path.exists():
-            rows += [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    rows = _read_rows(args)
     args.dest.mkdir(parents=True, exist_ok=True)
     with (args.dest / "rows.jsonl").open("w") as fh:
         for r in rows:

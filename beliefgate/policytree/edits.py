@@ -57,7 +57,8 @@ from beliefgate.envs.domain import domain_for_layout
 from beliefgate.errors import InputError
 from beliefgate.fileio import read_text
 from beliefgate.planners.errors import ModelOutputError
-from beliefgate.policytree.distil import Feature, FittedPolicy, Leaf, Node, Split, emit_code, features, split_floor
+from beliefgate.policytree.distil import (Feature, FittedPolicy, Leaf, Node, Split, emit_code, layout_features,
+                                           predicted_features)
 from beliefgate.policytree.learn import (ENTRY, LearnConfigError, Learner, PoolConfig, RolloutResult, _json_object, _put,
                                          check_tree, fit, render, run_rollouts, system_prompt,
                                          two_seat_classic_layout)
@@ -143,8 +144,8 @@ def vocabularies(layout: str, reads_partner: bool) -> Dict[str, Vocabulary]:
     for group in ([0, 1] if split else [None]):
         own = seat_sets[group if group is not None else 0]
         mate = seat_sets[1 - group] if group is not None else seat_sets[1]
-        base = features(pots, library, own, with_seat=not split, split_floor=split_floor(layout))
-        predicted = features(0, (), (), mate)[-len(mate):] if reads_partner else []
+        base = layout_features(layout, library, own, with_seat=not split)
+        predicted = predicted_features(mate) if reads_partner else []
         for tree, feats, skills in (("partner", base, mate), ("self", base + predicted, own)):
             cuts = {}
             for f in feats:
