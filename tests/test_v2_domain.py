@@ -230,6 +230,29 @@ def _reaches_every_skill(layout: str, steps: int = 40):
         assert status is not None and status.value == "completed", (layout, skill, player, status, t)
 
 
+def test_target_masks_are_shared_by_states_with_the_same_items_and_never_written(rollout):
+    """The controller keeps one mask per (items, cooking rule): every state of a rollout gets the
+    mask a fresh controller computes for it, also after its players moved (targets never depend
+    on where the players stand), and a caller cannot write into the shared array."""
+    from beliefgate.envs.overcooked_v2.controller import V2Controller
+
+    _, states, _ = rollout
+    shared = V2Controller.create(LAYOUT)
+    for state in states + states[::-1]:
+        fresh = V2Controller.create(LAYOUT)
+        got = shared.target_mask(state)
+        np.testing.assert_array_equal(got, fresh.target_mask(state))
+        swapped = state.model_copy(update={"players": state.players[::-1]})
+        np.testing.assert_array_equal(shared.target_mask(swapped), V2Controller.create(LAYOUT).target_mask(swapped))
+        for k in range(shared.library.num_skills):
+            np.testing.assert_array_equal(shared.target_row(state, k), got[k])
+    assert len(shared._masks) == len({(s.items, s.start_cooking_interaction) for s in states})
+    with pytest.raises(ValueError):
+        got[0, 0] = not got[0, 0]
+    cooking = states[-1].model_copy(update={"start_cooking_interaction": True})
+    assert shared.target_mask(cooking) is not shared.target_mask(states[-1])
+
+
 def test_executor_reaches_every_skill_on_cramped_room_v2():
     _reaches_every_skill(LAYOUT)
 

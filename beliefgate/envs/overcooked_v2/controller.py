@@ -18,7 +18,7 @@ and a skill with no reachable target gets a flat row (no evidence), as in the cl
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
@@ -228,8 +228,23 @@ class V2Controller:
                                     f"known: {sorted(TARGET_PREDICATES)}")
         return cls(info.name, library, pose_tables(info.name))
 
+    #: target masks by the state's items: a skill's targets depend on what lies where (pots,
+    #: counters) and on the episode's cooking rule, never on where the players stand, so the
+    #: observers, the executors and OverForge's rollouts reading one state share one mask
+    _masks: Dict[Tuple, np.ndarray] = field(default_factory=dict, repr=False)
+    #: held object -> bool[K], the skills whose held-object requirement it meets
+    _requirements: Dict[Optional[str], np.ndarray] = field(default_factory=dict, repr=False)
+    #: masks kept at most (the cache is emptied when full: states of one episode repeat their items
+    #: for a while, then move on)
+    MASK_CACHE_SIZE = 4096
+
     def target_mask(self, state: V2State) -> np.ndarray:
-        """bool[K, C]: the active target cells of each skill in ``state``."""
+        """bool[K, C]: the active target cells of each skill in ``state`` (read-only; cached by the
+        state's items and cooking rule, see :attr:`_masks`)."""
+        key = (state.items, state.start_cooking_interaction)
+        mask = self._masks.get(key)
+        if mask is not None:
+            return mask
         info = layout_info(self.layout)
         index = _inter_index(self.layout)
         mask = np.zeros((self.library.num_skills, len(index)), dtype=bool)
@@ -242,16 +257,15 @@ class V2Controller:
                 row[cells] = True
                 rows[skill.targets] = row
             mask[k] = row
+        mask.flags.writeable = False
+        if len(self._masks) >= self.MASK_CACHE_SIZE:
+            self._masks.clear()
+        self._masks[key] = mask
         return mask
 
     def target_row(self, state: V2State, skill: int) -> np.ndarray:
-        """bool[C]: the active target cells of one skill (``target_mask(state)[skill]``, computed alone)."""
-        index = _inter_index(self.layout)
-        row = np.zeros(len(index), dtype=bool)
-        cells = [index[c] for c in TARGET_PREDICATES[self.library.skills[skill].targets](state, layout_info(self.layout))
-                 if c in index]
-        row[cells] = True
-        return row
+        """bool[C]: the active target cells of one skill (a read-only row of :meth:`target_mask`)."""
+        return self.target_mask(state)[skill]
 
     def q_values(self, state: V2State, player: int, targets: Optional[np.ndarray] = None) -> np.ndarray:
         """float[K, 6] action values of ``player`` for every skill (JaxMARL's action order)."""
@@ -273,7 +287,11 @@ class V2Controller:
         """bool[K]: skills whose held-object requirement ``player`` meets (and, with
         ``require_targets``, that have a target it can reach)."""
         held = state.players[player].held
-        ok = np.array([self.library.requirement_met(k, held) for k in range(self.library.num_skills)])
+        ok = self._requirements.get(held)
+        if ok is None:
+            ok = self._requirements[held] = np.array([self.library.requirement_met(k, held)
+                                                      for k in range(self.library.num_skills)])
+        ok = ok.copy()
         if require_targets:
             q = self.q_values(state, player) if q is None else q
             ok &= np.any(q != 0.0, axis=1)

@@ -172,7 +172,15 @@ class V2Layout:
         return self.cells_of(BUTTON_INDICATOR)
 
     def ingredient_piles(self, i: int) -> Tuple[Pos, ...]:
-        return self.cells_of(INGREDIENT_PILE_BASE + i)
+        found = self._piles.get(i)
+        if found is None:   # an ingredient the layout has no pile of
+            found = self._piles[i] = self.cells_of(INGREDIENT_PILE_BASE + i)
+        return found
+
+    @cached_property
+    def _piles(self) -> Dict[int, Tuple[Pos, ...]]:
+        """Ingredient -> its pile cells (asked on every step of every controller: looked up once)."""
+        return {i: self.cells_of(INGREDIENT_PILE_BASE + i) for i in range(self.num_ingredients)}
 
     @cached_property
     def interactables(self) -> Tuple[Pos, ...]:
