@@ -103,6 +103,61 @@ def test_flat_state_fields_follow_the_v2_state(episodes, layout):
         DOMAIN.flat_state(states[0], n)
 
 
+def test_the_flat_state_carries_the_callers_recipe_belief_and_what_the_pot_needs_under_it():
+    """``believed_*``: the caller's MAP recipe and its probability (None without a belief, then
+    ``believed_need`` is ``ingredient_need``); ``believed_need`` counts for the believed recipe where
+    the pot can still become it; a belief that does not fit the layout is one line."""
+    from beliefgate.envs.overcooked_v2.env import V2Env
+
+    env = V2Env(TWO, 100, options=DOMAIN.options(TWO, agent_view_size=1), seed=0)
+    state = env.state
+    seat = next(i for i in range(2) if not state.sees_recipe(i))
+    plain = DOMAIN.flat_state(state, seat)
+    assert (plain["believed_recipe"], plain["believed_confidence"]) == (None, None)
+    assert plain["believed_need"] == plain["ingredient_need"]
+    assert len(plain["candidate_recipes"]) > 1   # empty pots, empty hands: every recipe is possible
+    for name in plain["recipes"]:
+        d = DOMAIN.flat_state(state, seat, believed_recipe=name, believed_confidence=0.75)
+        assert d["believed_recipe"] == name and d["believed_confidence"] == 0.75
+        counts = [int(i) for i in name.split("-")]
+        assert d["believed_need"] == {k: counts.count(int(k.rsplit("_", 1)[1])) for k in d["ingredient_need"]}
+        assert {k: d[k] for k in FLAT_STATE_KEYS if not k.startswith("believed")} == \
+            {k: plain[k] for k in FLAT_STATE_KEYS if not k.startswith("believed")}
+    for kwargs, words in (({"believed_recipe": "2-2-2", "believed_confidence": 0.5}, "not a recipe of"),
+                          ({"believed_recipe": plain["recipes"][0]}, "both or neither"),
+                          ({"believed_recipe": plain["recipes"][0], "believed_confidence": 1.5}, "a probability")):
+        with pytest.raises(V2FlatStateError, match=words) as err:
+            DOMAIN.flat_state(state, seat, **kwargs)
+        assert "\n" not in str(err.value)
+
+
+def test_the_tree_agent_reads_the_recipe_belief_distillation_replays_from_its_log():
+    """On a kitchen that hides the recipe the policy-tree agent keeps a recipe belief (logged as
+    ``recipe_map`` / ``recipe_confidence``) and hands it to the tree; distillation's labels,
+    rebuilt from the log, carry the very same belief at every step -- a tree is fitted on what it
+    will read. The belief is not the recipe seen now: it remembers."""
+    from beliefgate.policytree.distil import DistilConfig, label_episode
+
+    opts = {"agent_view_size": 1, "sample_recipe_on_delivery": True}
+    res = run_episode(TWO, f"policy-tree:seed:{TWO}", "v2-cook", seed=4, horizon=80, seat=1, env_options=opts)
+    steps = res.trajectory.steps
+    cfg = DistilConfig(layout=TWO, partners=("v2-cook",), teacher="bayes-belief", env_options=opts)
+    records, _ = label_episode(res.trajectory, cfg, 1, 4, teacher_played=False)
+    assert len(records) == len(steps)
+    remembered = 0
+    for rec, row in zip(records, steps):
+        info, flat = row.info[1], rec["flat"]
+        assert flat["believed_recipe"] == info["recipe_map"]
+        assert flat["believed_confidence"] == info["recipe_confidence"]
+        remembered += (not flat["recipe_visible"] and flat["believed_confidence"] is not None
+                       and flat["believed_confidence"] > 0.9)
+    assert steps[0].info[1]["recipe_map"] is None and steps[-1].info[1]["recipe_map"] is not None
+    assert remembered > 0
+    # the one-recipe kitchen has nothing to infer: no tracker, no belief
+    one = run_episode("v2/cramped_room", "policy-tree:seed:v2/cramped_room", "v2-cook", seed=0, horizon=5)
+    assert "recipe_map" not in one.trajectory.steps[-1].info[0]
+
+
 def test_in_a_split_kitchen_the_flat_state_says_who_reaches_the_pot():
     from beliefgate.envs.overcooked_v2.state import V2Player, V2State
 

@@ -36,7 +36,8 @@ import numpy as np
 from pydantic import ConfigDict, Field
 
 from beliefgate.beliefs.gate import Decision, GateParams
-from beliefgate.beliefs.goal import GoalEvidence, GoalFilter, GoalInfo, GoalParams, claim_loglik
+from beliefgate.agents.goal_tracker import GoalTracker
+from beliefgate.beliefs.goal import GoalInfo, GoalParams, claim_loglik
 from beliefgate.envs.domain import SkillStatus, domain_for_layout
 from beliefgate.planners.fallbacks import Fallback, FallbackLog
 from beliefgate.planners.model import Asked, ChatModel, Message, ask
@@ -157,14 +158,12 @@ class PlanningAgent:
         #: one filter and belief per teammate, and each teammate's latest :class:`GoalInfo`
         self.goal_names = (tuple(self.domain.goal_names(layout) or ()) or None) if (
             self.gates and self.keeps_goal_belief) else None
-        self.goal_filters: Dict[int, GoalFilter] = {}
-        self.goal_beliefs: Dict[int, Any] = {}
+        self.goal_trackers: Dict[int, GoalTracker] = {}
         if self.goal_names is not None:
             for seat in self.teammates:
-                self.goal_filters[seat] = GoalFilter(self.library.num_skills, num_goals=len(self.goal_names),
-                                                     params=self.goal_params)
-                self.goal_beliefs[seat] = self.goal_filters[seat].init()
-        self.goal_infos: Dict[int, GoalInfo] = {}
+                self.goal_trackers[seat] = GoalTracker(self.domain, self.player, seat, self.goal_names,
+                                                       self.library.names, self.goal_params,
+                                                       self.goal_evidence_options)
         #: goal claims heard this step, by sender (read into every goal filter at the next update),
         #: the claims read so far, and the goal redraws (a step whose evidence flagged a redraw) seen
         self.goal_claims: Dict[int, str] = {}
@@ -307,7 +306,7 @@ class PlanningAgent:
             return
         for msg in messages:
             goal = getattr(msg, "goal", None)
-            if goal is not None and msg.sender in self.goal_filters and goal in self.goal_names:
+            if goal is not None and msg.sender in self.goal_trackers and goal in self.goal_names:
                 self.goal_claims[msg.sender] = goal
 
     def goal_to_tell(self, state) -> Optional[str]:
@@ -339,19 +338,15 @@ class PlanningAgent:
             redrawn = False
             for seat, gate in self.gates.items():
                 observer = gate.observer
-                if observer is None or seat not in self.goal_filters:
+                if observer is None or seat not in self.goal_trackers:
                     self.teammate_decisions[seat] = gate.observe(self.prev, state, ego_active=self.active is not None)
                     continue
-                # one evidence for both beliefs: the gate's skill posterior and the goal filter
+                # one evidence for both beliefs: the gate's skill posterior and the goal filter (a
+                # heard claim says which goal was active, as a seen recipe does)
                 ev = observer.evidence(self.prev, state)
                 self.teammate_decisions[seat] = gate.step_evidence(ev, ego_active=self.active is not None)
-                log_weights, change, goal_loglik = self.domain.goal_evidence(
-                    self.prev, state, seat, self.player, self.library.names, **self.goal_evidence_options)
-                if claims is not None:   # a claim says which goal was active, as a seen recipe does
-                    goal_loglik = claims if goal_loglik is None else goal_loglik + claims
+                change = self.goal_trackers[seat].update(self.prev, state, ev, claims)
                 redrawn = redrawn or change > 0
-                self.goal_beliefs[seat], self.goal_infos[seat] = self.goal_filters[seat].update(
-                    self.goal_beliefs[seat], GoalEvidence(ev, log_weights, change, goal_loglik))
             self.goal_redraws += int(redrawn)
             decision = self.primary_decision()
         self.goal_claims = {}
@@ -495,11 +490,16 @@ class PlanningAgent:
         return BeliefBlock({n: float(p) for n, p in zip(self.library.names, post)}, self.library.names[m],
                            float(post[m]), gate_signal)
 
+    @property
+    def goal_infos(self) -> Dict[int, GoalInfo]:
+        """Each teammate's latest goal update (:class:`GoalInfo`), by seat; empty before the first."""
+        return {seat: t.info for seat, t in getattr(self, "goal_trackers", {}).items() if t.info is not None}
+
     def goal_block(self) -> Optional[GoalBlock]:
         """The goal belief as planners see it: the most confident teammate's goal posterior (the
         goal is shared, so each teammate's filter estimates the same thing); None before the first
         observed step or without a goal belief."""
-        if not self.goal_infos or self.goal_names is None:
+        if self.goal_names is None or not self.goal_infos:
             return None
         info = max(self.goal_infos.values(), key=lambda i: i.confidence)
         names = self.goal_names

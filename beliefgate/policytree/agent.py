@@ -34,6 +34,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from beliefgate.agents.goal_tracker import GoalTracker
 from beliefgate.envs.domain import SkillStatus, domain_for_layout
 from beliefgate.errors import InputError
 from beliefgate.planners.fallbacks import Fallback, FallbackLog
@@ -77,6 +78,14 @@ def close_sandboxes() -> int:
     return n
 
 
+def believed_keys(goal: Optional[GoalTracker]) -> Dict[str, object]:
+    """The flat state's ``believed_recipe`` / ``believed_confidence`` from a recipe tracker (none
+    without one: a layout with one recipe, or the classic game)."""
+    if goal is None:
+        return {}
+    return {"believed_recipe": goal.map_goal, "believed_confidence": goal.confidence}
+
+
 class PolicyTreeAgent:
     """An ego agent whose every decision is one sandboxed call of ``PredictTeammateThenPlan``."""
 
@@ -118,6 +127,9 @@ class PolicyTreeAgent:
         self.gate = None
         if self.bayes:
             self.gate = domain.make_gate(layout, self.params, partner=self.partner)
+        #: the recipe belief behind the flat state's ``believed_*`` keys, where the layout draws
+        #: several recipes (the same tracker distillation replays over its logs)
+        self.goal = GoalTracker.for_layout(domain, layout, player, self.partner)
         self.prev = None  # the domain state of the last step
         self.active: Optional[int] = None
         self.mate_completed: Optional[str] = None
@@ -139,6 +151,8 @@ class PolicyTreeAgent:
                 self.mate_completed = self.library.names[done[-1]]
             if self.gate is not None:
                 self.belief_map = self.gate.observe(self.prev, state, ego_active=self.active is not None).map_name
+            if self.goal is not None:
+                self.goal.observe(self.prev, state)
         if self.active is not None and self.executor.update(state, my_events) is not SkillStatus.RUNNING:
             self.active = None
         inferred = self.belief_map if self.bayes else self.last_prediction
@@ -147,7 +161,8 @@ class PolicyTreeAgent:
         prediction = choice = None
         try:
             d = domain.flat_state(state, self.player, teammate_last_completed_skill=self.mate_completed,
-                                  teammate_last_inferred_skill=inferred, self_last_skill=self.last_choice)
+                                  teammate_last_inferred_skill=inferred, self_last_skill=self.last_choice,
+                                  **believed_keys(self.goal))
             prediction, choice = self.box.call(d)
         except SandboxError as exc:
             error = exc.rule
@@ -183,6 +198,10 @@ class PolicyTreeAgent:
             "not_executable": self.not_executable, "tree_us": round(self.latencies_us[-1], 1),
             "belief_map": self.belief_map,
         }
+        if self.goal is not None:
+            self._info["recipe_map"] = self.goal.map_goal
+            self._info["recipe_confidence"] = (None if self.goal.confidence is None
+                                               else round(self.goal.confidence, 4))
         self.prev = state
         return int(action)
 

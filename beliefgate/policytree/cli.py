@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import typer
 
-from beliefgate.console import check_output_path, check_unique, console, err_console, fail, progress_bar
+from beliefgate.console import check_output_path, check_unique, console, err_console, fail, option_items, progress_bar
 from beliefgate.limits import MAX_HORIZON, MAX_SEED_COUNT
 
 app = typer.Typer(help="Co-pi-tree: distil the planner into an executable, sandboxed policy tree.",
@@ -114,6 +114,12 @@ def distil(
                                       help="ablation w/o R: each iteration fits its own labels only"),
     balance: bool = typer.Option(False, "--balance-classes",
                                  help="weight each skill inversely to its frequency when fitting"),
+    no_belief: bool = typer.Option(False, "--no-belief",
+                                   help="ablation: the trees do not read the agent's recipe belief (V2 layouts "
+                                        "with several recipes)"),
+    env_option: Optional[List[str]] = typer.Option(
+        None, "--env-option", help="an environment option of every episode as KEY=VALUE (repeatable; VALUE read "
+                                   "as JSON), e.g. agent_view_size=1 for a hidden recipe on a V2 layout"),
     as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
 ) -> None:
     """Distil a teacher agent into a sandboxed policy tree (DAgger + CART); writes OUT/best.py."""
@@ -133,7 +139,8 @@ def distil(
         cfg = DistilConfig(layout=layout, partners=tuple(partner), teacher=teacher, iterations=iterations,
                            episodes=episodes, rollouts=rollouts, horizon=horizon, depth=depth, min_leaf=min_leaf,
                            seed=seed, start=start, partner_tree=not no_partner_tree,
-                           partner_feature=not no_partner_feature, aggregate=not no_aggregate, balance=balance)
+                           partner_feature=not no_partner_feature, aggregate=not no_aggregate, balance=balance,
+                           belief=not no_belief, env_options=option_items(env_option or []))
         summary = Distiller(cfg, out).run(progress)
     except BeliefgateError as exc:
         fail(str(exc))

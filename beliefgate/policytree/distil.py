@@ -45,7 +45,7 @@ from typing import Any, Callable, ClassVar, Dict, List, Literal, Optional, Seque
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from beliefgate.envs.domain import domain_for_layout
-from beliefgate.errors import BeliefgateError, RuntimeFailure
+from beliefgate.errors import BeliefgateError, InputError, RuntimeFailure
 from beliefgate.provenance import git_commit
 from beliefgate.policytree.learn import (ENTRY, PARTNER_HEADER, SELF_HEADER, LearnConfigError, Learner, PoolConfig,
                                          CLASSIC_SCHEMA, V2_SCHEMA, RolloutResult, _put, check_tree, run_rollouts,
@@ -89,9 +89,15 @@ class DistilConfig(PoolConfig, CheckedModel):
     aggregate: bool = True
     #: weight each class inversely to its frequency (rare skills such as deliver_soup get their own leaves)
     balance: bool = False
+    #: the trees read the agent's recipe belief (``believed_*`` of the V2 flat state) where the layout
+    #: draws several recipes; False: the ablation without it (the tree sees only the state)
+    belief: bool = True
     cpu_ms: float = 50
     memory_mb: int = 256
     trace_entries: int = Field(40, ge=1)
+    #: the environment options of every episode (the layout's domain checks them; OvercookedV2: a
+    #: hidden recipe, e.g. ``agent_view_size``, ``sample_recipe_on_delivery``); recorded in config.json
+    env_options: Dict[str, Any] = Field(default_factory=dict)
 
     RESUMABLE: ClassVar[Tuple[str, ...]] = ("iterations",)
 
@@ -116,6 +122,12 @@ class DistilConfig(PoolConfig, CheckedModel):
         from beliefgate.agents.registry import make_agent
 
         domain = domain_for_layout(self.layout)
+        if self.env_options:
+            try:
+                check = getattr(domain, "check_env_options", None)
+                check(self.layout, **self.env_options) if check is not None else domain.env_options(**self.env_options)
+            except InputError as exc:
+                raise ValueError(f"env_options: {exc}") from None
         domain.check_partners(list(self.partners))
         if len(set(self.partners)) != len(self.partners):
             raise ValueError(f"partner {next(p for p in self.partners if self.partners.count(p) > 1)!r} is given twice")
@@ -147,6 +159,8 @@ class Feature:
     text: str
     value: Callable[[Dict[str, Any], Optional[str]], float]
     boolean: bool
+    #: a probability, not a count: its cuts keep their decimals (a count's are floored to integers)
+    fraction: bool = False
 
 
 def _onions_missing(d: Dict[str, Any]) -> int:
@@ -242,14 +256,15 @@ def predicted_features(mate_skills: Sequence[str]) -> List[Feature]:
 
 
 def v2_features(probe: Dict[str, Any], skills: Sequence[str], self_skills: Sequence[str],
-                with_seat: bool = False) -> List[Feature]:
+                with_seat: bool = False, belief: bool = True) -> List[Feature]:
     """The named features of an OvercookedV2 kitchen (flat state ``overcooked_v2/1``) for a two-seat
     tree; ``probe`` is one of the layout's probe states (its pots, ingredients and recipes). Holdings
     by type, the recipe where seen and the candidates where not, what the pot needs per ingredient
     (for some candidate and whichever candidate), pots, plates, counters by object, the skills each
     seat can reach now (a split kitchen's walls), the teammate's and self's last skills. A feature
     that is constant on a layout (one recipe: nothing to infer) is simply never split on, so a
-    layout with several recipes only adds features."""
+    layout with several recipes only adds features: among them the agent's recipe belief
+    (``believed_*``), left out with ``belief=False`` (the ablation without it)."""
     out: List[Feature] = []
 
     def add(name, expr, text, fn, boolean):
@@ -274,12 +289,25 @@ def v2_features(probe: Dict[str, Any], skills: Sequence[str], self_skills: Seque
         for r in recipes:
             add(f"candidate_{r}", f'"{r}" in state["candidate_recipes"]', f"recipe {r} is still possible",
                 lambda d, m, r=r: float(r in d["candidate_recipes"]), True)
+    if len(recipes) > 1 and belief:
+        # the recipe belief the tree agent keeps (a memory of the recipe seen, the teammate's
+        # ingredient choices and wrong dishes), where a layout draws several recipes
+        out.append(Feature("believed_confidence", '(state["believed_confidence"] or 0)',
+                           "the believed recipe's probability", lambda d, m: float(d["believed_confidence"] or 0),
+                           False, fraction=True))
+        for r in recipes:
+            add(f"believed_{r}", f'state["believed_recipe"] == "{r}"', f"the most probable recipe is {r}",
+                lambda d, m, r=r: float(d["believed_recipe"] == r), True)
     for ing in ingredients:
         add(f"need_{ing}", f'state["ingredient_need"]["{ing}"]', f"{ing} the pot needs for some candidate",
             lambda d, m, k=ing: float(d["ingredient_need"][k]), False)
         if len(recipes) > 1:
             add(f"sure_{ing}", f'state["ingredient_sure"]["{ing}"]', f"{ing} the pot needs whichever candidate",
                 lambda d, m, k=ing: float(d["ingredient_sure"][k]), False)
+        if len(recipes) > 1 and belief:
+            add(f"believed_need_{ing}", f'state["believed_need"]["{ing}"]',
+                f"{ing} the pot needs for the believed recipe",
+                lambda d, m, k=ing: float(d["believed_need"][k]), False)
     for i in range(len(probe["pot"])):
         add(f"pot{i}_count", f'state["pot"][{i}]["count"]', f"ingredients in pot {i}",
             lambda d, m, i=i: float(d["pot"][i]["count"]), False)
@@ -313,13 +341,13 @@ FEATURE_SCHEMAS = (CLASSIC_SCHEMA, V2_SCHEMA)
 
 
 def layout_features(layout: str, skills: Sequence[str], self_skills: Sequence[str],
-                    with_seat: bool = False) -> List[Feature]:
+                    with_seat: bool = False, belief: bool = True) -> List[Feature]:
     """The features of ``layout``'s flat state (:func:`features` for classic kitchens,
     :func:`v2_features` for OvercookedV2 ones), without the predicted partner skill."""
     domain = domain_for_layout(layout)
     probe = domain.probe_states(layout, 0)[0]
     if domain.flat_state_schema == V2_SCHEMA:
-        return v2_features(probe, skills, self_skills, with_seat=with_seat)
+        return v2_features(probe, skills, self_skills, with_seat=with_seat, belief=belief)
     return features(len(probe["pot"]), skills, self_skills, with_seat=with_seat, split_floor=split_floor(layout))
 
 
@@ -351,7 +379,7 @@ class Split:
     """``feature`` true (boolean) or above ``cut`` (number) -> ``high``, else ``low``."""
 
     feature: Feature
-    cut: int
+    cut: Union[int, float]   # an integer, except on a fraction feature
     low: "Node"
     high: "Node"
 
@@ -372,7 +400,8 @@ def from_sklearn(model, feats: Sequence[Feature]) -> Node:
         if low == high:
             return low
         f = feats[int(t.feature[i])]
-        return Split(f, int(math.floor(float(t.threshold[i]))), low, high)
+        cut = float(t.threshold[i])
+        return Split(f, round(cut, 6) if f.fraction else int(math.floor(cut)), low, high)
 
     return walk(0)
 
@@ -500,7 +529,7 @@ def fit_policy(records: Sequence[Dict[str, Any]], cfg: DistilConfig) -> Tuple[Fi
         rows = [r for r in records if g is None or r["seat"] == g]
         self_skills = seat_sets[g if g is not None else 0]
         mate_skills = seat_sets[1 - g] if g is not None else seat_sets[1]
-        base = layout_features(cfg.layout, library, self_skills, with_seat=not split)
+        base = layout_features(cfg.layout, library, self_skills, with_seat=not split, belief=cfg.belief)
         flats = [r["flat"] for r in rows]
         plabelled = [(r["flat"], r["partner"]) for r in rows if r["partner"] is not None]
         if cfg.partner_tree and len({y for _, y in plabelled}) > 1:
@@ -540,8 +569,10 @@ def fit_policy(records: Sequence[Dict[str, Any]], cfg: DistilConfig) -> Tuple[Fi
 def label_episode(traj, cfg: DistilConfig, seat: int, seed: int, teacher_played: bool) -> Tuple[List[Dict[str, Any]], int]:
     """One record per step of the played seat (flat state as the tree would see it, teacher skill,
     partner hindsight skill, the played skill); and the teacher's decisions made to label them."""
+    from beliefgate.agents.goal_tracker import GoalTracker
     from beliefgate.agents.query import Shadow
     from beliefgate.agents.registry import make_agent
+    from beliefgate.policytree.agent import believed_keys
     from beliefgate.envs.hindsight import domain_labels
     from beliefgate.eval.episode import agent_seeds
 
@@ -556,13 +587,18 @@ def label_episode(traj, cfg: DistilConfig, seat: int, seed: int, teacher_played:
                         agent_seeds(seed, domain.players(cfg.layout))[seat])
     records = []
     completed = last_self = inferred = None
+    # the recipe belief the tree agent keeps (its own tracker, replayed over the log)
+    goal = GoalTracker.for_layout(domain, cfg.layout, seat, mate)
     for t, row in enumerate(steps):
         if t > 0:
             done = domain.completed_skills(domain.detect_events(steps[t - 1].state, row.state)[mate], library)
             if done:
                 completed = library.names[done[-1]]
+            if goal is not None:
+                goal.observe(steps[t - 1].state, row.state)
         flat = domain.flat_state(row.state, seat, teammate_last_completed_skill=completed,
-                                 teammate_last_inferred_skill=inferred, self_last_skill=last_self)
+                                 teammate_last_inferred_skill=inferred, self_last_skill=last_self,
+                                 **believed_keys(goal))
         info = row.info[seat]
         played = row.skills[seat] if teacher_played else info.get("tree_skill")
         if teacher_played:
@@ -624,7 +660,7 @@ class Distiller(Learner):
         return [(cfg.partners[(i // 2) % n], i % 2, cfg.seed + i) for i in range(cfg.rollouts)]
 
     def _rollouts(self, path: Path) -> RolloutResult:
-        return run_rollouts(path, self.cfg, self.rollout_plan())
+        return run_rollouts(path, self.cfg, self.rollout_plan(), env_options=self.cfg.env_options)
 
     def _played(self, k: int) -> Tuple[str, str]:
         """(what, agent name) played in iteration ``k``: the teacher / seed tree first, then the last fitted tree."""
@@ -650,7 +686,8 @@ class Distiller(Learner):
         decisions = 0
         try:
             for partner, seat, seed in self.plan(k):
-                result = run_episode(self.cfg.layout, ego, partner, seed=seed, horizon=self.cfg.horizon, seat=seat)
+                result = run_episode(self.cfg.layout, ego, partner, seed=seed, horizon=self.cfg.horizon, seat=seat,
+                                     env_options=self.cfg.env_options or None)
                 recs, n = label_episode(result.trajectory, self.cfg, seat, seed, teacher_played)
                 records += recs
                 decisions += n

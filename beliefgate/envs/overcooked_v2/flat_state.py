@@ -78,6 +78,16 @@ Keys
     own previous prediction, or the belief gate's MAP skill (the Bayesian variant).
 ``self_last_skill``
     the skill the controlled player was executing before this decision, or ``None``.
+``believed_recipe``, ``believed_confidence``
+    the caller's recipe belief, where it keeps one (the policy-tree agent on a layout that draws
+    several recipes: its :class:`~beliefgate.agents.goal_tracker.GoalTracker` about the first
+    teammate): the most probable recipe's name and its posterior probability; ``None`` otherwise.
+    Unlike ``recipe`` it remembers: a recipe seen a while ago, the teammate's ingredient choices,
+    a wrong dish.
+``believed_need``
+    ``{"ingredient_<i>": n}``: ``ingredient_need`` with ``believed_recipe`` taken as the recipe
+    where the fullest open pot can still become it (:func:`~.kitchen.candidate_recipes` with
+    ``recipe``); equal to ``ingredient_need`` without a belief, or where the recipe is seen.
 ``timestep``
     the state's step.
 """
@@ -105,11 +115,12 @@ FLAT_STATE_KEYS = (
     "pot", "any_soup_ready", "any_soup_cooking", "any_pot_not_full", "soups_coming", "plates_needed",
     "start_by_hand", "any_pot_to_start", "num_empty_counters", "counter_counts",
     "teammate_last_completed_skill", "teammate_last_inferred_skill", "self_last_skill", "timestep",
+    "believed_recipe", "believed_confidence", "believed_need",
 )
 
 
 class V2FlatStateError(InputError):
-    """A seat the state does not have."""
+    """A seat the state does not have, or a recipe belief that does not fit the layout."""
 
 
 def _pot_dict(pot, fits: bool) -> Dict[str, Any]:
@@ -161,12 +172,26 @@ def _reachable(state: V2State, player: int) -> List[str]:
 
 def flat_state(state: V2State, player: int, *, teammate_last_completed_skill: Optional[str] = None,
                teammate_last_inferred_skill: Optional[str] = None,
-               self_last_skill: Optional[str] = None) -> Dict[str, Any]:
-    """The flat dict of ``state`` as seat ``player`` observes it (see the module doc)."""
+               self_last_skill: Optional[str] = None, believed_recipe: Optional[str] = None,
+               believed_confidence: Optional[float] = None) -> Dict[str, Any]:
+    """The flat dict of ``state`` as seat ``player`` observes it (see the module doc); the recipe
+    belief (``believed_recipe`` with its ``believed_confidence``) comes from the caller."""
     n = len(state.players)
     if not isinstance(player, int) or isinstance(player, bool) or not 0 <= player < n:
         raise V2FlatStateError(f"player must be a seat of {state.layout} (0..{n - 1}), got {player!r}")
     info = state.info
+    believed = None
+    if (believed_recipe is None) != (believed_confidence is None):
+        raise V2FlatStateError("believed_recipe and believed_confidence come together (both or neither), "
+                               f"got {believed_recipe!r} and {believed_confidence!r}")
+    if believed_recipe is not None:
+        names = [recipe_name(r) for r in info.recipes]
+        if believed_recipe not in names:
+            raise V2FlatStateError(f"believed_recipe {believed_recipe!r} is not a recipe of {state.layout} "
+                                   f"({', '.join(names)})")
+        if not 0.0 <= float(believed_confidence) <= 1.0:
+            raise V2FlatStateError(f"believed_confidence must be a probability, got {believed_confidence!r}")
+        believed = info.recipes[names.index(believed_recipe)]
     hold = [p.held or "empty" for p in state.players]
     mates = [i for i in range(n) if i != player]
     known = known_recipe(state, player)
@@ -205,6 +230,10 @@ def flat_state(state: V2State, player: int, *, teammate_last_completed_skill: Op
         "teammate_last_inferred_skill": teammate_last_inferred_skill,
         "self_last_skill": self_last_skill,
         "timestep": int(state.timestep),
+        "believed_recipe": believed_recipe,
+        "believed_confidence": None if believed_confidence is None else round(float(believed_confidence), 4),
+        "believed_need": {f"ingredient_{i}": ingredient_need(state, player, i, recipe=believed)
+                          for i in info.ingredients},
     }
     d.update(_derived(d))
     return {k: d[k] for k in FLAT_STATE_KEYS}
@@ -287,6 +316,10 @@ def probe_states(layout: str, seat: int) -> List[Dict[str, Any]]:
                     "teammate_last_inferred_skill": last[(k + 2) % len(last)],
                     "self_last_skill": last[(k + 4) % len(last)],
                     "timestep": k,
+                    # a belief on three of four probes: sure, torn, on the last recipe; none on the fourth
+                    "believed_recipe": None if k % 4 == 3 else recipes[(k // 4) % len(recipes)],
+                    "believed_confidence": None if k % 4 == 3 else (0.95, 0.5, 0.3)[k % 4],
+                    "believed_need": {f"ingredient_{i}": (rest.count(i) + k) % 3 for i in info.ingredients},
                 }
                 d.update(_derived(d))
                 states.append({key: d[key] for key in FLAT_STATE_KEYS})
