@@ -456,11 +456,12 @@ def cmd_ship(args) -> None:
         shipped[layout] = {
             "layout": layout, "sha256": digest(code), "teacher": cfg["teacher"], "partners": cfg["partners"],
             "settings": {k: cfg[k] for k in ("iterations", "episodes", "rollouts", "horizon", "depth", "min_leaf",
-                                             "seed", "start", "partner_tree", "partner_feature", "aggregate", "balance")},
+                                             "seed", "start", "partner_tree", "partner_feature", "aggregate", "balance",
+                                             "belief", "env_options") if k in cfg},
             "best_iteration": summary["best_iteration"], "rollout_reward": round(summary["best_reward"], 2),
             "teacher_decisions": summary["nq"], "seconds": round(sum(h.get("seconds") or 0 for h in summary["history"]), 1),
             "commit": summary["commit"], "distil_version": cfg.get("distil_version"),
-            "made_by": f"scripts/results_policytree.py distil --layout {layout} (SETTINGS), then ship",
+            "made_by": f"scripts/results_policytree.py distil --layout {layout} (settings(layout)), then ship",
         }
         print(f"{layout}: iteration {summary['best_iteration']}, rollout reward {summary['best_reward']:.1f} "
               f"-> {file_name(layout)}")

@@ -245,6 +245,8 @@ def flat_state_text(d: Dict[str, Any]) -> str:
              "teammates hold " + ", ".join(d["teammate_holds"]),
              f"recipe {d['recipe']}" if d["recipe_visible"] else
              "recipe unseen (candidates " + ", ".join(d["candidate_recipes"]) + ")"]
+    if d.get("believed_recipe") is not None:
+        parts.append(f"believes recipe {d['believed_recipe']} (p = {d['believed_confidence']:.2f})")
     for i, p in enumerate(d["pot"]):
         what = p["contents"] or "empty"
         parts.append(f"pot{i} {what} {p['state']}" + (f" ({p['timers']} left)" if p["state"] == "cooking" else ""))
