@@ -35,8 +35,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 from pydantic import ConfigDict, Field
 
-from beliefgate.beliefs.gate import Decision, GateParams
 from beliefgate.agents.goal_tracker import GoalTracker
+from beliefgate.beliefs.gate import Decision, GateParams
 from beliefgate.beliefs.goal import GoalInfo, GoalParams, claim_loglik
 from beliefgate.envs.domain import SkillStatus, domain_for_layout
 from beliefgate.planners.fallbacks import Fallback, FallbackLog
@@ -155,7 +155,7 @@ class PlanningAgent:
         self.recall_memory()
         self.teammate_decisions: Dict[int, Decision] = {}
         #: the goal belief: goal names (None where the domain has none or the agent keeps no belief),
-        #: one filter and belief per teammate, and each teammate's latest :class:`GoalInfo`
+        #: one GoalTracker per teammate (its latest :class:`GoalInfo` in :attr:`goal_infos`)
         self.goal_names = (tuple(self.domain.goal_names(layout) or ()) or None) if (
             self.gates and self.keeps_goal_belief) else None
         self.goal_trackers: Dict[int, GoalTracker] = {}
@@ -645,10 +645,25 @@ class BayesBeliefAgent(PlanningAgent):
         self._gate_input: Optional[tuple] = None
 
     def _has_alternative(self, state) -> bool:
+        """Does the kitchen need another feasible skill of this agent than the running one -- judged
+        under the goal it acts on (:meth:`acted_goal`), as its planner and :meth:`_complements` judge?"""
         mask = self.controller.feasible(state, self.player, require_targets=True)
-        needs = self.domain.skill_needs(state, self.player, self.controller, mask)
+        goal = self.acted_goal(state)
+        options = {} if goal is None else {"goal": goal}
+        needs = self.domain.skill_needs(state, self.player, self.controller, mask, **options)
         current = self.active_skill
         return any(v > 0 and n != current for n, v in needs.items())
+
+    def acted_goal(self, state) -> Optional[str]:
+        """The goal this agent acts on where the domain names goals: its MAP goal when confident
+        enough for the rule planner, else the observable one the no-belief rule cooks (never the
+        hidden truth); None without goals or when neither is known."""
+        if self.goal_names is None:
+            return None
+        goal = self.goal_block() if self.belief_in_prompt else None
+        floor = self._interrupt_check.config.min_goal_confidence
+        return goal.map_goal if goal is not None and goal.confidence >= floor else (
+            self.domain.observable_goal(state, self.player))
 
     def trigger(self, state, decision, partner_events):
         if self.interrupts and self.recipe_contradicts(state, self._interrupt_check.config.min_goal_confidence):
@@ -739,12 +754,7 @@ class BayesBeliefAgent(PlanningAgent):
         confident enough for the rule planner, else the observable one the no-belief rule cooks
         (never the hidden truth); elsewhere the skill library's role table (SPEC table)."""
         table = self.library.is_complementary
-        if self.goal_names is None:
-            return table
-        goal = self.goal_block() if self.belief_in_prompt else None
-        floor = self._interrupt_check.config.min_goal_confidence
-        name = goal.map_goal if goal is not None and goal.confidence >= floor else (
-            self.domain.observable_goal(state, self.player))
+        name = self.acted_goal(state)
         if name is None:
             return table
         imagined = self.domain.with_goal(state, name)
