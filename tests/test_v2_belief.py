@@ -384,3 +384,34 @@ def test_the_interrupt_filter_judges_complementarity_under_the_recipe_the_agent_
     unsure = agent._complements(empty)
     # unsure: the observable rule's recipe (the first the empty pot allows, 0-0-0), not the MAP
     assert DOMAIN.observable_goal(empty, 1) == "0-0-0" and unsure("pickup_ingredient_0", "pickup_ingredient_1")
+
+
+def test_an_interrupt_has_an_alternative_under_the_recipe_the_agent_acts_on():
+    """The ``no_alternative`` veto judges the kitchen's needs as the planner does: holding ingredient
+    0 beside an empty pot, a believed 0-0-0 leaves only potting it (no other skill is needed: the
+    veto stands), a believed 1-1-1 makes it useless there and putting it down the thing to do (an
+    alternative: the interrupt goes on); unsure, the agent judges by the no-belief rule's recipe."""
+    from types import SimpleNamespace
+
+    from beliefgate.agents.planning import BayesBeliefAgent
+    from beliefgate.envs.overcooked_v2.layouts import ingredient_code, recipe_code
+
+    s = DOMAIN.make_env(LAYOUT, 50, seed=0, **OPTIONS).reset(0)
+    pot = s.info.pots[0]
+    empty = _with(s, recipe=recipe_code([0, 0, 0]), items=tuple(it for it in s.items if (it[0], it[1]) != pot))
+    held = _holding(empty, 1, ingredient_code(0))
+    agent = BayesBeliefAgent("full")
+    agent.reset(LAYOUT, 1, 0)
+    agent.active = agent.library.index("put_ingredient_0_in_pot")
+    names = DOMAIN.goal_names(LAYOUT)
+
+    def believe(goal, confidence):
+        agent.goal_block = lambda: SimpleNamespace(posterior={n: (confidence if n == goal else 0.0) for n in names},
+                                                   map_goal=goal, confidence=confidence)
+
+    believe("0-0-0", 0.95)
+    assert agent.acted_goal(held) == "0-0-0" and not agent._has_alternative(held)
+    believe("1-1-1", 0.95)
+    assert agent.acted_goal(held) == "1-1-1" and agent._has_alternative(held)
+    believe("1-1-1", 0.5)   # below the planner's floor: the recipe the no-belief rule cooks (the pot allows 0-0-0 first)
+    assert agent.acted_goal(held) == DOMAIN.observable_goal(held, 1) == "0-0-0" and not agent._has_alternative(held)
