@@ -72,7 +72,7 @@ RECIPE_KITCHENS = {layout: (("v2-cook", "v2-server"), ("v2-fetcher", "v2-cook-ad
                    for layout in ("v2/cramped_room_v2", "v2/demo_cook_simple")}
 RECIPE_TEACHER = "bayes-belief:full"
 #: baselines there: the agent without a recipe belief (the no-belief rule), and the teacher's own
-RECIPE_BASELINES = ("bayes-belief:no_belief",)
+RECIPE_BASELINES = ("bayes-belief:no_belief", "overforge")
 
 
 def teacher(layout: str) -> str:
@@ -136,7 +136,10 @@ def baseline_agent(layout: str, name: str) -> str:
 LAYOUTS = CLASSIC_LAYOUTS + tuple(V2_KITCHENS) + tuple(RECIPE_KITCHENS)
 VARIANTS = {"full": {}, "no_partner_tree": {"partner_tree": False}, "no_partner_feature": {"partner_feature": False},
             "no_aggregate": {"aggregate": False},
-            "no_belief": {"belief": False}}   # recipe kitchens: the trees do not read the recipe belief
+            "no_belief": {"belief": False},   # recipe kitchens: the trees do not read the recipe belief
+            # recipe kitchens: OverForge (the default teacher of `policytree distil`) as the teacher;
+            # played as an ego by its name (a baseline there), paired with tree:overforge_teacher
+            "overforge_teacher": {"teacher": "overforge"}}
 
 
 def run_dir(out: Path, layout: str, variant: str) -> Path:
@@ -148,7 +151,7 @@ def cmd_distil(args) -> None:
 
     for layout in args.layout:
         for variant in args.variant:
-            cfg = DistilConfig(layout=layout, partners=train_partners(layout), **settings(layout), **VARIANTS[variant])
+            cfg = DistilConfig(layout=layout, partners=train_partners(layout), **{**settings(layout), **VARIANTS[variant]})
             started = time.time()
 
             def progress(k, n, s):
@@ -174,8 +177,8 @@ def cmd_refit(args) -> None:
         for variant in args.variant:
             over = {k: v for k, v in (("depth", args.depth), ("min_leaf", args.min_leaf),
                                       ("balance", args.balance or None)) if v is not None}
-            cfg = DistilConfig(layout=layout, partners=train_partners(layout), **{**settings(layout), **over},
-                               **VARIANTS[variant])
+            cfg = DistilConfig(layout=layout, partners=train_partners(layout),
+                               **{**settings(layout), **over, **VARIANTS[variant]})
             its = [state["completed"]] if variant == "no_aggregate" else range(state["best_iteration"] + 1)
             records = [r for k in its for r in read_records(full / f"iter_{k:02d}" / "data.jsonl")]
             policy, stats = fit_policy(records, cfg)
@@ -391,8 +394,11 @@ def cmd_report(args) -> None:
     print("|---|---|---:|---:|---|---:|")
     layouts = sorted({r["layout"] for r in rows})
     for layout in layouts:
+        variants = sorted({r["agent"] for r in rows if r["agent"].startswith("tree:")})
         for a, b in (("tree", "seed"), ("tree", "teacher"), ("seed", "teacher"), *(("tree", x) for x in baselines(layout)),
-                     *((a, "tree") for a in sorted({r["agent"] for r in rows}) if a.startswith("tree:"))):
+                     *((a, "tree") for a in variants),
+                     # a variant distilled from another teacher, against that teacher played as an ego
+                     *((a, VARIANTS[a[5:]]["teacher"]) for a in variants if "teacher" in VARIANTS.get(a[5:], {}))):
             ra, rb = by.get((layout, a)), by.get((layout, b))
             if not ra or not rb:
                 continue
