@@ -43,9 +43,9 @@ def test_a_shipped_tree_is_accepted_by_the_sandbox_and_plays(layout):
 
 
 def test_a_layout_without_a_shipped_tree_is_one_clear_error():
-    with pytest.raises(NoDistilledTreeError, match="v2/demo_cook_simple.*shipped: .*cramped_room"):
-        distilled_code("v2/demo_cook_simple")
-    res = CliRunner().invoke(app, ["episode", "--layout", "v2/demo_cook_simple",
-                                   "--ego", "policy-tree:distilled:v2/demo_cook_simple", "--partner", "v2-cook"])
+    with pytest.raises(NoDistilledTreeError, match="v2/grounded_coord_simple.*shipped: .*cramped_room"):
+        distilled_code("v2/grounded_coord_simple")
+    res = CliRunner().invoke(app, ["episode", "--layout", "v2/grounded_coord_simple",
+                                   "--ego", "policy-tree:distilled:v2/grounded_coord_simple", "--partner", "v2-cook"])
     assert res.exit_code == 2 and res.output.strip().startswith("error:") and "\n" not in res.output.strip()
-    assert "no distilled tree ships for layout 'v2/demo_cook_simple'" in res.output
+    assert "no distilled tree ships for layout 'v2/grounded_coord_simple'" in res.output
