@@ -245,8 +245,7 @@ def _env_options(items: List[str], domain, layout: str) -> Dict[str, Any]:
     out = option_items(items)
     if out:
         try:
-            check = getattr(domain, "check_env_options", None)
-            check(layout, **out) if check is not None else domain.env_options(**out)
+            domain.check_env_options(layout, **out)
         except InputError as exc:
             _fail(f"--env-option: {exc}")
     return out

@@ -157,6 +157,13 @@ class Domain:
         """The options :meth:`make_env` understands, with their values (written into log headers)."""
         return dict(options)
 
+    def check_env_options(self, layout: str, **options) -> None:
+        """Refuse options :meth:`make_env` cannot take on ``layout`` before any episode: an
+        ``InputError`` (or ``TypeError`` for an option it does not know) naming the option. By
+        default :meth:`env_options` is the check; a domain whose options depend on the layout
+        overrides it."""
+        self.env_options(**options)
+
     def state_from_json(self, data: Any):
         """This domain's symbolic state from its dict or JSON text."""
         raise NotImplementedError

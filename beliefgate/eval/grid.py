@@ -675,9 +675,8 @@ def _layout_options(given: Optional[Dict[str, Dict[str, Any]]], layouts: List[st
         if not isinstance(options, dict):
             raise GridError(f"env_options: {name}: give a mapping of option: value, got {options!r}")
         domain = domain_for_layout(layout)
-        check = getattr(domain, "check_env_options", None)
         try:
-            check(layout, **options) if check is not None else domain.env_options(**options)
+            domain.check_env_options(layout, **options)
         except (InputError, TypeError) as exc:
             raise GridError(f"env_options: {name}: {exc}") from None
         if options:

@@ -121,9 +121,8 @@ def episode_options(layout: str, env_options: Optional[Dict[str, Any]] = None) -
 
     domain = domain_for_layout(layout)
     options = {**domain.switch_env_options(layout), **(env_options or {})}
-    check = getattr(domain, "check_env_options", None)
-    if options and check is not None:
-        check(domain.resolve_layout(layout), **options)
+    if options:
+        domain.check_env_options(domain.resolve_layout(layout), **options)
     return options
 
 

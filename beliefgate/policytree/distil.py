@@ -124,9 +124,8 @@ class DistilConfig(PoolConfig, CheckedModel):
         domain = domain_for_layout(self.layout)
         if self.env_options:
             try:
-                check = getattr(domain, "check_env_options", None)
-                check(self.layout, **self.env_options) if check is not None else domain.env_options(**self.env_options)
-            except InputError as exc:
+                domain.check_env_options(self.layout, **self.env_options)
+            except (InputError, TypeError) as exc:
                 raise ValueError(f"env_options: {exc}") from None
         domain.check_partners(list(self.partners))
         if len(set(self.partners)) != len(self.partners):

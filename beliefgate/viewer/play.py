@@ -181,9 +181,8 @@ class PlaySettings(CheckedModel):
 
         if self.env_options:
             domain = domain_for_layout(self.layout)
-            check = getattr(domain, "check_env_options", None)
             try:
-                check(self.layout, **self.env_options) if check is not None else domain.env_options(**self.env_options)
+                domain.check_env_options(self.layout, **self.env_options)
             except (InputError, TypeError) as exc:
                 raise ValueError(f"env_options: {exc}") from None
         return self
