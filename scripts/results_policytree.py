@@ -139,7 +139,9 @@ VARIANTS = {"full": {}, "no_partner_tree": {"partner_tree": False}, "no_partner_
             "no_belief": {"belief": False},   # recipe kitchens: the trees do not read the recipe belief
             # recipe kitchens: OverForge (the default teacher of `policytree distil`) as the teacher;
             # played as an ego by its name (a baseline there), paired with tree:overforge_teacher
-            "overforge_teacher": {"teacher": "overforge"}}
+            "overforge_teacher": {"teacher": "overforge"},
+            # the trees play with the belief gate and read its MAP teammate skill (policy-tree:PATH:bayes)
+            "gate": {"gate": True}}
 
 
 def run_dir(out: Path, layout: str, variant: str) -> Path:
@@ -274,7 +276,9 @@ def agent_name(out: Path, layout: str, agent: str) -> str:
     best = run_dir(out, source or layout, variant) / "best.py"
     if not best.exists():
         raise SystemExit(f"no distilled tree {best}; run the distil step first")
-    return f"policy-tree:{best}"
+    # a tree distilled with the belief gate plays with it (as in its distillation)
+    bayes = ":bayes" if VARIANTS.get(variant.removesuffix("-refit"), {}).get("gate") else ""
+    return f"policy-tree:{best}{bayes}"
 
 
 def cmd_eval(args) -> None:

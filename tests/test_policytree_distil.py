@@ -306,3 +306,30 @@ def test_a_v2_kitchen_is_distilled_on_its_own_flat_state(tmp_path):
         close_sandboxes()
     infos = [r.info[1] for r in res.trajectory.steps]
     assert infos[-1]["tree_errors"] == 0 and all(i["tree_skill"] for i in infos)
+
+
+def test_with_the_gate_the_tree_plays_bayes_and_its_labels_carry_the_gates_belief(tmp_path):
+    """``gate=True``: the trees play as ``policy-tree:PATH:bayes`` and may read the gate's MAP teammate
+    skill (``gate_believes_<skill>``); distillation's labels replay the same gate over each log, so the
+    flat state a tree is fitted on holds the belief the agent logged (``belief_map``) at every step."""
+    from beliefgate.envs.domain import domain_for_layout as domain_for
+    from beliefgate.eval.episode import run_episode
+    from beliefgate.policytree.agent import close_sandboxes
+    from beliefgate.policytree.distil import label_episode, layout_features
+
+    out = tmp_path / "gate"
+    cfg = DistilConfig(layout=LAYOUT, partners=("balanced",), gate=True, **{**TINY, "iterations": 2})
+    summary = Distiller(cfg, out).run()
+    assert summary["history"][1]["played"] == "tree of iteration 0"
+    library = domain_for(LAYOUT).controller(LAYOUT).library.names
+    names = {f.name for f in layout_features(LAYOUT, library, library, gate=True)}
+    assert {f"gate_believes_{s}" for s in library} <= names
+    assert not any(n.startswith("gate_believes_") for n in {f.name for f in layout_features(LAYOUT, library, library)})
+    try:
+        res = run_episode(LAYOUT, f"policy-tree:{out / 'best.py'}:bayes", "balanced", seed=5, horizon=40, seat=1)
+    finally:
+        close_sandboxes()
+    records, _ = label_episode(res.trajectory, cfg, 1, 5, teacher_played=False)
+    logged = [row.info[1]["belief_map"] for row in res.trajectory.steps]
+    assert [r["flat"]["teammate_last_inferred_skill"] for r in records] == logged
+    assert logged[0] is None and len({b for b in logged if b}) > 1

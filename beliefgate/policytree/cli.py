@@ -117,6 +117,9 @@ def distil(
     no_belief: bool = typer.Option(False, "--no-belief",
                                    help="ablation: the trees do not read the agent's recipe belief (V2 layouts "
                                         "with several recipes)"),
+    gate: bool = typer.Option(False, "--gate",
+                              help="the trees play with the belief gate (policy-tree:PATH:bayes) and read its MAP "
+                                   "teammate skill"),
     env_option: Optional[List[str]] = typer.Option(
         None, "--env-option", help="an environment option of every episode as KEY=VALUE (repeatable; VALUE read "
                                    "as JSON), e.g. agent_view_size=1 for a hidden recipe on a V2 layout"),
@@ -140,7 +143,7 @@ def distil(
                            episodes=episodes, rollouts=rollouts, horizon=horizon, depth=depth, min_leaf=min_leaf,
                            seed=seed, start=start, partner_tree=not no_partner_tree,
                            partner_feature=not no_partner_feature, aggregate=not no_aggregate, balance=balance,
-                           belief=not no_belief, env_options=option_items(env_option or []))
+                           belief=not no_belief, gate=gate, env_options=option_items(env_option or []))
         summary = Distiller(cfg, out).run(progress)
     except BeliefgateError as exc:
         fail(str(exc))

@@ -92,6 +92,10 @@ class DistilConfig(PoolConfig, CheckedModel):
     #: the trees read the agent's recipe belief (``believed_*`` of the V2 flat state) where the layout
     #: draws several recipes; False: the ablation without it (the tree sees only the state)
     belief: bool = True
+    #: the trees play as ``policy-tree:PATH:bayes`` -- the belief gate's MAP skill of the teammate in
+    #: ``teammate_last_inferred_skill`` -- and read it (``gate_believes_<skill>``); the labels replay the
+    #: same default gate over each log. False (default): no gate, no such features
+    gate: bool = False
     cpu_ms: float = 50
     memory_mb: int = 256
     trace_entries: int = Field(40, ge=1)
@@ -184,7 +188,7 @@ def soups_coming(state):
 
 
 def features(pots: int, skills: Sequence[str], self_skills: Sequence[str], mate_skills: Sequence[str] = (),
-             with_seat: bool = False, split_floor: bool = False) -> List[Feature]:
+             with_seat: bool = False, split_floor: bool = False, gate: bool = False) -> List[Feature]:
     """The named features of a layout with ``pots`` pots: holdings, pots, counters, the teammate's
     last completed skill, self's last skill, and (``mate_skills``) the predicted partner skill.
     ``split_floor`` (a counter wall between the players) adds what self can reach: items on the
@@ -235,17 +239,23 @@ def features(pots: int, skills: Sequence[str], self_skills: Sequence[str], mate_
             add(key, f'state["{key}"]', f"{kind}s on counters self can reach", lambda d, m, key=key: float(d[key]), False)
         add("shared_empty_counters", 'state["shared_empty_counters"]', "empty counters both players can reach",
             lambda d, m: float(d["shared_empty_counters"]), False)
-    out += _history_features(skills, self_skills)
+    out += _history_features(skills, self_skills, gate)
     return out + predicted_features(mate_skills)
 
 
-def _history_features(skills: Sequence[str], self_skills: Sequence[str]) -> List[Feature]:
-    """The teammate's last completed skill and self's last skill, one boolean per skill (both schemas)."""
+def _history_features(skills: Sequence[str], self_skills: Sequence[str], gate: bool = False) -> List[Feature]:
+    """The teammate's last completed skill and self's last skill, one boolean per skill (both schemas);
+    with ``gate``, also the belief gate's MAP skill of the teammate (``teammate_last_inferred_skill``
+    of a ``:bayes`` tree agent)."""
     return ([Feature(f"mate_completed_{s}", f'state["teammate_last_completed_skill"] == "{s}"',
                      f"the teammate last completed {s}",
                      lambda d, m, s=s: float(d["teammate_last_completed_skill"] == s), True) for s in skills]
             + [Feature(f"self_last_{s}", f'state["self_last_skill"] == "{s}"', f"self's last skill is {s}",
-                       lambda d, m, s=s: float(d["self_last_skill"] == s), True) for s in self_skills])
+                       lambda d, m, s=s: float(d["self_last_skill"] == s), True) for s in self_skills]
+            + [Feature(f"gate_believes_{s}", f'state["teammate_last_inferred_skill"] == "{s}"',
+                       f"the belief gate's most probable teammate skill is {s}",
+                       lambda d, m, s=s: float(d["teammate_last_inferred_skill"] == s), True)
+               for s in (skills if gate else ())])
 
 
 def predicted_features(mate_skills: Sequence[str]) -> List[Feature]:
@@ -255,7 +265,7 @@ def predicted_features(mate_skills: Sequence[str]) -> List[Feature]:
 
 
 def v2_features(probe: Dict[str, Any], skills: Sequence[str], self_skills: Sequence[str],
-                with_seat: bool = False, belief: bool = True) -> List[Feature]:
+                with_seat: bool = False, belief: bool = True, gate: bool = False) -> List[Feature]:
     """The named features of an OvercookedV2 kitchen (flat state ``overcooked_v2/1``) for a two-seat
     tree; ``probe`` is one of the layout's probe states (its pots, ingredients and recipes). Holdings
     by type, the recipe where seen and the candidates where not, what the pot needs per ingredient
@@ -332,7 +342,7 @@ def v2_features(probe: Dict[str, Any], skills: Sequence[str], self_skills: Seque
         for s in names:
             add(f"{who}_reaches_{s}", f'"{s}" in state["{key}"]', f"{who} can reach a target of {s} now",
                 lambda d, m, s=s, key=key: float(s in d[key]), True)
-    return out + _history_features(skills, self_skills)
+    return out + _history_features(skills, self_skills, gate)
 
 
 #: the flat-state schemas distillation has features for
@@ -340,14 +350,15 @@ FEATURE_SCHEMAS = (CLASSIC_SCHEMA, V2_SCHEMA)
 
 
 def layout_features(layout: str, skills: Sequence[str], self_skills: Sequence[str],
-                    with_seat: bool = False, belief: bool = True) -> List[Feature]:
+                    with_seat: bool = False, belief: bool = True, gate: bool = False) -> List[Feature]:
     """The features of ``layout``'s flat state (:func:`features` for classic kitchens,
     :func:`v2_features` for OvercookedV2 ones), without the predicted partner skill."""
     domain = domain_for_layout(layout)
     probe = domain.probe_states(layout, 0)[0]
     if domain.flat_state_schema == V2_SCHEMA:
-        return v2_features(probe, skills, self_skills, with_seat=with_seat, belief=belief)
-    return features(len(probe["pot"]), skills, self_skills, with_seat=with_seat, split_floor=split_floor(layout))
+        return v2_features(probe, skills, self_skills, with_seat=with_seat, belief=belief, gate=gate)
+    return features(len(probe["pot"]), skills, self_skills, with_seat=with_seat, split_floor=split_floor(layout),
+                    gate=gate)
 
 
 def split_floor(layout: str) -> bool:
@@ -528,7 +539,8 @@ def fit_policy(records: Sequence[Dict[str, Any]], cfg: DistilConfig) -> Tuple[Fi
         rows = [r for r in records if g is None or r["seat"] == g]
         self_skills = seat_sets[g if g is not None else 0]
         mate_skills = seat_sets[1 - g] if g is not None else seat_sets[1]
-        base = layout_features(cfg.layout, library, self_skills, with_seat=not split, belief=cfg.belief)
+        base = layout_features(cfg.layout, library, self_skills, with_seat=not split, belief=cfg.belief,
+                               gate=cfg.gate)
         flats = [r["flat"] for r in rows]
         plabelled = [(r["flat"], r["partner"]) for r in rows if r["partner"] is not None]
         if cfg.partner_tree and len({y for _, y in plabelled}) > 1:
@@ -586,8 +598,10 @@ def label_episode(traj, cfg: DistilConfig, seat: int, seed: int, teacher_played:
                         agent_seeds(seed, domain.players(cfg.layout))[seat])
     records = []
     completed = last_self = inferred = None
-    # the recipe belief the tree agent keeps (its own tracker, replayed over the log)
+    # the recipe belief the tree agent keeps (its own tracker, replayed over the log), and with
+    # ``cfg.gate`` the belief gate a ``:bayes`` tree agent keeps (a default one, replayed the same way)
     goal = GoalTracker.for_layout(domain, cfg.layout, seat, mate)
+    gate = domain.make_gate(cfg.layout, None, partner=mate) if cfg.gate else None
     for t, row in enumerate(steps):
         if t > 0:
             done = domain.completed_skills(domain.detect_events(steps[t - 1].state, row.state)[mate], library)
@@ -595,6 +609,9 @@ def label_episode(traj, cfg: DistilConfig, seat: int, seed: int, teacher_played:
                 completed = library.names[done[-1]]
             if goal is not None:
                 goal.observe(steps[t - 1].state, row.state)
+            if gate is not None:
+                inferred = gate.observe(steps[t - 1].state, row.state,
+                                        ego_active=steps[t - 1].skills[seat] is not None).map_name
         flat = domain.flat_state(row.state, seat, teammate_last_completed_skill=completed,
                                  teammate_last_inferred_skill=inferred, self_last_skill=last_self,
                                  **believed_keys(goal))
@@ -608,7 +625,7 @@ def label_episode(traj, cfg: DistilConfig, seat: int, seed: int, teacher_played:
                         "partner": hindsight[t][mate], "played": played})
         if played is not None:
             last_self = played
-        if not teacher_played and info.get("partner_map") is not None:
+        if gate is None and not teacher_played and info.get("partner_map") is not None:
             inferred = info.get("partner_map")
     decisions = shadow.decisions if shadow is not None else int(steps[-1].info[seat].get("plans", 0)) if steps else 0
     return records, decisions
@@ -659,16 +676,17 @@ class Distiller(Learner):
         return [(cfg.partners[(i // 2) % n], i % 2, cfg.seed + i) for i in range(cfg.rollouts)]
 
     def _rollouts(self, path: Path) -> RolloutResult:
-        return run_rollouts(path, self.cfg, self.rollout_plan(), env_options=self.cfg.env_options)
+        return run_rollouts(path, self.cfg, self.rollout_plan(), env_options=self.cfg.env_options, bayes=self.cfg.gate)
 
     def _played(self, k: int) -> Tuple[str, str]:
         """(what, agent name) played in iteration ``k``: the teacher / seed tree first, then the last fitted tree."""
+        bayes = ":bayes" if self.cfg.gate else ""
         for j in range(k - 1, -1, -1):
             code = self.dir / f"iter_{j:02d}" / "code.py"
             if code.exists():
-                return f"tree of iteration {j}", f"policy-tree:{code}"
+                return f"tree of iteration {j}", f"policy-tree:{code}{bayes}"
         if self.cfg.start == "seed":
-            return "seed tree", f"policy-tree:seed:{self.cfg.layout}"
+            return "seed tree", f"policy-tree:seed:{self.cfg.layout}{bayes}"
         return "teacher", self.cfg.teacher
 
     def _candidate(self, k: int, it_dir: Path, status: Dict[str, Any]) -> Optional[Tuple[str, str, str]]:

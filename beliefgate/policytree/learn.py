@@ -481,10 +481,11 @@ def build_trace(traj, seat: int, max_entries: int) -> str:
 
 def run_rollouts(tree_path: Path, cfg: LearnConfig,
                  plan: Optional[Sequence[Tuple[str, int, int]]] = None,
-                 env_options: Optional[Dict[str, Any]] = None) -> RolloutResult:
+                 env_options: Optional[Dict[str, Any]] = None, bayes: bool = False) -> RolloutResult:
     """Seeded episodes of the tree file (no LLM): by default ``cfg.rollouts`` episodes with the source
     partner in seat ``cfg.seat``; ``plan`` lists ``(partner, seat, seed)`` per episode instead;
-    ``env_options``: the episodes' environment options (a distillation's)."""
+    ``env_options``: the episodes' environment options (a distillation's); ``bayes``: the tree plays
+    with the belief gate (``policy-tree:PATH:bayes``)."""
     from beliefgate.eval.episode import run_episode
     from beliefgate.policytree.agent import close_sandboxes
 
@@ -494,7 +495,7 @@ def run_rollouts(tree_path: Path, cfg: LearnConfig,
     rewards, episodes, trace = [], [], ""
     try:
         for i, (partner, seat, seed) in enumerate(plan):
-            result = run_episode(cfg.layout, f"policy-tree:{tree_path}", partner, seed=seed,
+            result = run_episode(cfg.layout, f"policy-tree:{tree_path}{':bayes' if bayes else ''}", partner, seed=seed,
                                  horizon=cfg.horizon, seat=seat, env_options=env_options or None)
             last = result.trajectory.steps[-1].info[seat] if result.trajectory.steps else {}
             rewards.append(float(result.summary["reward"]))
