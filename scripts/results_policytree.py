@@ -401,8 +401,9 @@ def cmd_report(args) -> None:
         variants = sorted({r["agent"] for r in rows if r["agent"].startswith("tree:")})
         for a, b in (("tree", "seed"), ("tree", "teacher"), ("seed", "teacher"), *(("tree", x) for x in baselines(layout)),
                      *((a, "tree") for a in variants),
-                     # a variant distilled from another teacher, against that teacher played as an ego
-                     *((a, VARIANTS[a[5:]]["teacher"]) for a in variants if "teacher" in VARIANTS.get(a[5:], {}))):
+                     # each variant against its teacher (one distilled from another teacher: that teacher
+                     # played as an ego)
+                     *((a, VARIANTS.get(a[5:], {}).get("teacher", "teacher")) for a in variants)):
             ra, rb = by.get((layout, a)), by.get((layout, b))
             if not ra or not rb:
                 continue
@@ -459,7 +460,7 @@ def cmd_ship(args) -> None:
 
     shipped = cards()
     for layout in args.layout:
-        run = run_dir(args.out, layout, "full")
+        run = run_dir(args.out, layout, args.variant)
         summary = json.loads((run / "summary.json").read_text())
         if summary["best_iteration"] is None or summary["history"][-1]["iteration"] + 1 < summary["config"]["iterations"]:
             raise SystemExit(f"{run}: the distillation has not finished; run the distil step first")
@@ -470,11 +471,12 @@ def cmd_ship(args) -> None:
             "layout": layout, "sha256": digest(code), "teacher": cfg["teacher"], "partners": cfg["partners"],
             "settings": {k: cfg[k] for k in ("iterations", "episodes", "rollouts", "horizon", "depth", "min_leaf",
                                              "seed", "start", "partner_tree", "partner_feature", "aggregate", "balance",
-                                             "belief", "env_options") if k in cfg},
+                                             "belief", "gate", "env_options") if k in cfg},
             "best_iteration": summary["best_iteration"], "rollout_reward": round(summary["best_reward"], 2),
             "teacher_decisions": summary["nq"], "seconds": round(sum(h.get("seconds") or 0 for h in summary["history"]), 1),
             "commit": summary["commit"], "distil_version": cfg.get("distil_version"),
-            "made_by": f"scripts/results_policytree.py distil --layout {layout} (settings(layout)), then ship",
+            "made_by": f"scripts/results_policytree.py distil --layout {layout} --variant {args.variant} "
+                       f"(settings(layout)), then ship",
         }
         print(f"{layout}: iteration {summary['best_iteration']}, rollout reward {summary['best_reward']:.1f} "
               f"-> {file_name(layout)}")
@@ -539,6 +541,8 @@ def main(argv=None) -> None:
     sh = sub.add_parser("ship", help=cmd_ship.__doc__.split(".")[0])
     sh.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
     sh.add_argument("--layout", action="append", required=True, choices=LAYOUTS)
+    sh.add_argument("--variant", default="full", choices=tuple(VARIANTS),
+                    help="the run to ship (a variant chosen on development partners)")
     ex = sub.add_parser("export", help=cmd_export.__doc__.split(".")[0])
     ex.add_argument("--out", type=Path, default=Path("runs/results_policytree"))
     ex.add_argument("--also", type=Path, action="append")

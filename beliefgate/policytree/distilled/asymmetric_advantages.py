@@ -8,21 +8,15 @@ Outputs: (inferred_teammate_current_skill, self_action_now)
 if the teammate last completed pickup_dish:
    -> fill_dish_with_soup
 else (not: the teammate last completed pickup_dish):
-   if the teammate last completed pickup_onion:
+   if teammate holds onion:
       -> put_onion_in_pot
-   else (not: the teammate last completed pickup_onion):
-      if the teammate last completed fill_dish_with_soup:
+   else (not: teammate holds onion):
+      if teammate holds soup:
          -> deliver_soup
-      else (not: the teammate last completed fill_dish_with_soup):
-         if cook ticks left in pot 0 > 7:
-            if dishs on counters self can reach > 0:
-               if cook ticks left in pot 0 > 13:
-                  -> pickup_dish
-               else (cook ticks left in pot 0 <= 13):
-                  -> pickup_onion
-            else (dishs on counters self can reach <= 0):
-               -> pickup_onion
-         else (cook ticks left in pot 0 <= 7):
+      else (not: teammate holds soup):
+         if the belief gate's most probable teammate skill is pickup_dish:
+            -> pickup_dish
+         else (not: the belief gate's most probable teammate skill is pickup_dish):
             -> pickup_onion
 
 **Self Action Selection Tree**
@@ -31,16 +25,16 @@ if self holds dish:
       -> place_obj_on_counter
    else (not: self's last skill is place_obj_on_counter):
       if self's last skill is pickup_dish:
-         if empty counters > 22:
-            -> fill_dish_with_soup
-         else (empty counters <= 22):
-            if cook ticks left in pot 0 > 1:
-               if empty counters > 21:
-                  -> fill_dish_with_soup
-               else (empty counters <= 21):
+         if dishs on counters self can reach > 0:
+            if pot 0 is cooking:
+               if dishs on counters > 1:
                   -> place_obj_on_counter
-            else (cook ticks left in pot 0 <= 1):
+               else (dishs on counters <= 1):
+                  -> fill_dish_with_soup
+            else (not: pot 0 is cooking):
                -> place_obj_on_counter
+         else (dishs on counters self can reach <= 0):
+            -> fill_dish_with_soup
       else (not: self's last skill is pickup_dish):
          -> fill_dish_with_soup
 else (not: self holds dish):
@@ -78,18 +72,12 @@ def soups_coming(state):
 def predict_teammate(state):
     if state["teammate_last_completed_skill"] == "pickup_dish":
         return "fill_dish_with_soup"
-    elif state["teammate_last_completed_skill"] == "pickup_onion":
+    elif state["holdings"]["teammate"] == "onion":
         return "put_onion_in_pot"
-    elif state["teammate_last_completed_skill"] == "fill_dish_with_soup":
+    elif state["holdings"]["teammate"] == "soup":
         return "deliver_soup"
-    elif (state["pot"][0]["timers"] or 0) > 7:
-        if state["reach_dish_counters"] > 0:
-            if (state["pot"][0]["timers"] or 0) > 13:
-                return "pickup_dish"
-            else:
-                return "pickup_onion"
-        else:
-            return "pickup_onion"
+    elif state["teammate_last_inferred_skill"] == "pickup_dish":
+        return "pickup_dish"
     else:
         return "pickup_onion"
 
@@ -99,15 +87,16 @@ def choose_own(state, mate_skill):
         if state["self_last_skill"] == "place_obj_on_counter":
             return "place_obj_on_counter"
         elif state["self_last_skill"] == "pickup_dish":
-            if state["num_empty_counters"] > 22:
-                return "fill_dish_with_soup"
-            elif (state["pot"][0]["timers"] or 0) > 1:
-                if state["num_empty_counters"] > 21:
-                    return "fill_dish_with_soup"
+            if state["reach_dish_counters"] > 0:
+                if state["pot"][0]["state"] == "cooking":
+                    if state["num_dish_counters"] > 1:
+                        return "place_obj_on_counter"
+                    else:
+                        return "fill_dish_with_soup"
                 else:
                     return "place_obj_on_counter"
             else:
-                return "place_obj_on_counter"
+                return "fill_dish_with_soup"
         else:
             return "fill_dish_with_soup"
     elif state["holdings"]["self"] == "onion":
