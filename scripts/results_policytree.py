@@ -453,7 +453,8 @@ def cmd_report(args) -> None:
 
 
 def cmd_ship(args) -> None:
-    """Copy each layout's distilled tree (``OUT/distil/<layout>/full/best.py``) into the package
+    """Copy each layout's distilled tree (``OUT/distil/<layout>/<variant>/best.py``, ``full`` unless
+    ``--variant`` names another run) into the package
     (``beliefgate/policytree/distilled/``, played as ``policy-tree:distilled:LAYOUT``) with its card:
     the run's config, accepted iteration and rollout reward, wall time, commit, and the file's sha256."""
     from beliefgate.policytree.distilled import CARDS, HERE, cards, digest, file_name

@@ -27,7 +27,6 @@ exit handler and each sandbox's finaliser do so at interpreter exit anyway).
 
 from __future__ import annotations
 
-import hashlib
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -38,6 +37,7 @@ from beliefgate.agents.goal_tracker import GoalTracker
 from beliefgate.envs.domain import SkillStatus, domain_for_layout
 from beliefgate.errors import InputError
 from beliefgate.planners.fallbacks import Fallback, FallbackLog
+from beliefgate.policytree.distilled import digest, distilled_code
 from beliefgate.policytree.sandbox import Sandbox, SandboxError, SandboxTimeout, SandboxViolation
 
 #: the fallback reason (``beliefgate.planners.errors.FALLBACK_REASONS``) under which a refused tree
@@ -59,7 +59,7 @@ class TreeSpecError(InputError):
 def shared_sandbox(code: str, player: int, self_skills: Sequence[str], partner_skills: Sequence[str],
                    cpu_ms: float, memory_mb: int, episode_cpu_ms: float) -> Sandbox:
     """The cached live sandbox for this code and seat (started, or restarted, on demand)."""
-    key = (hashlib.sha256(code.encode()).hexdigest(), player, tuple(self_skills), tuple(partner_skills),
+    key = (digest(code), player, tuple(self_skills), tuple(partner_skills),
            cpu_ms, memory_mb, episode_cpu_ms)
     box = _SANDBOXES.get(key)
     if box is None:
@@ -242,8 +242,6 @@ def load_tree_code(source: str) -> str:
 
         return seed_code(source[len("seed:"):])
     if source.startswith("distilled:"):
-        from beliefgate.policytree.distilled import distilled_code
-
         return distilled_code(source[len("distilled:"):])
     from beliefgate.fileio import read_text
     from beliefgate.policytree._worker import MAX_CODE_CHARS
@@ -267,15 +265,15 @@ def check_tree_source(source: str) -> str:
     code = load_tree_code(source)
     if not code.strip():
         raise TreeSpecError(f"policy tree file {source}: empty (a tree needs a function {ENTRY})")
-    digest = hashlib.sha256(code.encode()).hexdigest()
-    if digest in _ACCEPTED:
+    key = digest(code)
+    if key in _ACCEPTED:
         return code
     try:
         with Sandbox(code, ENTRY):
             pass
     except (SandboxViolation, SandboxTimeout) as exc:  # a module body over the time limits is refused too
         raise TreeSpecError(f"policy tree file {source}: {exc}") from None
-    _ACCEPTED.add(digest)
+    _ACCEPTED.add(key)
     return code
 
 
@@ -285,7 +283,7 @@ def tree_digest(spec: str) -> Optional[str]:
     source = parse_spec(spec)[0]
     if source.startswith("seed:"):
         return None
-    return hashlib.sha256(load_tree_code(source).encode()).hexdigest()[:12]
+    return digest(load_tree_code(source))[:12]
 
 
 def make_policy_tree_agent(spec: str, llm=None, gate_params=None, **limits) -> PolicyTreeAgent:

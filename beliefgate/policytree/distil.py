@@ -313,10 +313,10 @@ def v2_features(probe: Dict[str, Any], skills: Sequence[str], self_skills: Seque
         if len(recipes) > 1:
             add(f"sure_{ing}", f'state["ingredient_sure"]["{ing}"]', f"{ing} the pot needs whichever candidate",
                 lambda d, m, k=ing: float(d["ingredient_sure"][k]), False)
-        if len(recipes) > 1 and belief:
-            add(f"believed_need_{ing}", f'state["believed_need"]["{ing}"]',
-                f"{ing} the pot needs for the believed recipe",
-                lambda d, m, k=ing: float(d["believed_need"][k]), False)
+            if belief:
+                add(f"believed_need_{ing}", f'state["believed_need"]["{ing}"]',
+                    f"{ing} the pot needs for the believed recipe",
+                    lambda d, m, k=ing: float(d["believed_need"][k]), False)
     for i in range(len(probe["pot"])):
         add(f"pot{i}_count", f'state["pot"][{i}]["count"]', f"ingredients in pot {i}",
             lambda d, m, i=i: float(d["pot"][i]["count"]), False)

@@ -232,9 +232,10 @@ def flat_state(state: V2State, player: int, *, teammate_last_completed_skill: Op
         "timestep": int(state.timestep),
         "believed_recipe": believed_recipe,
         "believed_confidence": None if believed_confidence is None else round(float(believed_confidence), 4),
-        "believed_need": {f"ingredient_{i}": ingredient_need(state, player, i, recipe=believed)
-                          for i in info.ingredients},
     }
+    # without a belief the believed need is the need itself (not computed twice on every step)
+    d["believed_need"] = dict(d["ingredient_need"]) if believed is None else {
+        f"ingredient_{i}": ingredient_need(state, player, i, recipe=believed) for i in info.ingredients}
     d.update(_derived(d))
     return {k: d[k] for k in FLAT_STATE_KEYS}
 

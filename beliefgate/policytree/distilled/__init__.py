@@ -47,4 +47,6 @@ def distilled_code(layout: str) -> str:
 
 
 def digest(code: str) -> str:
+    """The sha256 of a tree's code (hex): the cards' ``sha256``, and how the policy-tree agent keys
+    its sandboxes and the codes it has accepted."""
     return hashlib.sha256(code.encode()).hexdigest()
